@@ -1,0 +1,281 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"sync"
+
+	"github.com/relabel/relabel/transforms/knn"
+	"github.com/relabel/relabel/transforms/llc"
+	"github.com/relabel/relabel/transforms/mixture"
+)
+
+// Weighting selects how an item's neighbours are weighted in its mixture.
+type Weighting int
+
+const (
+	// LLC weights neighbours by locality-constrained linear coding (METHOD.md step 2).
+	LLC Weighting = iota
+	// Uniform gives each of the K neighbours weight 1/K.
+	Uniform
+)
+
+func (w Weighting) String() string {
+	switch w {
+	case LLC:
+		return "llc"
+	case Uniform:
+		return "uniform"
+	}
+	return fmt.Sprintf("Weighting(%d)", int(w))
+}
+
+// ParseWeighting parses "llc" or "uniform".
+func ParseWeighting(s string) (Weighting, error) {
+	switch s {
+	case "llc":
+		return LLC, nil
+	case "uniform":
+		return Uniform, nil
+	}
+	return 0, fmt.Errorf("engine: unknown weighting %q (want llc or uniform)", s)
+}
+
+// Options configures a relabelling.
+type Options struct {
+	// K is the number of neighbours. Optional, default 10.
+	K int
+	// Metric ranks neighbours. Optional, default knn.L2.
+	Metric knn.Metric
+	// Standardise z-scores every feature (mean 0, variance 1 over all items)
+	// before the search: raw features on different scales (pixels, integer
+	// codes) otherwise let a few dimensions decide the neighbours.
+	Standardise bool
+	// Candidates bounds the candidate set neighbours are searched in; 0 or >= n
+	// means all items. Otherwise the items with the smallest hash of (seed, key).
+	Candidates int
+	// Weighting of neighbours. Optional, default LLC.
+	Weighting Weighting
+	// LLC configures the QP when Weighting is LLC.
+	LLC llc.Params
+	// Rounds of sample + EM. Optional, default 10.
+	Rounds int
+	// Mixture configures each round; Mixture.C is required.
+	Mixture mixture.Params
+	// Workers bounds goroutines. Optional, default GOMAXPROCS.
+	Workers int
+}
+
+// WithDefaults fills unset optional fields.
+func (o Options) WithDefaults() Options {
+	if o.K <= 0 {
+		o.K = 10
+	}
+	if o.Rounds < 0 {
+		o.Rounds = 0
+	}
+	if o.Workers <= 0 {
+		o.Workers = runtime.GOMAXPROCS(0)
+	}
+	o.LLC = o.LLC.WithDefaults()
+	o.Mixture = o.Mixture.WithDefaults()
+	return o
+}
+
+// Validate checks the options once defaults are applied.
+func (o Options) Validate() error {
+	var errs []error
+	if o.K < 1 {
+		errs = append(errs, fmt.Errorf("engine: K = %d, want >= 1", o.K))
+	}
+	if o.Candidates < 0 {
+		errs = append(errs, fmt.Errorf("engine: candidates = %d, want >= 0", o.Candidates))
+	}
+	if err := o.LLC.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := o.Mixture.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// Data is a whole dataset in memory: n items with keys (unique), d-dimensional
+// features (row-major) and annotations: item i's labels are
+// Labels[LabelOff[i]:LabelOff[i+1]], class indices, negative = unlabelled.
+type Data struct {
+	Keys     []int64
+	D        int
+	Features []float32
+	Labels   []int32
+	LabelOff []int32
+}
+
+// Len is the number of items.
+func (d *Data) Len() int { return len(d.Keys) }
+
+// Result is every item's final state, in input order.
+type Result struct {
+	States mixture.States
+	// Candidates are the item indices used as the candidate set.
+	Candidates []int
+}
+
+// Backends are the kernels the engine calls; nil fields get the CPU ones.
+type Backends struct {
+	Searcher knn.Searcher
+	Coder    llc.Coder
+}
+
+// Run relabels d. It is deterministic for fixed options: every random draw is
+// seeded from (seed, item key, round).
+func Run(d *Data, o Options, be Backends) (*Result, error) {
+	o = o.WithDefaults()
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	if be.Searcher == nil {
+		be.Searcher = knn.CPU{}
+	}
+	if be.Coder == nil {
+		be.Coder = llc.CPU{}
+	}
+	n := d.Len()
+	feats := d.Features
+	if o.Standardise {
+		feats = append([]float32(nil), d.Features...)
+		mean, std := Moments(feats, n, d.D)
+		Standardise(feats, d.D, mean, std)
+	}
+	cands := SelectCandidates(d.Keys, o.Candidates, o.Mixture.Seed)
+	nb, err := Neighbours(feats, d.Keys, d.D, cands, o, be)
+	if err != nil {
+		return nil, err
+	}
+	states := make([]mixture.State, n)
+	for i := range states {
+		states[i].Init(d.Labels[d.LabelOff[i]:d.LabelOff[i+1]], o.Mixture.C, o.Mixture.C0, o.Mixture.Smooth)
+	}
+	var init []mixture.State
+	if o.Mixture.Anchor > 0 {
+		init = make([]mixture.State, n)
+		for i := range init {
+			init[i].CopyFrom(&states[i])
+		}
+	}
+	next := make([]mixture.State, n)
+	candStates := make([]mixture.State, len(cands))
+	for r := 0; r < o.Rounds; r++ {
+		for c, i := range cands {
+			candStates[c].CopyFrom(&states[i])
+		}
+		parallel(n, o.Workers, func(ws *worker, i int) {
+			ws.round(&next[i], &states[i], initOf(init, i), candStates, nb, i, uint64(d.Keys[i]), r, &o.Mixture)
+		})
+		states, next = next, states
+	}
+	res := &Result{Candidates: cands}
+	res.States.Reset()
+	for i := range states {
+		res.States.Append(&states[i])
+	}
+	return res, nil
+}
+
+func initOf(init []mixture.State, i int) *mixture.State {
+	if init == nil {
+		return nil
+	}
+	return &init[i]
+}
+
+// worker is one goroutine's scratch.
+type worker struct {
+	ws    mixture.Workspace
+	neigh []mixture.State
+	w     []float64
+}
+
+// round gathers item i's neighbour states and runs mixture.Round.
+func (wk *worker) round(dst, own, init *mixture.State, cand []mixture.State, nb *Neighbourhoods, i int, key uint64, r int, p *mixture.Params) {
+	k := nb.K
+	if cap(wk.neigh) < k {
+		wk.neigh = make([]mixture.State, k)
+	}
+	wk.neigh = wk.neigh[:0]
+	wk.w = wk.w[:0]
+	for j := 0; j < k; j++ {
+		c := nb.Index[i*k+j]
+		if c < 0 {
+			continue
+		}
+		wk.neigh = wk.neigh[:len(wk.neigh)+1]
+		wk.neigh[len(wk.neigh)-1].CopyFrom(&cand[c])
+		wk.w = append(wk.w, nb.Weight[i*k+j])
+	}
+	wk.ws.Round(dst, own, init, wk.neigh, wk.w, key, r, p)
+}
+
+func parallel(n, workers int, f func(w *worker, i int)) {
+	var wg sync.WaitGroup
+	const chunk = 64
+	next := make(chan int, workers)
+	go func() {
+		for lo := 0; lo < n; lo += chunk {
+			next <- lo
+		}
+		close(next)
+	}()
+	for g := 0; g < workers; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var w worker
+			for lo := range next {
+				for i := lo; i < min(lo+chunk, n); i++ {
+					f(&w, i)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// Moments returns each feature's mean and standard deviation over n rows
+// (float64 accumulation; a constant feature gets std 1 so it maps to 0).
+func Moments(x []float32, n, d int) (mean, std []float64) {
+	mean = make([]float64, d)
+	std = make([]float64, d)
+	for i := 0; i < n; i++ {
+		for j, v := range x[i*d : (i+1)*d] {
+			mean[j] += float64(v)
+		}
+	}
+	for j := range mean {
+		mean[j] /= float64(n)
+	}
+	for i := 0; i < n; i++ {
+		for j, v := range x[i*d : (i+1)*d] {
+			dv := float64(v) - mean[j]
+			std[j] += dv * dv
+		}
+	}
+	for j := range std {
+		std[j] = math.Sqrt(std[j] / float64(n))
+		if std[j] == 0 {
+			std[j] = 1
+		}
+	}
+	return mean, std
+}
+
+// Standardise z-scores x in place.
+func Standardise(x []float32, d int, mean, std []float64) {
+	for i := 0; i < len(x); i += d {
+		for j := range d {
+			x[i+j] = float32((float64(x[i+j]) - mean[j]) / std[j])
+		}
+	}
+}

@@ -1,0 +1,139 @@
+package engine
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/relabel/relabel/transforms/knn"
+	"github.com/relabel/relabel/transforms/llc"
+)
+
+// CandidateHash orders items for candidate selection: a keyed hash, so the
+// choice is a pure function of (seed, key), independent of input order and of
+// how a runner splits the data.
+func CandidateHash(seed uint64, key int64) uint64 {
+	x := uint64(key) ^ (seed * 0x9e3779b97f4a7c15)
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}
+
+// SelectCandidates returns the indices of the candidate items, ascending: all
+// items when limit is 0 or >= len(keys), else the limit items with the smallest
+// CandidateHash (the paper's random subset, made reproducible).
+func SelectCandidates(keys []int64, limit int, seed uint64) []int {
+	n := len(keys)
+	idx := make([]int, n)
+	for i := range idx {
+		idx[i] = i
+	}
+	if limit <= 0 || limit >= n {
+		return idx
+	}
+	sort.Slice(idx, func(a, b int) bool {
+		ha, hb := CandidateHash(seed, keys[idx[a]]), CandidateHash(seed, keys[idx[b]])
+		if ha != hb {
+			return ha < hb
+		}
+		return keys[idx[a]] < keys[idx[b]]
+	})
+	idx = idx[:limit]
+	sort.Ints(idx)
+	return idx
+}
+
+// Neighbourhoods holds every item's K neighbours as indices into the candidate
+// set (-1 = none) and their mixture weights (each row sums to 1 over valid
+// neighbours).
+type Neighbourhoods struct {
+	K      int
+	Index  []int32
+	Weight []float64
+}
+
+// BatchRows is how many query rows one kNN/LLC call handles.
+const BatchRows = 1024
+
+// Neighbours searches every item's K nearest candidates and weights them.
+func Neighbours(feats []float32, keys []int64, d int, cands []int, o Options, be Backends) (*Neighbourhoods, error) {
+	n := len(keys)
+	cm := knn.Matrix{Rows: len(cands), Cols: d, Data: make([]float32, len(cands)*d)}
+	cids := make([]int64, len(cands))
+	for c, i := range cands {
+		copy(cm.Data[c*d:(c+1)*d], feats[i*d:(i+1)*d])
+		cids[c] = keys[i]
+	}
+	idx, err := be.Searcher.Index(cm, cids, o.Metric)
+	if err != nil {
+		return nil, fmt.Errorf("engine: indexing %d candidates: %w", len(cands), err)
+	}
+	defer idx.Close()
+	nb := &Neighbourhoods{K: o.K, Index: make([]int32, n*o.K), Weight: make([]float64, n*o.K)}
+	var res knn.Result
+	var wb WeightBuffer
+	for lo := 0; lo < n; lo += BatchRows {
+		hi := min(lo+BatchRows, n)
+		q := knn.Matrix{Rows: hi - lo, Cols: d, Data: feats[lo*d : hi*d]}
+		if err := idx.Search(&res, q, keys[lo:hi], o.K); err != nil {
+			return nil, fmt.Errorf("engine: kNN search of rows %d..%d: %w", lo, hi, err)
+		}
+		copy(nb.Index[lo*o.K:hi*o.K], res.Index)
+		if err := wb.Weights(nb.Weight[lo*o.K:hi*o.K], q, cm, &res, o, be.Coder); err != nil {
+			return nil, fmt.Errorf("engine: neighbour weights of rows %d..%d: %w", lo, hi, err)
+		}
+	}
+	return nb, nil
+}
+
+// WeightBuffer is reusable scratch for Weights.
+type WeightBuffer struct {
+	nbr  []float32
+	lens []int32
+}
+
+// Weights computes the mixture weights of a batch of neighbourhoods into dst
+// (q.Rows x res.K): LLC codes (METHOD.md step 2) or uniform over valid
+// neighbours. cands holds the candidate features res.Index points into.
+func (wb *WeightBuffer) Weights(dst []float64, q, cands knn.Matrix, res *knn.Result, o Options, coder llc.Coder) error {
+	b, k, d := q.Rows, res.K, q.Cols
+	if cap(wb.lens) < b {
+		wb.lens = make([]int32, b)
+	}
+	wb.lens = wb.lens[:b]
+	for i := 0; i < b; i++ {
+		var l int32
+		for j := 0; j < k && res.Index[i*k+j] >= 0; j++ {
+			l++
+		}
+		wb.lens[i] = l
+	}
+	if o.Weighting == Uniform {
+		for i := 0; i < b; i++ {
+			for j := 0; j < k; j++ {
+				dst[i*k+j] = 0
+				if int32(j) < wb.lens[i] {
+					dst[i*k+j] = 1 / float64(wb.lens[i])
+				}
+			}
+		}
+		return nil
+	}
+	if cap(wb.nbr) < b*k*d {
+		wb.nbr = make([]float32, b*k*d)
+	}
+	wb.nbr = wb.nbr[:b*k*d]
+	for i := 0; i < b; i++ {
+		for j := 0; j < k; j++ {
+			row := wb.nbr[(i*k+j)*d : (i*k+j+1)*d]
+			if c := res.Index[i*k+j]; c >= 0 {
+				copy(row, cands.Row(int(c)))
+			} else {
+				clear(row)
+			}
+		}
+	}
+	return coder.Code(dst, llc.Batch{B: b, K: k, D: d, X: q.Data, N: wb.nbr, Dist: res.Dist, Len: wb.lens}, o.LLC)
+}

@@ -1,0 +1,326 @@
+package knn
+
+import (
+	"fmt"
+	"math"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas32"
+)
+
+// Default tile shape of CPU. A 256 x 2048 float32 tile is 2 MiB: it stays in a
+// core's L2 between the SGEMM that writes it and the top-K scan that reads it,
+// and 256 query rows amortise SGEMM's packing of the candidate block.
+const (
+	DefaultQueryBlock     = 256
+	DefaultCandidateBlock = 2048
+)
+
+// maxSqNorm bounds squared norms so that ||q||^2 + ||p||^2 + 2|q.p| (at most
+// 4 * maxSqNorm) cannot overflow float32: an infinite distance would be
+// indistinguishable from padding.
+const maxSqNorm = math.MaxFloat32 / 8
+
+// CPU is the exact batched kNN Searcher for the CPU. The zero value is ready to
+// use. Output does not depend on Workers; it depends on QueryBlock and
+// CandidateBlock only through float32 rounding of the SGEMM (the tile shape
+// changes the BLAS's summation order).
+type CPU struct {
+	// Workers is the number of goroutines a Search runs, each taking whole
+	// query blocks. Optional, default runtime.GOMAXPROCS(0).
+	Workers int
+	// QueryBlock is the number of query rows per SGEMM tile. Optional, default
+	// DefaultQueryBlock.
+	QueryBlock int
+	// CandidateBlock is the number of candidate rows per SGEMM tile. Optional,
+	// default DefaultCandidateBlock.
+	CandidateBlock int
+}
+
+// Index prepares c (S x d) with one id per row. For Cosine it keeps a
+// normalised copy of c; for L2 it keeps c.Data itself plus the S squared
+// norms. It returns an error for non-finite values or for squared norms too
+// large for float32 arithmetic (above MaxFloat32/8).
+func (s CPU) Index(c Matrix, ids []int64, m Metric) (Index, error) {
+	if c.Rows < 0 || c.Cols < 1 || len(c.Data) < c.Rows*c.Cols {
+		return nil, fmt.Errorf("knn: CPU.Index: candidate matrix %dx%d with %d values", c.Rows, c.Cols, len(c.Data))
+	}
+	if len(ids) != c.Rows {
+		return nil, fmt.Errorf("knn: CPU.Index: %d ids for %d candidates", len(ids), c.Rows)
+	}
+	if m != L2 && m != Cosine {
+		return nil, fmt.Errorf("knn: CPU.Index: unknown metric %v", m)
+	}
+	if s.Workers < 0 || s.QueryBlock < 0 || s.CandidateBlock < 0 {
+		return nil, fmt.Errorf("knn: CPU.Index: negative option in %+v", s)
+	}
+	if s.Workers == 0 {
+		s.Workers = runtime.GOMAXPROCS(0)
+	}
+	if s.QueryBlock == 0 {
+		s.QueryBlock = DefaultQueryBlock
+	}
+	if s.CandidateBlock == 0 {
+		s.CandidateBlock = DefaultCandidateBlock
+	}
+	x := &cpuIndex{
+		opt:    s,
+		metric: m,
+		n:      c.Rows,
+		d:      c.Cols,
+		ids:    ids,
+		bias:   make([]float32, c.Rows),
+	}
+	data := c.Data[:c.Rows*c.Cols]
+	if m == Cosine {
+		// Normalise once here so every search is a plain dot product; the
+		// per-candidate term of 1 - cos is then 0 (bias stays zero).
+		x.data = make([]float32, len(data))
+		for i := 0; i < c.Rows; i++ {
+			row := data[i*c.Cols : (i+1)*c.Cols]
+			if !normalise(x.data[i*c.Cols:(i+1)*c.Cols], row) {
+				return nil, fmt.Errorf("knn: CPU.Index: candidate row %d: %w", i, checkRow(row, math.Inf(1)))
+			}
+		}
+	} else {
+		x.data = data
+		for i := 0; i < c.Rows; i++ {
+			row := data[i*c.Cols : (i+1)*c.Cols]
+			s := sqNorm(row)
+			if !(s <= maxSqNorm) { // also catches NaN and Inf values
+				return nil, fmt.Errorf("knn: CPU.Index: candidate row %d: %w", i, checkRow(row, maxSqNorm))
+			}
+			x.bias[i] = float32(s)
+		}
+	}
+	x.pool.New = func() any { return x.newWorkspace() }
+	return x, nil
+}
+
+// cpuIndex is the Index of CPU. It is safe for concurrent Searches: each
+// Search draws its workspaces from pool.
+type cpuIndex struct {
+	opt    CPU
+	metric Metric
+	n, d   int
+	ids    []int64
+	data   []float32 // S x d, normalised for Cosine
+	// bias is the per-candidate term of the distance: ||p||^2 for L2, 0 for
+	// Cosine (where the per-query term is the 1 of 1 - cos).
+	bias []float32
+	pool sync.Pool
+}
+
+// workspace is one worker's scratch: the SGEMM tile, the query block's
+// per-row distance terms, a normalised copy of the query block (Cosine) and
+// the fill count of each query's top-K list.
+type workspace struct {
+	tile  []float32
+	qterm []float32
+	qbuf  []float32
+	fill  []int
+}
+
+func (x *cpuIndex) newWorkspace() any {
+	qb, cb := x.opt.QueryBlock, x.opt.CandidateBlock
+	cb = min(cb, max(x.n, 1))
+	w := &workspace{
+		tile:  make([]float32, qb*cb),
+		qterm: make([]float32, qb),
+		fill:  make([]int, qb),
+	}
+	if x.metric == Cosine {
+		w.qbuf = make([]float32, qb*x.d)
+	}
+	return w
+}
+
+// Close releases nothing: the CPU index holds only Go memory.
+func (x *cpuIndex) Close() error { return nil }
+
+// Search implements Index. A nil qIDs excludes nothing. A query row that is
+// not finite, or whose squared norm exceeds MaxFloat32/8, is an error (the
+// lowest such row is reported, and dst's contents are then unspecified).
+func (x *cpuIndex) Search(dst *Result, q Matrix, qIDs []int64, k int) error {
+	if q.Cols != x.d {
+		panic(fmt.Sprintf("knn: Search: query dimension %d, index dimension %d", q.Cols, x.d))
+	}
+	if q.Rows < 0 || len(q.Data) < q.Rows*q.Cols {
+		panic(fmt.Sprintf("knn: Search: query matrix %dx%d with %d values", q.Rows, q.Cols, len(q.Data)))
+	}
+	if qIDs != nil && len(qIDs) != q.Rows {
+		panic(fmt.Sprintf("knn: Search: %d query ids for %d queries", len(qIDs), q.Rows))
+	}
+	if k < 0 {
+		panic(fmt.Sprintf("knn: Search: negative k %d", k))
+	}
+	dst.Reset(q.Rows, k)
+	if k == 0 || q.Rows == 0 {
+		return nil
+	}
+	blocks := (q.Rows + x.opt.QueryBlock - 1) / x.opt.QueryBlock
+	workers := min(x.opt.Workers, blocks)
+
+	// bad is the lowest invalid query row seen by any worker, so the error
+	// reported does not depend on scheduling.
+	bad := int64(math.MaxInt64)
+	if workers <= 1 {
+		w := x.pool.Get().(*workspace)
+		for b := 0; b < blocks; b++ {
+			bad = min(bad, x.searchBlock(w, dst, q, qIDs, b))
+		}
+		x.pool.Put(w)
+	} else {
+		var next, shared atomic.Int64
+		shared.Store(math.MaxInt64)
+		var wg sync.WaitGroup
+		for range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				w := x.pool.Get().(*workspace)
+				defer x.pool.Put(w)
+				for {
+					b := int(next.Add(1) - 1)
+					if b >= blocks {
+						return
+					}
+					setMin(&shared, x.searchBlock(w, dst, q, qIDs, b))
+				}
+			}()
+		}
+		wg.Wait()
+		bad = shared.Load()
+	}
+	if r := bad; r != math.MaxInt64 {
+		limit := maxSqNorm
+		if x.metric == Cosine {
+			limit = math.Inf(1)
+		}
+		return fmt.Errorf("knn: Search: query row %d: %w", r, checkRow(q.Row(int(r)), limit))
+	}
+	return nil
+}
+
+// searchBlock writes the top-K lists of query block b into dst. Each query
+// row is handled by exactly one call, which scans the candidates in index
+// order; that is what makes the output independent of the worker count and
+// lets strict comparisons implement the lower-index tie-break. It returns the
+// lowest invalid query row of the block, or MaxInt64.
+func (x *cpuIndex) searchBlock(w *workspace, dst *Result, q Matrix, qIDs []int64, b int) (bad int64) {
+	d, k := x.d, dst.K
+	r0 := b * x.opt.QueryBlock
+	rows := min(x.opt.QueryBlock, q.Rows-r0)
+	qdata := q.Data[r0*d : (r0+rows)*d]
+	bad = math.MaxInt64
+
+	// Per-query term and, for Cosine, the normalised queries.
+	qterm := w.qterm[:rows]
+	alpha := float32(-2)
+	if x.metric == Cosine {
+		alpha = -1
+		for i := range rows {
+			if !normalise(w.qbuf[i*d:(i+1)*d], qdata[i*d:(i+1)*d]) {
+				bad = min(bad, int64(r0+i))
+			}
+			qterm[i] = 1
+		}
+		qdata = w.qbuf[:rows*d]
+	} else {
+		for i := range rows {
+			s := sqNorm(qdata[i*d : (i+1)*d])
+			if !(s <= maxSqNorm) { // also catches NaN and Inf values
+				bad = min(bad, int64(r0+i))
+			}
+			qterm[i] = float32(s)
+		}
+	}
+	fill := w.fill[:rows]
+	clear(fill)
+
+	a := blas32.General{Rows: rows, Cols: d, Stride: d, Data: qdata}
+	for c0 := 0; c0 < x.n; c0 += x.opt.CandidateBlock {
+		cols := min(x.opt.CandidateBlock, x.n-c0)
+		p := blas32.General{Rows: cols, Cols: d, Stride: d, Data: x.data[c0*d : (c0+cols)*d]}
+		t := blas32.General{Rows: rows, Cols: cols, Stride: cols, Data: w.tile[:rows*cols]}
+		// tile = alpha * Q P^T: -2 q.p for L2, -cos for Cosine.
+		blas32.Gemm(blas.NoTrans, blas.Trans, alpha, a, p, 0, t)
+		bias := x.bias[c0 : c0+cols]
+		for i := range rows {
+			var qid int64
+			self := qIDs != nil
+			if self {
+				qid = qIDs[r0+i]
+			}
+			row := r0 + i
+			fill[i] = scanTile(
+				dst.Dist[row*k:(row+1)*k], dst.Index[row*k:(row+1)*k], fill[i],
+				t.Data[i*cols:(i+1)*cols], bias, qterm[i], int32(c0),
+				x.ids[c0:c0+cols], self, qid)
+		}
+	}
+	// Pad lists that found fewer than k eligible candidates.
+	for i := range rows {
+		row := r0 + i
+		for j := fill[i]; j < k; j++ {
+			dst.Dist[row*k+j] = float32(math.Inf(1))
+			dst.Index[row*k+j] = -1
+		}
+	}
+	return bad
+}
+
+// setMin lowers v to r if r is smaller.
+func setMin(v *atomic.Int64, r int64) {
+	for {
+		cur := v.Load()
+		if r >= cur || v.CompareAndSwap(cur, r) {
+			return
+		}
+	}
+}
+
+// checkRow reports why a vector cannot be searched: a non-finite value, or a
+// squared norm above limit (for L2, large enough to overflow a distance).
+func checkRow(v []float32, limit float64) error {
+	var s float64
+	for j, x := range v {
+		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+			return fmt.Errorf("column %d is %v", j, x)
+		}
+		s += float64(x) * float64(x)
+	}
+	if s > limit {
+		return fmt.Errorf("squared norm %g exceeds %g", s, limit)
+	}
+	return nil
+}
+
+// sqNorm returns ||v||^2, accumulated in float64 so that the norms, which
+// enter every distance, carry no more error than one float32 rounding. It is
+// NaN or +Inf when v holds a NaN or an infinity.
+func sqNorm(v []float32) float64 {
+	var s float64
+	for _, x := range v {
+		s += float64(x) * float64(x)
+	}
+	return s
+}
+
+// normalise writes v/||v|| to dst and reports whether v is finite. A zero vector stays zero, so that its cosine distance to
+// everything is 1 - 0 = 1.
+func normalise(dst, v []float32) bool {
+	s := sqNorm(v)
+	if s == 0 || !(s <= math.MaxFloat64) {
+		clear(dst[:len(v)])
+		return s == 0
+	}
+	inv := 1 / math.Sqrt(s)
+	for j, x := range v {
+		dst[j] = float32(float64(x) * inv)
+	}
+	return true
+}

@@ -1,0 +1,384 @@
+package mixture
+
+import (
+	"fmt"
+	"math"
+)
+
+// Variant selects how EM is run inside a round.
+type Variant int
+
+const (
+	// Paper samples the L vectors once per round and warm-starts EM from the
+	// item's current state (the paper's Algorithm 1).
+	Paper Variant = iota
+	// Code follows the authors' public JAX code: pi, rho re-initialised every call
+	// (pi uniform, rho rows proportional to 10 I + U(0,1)) and y re-sampled inside
+	// every EM iteration.
+	Code
+)
+
+func (v Variant) String() string {
+	switch v {
+	case Paper:
+		return "paper"
+	case Code:
+		return "code"
+	}
+	return fmt.Sprintf("Variant(%d)", int(v))
+}
+
+// ParseVariant parses "paper" or "code".
+func ParseVariant(s string) (Variant, error) {
+	switch s {
+	case "paper":
+		return Paper, nil
+	case "code":
+		return Code, nil
+	}
+	return 0, fmt.Errorf("mixture: unknown EM variant %q (want paper or code)", s)
+}
+
+// EM fits the MAP multinomial mixture of METHOD.md step 5 on a class set of m
+// classes (the classes some mixture component puts mass on: a class no
+// component supports gets no responsibility, so restricting the model to the
+// supported classes keeps EM exact and costs O(m) instead of O(C)) over C
+// categories. Rows are stored densely over the o observed categories plus one
+// shared value for each unobserved category, so one iteration costs
+// O(distinct vectors x m x nnz) and nothing is O(C^2).
+//
+// It is a reusable workspace.
+type EM struct {
+	// Classes is the class set (len m); Obs maps local category index to category.
+	Classes []int32
+	Obs     []int32
+	C       int
+	Alpha   float64
+	Beta    float64
+
+	Pi     []float64 // m
+	LogRho []float64 // m x o, log rho over observed categories
+	Unseen []float64 // m, rho of each unobserved category
+
+	local  map[int32]int32
+	data   Counts // y with categories mapped to local indices
+	gamma  []float64
+	sumG   []float64
+	sumN   []float64
+	num    []float64
+	logPi  []float64
+	logUns []float64
+}
+
+// SetClasses sets the class set and resets the category index.
+func (em *EM) SetClasses(classes []int32, c int, alpha, beta float64) {
+	em.Classes = append(em.Classes[:0], classes...)
+	em.C, em.Alpha, em.Beta = c, alpha, beta
+	em.Obs = em.Obs[:0]
+	if em.local == nil {
+		em.local = make(map[int32]int32)
+	}
+	clear(em.local)
+}
+
+// observe registers categories of y (global indices) and stores a local copy.
+func (em *EM) setData(y *Counts) {
+	d := &em.data
+	d.Reset()
+	o0 := len(em.Obs)
+	for v := 0; v < y.Len(); v++ {
+		for e := y.Off[v]; e < y.Off[v+1]; e++ {
+			cat := y.Cat[e]
+			li, ok := em.local[cat]
+			if !ok {
+				li = int32(len(em.Obs))
+				em.local[cat] = li
+				em.Obs = append(em.Obs, cat)
+			}
+			d.Cat = append(d.Cat, li)
+			d.Cnt = append(d.Cnt, y.Cnt[e])
+		}
+		d.Off = append(d.Off, int32(len(d.Cat)))
+		d.W = append(d.W, y.W[v])
+		d.Trials = append(d.Trials, y.Trials[v])
+	}
+	if o := len(em.Obs); o > o0 && len(em.LogRho) == len(em.Classes)*o0 && o0 > 0 {
+		em.growObs(o0, o)
+	}
+}
+
+// growObs re-lays the rho table out for newly observed categories (the Code
+// variant re-samples y every iteration): a new category had the shared
+// unobserved probability, so it starts there.
+func (em *EM) growObs(o0, o int) {
+	m := len(em.Classes)
+	old := append([]float64(nil), em.LogRho...)
+	em.LogRho = resize(em.LogRho, m*o)
+	for a := m - 1; a >= 0; a-- {
+		row := em.LogRho[a*o : (a+1)*o]
+		copy(row, old[a*o0:(a+1)*o0])
+		lu := math.Log(em.Unseen[a])
+		for b := o0; b < o; b++ {
+			row[b] = lu
+		}
+	}
+}
+
+// SetData replaces the EM data with y (new categories extend the tables).
+func (em *EM) SetData(y *Counts) { em.setData(y) }
+
+// Observe adds the categories of y to the observed set (so that initial rows
+// can be laid out before the first E-step).
+func (em *EM) Observe(y *Counts) { em.setData(y) }
+
+func (em *EM) sizes() (m, o int) { return len(em.Classes), len(em.Obs) }
+
+// InitFrom warm-starts (pi, rho) from state s (the Paper variant): classes of
+// the set absent from s get a small floor mass and the default row with
+// smoothing smooth.
+func (em *EM) InitFrom(s *State, smooth float64) {
+	m, o := em.sizes()
+	em.Pi = resize(em.Pi, m)
+	em.LogRho = resize(em.LogRho, m*o)
+	em.Unseen = resize(em.Unseen, m)
+	floor := 1e-3 / float64(m)
+	var z float64
+	for a, cl := range em.Classes {
+		p := s.ProbOf(cl)
+		if p < floor {
+			p = floor
+		}
+		em.Pi[a] = p
+		z += p
+		var row *Row
+		for k, x := range s.Class {
+			if x == cl {
+				row = &s.Rows[k]
+				break
+			}
+		}
+		un := 0.0
+		if n := em.C - 1; n > 0 {
+			un = smooth / float64(n)
+		}
+		lr := em.LogRho[a*o : (a+1)*o]
+		if row != nil {
+			if n := em.C - len(row.Cat); n > 0 {
+				un = row.Rem / float64(n)
+			} else {
+				un = 0
+			}
+			for b, cat := range em.Obs {
+				lr[b] = math.Log(row.Prob(cat, em.C))
+			}
+		} else {
+			for b, cat := range em.Obs {
+				if cat == cl {
+					lr[b] = math.Log(1 - smooth)
+				} else {
+					lr[b] = math.Log(un)
+				}
+			}
+		}
+		em.Unseen[a] = un
+	}
+	for a := range em.Pi {
+		em.Pi[a] /= z
+	}
+}
+
+// InitCode re-initialises (pi, rho) as the authors' code does: pi uniform, rho
+// rows proportional to 10 I + U(0,1) (the unobserved categories get the mean
+// 0.5 each, so no C-length draw is needed).
+func (em *EM) InitCode(s *Sampler) {
+	m, o := em.sizes()
+	em.Pi = resize(em.Pi, m)
+	em.LogRho = resize(em.LogRho, m*o)
+	em.Unseen = resize(em.Unseen, m)
+	for a, cl := range em.Classes {
+		em.Pi[a] = 1 / float64(m)
+		lr := em.LogRho[a*o : (a+1)*o]
+		diagSeen := false
+		z := 0.0
+		for b, cat := range em.Obs {
+			v := s.rng.Float64()
+			if cat == cl {
+				v += 10
+				diagSeen = true
+			}
+			lr[b] = v
+			z += v
+		}
+		rest := float64(em.C - o)
+		z += 0.5 * rest
+		if !diagSeen && rest > 0 {
+			z += 10 // the diagonal is among the unobserved categories
+		}
+		for b := range lr {
+			lr[b] = math.Log(lr[b] / z)
+		}
+		em.Unseen[a] = 0.5 / z
+		if !diagSeen && rest > 0 {
+			// Unobserved categories share one value: fold the diagonal's extra mass in.
+			em.Unseen[a] = (0.5*rest + 10) / rest / z
+		}
+	}
+}
+
+func resize(x []float64, n int) []float64 {
+	if cap(x) < n {
+		return make([]float64, n)
+	}
+	return x[:n]
+}
+
+// Step runs one E and M step on y and returns the MAP objective at the
+// parameters it started from (log-likelihood up to the multinomial coefficients,
+// plus the Dirichlet log-priors), so a caller can check monotonicity.
+func (em *EM) Step() float64 {
+	m, o := em.sizes()
+	d := &em.data
+	em.gamma = resize(em.gamma, m)
+	em.sumG = resize(em.sumG, m)
+	em.sumN = resize(em.sumN, m)
+	em.num = resize(em.num, m*o)
+	em.logPi = resize(em.logPi, m)
+	clear(em.sumG)
+	clear(em.sumN)
+	clear(em.num)
+	for a := range em.Pi {
+		em.logPi[a] = math.Log(em.Pi[a])
+	}
+	obj := em.prior()
+	var wsum float64
+	for v := 0; v < d.Len(); v++ {
+		lo, hi := d.Off[v], d.Off[v+1]
+		mx := math.Inf(-1)
+		for a := 0; a < m; a++ {
+			lr := em.LogRho[a*o : (a+1)*o]
+			g := em.logPi[a]
+			for e := lo; e < hi; e++ {
+				g += d.Cnt[e] * lr[d.Cat[e]]
+			}
+			em.gamma[a] = g
+			if g > mx {
+				mx = g
+			}
+		}
+		var z float64
+		for a := 0; a < m; a++ {
+			// exp(-40) < 2^-57: below half an ulp of z >= 1, so skipping the
+			// exponential changes neither z nor any sum it feeds; it is the
+			// common case (a vector of one class is far from the others) and
+			// it keeps the M step's tables sparse.
+			if x := em.gamma[a] - mx; x > -40 {
+				em.gamma[a] = math.Exp(x)
+				z += em.gamma[a]
+			} else {
+				em.gamma[a] = 0
+			}
+		}
+		w := d.W[v]
+		wsum += w
+		obj += w * (mx + math.Log(z))
+		for a := 0; a < m; a++ {
+			if em.gamma[a] == 0 {
+				continue
+			}
+			g := w * em.gamma[a] / z
+			em.sumG[a] += g
+			em.sumN[a] += g * d.Trials[v]
+			row := em.num[a*o : (a+1)*o]
+			for e := lo; e < hi; e++ {
+				row[d.Cat[e]] += g * d.Cnt[e]
+			}
+		}
+	}
+	// M step (METHOD.md step 5), MAP under Dirichlet(alpha) on pi over the m
+	// classes and Dirichlet(beta) on each rho row over all C categories.
+	a1, b1 := em.Alpha-1, em.Beta-1
+	piDen := wsum + float64(m)*a1
+	for a := 0; a < m; a++ {
+		em.Pi[a] = (em.sumG[a] + a1) / piDen
+		den := em.sumN[a] + float64(em.C)*b1
+		lr := em.LogRho[a*o : (a+1)*o]
+		if den <= 0 {
+			// No data and a flat prior: the MAP is not unique; keep a uniform row.
+			for b := range lr {
+				lr[b] = -math.Log(float64(em.C))
+			}
+			em.Unseen[a] = 1 / float64(em.C)
+			continue
+		}
+		row := em.num[a*o : (a+1)*o]
+		// Most observed categories got no responsibility-weighted counts from
+		// this class: they share the unobserved value, one log for all.
+		lu := math.Log(b1 / den)
+		for b := range lr {
+			if row[b] == 0 {
+				lr[b] = lu
+			} else {
+				lr[b] = math.Log((row[b] + b1) / den)
+			}
+		}
+		em.Unseen[a] = b1 / den
+	}
+	return obj
+}
+
+// prior is the Dirichlet log-prior of the current parameters (constants dropped).
+func (em *EM) prior() float64 {
+	m, o := em.sizes()
+	a1, b1 := em.Alpha-1, em.Beta-1
+	var p float64
+	for a := 0; a < m; a++ {
+		if a1 != 0 {
+			p += a1 * math.Log(em.Pi[a])
+		}
+		if b1 != 0 {
+			for _, l := range em.LogRho[a*o : (a+1)*o] {
+				p += b1 * l
+			}
+			if rest := em.C - o; rest > 0 {
+				p += b1 * float64(rest) * math.Log(em.Unseen[a])
+			}
+		}
+	}
+	return p
+}
+
+// Objective returns the MAP objective at the current parameters.
+func (em *EM) Objective() float64 {
+	pi := append([]float64(nil), em.Pi...)
+	lr := append([]float64(nil), em.LogRho...)
+	un := append([]float64(nil), em.Unseen...)
+	obj := em.Step()
+	copy(em.Pi, pi)
+	copy(em.LogRho, lr)
+	copy(em.Unseen, un)
+	return obj
+}
+
+// Result writes the fitted (pi, rho) into dst as a sparse State over the class
+// set. A row keeps explicit entries only for the categories that class was
+// responsible for in the last step; every other category has the same MAP value
+// (the prior's share), so it goes into the row's remainder. Call after Step.
+func (em *EM) Result(dst *State) {
+	m, o := em.sizes()
+	dst.Reset()
+	for a := 0; a < m; a++ {
+		r := dst.add(em.Classes[a], em.Pi[a])
+		lr := em.LogRho[a*o : (a+1)*o]
+		num := em.num[a*o : (a+1)*o]
+		rest := em.C
+		for b, cat := range em.Obs {
+			if num[b] == 0 {
+				continue
+			}
+			r.Cat = append(r.Cat, cat)
+			r.P = append(r.P, math.Exp(lr[b]))
+			rest--
+		}
+		r.Rem = em.Unseen[a] * float64(rest)
+	}
+}

@@ -1,0 +1,245 @@
+package mixture
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// denseState builds a state with explicit rows over all c categories.
+func denseState(pi []float64, rho [][]float64) State {
+	var s State
+	for k := range pi {
+		r := s.add(int32(k), pi[k])
+		for c, p := range rho[k] {
+			r.Cat = append(r.Cat, int32(c))
+			r.P = append(r.P, p)
+		}
+	}
+	return s
+}
+
+// randomParams draws a pi away from the simplex boundary and diagonal-dominant rows.
+func randomParams(rng *rand.Rand, c int) ([]float64, [][]float64) {
+	pi := make([]float64, c)
+	var z float64
+	for k := range pi {
+		pi[k] = 0.5 + rng.Float64()
+		z += pi[k]
+	}
+	for k := range pi {
+		pi[k] /= z
+	}
+	rho := make([][]float64, c)
+	for k := range rho {
+		rho[k] = make([]float64, c)
+		var rz float64
+		for j := range rho[k] {
+			rho[k][j] = 0.3 * rng.Float64()
+			if j == k {
+				rho[k][j] = 1.5
+			}
+			rz += rho[k][j]
+		}
+		for j := range rho[k] {
+			rho[k][j] /= rz
+		}
+	}
+	return pi, rho
+}
+
+// TestIdentifiability is the paper's claim as a test: with N >= 2C-1 i.i.d.
+// labels per set and enough sets, MAP-EM recovers the mixture weights.
+func TestIdentifiability(t *testing.T) {
+	for _, c := range []int{2, 3, 5, 10} {
+		rng := rand.New(rand.NewPCG(1, uint64(c)))
+		pi, rho := randomParams(rng, c)
+		truth := denseState(pi, rho)
+		var s Sampler
+		s.Seed(7, uint64(c), 0)
+		s.SetMixture([]*State{&truth}, []float64{1})
+		var y Counts
+		l, n := 4000, 2*c-1
+		s.Sample(&y, l, n, c)
+
+		var em EM
+		classes := make([]int32, c)
+		for k := range classes {
+			classes[k] = int32(k)
+		}
+		em.SetClasses(classes, c, 1, 1)
+		em.Observe(&y)
+		var start State
+		start.Init(nil, c, c, 0) // empty: uniform floor, smoothed-identity rows
+		em.InitFrom(&start, 0.2)
+		for it := 0; it < 300; it++ {
+			em.Step()
+		}
+		// Tolerance: the sampling error of L=4000 sets (sd of a weight <= 0.008)
+		// plus EM's finite iterations; 0.04 is > 4 sd.
+		const tol = 0.04
+		for k := range pi {
+			if d := math.Abs(em.Pi[k] - pi[k]); d > tol {
+				t.Errorf("C=%d: pi[%d] = %.4f, want %.4f (|diff| %.4f > %g)", c, k, em.Pi[k], pi[k], d, tol)
+			}
+		}
+	}
+}
+
+// TestNotIdentifiableWithOneLabel documents why extra labels are needed: with
+// N = 1 the likelihood depends only on the marginal sum_c pi_c rho_c, so two
+// different parameter sets with the same marginal fit any data equally well,
+// while with N = 3 the same two sets are told apart.
+func TestNotIdentifiableWithOneLabel(t *testing.T) {
+	a := denseState([]float64{0.5, 0.5}, [][]float64{{0.8, 0.2}, {0.2, 0.8}})
+	b := denseState([]float64{0.5, 0.5}, [][]float64{{0.5, 0.5}, {0.5, 0.5}})
+	objective := func(n int, params *State) float64 {
+		var s Sampler
+		s.Seed(3, 0, 0)
+		s.SetMixture([]*State{&a}, []float64{1})
+		var y Counts
+		s.Sample(&y, 2000, n, 2)
+		var em EM
+		em.SetClasses([]int32{0, 1}, 2, 1, 1)
+		em.Observe(&y)
+		em.InitFrom(params, 0)
+		return em.Objective()
+	}
+	la, lb := objective(1, &a), objective(1, &b)
+	if math.Abs(la-lb) > 1e-9*math.Abs(la) {
+		t.Errorf("N=1: log-likelihoods differ: %g vs %g; they should be equal (not identifiable)", la, lb)
+	}
+	la, lb = objective(3, &a), objective(3, &b)
+	if la-lb < 10 {
+		t.Errorf("N=3: true parameters fit %g, wrong ones %g: expected the truth to win clearly", la, lb)
+	}
+}
+
+// TestEMMonotone checks MAP-EM never decreases its objective.
+func TestEMMonotone(t *testing.T) {
+	for _, c := range []int{3, 10, 200} {
+		rng := rand.New(rand.NewPCG(2, uint64(c)))
+		var states []State
+		for j := 0; j < 5; j++ {
+			var s State
+			s.Init([]int32{int32(rng.IntN(c))}, c, 10, 0.2)
+			states = append(states, s)
+		}
+		p := Params{C: c, Mu: 0.5, Gamma: 0.5, EMIters: 30, Seed: 9}.WithDefaults()
+		var ws Workspace
+		prev := math.Inf(-1)
+		ws.Trace = func(it int, obj float64) {
+			if obj < prev-1e-9*math.Abs(prev) {
+				t.Errorf("C=%d: objective fell at iteration %d: %.12g -> %.12g", c, it, prev, obj)
+			}
+			prev = obj
+		}
+		var dst State
+		ws.Round(&dst, &states[0], nil, states[1:], []float64{0.4, 0.3, 0.2, 0.1}, 1, 0, &p)
+		if err := dst.Check(c); err != nil {
+			t.Errorf("C=%d: %v", c, err)
+		}
+		if prev == math.Inf(-1) {
+			t.Errorf("C=%d: trace never called", c)
+		}
+	}
+}
+
+// TestSampler checks the draws follow METHOD.md step 4: one component per
+// vector (components have disjoint supports here, so a vector mixing supports
+// would expose a per-trial draw), component frequencies and category
+// frequencies by chi-square at a fixed seed, and reproducibility.
+func TestSampler(t *testing.T) {
+	const c = 6
+	a := denseState([]float64{0.7, 0.3}, [][]float64{{0.6, 0.4, 0, 0, 0, 0}, {0, 0.5, 0.5, 0, 0, 0}})
+	// b's single row is sparse with a remainder spread over categories 3..5.
+	var b State
+	r := b.add(3, 1)
+	r.Cat, r.P, r.Rem = []int32{0, 1, 2}, []float64{0, 0, 0}, 1
+	w := []float64{2, 1} // normalised: a 2/3, b 1/3
+	draw := func(seed uint64) (*Counts, [][]float64) {
+		var s Sampler
+		s.Seed(seed, 42, 3)
+		s.SetMixture([]*State{&a, &b}, w)
+		var y Counts
+		s.Sample(&y, 30000, 5, c)
+		return &y, nil
+	}
+	y, _ := draw(11)
+	// Component of a vector: {0,1} only -> a0, {1,2} only -> a1, {3,4,5} -> b.
+	compCount := [3]float64{}
+	catCount := make([]float64, c)
+	for v := 0; v < y.Len(); v++ {
+		has := [c]bool{}
+		for e := y.Off[v]; e < y.Off[v+1]; e++ {
+			has[y.Cat[e]] = true
+			catCount[y.Cat[e]] += y.W[v] * y.Cnt[e]
+		}
+		switch {
+		case !has[2] && !has[3] && !has[4] && !has[5] && has[0]:
+			compCount[0] += y.W[v]
+		case !has[0] && !has[3] && !has[4] && !has[5] && has[2]:
+			compCount[1] += y.W[v]
+		case !has[0] && !has[1] && !has[2]:
+			compCount[2] += y.W[v]
+		case !has[0] && !has[2] && !has[3] && !has[4] && !has[5]:
+			// all-1 vectors come from a0 or a1: ambiguous, rare (0.4^5 + 0.5^5).
+		default:
+			t.Fatalf("vector %d mixes components: %v", v, has)
+		}
+	}
+	// Expected component probabilities, with the ambiguous all-1 vectors removed.
+	pa0, pa1, pb := 2.0/3*0.7, 2.0/3*0.3, 1.0/3
+	e0, e1 := pa0*(1-math.Pow(0.4, 5)), pa1*(1-math.Pow(0.5, 5))
+	tot := compCount[0] + compCount[1] + compCount[2]
+	z := e0 + e1 + pb
+	chi := 0.0
+	for i, e := range []float64{e0 / z, e1 / z, pb / z} {
+		chi += sq(compCount[i]-e*tot) / (e * tot)
+	}
+	if chi > 13.8 { // chi-square, 2 dof, p = 0.001
+		t.Errorf("component frequencies %v: chi2 = %.2f > 13.8", compCount, chi)
+	}
+	// Category marginals: 5 trials per vector.
+	exp := []float64{pa0 * 0.6, pa0*0.4 + pa1*0.5, pa1 * 0.5, pb / 3, pb / 3, pb / 3}
+	chi = 0
+	var n float64
+	for _, x := range catCount {
+		n += x
+	}
+	for k := range exp {
+		chi += sq(catCount[k]-exp[k]*n) / (exp[k] * n)
+	}
+	// Trials within a vector are correlated through the component, so scale the
+	// statistic by the design effect (5 trials per vector) before the test.
+	if chi/5 > 20.5 { // 5 dof, p = 0.001
+		t.Errorf("category frequencies %v: chi2/5 = %.2f > 20.5", catCount, chi/5)
+	}
+	y2, _ := draw(11)
+	if !equalCounts(y, y2) {
+		t.Error("same seed gave different draws")
+	}
+	y3, _ := draw(12)
+	if equalCounts(y, y3) {
+		t.Error("different seeds gave identical draws")
+	}
+}
+
+func sq(x float64) float64 { return x * x }
+
+func equalCounts(a, b *Counts) bool {
+	if a.Len() != b.Len() || len(a.Cat) != len(b.Cat) {
+		return false
+	}
+	for i := range a.Cat {
+		if a.Cat[i] != b.Cat[i] || a.Cnt[i] != b.Cnt[i] {
+			return false
+		}
+	}
+	for i := range a.W {
+		if a.W[i] != b.W[i] {
+			return false
+		}
+	}
+	return true
+}

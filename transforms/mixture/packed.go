@@ -1,0 +1,92 @@
+package mixture
+
+// States is the packed, flat form of a batch of item states: what a PCollection
+// element or a side input carries (a bulk coder writes each slice at once).
+// Item i owns classes [ItemOff[i], ItemOff[i+1]); class entry e owns row entries
+// [RowOff[e], RowOff[e+1]). Storage is float32: states are posteriors, and half
+// the bytes means half the shuffle.
+type States struct {
+	ItemOff []int32
+	Class   []int32
+	Pi      []float32
+	Rem     []float32
+	RowOff  []int32
+	Cat     []int32
+	P       []float32
+}
+
+// Len is the number of items.
+func (ss *States) Len() int {
+	if len(ss.ItemOff) == 0 {
+		return 0
+	}
+	return len(ss.ItemOff) - 1
+}
+
+// Reset empties ss, keeping storage.
+func (ss *States) Reset() {
+	ss.ItemOff = append(ss.ItemOff[:0], 0)
+	ss.Class, ss.Pi, ss.Rem = ss.Class[:0], ss.Pi[:0], ss.Rem[:0]
+	ss.RowOff = append(ss.RowOff[:0], 0)
+	ss.Cat, ss.P = ss.Cat[:0], ss.P[:0]
+}
+
+// Append packs s as the next item.
+func (ss *States) Append(s *State) {
+	if len(ss.ItemOff) == 0 {
+		ss.Reset()
+	}
+	for k, c := range s.Class {
+		r := &s.Rows[k]
+		ss.Class = append(ss.Class, c)
+		ss.Pi = append(ss.Pi, float32(s.Pi[k]))
+		ss.Rem = append(ss.Rem, float32(r.Rem))
+		ss.Cat = append(ss.Cat, r.Cat...)
+		for _, p := range r.P {
+			ss.P = append(ss.P, float32(p))
+		}
+		ss.RowOff = append(ss.RowOff, int32(len(ss.Cat)))
+	}
+	ss.ItemOff = append(ss.ItemOff, int32(len(ss.Class)))
+}
+
+// AppendFrom packs item i of o as the next item of ss.
+func (ss *States) AppendFrom(o *States, i int) {
+	if len(ss.ItemOff) == 0 {
+		ss.Reset()
+	}
+	lo, hi := o.ItemOff[i], o.ItemOff[i+1]
+	for e := lo; e < hi; e++ {
+		ss.Class = append(ss.Class, o.Class[e])
+		ss.Pi = append(ss.Pi, o.Pi[e])
+		ss.Rem = append(ss.Rem, o.Rem[e])
+		ss.Cat = append(ss.Cat, o.Cat[o.RowOff[e]:o.RowOff[e+1]]...)
+		ss.P = append(ss.P, o.P[o.RowOff[e]:o.RowOff[e+1]]...)
+		ss.RowOff = append(ss.RowOff, int32(len(ss.Cat)))
+	}
+	ss.ItemOff = append(ss.ItemOff, int32(len(ss.Class)))
+}
+
+// Get unpacks item i into dst, reusing dst's storage.
+func (ss *States) Get(dst *State, i int) {
+	dst.Reset()
+	for e := ss.ItemOff[i]; e < ss.ItemOff[i+1]; e++ {
+		r := dst.add(ss.Class[e], float64(ss.Pi[e]))
+		r.Rem = float64(ss.Rem[e])
+		lo, hi := ss.RowOff[e], ss.RowOff[e+1]
+		r.Cat = append(r.Cat, ss.Cat[lo:hi]...)
+		for _, p := range ss.P[lo:hi] {
+			r.P = append(r.P, float64(p))
+		}
+	}
+}
+
+// Top returns item i's most probable class and its probability ((-1, 0) when
+// empty). Packed states are stored most probable first (State.Truncate).
+func (ss *States) Top(i int) (int32, float32) {
+	lo, hi := ss.ItemOff[i], ss.ItemOff[i+1]
+	if lo == hi {
+		return -1, 0
+	}
+	return ss.Class[lo], ss.Pi[lo]
+}

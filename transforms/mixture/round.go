@@ -1,0 +1,295 @@
+package mixture
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Params configures one relabelling round (METHOD.md steps 3-7).
+type Params struct {
+	// C is the number of classes. Required.
+	C int
+	// C0 is how many classes each item's pi keeps (step 7). Optional, default min(C, 10).
+	C0 int
+	// L is the number of count vectors sampled per item. Optional, default 250.
+	L int
+	// N is the trials per count vector; identifiability needs N >= 2 C0 - 1.
+	// Optional, default 2 C0 - 1.
+	N int
+	// Mu is the mixture weight of the item's own state (step 3); the
+	// neighbours share 1-Mu. Required: 0 is meaningful (neighbours only); the
+	// paper uses 0.5, the authors' code 0.99, relabel's CLI default comes from
+	// docs/QUALITY.md.
+	Mu float64
+	// Gamma is the momentum of the state update (step 6): 0 replaces the state
+	// with the EM output (the authors' code). Optional.
+	Gamma float64
+	// Alpha and Beta are the Dirichlet priors of pi and rho rows (>= 1).
+	// Optional, default 1.1.
+	Alpha, Beta float64
+	// EMIters is the number of EM iterations per round. Optional, default 10.
+	EMIters int
+	// Variant selects the paper's or the authors' code's EM. Optional, default Paper.
+	Variant Variant
+	// Smooth is the label smoothing of the initial rho rows. Optional, default 0.1.
+	Smooth float64
+	// MaxRowEntries bounds the explicit entries of a stored rho row. Optional,
+	// default 2 C0 (0 after defaults means unbounded is not allowed).
+	MaxRowEntries int
+	// Anchor is the weight of the item's initial (given-label) state as an extra
+	// mixture component, next to its current state and its neighbours': it keeps
+	// the given annotations in play over many rounds instead of letting repeated
+	// averaging wash them out. 0 is the paper's method. Optional, default 0.
+	Anchor float64
+	// Seed seeds all sampling, together with the item key and the round.
+	Seed uint64
+}
+
+// WithDefaults returns p with zero optional fields set to their defaults.
+func (p Params) WithDefaults() Params {
+	if p.C0 <= 0 {
+		p.C0 = min(p.C, 10)
+	}
+	if p.C0 > p.C {
+		p.C0 = p.C
+	}
+	if p.L <= 0 {
+		p.L = 250
+	}
+	if p.N <= 0 {
+		p.N = 2*p.C0 - 1
+	}
+	if p.Alpha == 0 {
+		p.Alpha = 1.1
+	}
+	if p.Beta == 0 {
+		p.Beta = 1.1
+	}
+	if p.EMIters <= 0 {
+		p.EMIters = 10
+	}
+	if p.Smooth == 0 {
+		p.Smooth = 0.1
+	}
+	if p.MaxRowEntries <= 0 {
+		p.MaxRowEntries = 2 * p.C0
+	}
+	return p
+}
+
+// Validate reports the first invalid field (after WithDefaults).
+func (p Params) Validate() error {
+	var errs []error
+	if p.C < 1 {
+		errs = append(errs, fmt.Errorf("C = %d, want >= 1", p.C))
+	}
+	if p.Mu < 0 || p.Mu > 1 {
+		errs = append(errs, fmt.Errorf("mu = %g, want in [0,1]", p.Mu))
+	}
+	if p.Gamma < 0 || p.Gamma >= 1 {
+		errs = append(errs, fmt.Errorf("gamma = %g, want in [0,1)", p.Gamma))
+	}
+	if p.Alpha < 1 || p.Beta < 1 {
+		errs = append(errs, fmt.Errorf("alpha = %g, beta = %g, want >= 1 (MAP of a Dirichlet below 1 is on the boundary)", p.Alpha, p.Beta))
+	}
+	if p.Smooth < 0 || p.Smooth >= 1 {
+		errs = append(errs, fmt.Errorf("smooth = %g, want in [0,1)", p.Smooth))
+	}
+	if p.Anchor < 0 {
+		errs = append(errs, fmt.Errorf("anchor = %g, want >= 0", p.Anchor))
+	}
+	if p.Variant != Paper && p.Variant != Code {
+		errs = append(errs, fmt.Errorf("variant %v unknown", p.Variant))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("mixture: %w", err)
+	}
+	return nil
+}
+
+// Workspace holds everything a round needs so that rounds over a batch reuse
+// memory. One per goroutine.
+type Workspace struct {
+	sampler Sampler
+	em      EM
+	y       Counts
+	fit     State
+	comps   []*State
+	w       []float64
+	classes []int32
+	// Trace, when non-nil, receives the MAP objective before every EM step
+	// (tests check it never decreases).
+	Trace func(iter int, objective float64)
+}
+
+// Round computes one item's next state (METHOD.md steps 3-7) into dst:
+//
+//	p~(y) = mu * own + (1-mu) * sum_j weights[j] * neigh[j]   (+ Anchor * init)
+//
+// sampled L times, fitted by MAP-EM, blended with own by Gamma and truncated to
+// C0 classes. own may be empty (unlabelled item); neighbours with empty states
+// or zero weight are skipped and the remaining weights renormalised. init is the
+// item's initial state (nil or empty when Anchor is 0). key identifies the item
+// for seeding. dst must not alias own.
+func (ws *Workspace) Round(dst, own, init *State, neigh []State, weights []float64, key uint64, round int, p *Params) {
+	ws.comps, ws.w = ws.comps[:0], ws.w[:0]
+	var nw float64
+	for j := range neigh {
+		if weights[j] > 0 && neigh[j].Len() > 0 {
+			nw += weights[j]
+		}
+	}
+	mu := p.Mu
+	if own.Len() == 0 || nw == 0 {
+		mu = float64(boolTo01(own.Len() > 0))
+	}
+	if own.Len() > 0 && mu > 0 {
+		ws.comps = append(ws.comps, own)
+		ws.w = append(ws.w, mu)
+	}
+	if nw > 0 && mu < 1 {
+		for j := range neigh {
+			if weights[j] > 0 && neigh[j].Len() > 0 {
+				ws.comps = append(ws.comps, &neigh[j])
+				ws.w = append(ws.w, (1-mu)*weights[j]/nw)
+			}
+		}
+	}
+	if p.Anchor > 0 && init != nil && init.Len() > 0 {
+		ws.comps = append(ws.comps, init)
+		ws.w = append(ws.w, p.Anchor)
+	}
+	s := &ws.sampler
+	s.Seed(p.Seed, key, round)
+	if !s.SetMixture(ws.comps, ws.w) {
+		dst.CopyFrom(own)
+		return
+	}
+	// The class set: every class some component puts mass on.
+	ws.classes = ws.classes[:0]
+	for _, st := range ws.comps {
+		for _, c := range st.Class {
+			if !containsClass(ws.classes, c) {
+				ws.classes = append(ws.classes, c)
+			}
+		}
+	}
+	sortInt32(ws.classes)
+
+	em := &ws.em
+	em.SetClasses(ws.classes, p.C, p.Alpha, p.Beta)
+	s.Sample(&ws.y, p.L, p.N, p.C)
+	em.Observe(&ws.y)
+	switch p.Variant {
+	case Code:
+		em.InitCode(s)
+	default:
+		if own.Len() > 0 {
+			em.InitFrom(own, p.Smooth)
+		} else {
+			em.InitFrom(&ws.fit, p.Smooth) // empty: uniform floor + default rows
+		}
+	}
+	for it := 0; it < p.EMIters; it++ {
+		if p.Variant == Code && it > 0 {
+			s.Sample(&ws.y, p.L, p.N, p.C)
+			em.SetData(&ws.y)
+		}
+		obj := em.Step()
+		if ws.Trace != nil {
+			ws.Trace(it, obj)
+		}
+	}
+	em.Result(&ws.fit)
+	if own.Len() == 0 || p.Gamma == 0 {
+		dst.CopyFrom(&ws.fit)
+	} else {
+		Blend(dst, own, &ws.fit, p.Gamma, p.C)
+	}
+	dst.Truncate(p.C0, p.MaxRowEntries)
+	ws.fit.Reset()
+}
+
+func boolTo01(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func containsClass(cs []int32, c int32) bool {
+	for _, x := range cs {
+		if x == c {
+			return true
+		}
+	}
+	return false
+}
+
+func sortInt32(x []int32) {
+	for i := 1; i < len(x); i++ {
+		for j := i; j > 0 && x[j] < x[j-1]; j-- {
+			x[j], x[j-1] = x[j-1], x[j]
+		}
+	}
+}
+
+// Blend sets dst = g a + (1-g) b (METHOD.md step 6) for pi and, class by class,
+// for rho rows. A class missing from one side has pi 0 there, and its row is
+// taken from the other side alone (a row of a zero-mass class carries no
+// information). Rows blend exactly: a category explicit in one row but not the
+// other takes the other's per-category remainder share.
+func Blend(dst, a, b *State, g float64, c int) {
+	dst.Reset()
+	for k, cl := range a.Class {
+		pb, rb := b.ProbOf(cl), rowOf(b, cl)
+		r := dst.add(cl, g*a.Pi[k]+(1-g)*pb)
+		if rb == nil {
+			r.copyFrom(&a.Rows[k])
+			continue
+		}
+		blendRow(r, &a.Rows[k], rb, g, c)
+	}
+	for k, cl := range b.Class {
+		if rowOf(a, cl) != nil {
+			continue
+		}
+		dst.add(cl, (1-g)*b.Pi[k]).copyFrom(&b.Rows[k])
+	}
+}
+
+func rowOf(s *State, cl int32) *Row {
+	for k, x := range s.Class {
+		if x == cl {
+			return &s.Rows[k]
+		}
+	}
+	return nil
+}
+
+func blendRow(dst, a, b *Row, g float64, c int) {
+	for e, cat := range a.Cat {
+		dst.Cat = append(dst.Cat, cat)
+		dst.P = append(dst.P, g*a.P[e]+(1-g)*b.Prob(cat, c))
+	}
+	for e, cat := range b.Cat {
+		if containsClass(a.Cat, cat) {
+			continue
+		}
+		dst.Cat = append(dst.Cat, cat)
+		dst.P = append(dst.P, g*a.Prob(cat, c)+(1-g)*b.P[e])
+	}
+	rest := c - len(dst.Cat)
+	if rest <= 0 {
+		dst.Rem = 0
+		return
+	}
+	var ua, ub float64
+	if n := c - len(a.Cat); n > 0 {
+		ua = a.Rem / float64(n)
+	}
+	if n := c - len(b.Cat); n > 0 {
+		ub = b.Rem / float64(n)
+	}
+	dst.Rem = float64(rest) * (g*ua + (1-g)*ub)
+}

@@ -1,0 +1,249 @@
+package mixture
+
+import (
+	"fmt"
+	"math"
+	"sort"
+)
+
+// Row is one sparse row rho_c of a per-item transition matrix over C categories:
+// P[e] = rho_c(Cat[e]) for the explicit categories; every other category has
+// probability Rem / (C - len(Cat)).
+type Row struct {
+	Cat []int32
+	P   []float64
+	Rem float64
+}
+
+// Prob returns rho_c(cat) for a row over c categories.
+func (r *Row) Prob(cat int32, c int) float64 {
+	for e, x := range r.Cat {
+		if x == cat {
+			return r.P[e]
+		}
+	}
+	if n := c - len(r.Cat); n > 0 {
+		return r.Rem / float64(n)
+	}
+	return 0
+}
+
+func (r *Row) reset() {
+	r.Cat = r.Cat[:0]
+	r.P = r.P[:0]
+	r.Rem = 0
+}
+
+func (r *Row) copyFrom(o *Row) {
+	r.Cat = append(r.Cat[:0], o.Cat...)
+	r.P = append(r.P[:0], o.P...)
+	r.Rem = o.Rem
+}
+
+// State is one item's sparse state: pi over at most C0 classes (Class[k],
+// Pi[k], most probable first after Truncate) and rho's row for each of them.
+// An empty State (no classes) means "nothing known": an unlabelled item before
+// any round. It is the working form; States is the packed form of a batch.
+type State struct {
+	Class []int32
+	Pi    []float64
+	Rows  []Row
+}
+
+// Len is the number of classes with explicit posterior mass.
+func (s *State) Len() int { return len(s.Class) }
+
+// Reset empties s, keeping its storage.
+func (s *State) Reset() {
+	s.Class = s.Class[:0]
+	s.Pi = s.Pi[:0]
+	s.Rows = s.Rows[:0]
+}
+
+// add appends class c with mass p and returns its row, reusing storage.
+func (s *State) add(c int32, p float64) *Row {
+	s.Class = append(s.Class, c)
+	s.Pi = append(s.Pi, p)
+	if len(s.Rows) < cap(s.Rows) {
+		s.Rows = s.Rows[:len(s.Rows)+1]
+	} else {
+		s.Rows = append(s.Rows, Row{})
+	}
+	r := &s.Rows[len(s.Rows)-1]
+	r.reset()
+	return r
+}
+
+// CopyFrom makes s a deep copy of o, reusing s's storage.
+func (s *State) CopyFrom(o *State) {
+	s.Reset()
+	for k := range o.Class {
+		s.add(o.Class[k], o.Pi[k]).copyFrom(&o.Rows[k])
+	}
+}
+
+// Argmax returns the most probable class and its probability, or (-1, 0) for an
+// empty state. Ties go to the lower class index so results never depend on order.
+func (s *State) Argmax() (int32, float64) {
+	best, bp := int32(-1), -1.0
+	for k, c := range s.Class {
+		if p := s.Pi[k]; p > bp || (p == bp && c < best) {
+			best, bp = c, p
+		}
+	}
+	if best < 0 {
+		return -1, 0
+	}
+	return best, bp
+}
+
+// ProbOf returns pi(c), 0 when c has no explicit mass.
+func (s *State) ProbOf(c int32) float64 {
+	for k, x := range s.Class {
+		if x == c {
+			return s.Pi[k]
+		}
+	}
+	return 0
+}
+
+// Init sets s to the initial state of an item from its annotations (METHOD.md
+// "Initialisation"): pi is the mean of the one-hots of its labels (so a single
+// label gives a one-hot), truncated to c0 classes, and each row is the
+// label-smoothed identity rho_c = (1-smooth) e_c + smooth spread uniformly over
+// the other C-1 categories. Labels < 0 (unlabelled) are ignored; an item with no
+// labels gets an empty state.
+func (s *State) Init(labels []int32, c, c0 int, smooth float64) {
+	s.Reset()
+	n := 0
+	for _, l := range labels {
+		if l < 0 {
+			continue
+		}
+		n++
+		found := false
+		for k, x := range s.Class {
+			if x == l {
+				s.Pi[k]++
+				found = true
+				break
+			}
+		}
+		if !found {
+			r := s.add(l, 1)
+			if c > 1 {
+				r.Cat = append(r.Cat, l)
+				r.P = append(r.P, 1-smooth)
+				r.Rem = smooth
+			} else {
+				r.Cat = append(r.Cat, l)
+				r.P = append(r.P, 1)
+			}
+		}
+	}
+	for k := range s.Pi {
+		s.Pi[k] /= float64(n)
+	}
+	s.Truncate(c0, 0)
+}
+
+// Truncate keeps the c0 most probable classes (ties to the lower class index),
+// renormalises pi (METHOD.md step 7), sorts them most probable first, and, when
+// maxEntries > 0, keeps at most maxEntries explicit entries per row, folding the
+// rest into the row's remainder (so rows cannot grow without bound over rounds).
+func (s *State) Truncate(c0, maxEntries int) {
+	sort.Sort(byProb{s})
+	if len(s.Class) > c0 {
+		s.Class, s.Pi, s.Rows = s.Class[:c0], s.Pi[:c0], s.Rows[:c0]
+	}
+	var z float64
+	for _, p := range s.Pi {
+		z += p
+	}
+	if z > 0 {
+		for k := range s.Pi {
+			s.Pi[k] /= z
+		}
+	}
+	if maxEntries <= 0 {
+		return
+	}
+	for k := range s.Rows {
+		r := &s.Rows[k]
+		if len(r.Cat) <= maxEntries {
+			continue
+		}
+		sort.Sort(rowByProb{r})
+		for _, p := range r.P[maxEntries:] {
+			r.Rem += p
+		}
+		r.Cat, r.P = r.Cat[:maxEntries], r.P[:maxEntries]
+	}
+}
+
+type byProb struct{ s *State }
+
+func (b byProb) Len() int { return len(b.s.Class) }
+func (b byProb) Less(i, j int) bool {
+	pi, pj := b.s.Pi[i], b.s.Pi[j]
+	if pi != pj {
+		return pi > pj
+	}
+	return b.s.Class[i] < b.s.Class[j]
+}
+func (b byProb) Swap(i, j int) {
+	s := b.s
+	s.Class[i], s.Class[j] = s.Class[j], s.Class[i]
+	s.Pi[i], s.Pi[j] = s.Pi[j], s.Pi[i]
+	s.Rows[i], s.Rows[j] = s.Rows[j], s.Rows[i]
+}
+
+type rowByProb struct{ r *Row }
+
+func (b rowByProb) Len() int { return len(b.r.Cat) }
+func (b rowByProb) Less(i, j int) bool {
+	if b.r.P[i] != b.r.P[j] {
+		return b.r.P[i] > b.r.P[j]
+	}
+	return b.r.Cat[i] < b.r.Cat[j]
+}
+func (b rowByProb) Swap(i, j int) {
+	b.r.Cat[i], b.r.Cat[j] = b.r.Cat[j], b.r.Cat[i]
+	b.r.P[i], b.r.P[j] = b.r.P[j], b.r.P[i]
+}
+
+// Check reports whether s is a valid state over c classes: classes in range and
+// distinct, pi a distribution, each row a distribution.
+func (s *State) Check(c int) error {
+	const tol = 1e-6
+	var z float64
+	for k, cl := range s.Class {
+		if cl < 0 || int(cl) >= c {
+			return fmt.Errorf("mixture: class %d outside [0,%d)", cl, c)
+		}
+		for _, o := range s.Class[:k] {
+			if o == cl {
+				return fmt.Errorf("mixture: class %d repeated", cl)
+			}
+		}
+		if s.Pi[k] < 0 || math.IsNaN(s.Pi[k]) {
+			return fmt.Errorf("mixture: pi[%d] = %g", cl, s.Pi[k])
+		}
+		z += s.Pi[k]
+		r := &s.Rows[k]
+		rz := r.Rem
+		for e, p := range r.P {
+			if p < 0 || math.IsNaN(p) || r.Cat[e] < 0 || int(r.Cat[e]) >= c {
+				return fmt.Errorf("mixture: row %d entry %d (category %d) = %g", cl, e, r.Cat[e], p)
+			}
+			rz += p
+		}
+		if math.Abs(rz-1) > tol {
+			return fmt.Errorf("mixture: row %d sums to %g", cl, rz)
+		}
+	}
+	if len(s.Class) > 0 && math.Abs(z-1) > tol {
+		return fmt.Errorf("mixture: pi sums to %g", z)
+	}
+	return nil
+}
