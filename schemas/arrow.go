@@ -139,3 +139,19 @@ func ClassNamesFromMetadata(md map[string]string) ([]string, error) {
 	}
 	return names, nil
 }
+
+// InputSchema is the canonical form of an input shard, as relabel's own tools
+// (test data, examples) write it: id; features fixed_size_list<float32>[d];
+// label of the given kind, nullable, or labels, a list of them.
+func InputSchema(id IDKind, label LabelKind, multi bool, d int) *arrow.Schema {
+	lt := LabelType(label)
+	lab := arrow.Field{Name: ColLabel, Type: lt, Nullable: true}
+	if multi {
+		lab = arrow.Field{Name: ColLabels, Type: arrow.ListOf(lt), Nullable: true}
+	}
+	return arrow.NewSchema([]arrow.Field{
+		{Name: ColID, Type: IDType(id)},
+		{Name: ColFeatures, Type: arrow.FixedSizeListOfNonNullable(int32(d), arrow.PrimitiveTypes.Float32)},
+		lab,
+	}, nil)
+}

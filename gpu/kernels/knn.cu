@@ -133,6 +133,12 @@ KERNEL void LAUNCH_BOUNDS(TOPK_THREADS) knn_topk(
 	const int chunk = TOPK_P - kk;
 	const float *row = D + r * cols;
 	for (i64 start = 0; start < cols; start += chunk) {
+		// Only the first m slots are in use; a bitonic sort of the next
+		// power of two >= m suffices (the rest would sort as +Inf anyway).
+		const int m = kk + (int)(cols - start < chunk ? cols - start : chunk);
+		int pn = 2;
+		while (pn < m)
+			pn <<= 1;
 		// The current k-th distance: a chunk none of whose entries is nearer
 		// cannot change the list (its indices are all higher), so it skips
 		// the sort.
@@ -141,10 +147,10 @@ KERNEL void LAUNCH_BOUNDS(TOPK_THREADS) knn_topk(
 			improve = 0;
 		__syncthreads();
 		int mine = 0;
-		for (int t = kk + tid; t < TOPK_P; t += TOPK_THREADS) {
+		for (int t = kk + tid; t < pn; t += TOPK_THREADS) {
 			i64 j = start + (t - kk);
 			float v = RELABEL_INF_F;
-			if (j < cols)
+			if (t < m)
 				v = row[j];
 			sk[t] = v;
 			si[t] = v == RELABEL_INF_F ? NO_INDEX : (int)(c0 + j);
@@ -155,9 +161,9 @@ KERNEL void LAUNCH_BOUNDS(TOPK_THREADS) knn_topk(
 			improve = 1; // benign race: every writer writes 1
 		__syncthreads();
 		if (improve) {
-			for (int size = 2; size <= TOPK_P; size <<= 1) {
+			for (int size = 2; size <= pn; size <<= 1) {
 				for (int stride = size >> 1; stride > 0; stride >>= 1) {
-					for (int t = tid; t < TOPK_P / 2; t += TOPK_THREADS) {
+					for (int t = tid; t < pn / 2; t += TOPK_THREADS) {
 						int a = 2 * t - (t & (stride - 1));
 						int b = a + stride;
 						bool up = (a & size) == 0;

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"cloud.google.com/go/storage"
 	"google.golang.org/api/iterator"
@@ -39,6 +40,10 @@ type GCS struct {
 	// Optional, default 16 MiB (the storage client's); each open writer buffers
 	// one chunk.
 	ChunkSize int
+
+	// ChunkRetryDeadline bounds the retries of one upload chunk before Create's
+	// writer gives up. Optional, default 32 s (the storage client's).
+	ChunkRetryDeadline time.Duration
 
 	mu sync.Mutex
 }
@@ -240,6 +245,9 @@ func (g *GCS) Create(ctx context.Context, p string) (io.WriteCloser, error) {
 	w := obj.NewWriter(ctx)
 	if g.ChunkSize > 0 {
 		w.ChunkSize = g.ChunkSize
+	}
+	if g.ChunkRetryDeadline > 0 {
+		w.ChunkRetryDeadline = g.ChunkRetryDeadline
 	}
 	return &gcsWriter{w: w, cancel: cancel, path: p}, nil
 }

@@ -395,7 +395,7 @@ func TestGCSFailedUploadLeavesNothing(t *testing.T) {
 	e := startEmulator(t)
 	ctx := ctxT(t)
 	const chunk = 256 << 10
-	g := &blobio.GCS{ChunkSize: chunk}
+	g := &blobio.GCS{ChunkSize: chunk, ChunkRetryDeadline: time.Second}
 	tmp, final := "gs://bkt/out/.tmp-part-0", "gs://bkt/out/part-0.parquet"
 
 	var chunks int
@@ -417,6 +417,7 @@ func TestGCSFailedUploadLeavesNothing(t *testing.T) {
 	if werr == nil && cerr == nil {
 		t.Fatalf("Write and Close both succeeded although the upload was cut")
 	}
+	t.Logf("Write: %v; Close: %v", werr, cerr)
 	if cerr != nil && !strings.Contains(cerr.Error(), tmp) {
 		t.Errorf("Close error %q does not name the path", cerr)
 	}

@@ -2,23 +2,17 @@
 
 package knn
 
-/*
-#cgo LDFLAGS: -lopenblas
-void openblas_set_num_threads(int);
-char* openblas_get_config(void);
-*/
-import "C"
-
 import (
 	"gonum.org/v1/gonum/blas/blas32"
 	"gonum.org/v1/netlib/blas/netlib"
+
+	"github.com/relabel/relabel/transforms/knn/internal/openblas"
 )
 
 // init routes every blas32 call in the binary to OpenBLAS through netlib's
 // cblas bindings. OpenBLAS is made single-threaded because Search already
 // runs one goroutine per core on separate query blocks; a multi-threaded
-// OpenBLAS under concurrent callers oversubscribes the cores and serialises
-// on its level-3 lock.
+// OpenBLAS under concurrent callers oversubscribes the cores.
 func init() {
 	blas32.Use(netlib.Implementation{})
 	setBLASThreads(1)
@@ -27,9 +21,9 @@ func init() {
 // BLASImplementation names the SGEMM this build uses: OpenBLAS through
 // gonum.org/v1/netlib (cgo), with OpenBLAS's build configuration.
 func BLASImplementation() string {
-	return "OpenBLAS via gonum.org/v1/netlib (cgo): " + C.GoString(C.openblas_get_config())
+	return "OpenBLAS via gonum.org/v1/netlib (cgo): " + openblas.Config()
 }
 
 // setBLASThreads sets OpenBLAS's process-wide thread count; the benchmarks
 // use it to time a plain SGEMM with OpenBLAS's own threading.
-func setBLASThreads(n int) { C.openblas_set_num_threads(C.int(n)) }
+func setBLASThreads(n int) { openblas.SetNumThreads(n) }

@@ -11,12 +11,16 @@ import (
 	"gonum.org/v1/gonum/blas/blas32"
 )
 
-// Default tile shape of CPU. A 256 x 2048 float32 tile is 2 MiB: it stays in a
-// core's L2 between the SGEMM that writes it and the top-K scan that reads it,
-// and 256 query rows amortise SGEMM's packing of the candidate block.
+// Default tile shape of CPU, chosen by BenchmarkKNNBlocks on a 2-core
+// AVX-512 Xeon with OpenBLAS (docs/perf/knn.md): a 512 x 1024 float32 tile
+// is 2 MiB, one core's L2, so the top-K scan reads what the SGEMM just wrote
+// from cache, and 512 query rows amortise the SGEMM's packing of each
+// candidate block (+8% over 256 rows at d = 512). Search parallelises over
+// query blocks, so a batch needs Workers x QueryBlock queries to use every
+// core; set QueryBlock lower for small batches on many cores.
 const (
-	DefaultQueryBlock     = 256
-	DefaultCandidateBlock = 2048
+	DefaultQueryBlock     = 512
+	DefaultCandidateBlock = 1024
 )
 
 // maxSqNorm bounds squared norms so that ||q||^2 + ||p||^2 + 2|q.p| (at most
@@ -42,11 +46,14 @@ type CPU struct {
 
 // Index prepares c (S x d) with one id per row. For Cosine it keeps a
 // normalised copy of c; for L2 it keeps c.Data itself plus the S squared
-// norms. It returns an error for non-finite values or for squared norms too
-// large for float32 arithmetic (above MaxFloat32/8).
+// norms. It returns an error for non-finite values and, for L2, for squared
+// norms too large for float32 distances (above MaxFloat32/8).
 func (s CPU) Index(c Matrix, ids []int64, m Metric) (Index, error) {
 	if c.Rows < 0 || c.Cols < 1 || len(c.Data) < c.Rows*c.Cols {
 		return nil, fmt.Errorf("knn: CPU.Index: candidate matrix %dx%d with %d values", c.Rows, c.Cols, len(c.Data))
+	}
+	if c.Rows > math.MaxInt32 {
+		return nil, fmt.Errorf("knn: CPU.Index: %d candidates, more than Result's int32 indices hold", c.Rows)
 	}
 	if len(ids) != c.Rows {
 		return nil, fmt.Errorf("knn: CPU.Index: %d ids for %d candidates", len(ids), c.Rows)
@@ -142,8 +149,10 @@ func (x *cpuIndex) newWorkspace() any {
 func (x *cpuIndex) Close() error { return nil }
 
 // Search implements Index. A nil qIDs excludes nothing. A query row that is
-// not finite, or whose squared norm exceeds MaxFloat32/8, is an error (the
-// lowest such row is reported, and dst's contents are then unspecified).
+// not finite or, for L2, whose squared norm exceeds MaxFloat32/8 is an error
+// (the lowest such row is reported, and dst's contents are then unspecified).
+// Work is split by query block, so a batch of fewer than Workers*QueryBlock
+// queries leaves some cores idle.
 func (x *cpuIndex) Search(dst *Result, q Matrix, qIDs []int64, k int) error {
 	if q.Cols != x.d {
 		panic(fmt.Sprintf("knn: Search: query dimension %d, index dimension %d", q.Cols, x.d))

@@ -7,10 +7,10 @@ import "math"
 // and then index) and returns the new fill count.
 //
 // The distance of tile column j is (qterm + bias[j]) + g[j], where g is
-// alpha q.p from the SGEMM. The loop does only that and one compare against
-// the current K-th distance, which rejects almost every candidate once the
-// list is full: the cost of the selection is one pass over the tile, not a
-// sort. The rare survivors pay for the id check (self exclusion) and the
+// alpha q.p from the SGEMM. The filter, below, does only that and one compare
+// against the current K-th distance, 8 candidates at a time; it rejects
+// almost every candidate once the list is full, so the cost of the selection
+// is one vectorised pass over the tile, not a sort. The rare survivors pay for the id check (self exclusion) and the
 // insertion. Candidates arrive in increasing index order, so a strict
 // comparison keeps the earlier (lower-index) candidate on equal distances.
 func scanTile(dist []float32, idx []int32, n int, g, bias []float32, qterm float32, base int32, ids []int64, self bool, qid int64) int {
@@ -19,6 +19,7 @@ func scanTile(dist []float32, idx []int32, n int, g, bias []float32, qterm float
 	if n == k {
 		thr = dist[k-1]
 	}
+	bias = bias[:len(g)] // below's assembly relies on this bound
 	ids = ids[:len(g)]
 	for j := below(g, bias, qterm, thr, 0); j < len(g); j = below(g, bias, qterm, thr, j+1) {
 		if self && ids[j] == qid {
@@ -33,22 +34,6 @@ func scanTile(dist []float32, idx []int32, n int, g, bias []float32, qterm float
 		}
 	}
 	return n
-}
-
-// below returns the first j >= from whose distance (qterm + bias[j]) + g[j]
-// is below thr, or len(g). It is the hot loop of the search, kept a leaf (no
-// calls, nothing live across one) so that the compiler holds everything in
-// registers.
-//
-//go:noinline
-func below(g, bias []float32, qterm, thr float32, from int) int {
-	bias = bias[:len(g)]
-	for j := from; j < len(g); j++ {
-		if qterm+bias[j]+g[j] < thr {
-			return j
-		}
-	}
-	return len(g)
 }
 
 // insert places (d, i) into the sorted list dist/idx holding n entries, after

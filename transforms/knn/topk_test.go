@@ -129,3 +129,26 @@ func BenchmarkBelow(b *testing.B) {
 	}
 	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "Gcand/s")
 }
+
+// TestBelowMatchesGeneric checks the assembly filter (where there is one)
+// against the scalar loop: every start, every length around the 8-wide
+// step, thresholds that pass nothing, everything, and exact ties (which must
+// not pass).
+func TestBelowMatchesGeneric(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for n := 0; n <= 40; n++ {
+		g, bias := make([]float32, n), make([]float32, n+3)
+		for j := range g {
+			g[j] = float32(rng.IntN(9) - 4)
+			bias[j] = float32(rng.IntN(5)) * 0.25
+		}
+		for _, thr := range []float32{float32(math.Inf(-1)), -3, -1, 0, 0.5, 2, float32(math.Inf(1))} {
+			for from := 0; from <= n; from++ {
+				want := belowGeneric(g, bias, 0.75, thr, from)
+				if got := below(g, bias, 0.75, thr, from); got != want {
+					t.Fatalf("n=%d thr=%v from=%d: below %d, belowGeneric %d", n, thr, from, got, want)
+				}
+			}
+		}
+	}
+}

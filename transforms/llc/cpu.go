@@ -51,29 +51,38 @@ func (c CPU) Code(dst []float64, b Batch, p Params) error {
 	workers = min(workers, chunks)
 
 	if workers == 1 {
-		w := pool.Get().(*workspace)
-		defer pool.Put(w)
-		for i := 0; i < b.B; i++ {
-			if err := codeOne(w, dst, &b, &p, i); err != nil {
-				return err
-			}
-		}
-		return nil
+		return codeSerial(dst, &b, &p)
 	}
+	return codeParallel(dst, b, p, workers)
+}
 
-	// Workers claim chunks in increasing order and stop at their first error.
-	// A chunk starting past the lowest failure so far is skipped, but every
-	// chunk before it is coded in full, so the error returned is always the
-	// lowest-numbered one, whatever the scheduling.
+// codeSerial codes every neighbourhood of b on the calling goroutine, without
+// allocating once the pool holds a workspace of the right size.
+func codeSerial(dst []float64, b *Batch, p *Params) error {
+	w := pool.Get().(*workspace)
+	defer pool.Put(w)
+	for i := 0; i < b.B; i++ {
+		if err := codeOne(w, dst, b, p, i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// codeParallel codes b on the given number of goroutines. Workers claim
+// chunks in increasing order and stop at their first error. A chunk starting
+// past the lowest failure so far is skipped, but every chunk before it is
+// coded in full, so the error returned is always the lowest-numbered one,
+// whatever the scheduling.
+func codeParallel(dst []float64, b Batch, p Params, workers int) error {
 	var (
-		next    atomic.Int64
-		lowest  atomic.Int64
-		wg      sync.WaitGroup
-		errs    = make([]error, workers)
-		errAt   = make([]int, workers)
-		noError = int64(b.B)
+		next   atomic.Int64
+		lowest atomic.Int64
+		wg     sync.WaitGroup
+		errs   = make([]error, workers)
+		errAt  = make([]int, workers)
 	)
-	lowest.Store(noError)
+	lowest.Store(int64(b.B))
 	for wk := 0; wk < workers; wk++ {
 		wg.Add(1)
 		go func() {

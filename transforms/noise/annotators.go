@@ -11,6 +11,12 @@ import (
 // Row i's labels are labels[off[i]:off[i+1]], in annotator order; off has
 // ds.Len()+1 entries (the flattened list<int32> layout of the annotators-5
 // files).
+//
+// The data README's annotators-5 files fit this model: their five annotators
+// are right .65, .69, .66, .53 and .66 of the time on digits, and these
+// accuracies with uniform errors give a majority vote of .899 (digits) and
+// .934 (letter) against the files' .912 and .936; Spread(5, 0.55, 0.75)
+// gives .918 and .945.
 func AnnotatorLabels(ds Dataset, acc []float64, seed uint64) (labels, off []int32, err error) {
 	if err := ds.validate(false); err != nil {
 		return nil, nil, err

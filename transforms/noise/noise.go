@@ -133,6 +133,9 @@ type Params struct {
 	// RateStd is the standard deviation of InstanceDependent's per-row flip
 	// rate before truncation to [0,1]. Optional, default 0.1 (Xia et al.).
 	RateStd float64
+	// Sharpness scales InstanceDependent's logits (see IDN). Optional,
+	// default 1 (DefaultSharpness).
+	Sharpness float64
 	// Accuracies holds one accuracy in [0,1] per simulated annotator.
 	// Required for Annotators; see Spread.
 	Accuracies []float64
@@ -164,7 +167,11 @@ func Generate(ds Dataset, p Params) (Noisy, error) {
 		if std == 0 {
 			std = DefaultRateStd
 		}
-		out.Labels, err = InstanceDependentLabels(ds, p.Rate, std, p.Seed)
+		sharp := p.Sharpness
+		if sharp == 0 {
+			sharp = DefaultSharpness
+		}
+		out.Labels, err = InstanceDependentLabels(ds, p.Rate, std, sharp, p.Seed)
 	case Annotators:
 		out.Labels, out.Offsets, err = AnnotatorLabels(ds, p.Accuracies, p.Seed)
 	default:

@@ -100,7 +100,7 @@ func TestFlipTargets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	idn, err := InstanceDependentLabels(ds, 1, 0, 3)
+	idn, err := InstanceDependentLabels(ds, 1, 0, 1, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func TestFlipTargets(t *testing.T) {
 
 func TestIDNTargetProbs(t *testing.T) {
 	ds := synth(500, 8, 6)
-	m, err := NewIDN(ds, 9)
+	m, err := NewIDN(ds, 1, 9)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,6 +168,32 @@ func TestIDNTargetProbs(t *testing.T) {
 	p0[3], p1[2] = 0, 0
 	if d := tv(normalise(p0), normalise(p1)); d < 0.1 {
 		t.Errorf("labels 2 and 3 flip row 0 to classes 0,1,4,5 alike (tv %.3f): W_y shared across labels?", d)
+	}
+}
+
+// TestIDNSharpness checks that sharpness concentrates the flip targets: the
+// mean entropy of TargetProbs over rows falls as it grows.
+func TestIDNSharpness(t *testing.T) {
+	ds := synth(300, 16, 8)
+	prev := math.Inf(1)
+	for _, s := range []float64{0.25, 1, 4} {
+		m, err := NewIDN(ds, s, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var h float64
+		p := make([]float64, ds.C)
+		for i, y := range ds.Truth {
+			for _, v := range m.TargetProbs(p, ds.Features[i*ds.D:(i+1)*ds.D], y) {
+				if v > 0 {
+					h -= v * math.Log(v) / float64(ds.Len())
+				}
+			}
+		}
+		if h >= prev {
+			t.Errorf("sharpness %v: mean target entropy %.3f, not below %.3f at the smaller sharpness", s, h, prev)
+		}
+		prev = h
 	}
 }
 
@@ -207,11 +233,11 @@ func TestIDNEmpirical(t *testing.T) {
 		}
 	}
 	const seed = 5
-	out, err := InstanceDependentLabels(ds, 1, 0, seed)
+	out, err := InstanceDependentLabels(ds, 1, 0, 1, seed)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := NewIDN(ds, seed)
+	m, err := NewIDN(ds, 1, seed)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -390,6 +416,7 @@ func TestErrors(t *testing.T) {
 		{"rate above 1", ok, Params{Kind: PairFlip, Rate: 1.5}, "rate 1.5"},
 		{"idn without features", mod(func(d *Dataset) { d.Features = nil }), Params{Kind: InstanceDependent, Rate: 0.4}, "0 feature values"},
 		{"idn NaN feature", mod(func(d *Dataset) { d.Features[7] = float32(math.NaN()) }), Params{Kind: InstanceDependent, Rate: 0.4}, "row 2"},
+		{"idn sharpness", ok, Params{Kind: InstanceDependent, Rate: 0.4, Sharpness: -2}, "sharpness -2"},
 		{"idn negative std", ok, Params{Kind: InstanceDependent, Rate: 0.4, RateStd: -1}, "rate std"},
 		{"no annotators", ok, Params{Kind: Annotators}, "no annotator"},
 		{"annotator accuracy", ok, Params{Kind: Annotators, Accuracies: []float64{0.5, 2}}, "annotator 1"},

@@ -68,7 +68,7 @@ var cases = []testCase{
 	{name: "d=33/cosine/zeros", s: 500, b: 70, d: 33, k: 12, metric: knn.Cosine, queries: fresh, zeros: 25, dups: 30},
 	{name: "d=33/nilIDs", s: 100, b: 10, d: 33, k: 5, queries: noIDs, dups: 5},
 	{name: "d=33/ints/K>=S", s: 40, b: 40, d: 33, k: 45, values: ints, dups: 8, zeros: 2},
-	{name: "d=129/blocks", s: 2100, b: 300, d: 129, k: 10, dups: 50},
+	{name: "d=129/blocks", s: 2100, b: 600, d: 129, k: 10, dups: 50},
 	{name: "d=129/cosine", s: 300, b: 50, d: 129, k: 16, metric: knn.Cosine, dups: 20, zeros: 5},
 	{name: "d=512/ints", s: 400, b: 60, d: 512, k: 20, values: ints, dups: 40, zeros: 3},
 	{name: "d=512/cosine", s: 300, b: 40, d: 512, k: 5, metric: knn.Cosine, dups: 10},
@@ -104,8 +104,11 @@ func Run(t *testing.T, s knn.Searcher) {
 
 			// A second search into the same (now sized) Result must agree
 			// exactly: backends are deterministic.
-			again := knn.Result{Index: got.Index[:0:0], Dist: got.Dist[:0:0]}
+			var again knn.Result
 			again.Reset(q.Rows, tc.k+1) // stale, larger storage to be reused
+			for i := range again.Index {
+				again.Index[i], again.Dist[i] = 12345, -1
+			}
 			if err := idx.Search(&again, q, qIDs, tc.k); err != nil {
 				t.Fatalf("second Search: %v", err)
 			}

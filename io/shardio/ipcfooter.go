@@ -1,0 +1,197 @@
+package shardio
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// ipcBatchRows returns the number of rows of every record batch of an Arrow
+// IPC file, reading only the footer and each batch's metadata message, not
+// the bodies. arrow-go's ipc.FileReader exposes no row counts short of loading
+// each whole batch, which would make Scan read every byte of every shard
+// (on gs://, download it) before the pipeline starts; so the few flatbuffer
+// fields needed are read here (format/File.fbs, format/Message.fbs).
+func ipcBatchRows(r io.ReaderAt, size int64) ([]int64, error) {
+	const tail = 4 + 6 // int32 footer length, then "ARROW1"
+	if size < int64(len(magicArrow))+2+tail {
+		return nil, errors.New("file too small for an Arrow IPC file")
+	}
+	buf := make([]byte, tail)
+	if _, err := r.ReadAt(buf, size-tail); err != nil {
+		return nil, err
+	}
+	if string(buf[4:]) != string(magicArrow) {
+		return nil, errors.New("no ARROW1 magic at the end (truncated?)")
+	}
+	flen := int64(binary.LittleEndian.Uint32(buf))
+	if flen <= 0 || flen > size-tail-8 {
+		return nil, fmt.Errorf("footer length %d in a file of %d bytes", flen, size)
+	}
+	footer := make([]byte, flen)
+	if _, err := r.ReadAt(footer, size-tail-flen); err != nil {
+		return nil, err
+	}
+	blocks, err := footerBlocks(footer)
+	if err != nil {
+		return nil, fmt.Errorf("footer: %w", err)
+	}
+	rows := make([]int64, len(blocks))
+	for i, b := range blocks {
+		if b.offset < 8 || b.metaLen <= 8 || b.offset+int64(b.metaLen) > size {
+			return nil, fmt.Errorf("record batch %d: block at %d+%d outside the file", i, b.offset, b.metaLen)
+		}
+		meta := make([]byte, b.metaLen)
+		if _, err := r.ReadAt(meta, b.offset); err != nil {
+			return nil, err
+		}
+		if rows[i], err = messageRows(meta); err != nil {
+			return nil, fmt.Errorf("record batch %d: %w", i, err)
+		}
+	}
+	return rows, nil
+}
+
+type ipcBlock struct {
+	offset  int64
+	metaLen int32
+}
+
+// fb is a flatbuffer table: bounds-checked field access, since the bytes come
+// from a file that may be corrupt.
+type fb struct {
+	b   []byte
+	pos int
+}
+
+var errCorrupt = errors.New("corrupt flatbuffer")
+
+func (t fb) u32(at int) (uint32, error) {
+	if at < 0 || at+4 > len(t.b) {
+		return 0, errCorrupt
+	}
+	return binary.LittleEndian.Uint32(t.b[at:]), nil
+}
+
+func (t fb) u16(at int) (uint16, error) {
+	if at < 0 || at+2 > len(t.b) {
+		return 0, errCorrupt
+	}
+	return binary.LittleEndian.Uint16(t.b[at:]), nil
+}
+
+func root(b []byte) (fb, error) {
+	t := fb{b: b}
+	off, err := t.u32(0)
+	if err != nil {
+		return t, err
+	}
+	t.pos = int(off)
+	return t, nil
+}
+
+// field returns the absolute position of field slot's value, or -1 when the
+// field is absent (its default applies).
+func (t fb) field(slot int) (int, error) {
+	soff, err := t.u32(t.pos)
+	if err != nil {
+		return 0, err
+	}
+	vt := t.pos - int(int32(soff))
+	vtLen, err := t.u16(vt)
+	if err != nil {
+		return 0, err
+	}
+	o := 4 + 2*slot
+	if o+2 > int(vtLen) {
+		return -1, nil
+	}
+	fo, err := t.u16(vt + o)
+	if err != nil || fo == 0 {
+		return -1, err
+	}
+	return t.pos + int(fo), nil
+}
+
+// indirect follows the uoffset stored at pos.
+func (t fb) indirect(pos int) (int, error) {
+	off, err := t.u32(pos)
+	return pos + int(off), err
+}
+
+// footerBlocks reads Footer.recordBatches (slot 3): a vector of Block structs
+// {offset: long, metaDataLength: int, (padding), bodyLength: long}.
+func footerBlocks(b []byte) ([]ipcBlock, error) {
+	t, err := root(b)
+	if err != nil {
+		return nil, err
+	}
+	at, err := t.field(3)
+	if err != nil || at < 0 {
+		return nil, err // no record batches
+	}
+	vec, err := t.indirect(at)
+	if err != nil {
+		return nil, err
+	}
+	n, err := t.u32(vec)
+	if err != nil {
+		return nil, err
+	}
+	const blockSize = 24
+	if int(n) > (len(b)-vec-4)/blockSize {
+		return nil, errCorrupt
+	}
+	blocks := make([]ipcBlock, n)
+	for i := range blocks {
+		p := vec + 4 + i*blockSize
+		blocks[i] = ipcBlock{
+			offset:  int64(binary.LittleEndian.Uint64(b[p:])),
+			metaLen: int32(binary.LittleEndian.Uint32(b[p+8:])),
+		}
+	}
+	return blocks, nil
+}
+
+// messageRows reads RecordBatch.length from an encapsulated message: the
+// continuation marker, the int32 length, then Message {version, header_type,
+// header: RecordBatch {length: long, ...}, ...}.
+func messageRows(meta []byte) (int64, error) {
+	start := 4
+	if binary.LittleEndian.Uint32(meta) == 0xffffffff {
+		start = 8
+	}
+	t, err := root(meta[start:])
+	if err != nil {
+		return 0, err
+	}
+	const recordBatch = 3 // MessageHeader.RecordBatch
+	at, err := t.field(1) // header_type
+	if err != nil {
+		return 0, err
+	}
+	if at < 0 || at >= len(t.b) || t.b[at] != recordBatch {
+		return 0, errors.New("message is not a record batch")
+	}
+	if at, err = t.field(2); err != nil || at < 0 {
+		return 0, errCorrupt
+	}
+	hdr, err := t.indirect(at)
+	if err != nil {
+		return 0, err
+	}
+	rb := fb{b: t.b, pos: hdr}
+	at, err = rb.field(0) // length
+	if err != nil || at < 0 {
+		return 0, err // absent: the default, 0 rows
+	}
+	if at+8 > len(rb.b) {
+		return 0, errCorrupt
+	}
+	n := int64(binary.LittleEndian.Uint64(rb.b[at:]))
+	if n < 0 {
+		return 0, fmt.Errorf("length %d", n)
+	}
+	return n, nil
+}

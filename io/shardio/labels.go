@@ -1,0 +1,146 @@
+package shardio
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/relabel/relabel/schemas"
+)
+
+// ScanClassNames reads only the label column of every unit of shards and
+// returns the string class set, sorted: the class names when the user gave
+// none. Null labels and annotations are left out.
+func ScanClassNames(ctx context.Context, shards []Shard, opts ReadOptions) ([]string, error) {
+	set := map[string]struct{}{}
+	err := scanLabels(ctx, shards, &opts, true, func(u Unit, row int64, col string, a arrow.Array, j int) error {
+		switch a := a.(type) {
+		case array.StringLike:
+			v := a.Value(j)
+			if _, ok := set[v]; !ok {
+				set[strings.Clone(v)] = struct{}{} // v points into an Arrow buffer
+			}
+		case *array.Dictionary:
+			v := a.Dictionary().(array.StringLike).Value(a.GetValueIndex(j))
+			if _, ok := set[v]; !ok {
+				set[strings.Clone(v)] = struct{}{}
+			}
+		default:
+			return rowError(u.Path, row, col, "labels of type %s", a.DataType())
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(set) == 0 {
+		return nil, fmt.Errorf("shardio: no labels in %d shards (all null)", len(shards))
+	}
+	return sortedKeys(set), nil
+}
+
+// ScanNumClasses reads only the label column of every unit of shards and
+// returns one more than the largest integer label: the number of classes
+// when the user gave none. A negative label is an error.
+func ScanNumClasses(ctx context.Context, shards []Shard, opts ReadOptions) (int, error) {
+	max := int64(-1)
+	err := scanLabels(ctx, shards, &opts, false, func(u Unit, row int64, col string, a arrow.Array, j int) error {
+		var v int64
+		switch a := a.(type) {
+		case *array.Int32:
+			v = int64(a.Value(j))
+		case *array.Int64:
+			v = a.Value(j)
+		default:
+			return rowError(u.Path, row, col, "labels of type %s", a.DataType())
+		}
+		if v < 0 {
+			return rowError(u.Path, row, col, "label %d is negative", v)
+		}
+		if v >= 1<<31-1 {
+			return rowError(u.Path, row, col, "label %d too large for a class index", v)
+		}
+		max = maxInt64(max, v)
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	if max < 0 {
+		return 0, fmt.Errorf("shardio: no labels in %d shards (all null)", len(shards))
+	}
+	return int(max + 1), nil
+}
+
+func maxInt64(a, b int64) int64 {
+	if a > b {
+		return a
+	}
+	return b
+}
+
+// scanLabels calls visit for every non-null label or annotation of shards,
+// with the array holding it and its index there. wantString says which labels
+// the caller handles: strings, or integers.
+func scanLabels(ctx context.Context, shards []Shard, opts *ReadOptions, wantString bool,
+	visit func(u Unit, row int64, col string, a arrow.Array, j int) error) error {
+	for _, s := range shards {
+		isString := s.Input.LabelKind == schemas.LabelString
+		if isString != wantString {
+			return &InputError{Path: s.Path, Row: -1, Column: s.Input.LabelName,
+				Msg: fmt.Sprintf("labels are %s", s.Input.LabelKind)}
+		}
+		for _, u := range s.Units {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			c, err := readColumns(ctx, u, opts, func(in schemas.Input) []int { return []int{in.Label} })
+			if err != nil {
+				return err
+			}
+			err = visitLabels(u, c, visit)
+			c.release()
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func visitLabels(u Unit, c *columns, visit func(u Unit, row int64, col string, a arrow.Array, j int) error) error {
+	row := u.Offset
+	col := c.in.LabelName
+	for _, chunk := range c.chunks[0] {
+		if !c.in.Multi {
+			for i := 0; i < chunk.Len(); i++ {
+				if chunk.IsValid(i) {
+					if err := visit(u, row, col, chunk, i); err != nil {
+						return err
+					}
+				}
+				row++
+			}
+			continue
+		}
+		list := chunk.(array.ListLike)
+		vals := list.ListValues()
+		for i := 0; i < list.Len(); i++ {
+			if list.IsValid(i) {
+				start, end := list.ValueOffsets(i)
+				for j := int(start); j < int(end); j++ {
+					if vals.IsValid(j) {
+						if err := visit(u, row, col, vals, j); err != nil {
+							return err
+						}
+					}
+				}
+			}
+			row++
+		}
+	}
+	return nil
+}

@@ -1,0 +1,478 @@
+package shardio
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/relabel/relabel/io/blobio"
+	"github.com/relabel/relabel/schemas"
+)
+
+// ReadUnit reads one unit into Rows: features converted to float32, labels
+// mapped to class indices (through opts.Classes or opts.ClassNames), null
+// labels to schemas.Unlabelled, null annotations of a list left out. Every
+// value is checked: a null id or feature row, a NaN or infinite feature, a
+// row of another dimension than u.D (or opts.D), a label outside the class
+// set and an id repeated within the unit are errors naming the row.
+func ReadUnit(ctx context.Context, u Unit, opts ReadOptions) (*schemas.Rows, error) {
+	c, err := readColumns(ctx, u, &opts, func(in schemas.Input) []int { return []int{in.ID, in.Features, in.Label} })
+	if err != nil {
+		return nil, err
+	}
+	defer c.release()
+	n := c.rows()
+	switch {
+	case n == 0:
+		return nil, fileError(u.Path, nil, "no rows")
+	case u.Rows >= 0 && n != u.Rows:
+		return nil, fileError(u.Path, nil, "%s unit %d has %d rows, its footer said %d", u.Format, u.Index, n, u.Rows)
+	}
+	classes, err := newClassMap(u.Path, c.in, &opts)
+	if err != nil {
+		return nil, err
+	}
+	r := &schemas.Rows{Shard: u.Path, Offset: u.Offset, IDKind: c.in.IDKind, Multi: c.in.Multi}
+	if err := readIDs(r, u, c.in, c.chunks[0], n); err != nil {
+		return nil, err
+	}
+	d := opts.D
+	if d == 0 {
+		d = u.D
+	}
+	if err := readFeatures(r, u, c.in, c.chunks[1], n, d); err != nil {
+		return nil, err
+	}
+	if err := readLabels(r, u, c.in, c.chunks[2], n, classes); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// columns holds some columns of one unit, each as its chunks.
+type columns struct {
+	in      schemas.Input
+	chunks  [][]arrow.Array
+	release func()
+}
+
+func (c *columns) rows() int64 {
+	n := int64(0)
+	for _, a := range c.chunks[0] {
+		n += int64(a.Len())
+	}
+	return n
+}
+
+// readColumns reads the fields that pick chooses of unit u, and only those
+// where the format allows (Parquet).
+func readColumns(ctx context.Context, u Unit, opts *ReadOptions, pick func(schemas.Input) []int) (*columns, error) {
+	fs, err := blobio.For(u.Path)
+	if err != nil {
+		return nil, fmt.Errorf("shardio: %w", err)
+	}
+	f, err := fs.Open(ctx, u.Path)
+	if err != nil {
+		return nil, fileError(u.Path, err, "open")
+	}
+	defer f.Close()
+	mem := opts.mem()
+	c := &columns{}
+	resolve := func(sc *arrow.Schema) ([]int, error) {
+		var err error
+		if c.in, err = schemas.ResolveInput(sc, opts.Columns); err != nil {
+			var ce *schemas.ColumnError
+			if errors.As(err, &ce) {
+				return nil, &InputError{Path: u.Path, Row: -1, Column: ce.Column, Msg: ce.Msg, Err: err}
+			}
+			return nil, fileError(u.Path, err, "schema")
+		}
+		return pick(c.in), nil
+	}
+	where := fmt.Sprintf("%s unit %d (rows %d..)", u.Format, u.Index, u.Offset)
+
+	switch u.Format {
+	case Parquet:
+		pr, err := file.NewParquetReader(blobio.Section(f), file.WithReadProps(parquet.NewReaderProperties(mem)))
+		if err != nil {
+			return nil, fileError(u.Path, err, "corrupt or truncated Parquet")
+		}
+		defer pr.Close()
+		fr, err := pqarrow.NewFileReader(pr, pqarrow.ArrowReadProperties{}, mem)
+		if err != nil {
+			return nil, fileError(u.Path, err, "Parquet schema")
+		}
+		sc, err := fr.Schema()
+		if err != nil {
+			return nil, fileError(u.Path, err, "Parquet schema")
+		}
+		fields, err := resolve(sc)
+		if err != nil {
+			return nil, err
+		}
+		if u.Index >= pr.NumRowGroups() {
+			return nil, fileError(u.Path, nil, "no row group %d (the file changed since Scan?)", u.Index)
+		}
+		// ReadRowGroups takes leaf column indices: a list column is one leaf
+		// below its field.
+		var leaves []int
+		for _, fi := range fields {
+			leaves = appendLeaves(leaves, &fr.Manifest.Fields[fi])
+		}
+		tbl, err := fr.ReadRowGroups(ctx, leaves, []int{u.Index})
+		if err != nil {
+			return nil, fileError(u.Path, err, "reading %s", where)
+		}
+		c.release = tbl.Release
+		for _, fi := range fields {
+			idx := tbl.Schema().FieldIndices(sc.Field(fi).Name)
+			if len(idx) != 1 {
+				tbl.Release()
+				return nil, fileError(u.Path, nil, "reading %s: column %q not read", where, sc.Field(fi).Name)
+			}
+			c.chunks = append(c.chunks, tbl.Column(idx[0]).Data().Chunks())
+		}
+
+	case ArrowFile:
+		r, err := ipc.NewFileReader(blobio.Section(f), ipc.WithAllocator(mem))
+		if err != nil {
+			return nil, fileError(u.Path, err, "corrupt or truncated Arrow IPC file")
+		}
+		defer r.Close()
+		fields, err := resolve(r.Schema())
+		if err != nil {
+			return nil, err
+		}
+		rec, err := r.RecordBatchAt(u.Index)
+		if err != nil {
+			return nil, fileError(u.Path, err, "reading %s", where)
+		}
+		c.release = rec.Release
+		for _, fi := range fields {
+			c.chunks = append(c.chunks, []arrow.Array{rec.Column(fi)})
+		}
+
+	case ArrowStream:
+		r, err := ipc.NewReader(bufio.NewReaderSize(blobio.Section(f), 1<<20), ipc.WithAllocator(mem))
+		if err != nil {
+			return nil, fileError(u.Path, err, "corrupt or truncated Arrow IPC stream")
+		}
+		defer r.Release()
+		fields, err := resolve(r.Schema())
+		if err != nil {
+			return nil, err
+		}
+		var recs []arrow.RecordBatch
+		c.release = func() {
+			for _, rec := range recs {
+				rec.Release()
+			}
+		}
+		c.chunks = make([][]arrow.Array, len(fields))
+		for {
+			rec, err := r.Read()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				c.release()
+				return nil, fileError(u.Path, err, "corrupt or truncated Arrow IPC stream after %d record batches", len(recs))
+			}
+			rec.Retain()
+			recs = append(recs, rec)
+			for i, fi := range fields {
+				c.chunks[i] = append(c.chunks[i], rec.Column(fi))
+			}
+		}
+
+	default:
+		return nil, fileError(u.Path, nil, "unit of unknown format %v", u.Format)
+	}
+	return c, nil
+}
+
+func appendLeaves(dst []int, f *pqarrow.SchemaField) []int {
+	if len(f.Children) == 0 {
+		return append(dst, f.ColIndex)
+	}
+	for i := range f.Children {
+		dst = appendLeaves(dst, &f.Children[i])
+	}
+	return dst
+}
+
+// readIDs fills r.IDs (and r.StrIDs), rejecting nulls and ids repeated
+// within the unit.
+func readIDs(r *schemas.Rows, u Unit, in schemas.Input, chunks []arrow.Array, n int64) error {
+	r.IDs = make([]int64, 0, n)
+	row := u.Offset
+	switch in.IDKind {
+	case schemas.IDInt64:
+		seen := make(map[int64]int64, n)
+		for _, chunk := range chunks {
+			a := chunk.(*array.Int64)
+			for i, v := range a.Int64Values() {
+				if a.IsNull(i) {
+					return rowError(u.Path, row, in.IDName, "null id")
+				}
+				if first, dup := seen[v]; dup {
+					return DuplicateError(in.IDName, fmt.Sprint(v), u.Path, row, u.Path, first)
+				}
+				seen[v] = row
+				r.IDs = append(r.IDs, v)
+				row++
+			}
+		}
+	case schemas.IDString:
+		r.StrIDs = make([]string, 0, n)
+		seen := make(map[string]int64, n)
+		for _, chunk := range chunks {
+			a := chunk.(array.StringLike)
+			for i := 0; i < a.Len(); i++ {
+				if a.IsNull(i) {
+					return rowError(u.Path, row, in.IDName, "null id")
+				}
+				// Value points into an Arrow buffer released after reading.
+				v := strings.Clone(a.Value(i))
+				if first, dup := seen[v]; dup {
+					return DuplicateError(in.IDName, fmt.Sprintf("%q", v), u.Path, row, u.Path, first)
+				}
+				seen[v] = row
+				r.StrIDs = append(r.StrIDs, v)
+				r.IDs = append(r.IDs, schemas.Key(v))
+				row++
+			}
+		}
+	}
+	return nil
+}
+
+// readFeatures fills r.Features and r.D; d is the required dimension, 0 for
+// the unit's first row's.
+func readFeatures(r *schemas.Rows, u Unit, in schemas.Input, chunks []arrow.Array, n int64, d int) error {
+	row := u.Offset
+	col := in.FeaturesName
+	for _, chunk := range chunks {
+		l := chunk.(array.ListLike)
+		child := l.ListValues()
+		for i := 0; i < l.Len(); i++ {
+			if l.IsNull(i) {
+				return rowError(u.Path, row, col, "null feature row")
+			}
+			start, end := l.ValueOffsets(i)
+			if d == 0 {
+				if d = int(end - start); d == 0 {
+					return rowError(u.Path, row, col, "empty feature vector")
+				}
+			}
+			if int(end-start) != d {
+				return rowError(u.Path, row, col, "%d values, want dimension %d", end-start, d)
+			}
+			if r.Features == nil {
+				r.Features = make([]float32, 0, int(n)*d)
+			}
+			if child.NullN() > 0 {
+				for j := start; j < end; j++ {
+					if child.IsNull(int(j)) {
+						return rowError(u.Path, row, col, "null at dimension %d", j-start)
+					}
+				}
+			}
+			var bad int64 = -1
+			switch c := child.(type) {
+			case *array.Float32:
+				vals := c.Float32Values()[start:end]
+				r.Features = append(r.Features, vals...)
+				bad = firstNonFinite(vals)
+			case *array.Float64:
+				for _, v := range c.Float64Values()[start:end] {
+					r.Features = append(r.Features, float32(v))
+				}
+				if bad = firstNonFinite(r.Features[len(r.Features)-d:]); bad >= 0 {
+					if v := c.Value(int(start + bad)); !math.IsNaN(v) && !math.IsInf(v, 0) {
+						return rowError(u.Path, row, col, "%g at dimension %d overflows float32", v, bad)
+					}
+				}
+			default:
+				return rowError(u.Path, row, col, "values of type %s", child.DataType())
+			}
+			if bad >= 0 {
+				v := r.Features[len(r.Features)-d+int(bad)]
+				what := "NaN"
+				if !math.IsNaN(float64(v)) {
+					what = fmt.Sprint(v) // +Inf or -Inf
+				}
+				return rowError(u.Path, row, col, "%s at dimension %d", what, bad)
+			}
+			row++
+		}
+	}
+	r.D = d
+	return nil
+}
+
+// firstNonFinite is the index of the first NaN or ±Inf of v, or -1: the
+// exponent bits all set, checked without a conversion per value.
+func firstNonFinite(v []float32) int64 {
+	for i, x := range v {
+		if math.Float32bits(x)&0x7f800000 == 0x7f800000 {
+			return int64(i)
+		}
+	}
+	return -1
+}
+
+// classMap maps label values to class indices.
+type classMap struct {
+	kind    schemas.LabelKind
+	classes int64
+	names   []string
+	index   map[string]int32
+}
+
+func newClassMap(path string, in schemas.Input, opts *ReadOptions) (*classMap, error) {
+	m := &classMap{kind: in.LabelKind}
+	if in.LabelKind != schemas.LabelString {
+		if opts.Classes <= 0 {
+			return nil, &InputError{Path: path, Row: -1, Column: in.LabelName,
+				Msg: fmt.Sprintf("integer labels need the number of classes (ReadOptions.Classes = %d)", opts.Classes)}
+		}
+		m.classes = int64(opts.Classes)
+		return m, nil
+	}
+	if len(opts.ClassNames) == 0 {
+		return nil, &InputError{Path: path, Row: -1, Column: in.LabelName,
+			Msg: "string labels need the class names (ReadOptions.ClassNames; ScanClassNames collects them)"}
+	}
+	m.names = opts.ClassNames
+	m.index = make(map[string]int32, len(m.names))
+	for i, s := range m.names {
+		if i > 0 && m.names[i-1] >= s {
+			return nil, fmt.Errorf("shardio: ReadOptions.ClassNames not sorted and distinct: %q before %q", m.names[i-1], s)
+		}
+		m.index[s] = int32(i)
+	}
+	return m, nil
+}
+
+// labeler returns the mapping of the values of a (the label array, or the
+// child array of a list of annotations) to class indices: the class, or a
+// message saying why the value is not a class. Nulls are the caller's.
+func (m *classMap) labeler(a arrow.Array) (func(j int) (int32, string), error) {
+	intClass := func(v int64) (int32, string) {
+		if v < 0 || v >= m.classes {
+			return 0, fmt.Sprintf("label %d outside [0,%d)", v, m.classes)
+		}
+		return int32(v), ""
+	}
+	strClass := func(s string) (int32, string) {
+		c, ok := m.index[s]
+		if !ok {
+			return 0, fmt.Sprintf("label %q not in the class set (%d classes)", s, len(m.names))
+		}
+		return c, ""
+	}
+	switch a := a.(type) {
+	case *array.Int32:
+		return func(j int) (int32, string) { return intClass(int64(a.Value(j))) }, nil
+	case *array.Int64:
+		return func(j int) (int32, string) { return intClass(a.Value(j)) }, nil
+	case array.StringLike:
+		return func(j int) (int32, string) { return strClass(a.Value(j)) }, nil
+	case *array.Dictionary:
+		dict, ok := a.Dictionary().(array.StringLike)
+		if !ok {
+			return nil, fmt.Errorf("dictionary of %s", a.Dictionary().DataType())
+		}
+		// Map each dictionary entry once, not each row.
+		cls := make([]int32, dict.Len())
+		for k := range cls {
+			cls[k] = -1
+			if dict.IsValid(k) {
+				if c, ok := m.index[dict.Value(k)]; ok {
+					cls[k] = c
+				}
+			}
+		}
+		return func(j int) (int32, string) {
+			k := a.GetValueIndex(j)
+			if cls[k] < 0 {
+				return strClass(dict.Value(k))
+			}
+			return cls[k], ""
+		}, nil
+	}
+	return nil, fmt.Errorf("labels of type %s", a.DataType())
+}
+
+// readLabels fills r.Labels and r.LabelOff.
+func readLabels(r *schemas.Rows, u Unit, in schemas.Input, chunks []arrow.Array, n int64, m *classMap) error {
+	r.LabelOff = make([]int32, 1, n+1)
+	r.Labels = make([]int32, 0, n)
+	row := u.Offset
+	col := in.LabelName
+	for _, chunk := range chunks {
+		vals := chunk
+		var list array.ListLike
+		if in.Multi {
+			list = chunk.(array.ListLike)
+			vals = list.ListValues()
+		}
+		label, err := m.labeler(vals)
+		if err != nil {
+			return &InputError{Path: u.Path, Row: -1, Column: col, Msg: err.Error()}
+		}
+		for i := 0; i < chunk.Len(); i++ {
+			switch {
+			case !in.Multi && chunk.IsNull(i):
+				r.Labels = append(r.Labels, schemas.Unlabelled)
+			case !in.Multi:
+				c, bad := label(i)
+				if bad != "" {
+					return rowError(u.Path, row, col, "%s", bad)
+				}
+				r.Labels = append(r.Labels, c)
+			case list.IsValid(i):
+				start, end := list.ValueOffsets(i)
+				for j := int(start); j < int(end); j++ {
+					if vals.IsNull(j) {
+						continue // a missing annotation
+					}
+					c, bad := label(j)
+					if bad != "" {
+						return rowError(u.Path, row, col, "annotation %d: %s", j-int(start), bad)
+					}
+					r.Labels = append(r.Labels, c)
+				}
+			}
+			if len(r.Labels) > math.MaxInt32 {
+				return rowError(u.Path, row, col, "more than 2^31 annotations in one unit")
+			}
+			r.LabelOff = append(r.LabelOff, int32(len(r.Labels)))
+			row++
+		}
+	}
+	return nil
+}
+
+// sortedKeys returns the keys of set, sorted.
+func sortedKeys(set map[string]struct{}) []string {
+	out := make([]string, 0, len(set))
+	for k := range set {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

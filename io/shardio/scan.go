@@ -1,0 +1,257 @@
+package shardio
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/relabel/relabel/io/blobio"
+	"github.com/relabel/relabel/schemas"
+)
+
+// ReadOptions configures Scan, ReadUnit and the label scans. Apart from Mem it
+// is plain data, so that it can be a DoFn's serialized configuration.
+type ReadOptions struct {
+	// Columns names the input columns. Optional, default id, features and
+	// label (or labels, a list of annotations, when there is no label column).
+	Columns schemas.Columns
+	// D is the feature dimension every row must have. Optional, default 0:
+	// the dimension of the first shard (Scan records it in every Unit.D).
+	D int
+	// Classes is the number of classes C of integer labels, which must lie in
+	// [0, C). Required to read integer labels (ScanNumClasses finds one).
+	Classes int
+	// ClassNames is the class set of string labels, sorted and distinct;
+	// class i is ClassNames[i]. Required to read string labels
+	// (ScanClassNames collects it).
+	ClassNames []string
+	// Mem allocates the Arrow buffers read. Optional, default
+	// memory.DefaultAllocator. Not serialized.
+	Mem memory.Allocator `json:"-"`
+}
+
+func (o *ReadOptions) mem() memory.Allocator {
+	if o.Mem == nil {
+		return memory.DefaultAllocator
+	}
+	return o.Mem
+}
+
+// Shard is one input file, its schema checked.
+type Shard struct {
+	Path   string
+	Format Format
+	// Rows is the number of rows; -1 for an Arrow IPC stream, whose length is
+	// known only by reading all of it.
+	Rows int64
+	// Input is where the columns are and how they are typed.
+	Input schemas.Input
+	// D is the feature dimension of all shards.
+	D     int
+	Units []Unit
+}
+
+// Unit is one unit of work: a Parquet row group, an Arrow IPC record batch,
+// or a whole Arrow IPC stream. It is plain data (a PCollection element).
+type Unit struct {
+	Path   string
+	Format Format
+	// Index is the row group or record batch number (0 for a stream).
+	Index int
+	// Offset is the row number of its first row within the shard.
+	Offset int64
+	// Rows is its number of rows; -1 for a stream.
+	Rows int64
+	// D is the feature dimension its rows must have (0: its first row's).
+	D int
+}
+
+// Scan expands pattern (a blobio glob, such as data/*.parquet or
+// gs://bucket/part-*.arrow), opens each file's footer and schema, checks the
+// columns against the data contract and that all shards agree (id, label and
+// feature types, dimension), and returns the shards with their units of work.
+// It reads no data, except, for variable-size list features with no
+// ReadOptions.D, the first unit's features to learn the dimension.
+func Scan(ctx context.Context, pattern string, opts ReadOptions) ([]Shard, error) {
+	fs, err := blobio.For(pattern)
+	if err != nil {
+		return nil, fmt.Errorf("shardio: %w", err)
+	}
+	paths, err := fs.Glob(ctx, pattern)
+	if err != nil {
+		return nil, fmt.Errorf("shardio: %w", err)
+	}
+	if len(paths) == 0 {
+		return nil, fmt.Errorf("shardio: no files match %s", pattern)
+	}
+	shards := make([]Shard, len(paths))
+	for i, p := range paths {
+		if shards[i], err = scanShard(ctx, fs, p, &opts); err != nil {
+			return nil, err
+		}
+	}
+	if err := agree(ctx, shards, &opts); err != nil {
+		return nil, err
+	}
+	return shards, nil
+}
+
+// agree checks that the shards have one layout and one dimension, and
+// records the dimension in every shard and unit.
+func agree(ctx context.Context, shards []Shard, opts *ReadOptions) error {
+	first := shards[0].Input
+	for _, s := range shards[1:] {
+		in := s.Input
+		switch {
+		case in.IDKind != first.IDKind:
+			return &InputError{Path: s.Path, Row: -1, Column: in.IDName,
+				Msg: fmt.Sprintf("ids are %s, but %s has %s ids", in.IDKind, shards[0].Path, first.IDKind)}
+		case in.Multi != first.Multi:
+			return &InputError{Path: s.Path, Row: -1, Column: in.LabelName,
+				Msg: fmt.Sprintf("the label column %q of %s is of another form (one label or a list of annotations)", first.LabelName, shards[0].Path)}
+		case in.LabelKind != first.LabelKind:
+			return &InputError{Path: s.Path, Row: -1, Column: in.LabelName,
+				Msg: fmt.Sprintf("labels are %s, but %s has %s labels", in.LabelKind, shards[0].Path, first.LabelKind)}
+		}
+	}
+	d, from := opts.D, "ReadOptions.D"
+	for _, s := range shards {
+		if s.Input.D == 0 {
+			continue
+		}
+		if d == 0 {
+			d, from = s.Input.D, s.Path
+		} else if s.Input.D != d {
+			return &InputError{Path: s.Path, Row: -1, Column: s.Input.FeaturesName,
+				Msg: fmt.Sprintf("dimension %d, want %d (from %s)", s.Input.D, d, from)}
+		}
+	}
+	if d == 0 {
+		// Only variable-size lists: the first row says.
+		var err error
+		if d, err = firstDim(ctx, shards[0], opts); err != nil {
+			return err
+		}
+	}
+	for i := range shards {
+		shards[i].D = d
+		for j := range shards[i].Units {
+			shards[i].Units[j].D = d
+		}
+	}
+	return nil
+}
+
+// scanShard reads one file's schema and its units.
+func scanShard(ctx context.Context, fs blobio.FS, path string, opts *ReadOptions) (Shard, error) {
+	s := Shard{Path: path}
+	f, err := fs.Open(ctx, path)
+	if err != nil {
+		return s, fileError(path, err, "open")
+	}
+	defer f.Close()
+	head := make([]byte, min(f.Size(), 8))
+	if _, err := f.ReadAt(head, 0); err != nil {
+		return s, fileError(path, err, "read")
+	}
+	if s.Format, err = detect(head); err != nil {
+		return s, fileError(path, nil, "%v", err)
+	}
+	mem := opts.mem()
+	var sc *arrow.Schema
+	var rows []int64 // per unit
+	switch s.Format {
+	case Parquet:
+		pr, err := file.NewParquetReader(blobio.Section(f), file.WithReadProps(parquet.NewReaderProperties(mem)))
+		if err != nil {
+			return s, fileError(path, err, "corrupt or truncated Parquet")
+		}
+		defer pr.Close()
+		fr, err := pqarrow.NewFileReader(pr, pqarrow.ArrowReadProperties{}, mem)
+		if err != nil {
+			return s, fileError(path, err, "Parquet schema")
+		}
+		if sc, err = fr.Schema(); err != nil {
+			return s, fileError(path, err, "Parquet schema")
+		}
+		for i := 0; i < pr.NumRowGroups(); i++ {
+			rows = append(rows, pr.MetaData().RowGroup(i).NumRows())
+		}
+	case ArrowFile:
+		r, err := ipc.NewFileReader(blobio.Section(f), ipc.WithAllocator(mem))
+		if err != nil {
+			return s, fileError(path, err, "corrupt or truncated Arrow IPC file")
+		}
+		defer r.Close()
+		sc = r.Schema()
+		if rows, err = ipcBatchRows(f, f.Size()); err != nil {
+			return s, fileError(path, err, "corrupt or truncated Arrow IPC file")
+		}
+		if len(rows) != r.NumRecords() {
+			return s, fileError(path, nil, "corrupt Arrow IPC file: %d record batches in the footer, %d read", r.NumRecords(), len(rows))
+		}
+	case ArrowStream:
+		r, err := ipc.NewReader(bufio.NewReader(blobio.Section(f)), ipc.WithAllocator(mem))
+		if err != nil {
+			return s, fileError(path, err, "corrupt or truncated Arrow IPC stream")
+		}
+		sc = r.Schema()
+		r.Release()
+		rows = []int64{-1}
+	}
+	if s.Input, err = schemas.ResolveInput(sc, opts.Columns); err != nil {
+		var ce *schemas.ColumnError
+		if errors.As(err, &ce) {
+			return s, &InputError{Path: path, Row: -1, Column: ce.Column, Msg: ce.Msg, Err: err}
+		}
+		return s, fileError(path, err, "schema")
+	}
+	off := int64(0)
+	for i, n := range rows {
+		if n == 0 {
+			continue // an empty row group or batch is no work
+		}
+		s.Units = append(s.Units, Unit{Path: path, Format: s.Format, Index: i, Offset: off, Rows: n})
+		off += n
+	}
+	s.Rows = off
+	if s.Format == ArrowStream {
+		s.Rows = -1
+	} else if off == 0 {
+		return s, fileError(path, nil, "no rows")
+	}
+	return s, nil
+}
+
+// firstDim reads the first unit's features to find the dimension of its first
+// non-null row.
+func firstDim(ctx context.Context, s Shard, opts *ReadOptions) (int, error) {
+	u := s.Units[0]
+	c, err := readColumns(ctx, u, opts, func(in schemas.Input) []int { return []int{in.Features} })
+	if err != nil {
+		return 0, err
+	}
+	defer c.release()
+	for _, chunk := range c.chunks[0] {
+		l := chunk.(array.ListLike)
+		for i := 0; i < l.Len(); i++ {
+			if l.IsValid(i) {
+				start, end := l.ValueOffsets(i)
+				if end == start {
+					return 0, rowError(u.Path, u.Offset+int64(i), s.Input.FeaturesName, "empty feature vector")
+				}
+				return int(end - start), nil
+			}
+		}
+	}
+	return 0, fileError(u.Path, nil, "no non-null features in its first unit to take the dimension from")
+}

@@ -1,0 +1,89 @@
+package pipelines
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/relabel/relabel/io/shardio"
+	"github.com/relabel/relabel/schemas"
+	"github.com/relabel/relabel/transforms/engine"
+)
+
+// Version is relabel's version, recorded in every output.
+const Version = "0.1.0"
+
+// Config is one relabelling job.
+type Config struct {
+	// Input is a glob of shards (Parquet or Arrow IPC; local or gs://). Required.
+	Input string
+	// Output is the directory the cleaned shards go to. Required.
+	Output string
+	// Format of the output files. Optional, default Arrow IPC file.
+	Format shardio.Format
+	// Overwrite allows replacing finished outputs. Optional, default false.
+	Overwrite bool
+	// Columns names the input columns. Optional.
+	Columns schemas.Columns
+	// Classes is C for integer labels (0: one more than the largest label).
+	Classes int
+	// ClassNames is the class set of string labels (nil: collected, sorted).
+	ClassNames []string
+	// Engine holds the method's options; Engine.Mixture.C is set from the data.
+	Engine engine.Options
+}
+
+// Validate checks what can be checked before reading anything.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.Input == "" {
+		errs = append(errs, errors.New("--input is required"))
+	}
+	if c.Output == "" {
+		errs = append(errs, errors.New("--output is required"))
+	}
+	if c.Classes < 0 {
+		errs = append(errs, fmt.Errorf("--classes %d, want >= 0", c.Classes))
+	}
+	if c.Format == 0 {
+		c.Format = shardio.ArrowFile
+	}
+	if c.Format != shardio.ArrowFile && c.Format != shardio.Parquet {
+		errs = append(errs, fmt.Errorf("output format %s: want arrow or parquet", c.Format))
+	}
+	return errors.Join(errs...)
+}
+
+// OptionMap spells every method option as its flag would, for the output
+// metadata and summary.json.
+func (c *Config) OptionMap() map[string]string {
+	o := c.Engine
+	m := o.Mixture
+	return map[string]string{
+		"k":             strconv.Itoa(o.K),
+		"metric":        o.Metric.String(),
+		"standardise":   strconv.FormatBool(o.Standardise),
+		"candidates":    strconv.Itoa(o.Candidates),
+		"weights":       o.Weighting.String(),
+		"llc-lambda":    fmtF(o.LLC.Lambda),
+		"llc-sigma":     fmtF(o.LLC.Sigma),
+		"rounds":        strconv.Itoa(o.Rounds),
+		"classes":       strconv.Itoa(m.C),
+		"c0":            strconv.Itoa(m.C0),
+		"l":             strconv.Itoa(m.L),
+		"n":             strconv.Itoa(m.N),
+		"mu":            fmtF(m.Mu),
+		"gamma":         fmtF(m.Gamma),
+		"alpha":         fmtF(m.Alpha),
+		"beta":          fmtF(m.Beta),
+		"em-iters":      strconv.Itoa(m.EMIters),
+		"em-variant":    m.Variant.String(),
+		"smooth":        fmtF(m.Smooth),
+		"anchor":        fmtF(m.Anchor),
+		"max-row-terms": strconv.Itoa(m.MaxRowEntries),
+		"seed":          strconv.FormatUint(m.Seed, 10),
+		"format":        c.Format.String(),
+	}
+}
+
+func fmtF(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }

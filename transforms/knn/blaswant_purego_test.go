@@ -1,0 +1,5 @@
+//go:build !openblas || !cgo
+
+package knn_test
+
+const blasWant = "gonum (pure Go)"

@@ -1,0 +1,43 @@
+package stages
+
+import (
+	"context"
+	"log"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+
+	"github.com/relabel/relabel/io/shardio"
+	"github.com/relabel/relabel/schemas"
+)
+
+// readFn reads one unit of work (a Parquet row group, an Arrow record batch)
+// into a batch of rows; validation errors name file, row and column.
+type readFn struct {
+	// The serializable part of shardio.ReadOptions (its allocator is not).
+	Columns    schemas.Columns
+	D, Classes int
+	ClassNames []string
+}
+
+func (f *readFn) ProcessElement(ctx context.Context, u shardio.Unit, emit func(schemas.Rows)) error {
+	opts := shardio.ReadOptions{Columns: f.Columns, D: f.D, Classes: f.Classes, ClassNames: f.ClassNames}
+	r, err := shardio.ReadUnit(ctx, u, opts)
+	if err != nil {
+		return err
+	}
+	log.Printf("relabel: read %s rows %d..%d", u.Path, r.Offset, r.Offset+int64(r.Len()))
+	emit(*r)
+	return nil
+}
+
+func init() {
+	register.DoFn3x1[context.Context, shardio.Unit, func(schemas.Rows), error](&readFn{})
+	register.Emitter1[schemas.Rows]()
+}
+
+// Read reads the units (PCollection<shardio.Unit>) into PCollection<schemas.Rows>.
+func Read(s beam.Scope, units beam.PCollection, opts shardio.ReadOptions) beam.PCollection {
+	s = s.Scope("relabel.Read")
+	return beam.ParDo(s, &readFn{Columns: opts.Columns, D: opts.D, Classes: opts.Classes, ClassNames: opts.ClassNames}, units)
+}
