@@ -22,7 +22,7 @@ log() { printf '%s cuda.sh: %s\n' "$(date +%T)" "$*"; }
 have_cuda() {
 	command -v nvcc >/dev/null 2>&1 &&
 		[ -f /usr/include/cuda.h ] && [ -f /usr/include/cublas_v2.h ] &&
-		ldconfig -p | grep -q 'libcuda\.so\b'
+		ldconfig -p | grep 'libcuda\.so\b' >/dev/null
 }
 
 # mirror prints the Debian mirror the machine's own apt sources use for the

@@ -271,7 +271,8 @@ func (x *index) plan(rows, k int) (bq, bc int, err error) {
 	}
 	bc = min(x.n, x.opt.CandidateBlock)
 	perRow := func(bc int) int64 { return int64(4*x.d + 4 + 8 + 8*k + 4*bc) }
-	want := min(rows, x.opt.QueryBlock)
+	// knn_dist's grid has ceil(bq/64) rows, at most 65535.
+	want := min(rows, x.opt.QueryBlock, 65535*distTileM)
 	for avail/perRow(bc) < int64(min(want, 256)) && bc > 4096 {
 		bc /= 2
 	}

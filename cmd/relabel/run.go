@@ -18,18 +18,6 @@ import (
 	"github.com/relabel/relabel/transforms/mixture"
 )
 
-// Defaults of the method's options, chosen on the dev grid (docs/QUALITY.md).
-const (
-	defK       = 10
-	defRounds  = 10
-	defMu      = 0.5
-	defGamma   = 0.5
-	defWeights = "llc"
-	defL       = 250
-	defEMIters = 10
-	defSeed    = 1
-)
-
 func version() string { return pipelines.Version }
 
 // runFlags binds every option of `relabel run` to a Config.
@@ -49,6 +37,8 @@ func newRunFlags(stderr io.Writer) *runFlags {
 	c := &f.cfg
 	e := &c.Engine
 	m := &e.Mixture
+	d := pipelines.DefaultEngine()
+	dm := d.Mixture
 	fs.StringVar(&c.Input, "input", "", "input shards: a glob of Parquet or Arrow IPC files, local or gs:// (required)")
 	fs.StringVar(&c.Output, "output", "", "output directory, local or gs:// (required)")
 	fs.StringVar(&f.format, "format", "arrow", "output format: arrow (IPC file) or parquet")
@@ -60,26 +50,26 @@ func newRunFlags(stderr io.Writer) *runFlags {
 	fs.IntVar(&c.Classes, "classes", 0, "number of classes C of integer labels (default: one more than the largest label)")
 	fs.StringVar(&f.classNames, "class-names", "", "comma-separated class set of string labels (default: every label seen)")
 
-	fs.IntVar(&e.K, "k", defK, "neighbours per item")
+	fs.IntVar(&e.K, "k", d.K, "neighbours per item")
 	fs.StringVar(&f.metric, "metric", "l2", "neighbour distance: l2 (squared Euclidean) or cosine")
-	fs.BoolVar(&f.noStd, "no-standardise", false, "search neighbours on raw features instead of z-scored ones")
-	fs.IntVar(&e.Candidates, "candidates", 0, "candidate set size neighbours are searched in (0 = all items; the paper uses 15000)")
-	fs.StringVar(&f.weights, "weights", defWeights, "neighbour weights: llc (locality-constrained linear coding) or uniform")
+	fs.BoolVar(&f.noStd, "no-standardise", !d.Standardise, "search neighbours on raw features instead of z-scored ones")
+	fs.IntVar(&e.Candidates, "candidates", d.Candidates, "candidate set size neighbours are searched in (0 = all items; the paper uses 15000)")
+	fs.StringVar(&f.weights, "weights", d.Weighting.String(), "neighbour weights: llc (locality-constrained linear coding) or uniform")
 	fs.Float64Var(&e.LLC.Lambda, "llc-lambda", 0, "LLC locality adaptor weight (0 = the paper's plain LLC)")
 	fs.Float64Var(&e.LLC.Sigma, "llc-sigma", 1, "LLC locality adaptor scale")
-	fs.IntVar(&e.Rounds, "rounds", defRounds, "relabelling rounds")
-	fs.IntVar(&m.C0, "c0", 0, "classes kept per item's posterior (default min(C, 10))")
-	fs.IntVar(&m.L, "l", defL, "count vectors sampled per item per round")
-	fs.IntVar(&m.N, "n", 0, "trials per count vector (default 2*c0-1, the identifiability bound)")
-	fs.Float64Var(&m.Mu, "mu", defMu, "weight of the item's own state in its mixture (neighbours get 1-mu)")
-	fs.Float64Var(&m.Gamma, "gamma", defGamma, "momentum of the state update (0 = EM output replaces the state)")
-	fs.Float64Var(&m.Alpha, "alpha", 1.1, "Dirichlet prior of pi")
-	fs.Float64Var(&m.Beta, "beta", 1.1, "Dirichlet prior of rho rows")
-	fs.IntVar(&m.EMIters, "em-iters", defEMIters, "EM iterations per round")
-	fs.StringVar(&f.em, "em-variant", "paper", "EM variant: paper (sample once, warm start) or code (authors' code: re-initialise, re-sample every iteration)")
-	fs.Float64Var(&m.Smooth, "smooth", 0.1, "label smoothing of the initial transition rows")
-	fs.Float64Var(&m.Anchor, "anchor", 0, "weight of the given labels as an extra mixture component every round")
-	fs.Uint64Var(&m.Seed, "seed", defSeed, "seed of all sampling (with item id and round)")
+	fs.IntVar(&e.Rounds, "rounds", d.Rounds, "relabelling rounds")
+	fs.IntVar(&m.C0, "c0", dm.C0, "classes kept per item's posterior (default min(C, 10))")
+	fs.IntVar(&m.L, "l", dm.L, "count vectors sampled per item per round")
+	fs.IntVar(&m.N, "n", dm.N, "trials per count vector (default 2*c0-1, the identifiability bound)")
+	fs.Float64Var(&m.Mu, "mu", dm.Mu, "weight of the item's own state in its mixture (neighbours get 1-mu)")
+	fs.Float64Var(&m.Gamma, "gamma", dm.Gamma, "momentum of the state update (0 = EM output replaces the state)")
+	fs.Float64Var(&m.Alpha, "alpha", dm.Alpha, "Dirichlet prior of pi")
+	fs.Float64Var(&m.Beta, "beta", dm.Beta, "Dirichlet prior of rho rows")
+	fs.IntVar(&m.EMIters, "em-iters", dm.EMIters, "EM iterations per round")
+	fs.StringVar(&f.em, "em-variant", dm.Variant.String(), "EM variant: paper (sample once, warm start) or code (authors' code: re-initialise, re-sample every iteration)")
+	fs.Float64Var(&m.Smooth, "smooth", dm.Smooth, "label smoothing of the initial transition rows")
+	fs.Float64Var(&m.Anchor, "anchor", dm.Anchor, "weight of the given labels as an extra mixture component every round")
+	fs.Uint64Var(&m.Seed, "seed", dm.Seed, "seed of all sampling (with item id and round)")
 	fs.IntVar(&e.Workers, "workers", 0, "goroutines per stage (default GOMAXPROCS)")
 	// Beam's own flags (--runner, --endpoint, --environment_type,
 	// --worker_binary, --project, --region, --temp_location, ...) are accepted

@@ -1,6 +1,7 @@
 package knn_test
 
 import (
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -69,7 +70,7 @@ func TestCPUIndexErrors(t *testing.T) {
 		{name: "metric", c: good, ids: ids, m: knn.Metric(7), want: "Metric(7)"},
 		{name: "option", s: knn.CPU{QueryBlock: -1}, c: good, ids: ids, want: "negative option"},
 		{name: "huge norm", c: knn.Matrix{Rows: 2, Cols: 2, Data: []float32{1, 2, 3e38, 4}}, ids: ids, want: "candidate row 1: squared norm"},
-		{name: "NaN", c: knn.Matrix{Rows: 2, Cols: 2, Data: []float32{1, 2, 3, float32(nan())}}, ids: ids, m: knn.Cosine, want: "candidate row 1: column 1 is NaN"},
+		{name: "NaN", c: knn.Matrix{Rows: 2, Cols: 2, Data: []float32{1, 2, 3, float32(math.NaN())}}, ids: ids, m: knn.Cosine, want: "candidate row 1: column 1 is NaN"},
 	} {
 		_, err := tc.s.Index(tc.c, tc.ids, tc.m)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -89,7 +90,7 @@ func TestCPUSearchReportsLowestBadRow(t *testing.T) {
 		t.Fatal(err)
 	}
 	q := knntest.Gaussian(20, 4, 3, 1)
-	q.Data[17*4+2] = float32(nan())
+	q.Data[17*4+2] = float32(math.NaN())
 	q.Data[9*4+1] = 3e38
 	var res knn.Result
 	err = x.Search(&res, q, nil, 3)

@@ -1,5 +1,0 @@
-package knn_test
-
-import "math"
-
-func nan() float64 { return math.NaN() }
