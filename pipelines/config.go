@@ -31,6 +31,8 @@ type Config struct {
 	ClassNames []string
 	// Engine holds the method's options; Engine.Mixture.C is set from the data.
 	Engine engine.Options
+	// Device selects the kNN/LLC kernels: cpu, cuda or auto. Optional, default auto.
+	Device string
 }
 
 // Validate checks what can be checked before reading anything.
@@ -83,6 +85,7 @@ func (c *Config) OptionMap() map[string]string {
 		"max-row-terms": strconv.Itoa(m.MaxRowEntries),
 		"seed":          strconv.FormatUint(m.Seed, 10),
 		"format":        c.Format.String(),
+		"device":        c.Device,
 	}
 }
 

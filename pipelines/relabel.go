@@ -25,6 +25,8 @@ type Plan struct {
 	LabelKind  schemas.LabelKind
 	IDKind     schemas.IDKind
 	Rows       int64
+	// Device describes the kernels the launcher's process resolved --device to.
+	Device string
 }
 
 // MakePlan scans the input (footers and schemas only, plus the label column
@@ -84,6 +86,9 @@ func MakePlan(ctx context.Context, cfg Config) (*Plan, error) {
 		return nil, err
 	}
 	p.Config.Engine = e
+	if _, _, p.Device, err = stages.Backends(cfg.Device); err != nil {
+		return nil, err
+	}
 	return p, nil
 }
 
@@ -98,6 +103,7 @@ func Build(s beam.Scope, plan *Plan, tmpDir string) {
 	stats := stages.ComputeStats(s, rows, e.Candidates, e.Mixture.Seed, plan.Read.Columns.WithDefaults().ID)
 	items := stages.Neighbours(s, rows, stats, stages.NeighbourParams{
 		K: e.K, Metric: e.Metric, Standardise: e.Standardise, Weighting: e.Weighting, Options: e,
+		Device: plan.Config.Device,
 	})
 	items = stages.Rounds(s, items, e.Rounds, e.Workers, e.Mixture)
 	stages.Write(s, items, stages.WriteParams{

@@ -91,7 +91,7 @@ func Run(ctx context.Context, cfg Config, exec Executor) (*Summary, error) {
 
 	sum := &Summary{
 		Version: Version, Input: cfg.Input, Output: cfg.Output, Rows: 0, Classes: plan.C,
-		ClassNames: plan.ClassNames, Neighbours: neighbourMode(cfg), Device: "cpu", Options: cfg.OptionMap(),
+		ClassNames: plan.ClassNames, Neighbours: neighbourMode(cfg), Device: plan.Device, Options: cfg.OptionMap(),
 		ChangedFrom: make([]int64, plan.C), ChangedTo: make([]int64, plan.C),
 	}
 	var trans []float64

@@ -70,6 +70,7 @@ func newRunFlags(stderr io.Writer) *runFlags {
 	fs.Float64Var(&m.Smooth, "smooth", dm.Smooth, "label smoothing of the initial transition rows")
 	fs.Float64Var(&m.Anchor, "anchor", dm.Anchor, "weight of the given labels as an extra mixture component every round")
 	fs.Uint64Var(&m.Seed, "seed", dm.Seed, "seed of all sampling (with item id and round)")
+	fs.StringVar(&c.Device, "device", "auto", "kNN/LLC kernels: cpu, cuda (needs a -tags cuda build and a GPU) or auto")
 	fs.IntVar(&e.Workers, "workers", 0, "goroutines per stage (default GOMAXPROCS)")
 	// Beam's own flags (--runner, --endpoint, --environment_type,
 	// --worker_binary, --project, --region, --temp_location, ...) are accepted

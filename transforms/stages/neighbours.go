@@ -13,6 +13,7 @@ import (
 	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/knn"
+	"github.com/relabel/relabel/transforms/llc"
 	"github.com/relabel/relabel/transforms/mixture"
 )
 
@@ -92,6 +93,8 @@ type NeighbourParams struct {
 	Standardise bool
 	Weighting   engine.Weighting
 	Options     engine.Options // LLC and mixture parameters (for initial states)
+	// Device selects the kernels: cpu, cuda or auto (see Backends).
+	Device string
 }
 
 // neighboursFn searches a batch's K nearest candidates, weights them (LLC) and
@@ -106,10 +109,15 @@ type neighboursFn struct {
 	res      knn.Result
 	wb       engine.WeightBuffer
 	searcher knn.Searcher
+	coder    llc.Coder
 }
 
-func (f *neighboursFn) Setup() {
-	f.searcher = knn.CPU{}
+// Setup picks the kernels once per worker process (one CUDA context per
+// process, shared by every DoFn instance).
+func (f *neighboursFn) Setup() error {
+	var err error
+	f.searcher, f.coder, _, err = Backends(f.P.Device)
+	return err
 }
 
 func (f *neighboursFn) Teardown() {
@@ -147,7 +155,7 @@ func (f *neighboursFn) ProcessElement(ctx context.Context, r schemas.Rows, st St
 		Cand: make([]int32, n), K: k, Neigh: append([]int32(nil), f.res.Index...), Weight: make([]float64, n*k),
 	}
 	o := f.P.Options
-	if err := f.wb.Weights(it.Weight, q, cm, &f.res, o, llcCoder()); err != nil {
+	if err := f.wb.Weights(it.Weight, q, cm, &f.res, o, f.coder); err != nil {
 		return fmt.Errorf("stages: %s rows %d..%d: neighbour weights: %w", r.Shard, r.Offset, r.Offset+int64(n), err)
 	}
 	var s mixture.State
