@@ -1,0 +1,251 @@
+package mixture
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// dense expands a state's rows to C x C and pi to C, for checks against the
+// sparse representation.
+func dense(s *State, c int) (pi []float64, rho [][]float64) {
+	pi = make([]float64, c)
+	rho = make([][]float64, c)
+	for k, cl := range s.Class {
+		pi[cl] = s.Pi[k]
+		rho[cl] = make([]float64, c)
+		for x := 0; x < c; x++ {
+			rho[cl][x] = s.Rows[k].Prob(int32(x), c)
+		}
+	}
+	return pi, rho
+}
+
+func randomSparse(rng *rand.Rand, c, classes, entries int) State {
+	var s State
+	perm := rng.Perm(c)
+	var z float64
+	for _, cl := range perm[:classes] {
+		p := rng.Float64() + 0.1
+		z += p
+		r := s.add(int32(cl), p)
+		cats := rng.Perm(c)[:entries]
+		var rz float64
+		for _, x := range cats {
+			v := rng.Float64()
+			r.Cat = append(r.Cat, int32(x))
+			r.P = append(r.P, v)
+			rz += v
+		}
+		r.Rem = rng.Float64()
+		if entries == c {
+			r.Rem = 0
+		}
+		rz += r.Rem
+		for e := range r.P {
+			r.P[e] /= rz
+		}
+		r.Rem /= rz
+	}
+	for k := range s.Pi {
+		s.Pi[k] /= z
+	}
+	return s
+}
+
+// TestBlendExact checks the sparse blend against the dense formula
+// g*a + (1-g)*b for pi and for the rows of classes present on both sides.
+func TestBlendExact(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 5))
+	for trial := 0; trial < 50; trial++ {
+		c := 2 + rng.IntN(12)
+		a := randomSparse(rng, c, 1+rng.IntN(c), rng.IntN(c+1))
+		b := randomSparse(rng, c, 1+rng.IntN(c), rng.IntN(c+1))
+		g := rng.Float64()
+		var dst State
+		Blend(&dst, &a, &b, g, c)
+		if err := dst.Check(c); err != nil {
+			t.Fatalf("trial %d: blended state invalid: %v", trial, err)
+		}
+		pa, ra := dense(&a, c)
+		pb, rb := dense(&b, c)
+		pd, rd := dense(&dst, c)
+		for x := 0; x < c; x++ {
+			if want := g*pa[x] + (1-g)*pb[x]; math.Abs(pd[x]-want) > 1e-12 {
+				t.Errorf("trial %d: pi[%d] = %g, want %g", trial, x, pd[x], want)
+			}
+			if ra[x] == nil || rb[x] == nil {
+				continue
+			}
+			for y := 0; y < c; y++ {
+				if want := g*ra[x][y] + (1-g)*rb[x][y]; math.Abs(rd[x][y]-want) > 1e-12 {
+					t.Errorf("trial %d: rho[%d][%d] = %g, want %g", trial, x, y, rd[x][y], want)
+				}
+			}
+		}
+	}
+}
+
+func TestTruncate(t *testing.T) {
+	var s State
+	for k, p := range []float64{0.1, 0.4, 0.05, 0.4, 0.05} {
+		r := s.add(int32(k), p)
+		r.Cat = []int32{0, 1, 2, 3}
+		r.P = []float64{0.5, 0.2, 0.2, 0.05}
+		r.Rem = 0.05
+	}
+	s.Truncate(3, 2)
+	if got, want := s.Class, []int32{1, 3, 0}; !equalInt32(got, want) {
+		t.Errorf("classes after truncation = %v, want %v (most probable first, ties to the lower class)", got, want)
+	}
+	if math.Abs(s.Pi[0]-0.4/0.9) > 1e-12 || math.Abs(s.Pi[2]-0.1/0.9) > 1e-12 {
+		t.Errorf("pi not renormalised: %v", s.Pi)
+	}
+	for k := range s.Rows {
+		r := &s.Rows[k]
+		if len(r.Cat) != 2 || math.Abs(r.Rem-0.3) > 1e-12 {
+			t.Errorf("row %d: %d entries, remainder %g; want 2 entries and the rest (0.3) folded into the remainder", k, len(r.Cat), r.Rem)
+		}
+	}
+	if err := s.Check(5); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestInit(t *testing.T) {
+	cases := []struct {
+		name   string
+		labels []int32
+		class  []int32
+		pi     []float64
+	}{
+		{"one label", []int32{3}, []int32{3}, []float64{1}},
+		{"annotations", []int32{2, 1, 2, -1, 2}, []int32{2, 1}, []float64{0.75, 0.25}},
+		{"unlabelled", []int32{-1}, nil, nil},
+		{"none", nil, nil, nil},
+	}
+	for _, tc := range cases {
+		var s State
+		s.Init(tc.labels, 5, 3, 0.1)
+		if !equalInt32(s.Class, tc.class) {
+			t.Errorf("%s: classes %v, want %v", tc.name, s.Class, tc.class)
+		}
+		for k := range tc.pi {
+			if math.Abs(s.Pi[k]-tc.pi[k]) > 1e-12 {
+				t.Errorf("%s: pi %v, want %v", tc.name, s.Pi, tc.pi)
+			}
+		}
+		if err := s.Check(5); err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+		}
+	}
+}
+
+func TestPackedRoundTrip(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 8))
+	var ss States
+	var want []State
+	for i := 0; i < 20; i++ {
+		s := randomSparse(rng, 12, rng.IntN(5), rng.IntN(6))
+		if i%7 == 0 {
+			s = State{}
+		}
+		want = append(want, s)
+		ss.Append(&s)
+	}
+	var cp States
+	for i := 0; i < ss.Len(); i++ {
+		cp.AppendFrom(&ss, i)
+	}
+	for i := range want {
+		var got State
+		cp.Get(&got, i)
+		if got.Len() != want[i].Len() {
+			t.Fatalf("item %d: %d classes, want %d", i, got.Len(), want[i].Len())
+		}
+		for k := range got.Class {
+			if got.Class[k] != want[i].Class[k] || math.Abs(got.Pi[k]-want[i].Pi[k]) > 1e-7 {
+				t.Errorf("item %d class %d: (%d, %g), want (%d, %g)", i, k, got.Class[k], got.Pi[k], want[i].Class[k], want[i].Pi[k])
+			}
+			gr, wr := &got.Rows[k], &want[i].Rows[k]
+			if !equalInt32(gr.Cat, wr.Cat) || math.Abs(gr.Rem-wr.Rem) > 1e-7 {
+				t.Errorf("item %d row %d differs: %+v vs %+v", i, k, gr, wr)
+			}
+		}
+	}
+}
+
+// TestRound checks a round's contract: a valid state, determinism in (seed,
+// key, round), neighbours pulling a lone wrong label towards theirs, the
+// unlabelled case, and the authors' code variant.
+func TestRound(t *testing.T) {
+	const c = 6
+	mk := func(l int32) State {
+		var s State
+		s.Init([]int32{l}, c, 4, 0.1)
+		return s
+	}
+	own := mk(0)
+	neigh := []State{mk(2), mk(2), mk(2), mk(2), mk(1)}
+	w := []float64{0.2, 0.2, 0.2, 0.2, 0.2}
+	p := Params{C: c, C0: 4, Mu: 0.3, Gamma: 0.2, Seed: 3}.WithDefaults()
+	var ws Workspace
+	run := func(own *State, key uint64, round int, p Params) State {
+		var dst State
+		ws.Round(&dst, own, nil, neigh, w, key, round, &p)
+		return dst
+	}
+	a := run(&own, 7, 0, p)
+	if err := a.Check(c); err != nil {
+		t.Fatal(err)
+	}
+	if top, _ := a.Argmax(); top != 2 {
+		t.Errorf("top class %d after a round among neighbours labelled 2 (pi %v over %v), want 2", top, a.Pi, a.Class)
+	}
+	b := run(&own, 7, 0, p)
+	if !sameState(&a, &b) {
+		t.Error("same (seed, key, round) gave different states")
+	}
+	if d := run(&own, 7, 1, p); sameState(&a, &d) {
+		t.Error("a different round gave an identical state (draws not reseeded)")
+	}
+	var empty State
+	u := run(&empty, 9, 0, p)
+	if top, _ := u.Argmax(); top != 2 {
+		t.Errorf("unlabelled item: top class %d, want its neighbours' 2", top)
+	}
+	pc := p
+	pc.Variant = Code
+	pc.Gamma = 0
+	cv := run(&own, 7, 0, pc)
+	if err := cv.Check(c); err != nil {
+		t.Fatalf("code variant: %v", err)
+	}
+	if top, _ := cv.Argmax(); top != 2 {
+		t.Errorf("code variant: top class %d, want 2", top)
+	}
+}
+
+func sameState(a, b *State) bool {
+	if a.Len() != b.Len() {
+		return false
+	}
+	for k := range a.Class {
+		if a.Class[k] != b.Class[k] || a.Pi[k] != b.Pi[k] {
+			return false
+		}
+	}
+	return true
+}
+
+func equalInt32(a, b []int32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
