@@ -18,8 +18,8 @@ import (
 )
 
 // Executor runs a built pipeline (the embedded Prism runner, a job server,
-// Dataflow: see runners/).
-type Executor func(ctx context.Context, p *beam.Pipeline) error
+// Dataflow: see runners/). The result may be nil when a runner returns none.
+type Executor func(ctx context.Context, p *beam.Pipeline) (beam.PipelineResult, error)
 
 // Summary is summary.json, written beside the output shards.
 type Summary struct {
@@ -40,7 +40,10 @@ type Summary struct {
 	// posteriors (only for C <= stages.MaxDenseClasses).
 	Transition [][]float64          `json:"transition,omitempty"`
 	Shards     []stages.ShardReport `json:"shards"`
-	Timings    map[string]float64   `json:"timings_seconds"`
+	// Metrics are the pipeline's Beam counters (namespace relabel), summed
+	// over steps.
+	Metrics map[string]int64   `json:"metrics,omitempty"`
+	Timings map[string]float64 `json:"timings_seconds"`
 }
 
 // Run plans, builds and executes one relabelling, then commits its output:
@@ -84,7 +87,8 @@ func Run(ctx context.Context, cfg Config, exec Executor) (*Summary, error) {
 	p, s := beam.NewPipelineWithRoot()
 	Build(s, plan, tmp)
 	t1 := time.Now()
-	if err := exec(ctx, p); err != nil {
+	res, err := exec(ctx, p)
+	if err != nil {
 		return nil, err
 	}
 	tRun := time.Since(t1)
@@ -139,6 +143,14 @@ func Run(ctx context.Context, cfg Config, exec Executor) (*Summary, error) {
 	for _, sh := range sum.Shards {
 		if err := fs.Rename(ctx, blobio.Join(tmp, sh.Output), blobio.Join(cfg.Output, sh.Output)); err != nil {
 			return nil, fmt.Errorf("relabel: committing %s: %w", sh.Output, err)
+		}
+	}
+	if res != nil {
+		sum.Metrics = map[string]int64{}
+		for _, c := range res.Metrics().AllMetrics().Counters() {
+			if c.Namespace() == "relabel" {
+				sum.Metrics[c.Name()] += c.Result()
+			}
 		}
 	}
 	sum.Timings = map[string]float64{

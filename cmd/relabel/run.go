@@ -146,9 +146,8 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := ro.Validate(); err != nil {
 		return usageError{err}
 	}
-	exec := func(ctx context.Context, p *beam.Pipeline) error {
-		_, err := runners.Run(ctx, p, ro)
-		return err
+	exec := func(ctx context.Context, p *beam.Pipeline) (beam.PipelineResult, error) {
+		return runners.Run(ctx, p, ro)
 	}
 	sum, err := pipelines.Run(ctx, f.cfg, exec)
 	if err != nil {

@@ -142,6 +142,8 @@ func (f *writeFn) ProcessElement(ctx context.Context, shard string, iter func(*s
 		return err
 	}
 	rep := report(shard, name, batches, f.P.C)
+	rowsWritten.Inc(ctx, rep.Rows)
+	labelsChanged.Inc(ctx, rep.Changed)
 	b, err := json.Marshal(rep)
 	if err != nil {
 		return err
@@ -180,6 +182,11 @@ func report(shard, name string, batches []*schemas.Cleaned, c int) ShardReport {
 	}
 	return r
 }
+
+var (
+	rowsWritten   = beam.NewCounter("relabel", "rows_written")
+	labelsChanged = beam.NewCounter("relabel", "labels_changed")
+)
 
 func init() {
 	register.DoFn1x2[Items, string, schemas.Cleaned](&keyByShardFn{})

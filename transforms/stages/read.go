@@ -26,10 +26,13 @@ func (f *readFn) ProcessElement(ctx context.Context, u shardio.Unit, emit func(s
 	if err != nil {
 		return err
 	}
+	rowsRead.Inc(ctx, int64(r.Len()))
 	log.Printf("relabel: read %s rows %d..%d", u.Path, r.Offset, r.Offset+int64(r.Len()))
 	emit(*r)
 	return nil
 }
+
+var rowsRead = beam.NewCounter("relabel", "rows_read")
 
 func init() {
 	register.DoFn3x1[context.Context, shardio.Unit, func(schemas.Rows), error](&readFn{})

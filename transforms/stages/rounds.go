@@ -128,6 +128,7 @@ func (f *roundFn) ProcessElement(ctx context.Context, it Items, cs CandStates, e
 	for i := range out {
 		next2.State.Append(&out[i])
 	}
+	itemRounds.Inc(ctx, int64(n))
 	emit(next2)
 	return nil
 }
@@ -155,6 +156,8 @@ func (f *roundFn) one(w *roundWorker, it *Items, cs *CandStates, i, k int, dst *
 	w.ws.Round(&w.dst, &w.own, init, w.neigh, w.w, uint64(it.IDs[i]), f.Round, &f.Mixture)
 	dst.CopyFrom(&w.dst)
 }
+
+var itemRounds = beam.NewCounter("relabel", "item_rounds")
 
 func init() {
 	register.Combiner2[CandStates, Items](&candStatesFn{})
