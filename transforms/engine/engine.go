@@ -157,6 +157,7 @@ func Run(d *Data, o Options, be Backends) (*Result, error) {
 	states := make([]mixture.State, n)
 	for i := range states {
 		states[i].Init(d.Labels[d.LabelOff[i]:d.LabelOff[i+1]], o.Mixture.C, o.Mixture.C0, o.Mixture.Smooth)
+		states[i].Quantize()
 	}
 	var init []mixture.State
 	if o.Mixture.Anchor > 0 {
@@ -173,6 +174,7 @@ func Run(d *Data, o Options, be Backends) (*Result, error) {
 		}
 		parallel(n, o.Workers, func(ws *worker, i int) {
 			ws.round(&next[i], &states[i], initOf(init, i), candStates, nb, i, uint64(d.Keys[i]), r, &o.Mixture)
+			next[i].Quantize() // what the pipeline's packed states carry
 		})
 		states, next = next, states
 	}

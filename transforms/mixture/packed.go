@@ -90,3 +90,17 @@ func (ss *States) Top(i int) (int32, float32) {
 	}
 	return ss.Class[lo], ss.Pi[lo]
 }
+
+// Quantize rounds s's probabilities to float32, as packing into States does:
+// an in-process run that quantizes after every round computes exactly what a
+// pipeline that ships packed states between rounds computes.
+func (s *State) Quantize() {
+	for k := range s.Pi {
+		s.Pi[k] = float64(float32(s.Pi[k]))
+		r := &s.Rows[k]
+		r.Rem = float64(float32(r.Rem))
+		for e := range r.P {
+			r.P[e] = float64(float32(r.P[e]))
+		}
+	}
+}
