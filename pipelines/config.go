@@ -33,6 +33,12 @@ type Config struct {
 	Engine engine.Options
 	// Device selects the kNN/LLC kernels: cpu, cuda or auto. Optional, default auto.
 	Device string
+	// Neighbours selects where neighbours are searched: exact (all items),
+	// sample (a --candidates subset), ivf (inverted-file partitions, keyed
+	// joins; pipelines/ivf.go) or auto (by row count). Optional, default auto.
+	Neighbours string
+	// Partitions and NProbe configure ivf mode (0: transforms/ivf's defaults).
+	Partitions, NProbe int
 }
 
 // Validate checks what can be checked before reading anything.
@@ -44,6 +50,7 @@ func (c *Config) Validate() error {
 	if c.Output == "" {
 		errs = append(errs, errors.New("--output is required"))
 	}
+	errs = append(errs, c.validateNeighbours()...)
 	if c.Classes < 0 {
 		errs = append(errs, fmt.Errorf("--classes %d, want >= 0", c.Classes))
 	}
@@ -62,30 +69,34 @@ func (c *Config) OptionMap() map[string]string {
 	o := c.Engine
 	m := o.Mixture
 	return map[string]string{
-		"k":             strconv.Itoa(o.K),
-		"metric":        o.Metric.String(),
-		"standardise":   strconv.FormatBool(o.Standardise),
-		"candidates":    strconv.Itoa(o.Candidates),
-		"weights":       o.Weighting.String(),
-		"llc-lambda":    fmtF(o.LLC.Lambda),
-		"llc-sigma":     fmtF(o.LLC.Sigma),
-		"rounds":        strconv.Itoa(o.Rounds),
-		"classes":       strconv.Itoa(m.C),
-		"c0":            strconv.Itoa(m.C0),
-		"l":             strconv.Itoa(m.L),
-		"n":             strconv.Itoa(m.N),
-		"mu":            fmtF(m.Mu),
-		"gamma":         fmtF(m.Gamma),
-		"alpha":         fmtF(m.Alpha),
-		"beta":          fmtF(m.Beta),
-		"em-iters":      strconv.Itoa(m.EMIters),
-		"em-variant":    m.Variant.String(),
-		"smooth":        fmtF(m.Smooth),
-		"anchor":        fmtF(m.Anchor),
-		"max-row-terms": strconv.Itoa(m.MaxRowEntries),
-		"seed":          strconv.FormatUint(m.Seed, 10),
-		"format":        c.Format.String(),
-		"device":        c.Device,
+		"k":                 strconv.Itoa(o.K),
+		"metric":            o.Metric.String(),
+		"standardise":       strconv.FormatBool(o.Standardise),
+		"candidates":        strconv.Itoa(o.Candidates),
+		"weights":           o.Weighting.String(),
+		"llc-lambda":        fmtF(o.LLC.Lambda),
+		"llc-sigma":         fmtF(o.LLC.Sigma),
+		"rounds":            strconv.Itoa(o.Rounds),
+		"classes":           strconv.Itoa(m.C),
+		"c0":                strconv.Itoa(m.C0),
+		"l":                 strconv.Itoa(m.L),
+		"n":                 strconv.Itoa(m.N),
+		"mu":                fmtF(m.Mu),
+		"gamma":             fmtF(m.Gamma),
+		"alpha":             fmtF(m.Alpha),
+		"beta":              fmtF(m.Beta),
+		"em-iters":          strconv.Itoa(m.EMIters),
+		"em-variant":        m.Variant.String(),
+		"smooth":            fmtF(m.Smooth),
+		"anchor":            fmtF(m.Anchor),
+		"annotation-weight": fmtF(m.AnnotationWeight),
+		"max-row-terms":     strconv.Itoa(m.MaxRowEntries),
+		"seed":              strconv.FormatUint(m.Seed, 10),
+		"format":            c.Format.String(),
+		"device":            c.Device,
+		"neighbours":        c.Neighbours,
+		"partitions":        strconv.Itoa(c.Partitions),
+		"nprobe":            strconv.Itoa(c.NProbe),
 	}
 }
 

@@ -223,11 +223,8 @@ func uploadDigits(t *testing.T, e *gcsEmulator) map[string]int64 {
 }
 
 // embedded executes on Beam's Prism in this process, through runners.Run as
-// `relabel run` does.
+// `relabel run` does (TestMain has called beam.Init).
 func embedded(ctx context.Context, p *beam.Pipeline) (beam.PipelineResult, error) {
-	if !beam.Initialized() {
-		beam.Init()
-	}
 	return runners.Run(ctx, p, runners.Options{})
 }
 

@@ -79,7 +79,8 @@ func MakePlan(ctx context.Context, cfg Config) (*Plan, error) {
 		p.Units = append(p.Units, s.Units...)
 		p.Rows += max(s.Rows, 0)
 	}
-	e := cfg.Engine
+	p.Config = resolveNeighbours(p.Config, p.Rows)
+	e := p.Config.Engine
 	e.Mixture.C = p.C
 	e = e.WithDefaults()
 	if err := e.Validate(); err != nil {
@@ -100,12 +101,17 @@ func Build(s beam.Scope, plan *Plan, tmpDir string) {
 	e := plan.Config.Engine
 	units := beam.CreateList(s, plan.Units)
 	rows := stages.Read(s, units, plan.Read)
-	stats := stages.ComputeStats(s, rows, e.Candidates, e.Mixture.Seed, plan.Read.Columns.WithDefaults().ID)
-	items := stages.Neighbours(s, rows, stats, stages.NeighbourParams{
-		K: e.K, Metric: e.Metric, Standardise: e.Standardise, Weighting: e.Weighting, Options: e,
-		Device: plan.Config.Device,
-	})
-	items = stages.Rounds(s, items, e.Rounds, e.Workers, e.Mixture)
+	var items beam.PCollection
+	if plan.Config.Neighbours == NeighboursIVF {
+		items = buildIVF(s, plan, rows)
+	} else {
+		stats := stages.ComputeStats(s, rows, e.Candidates, e.Mixture.Seed, plan.Read.Columns.WithDefaults().ID)
+		items = stages.Neighbours(s, rows, stats, stages.NeighbourParams{
+			K: e.K, Metric: e.Metric, Standardise: e.Standardise, Weighting: e.Weighting, Options: e,
+			Device: plan.Config.Device,
+		})
+		items = stages.Rounds(s, items, e.Rounds, e.Workers, e.Mixture)
+	}
 	stages.Write(s, items, stages.WriteParams{
 		TmpDir: tmpDir, Format: plan.Config.Format,
 		Meta:      schemas.Metadata(Version, e.Mixture.Seed, plan.Config.OptionMap(), plan.ClassNames),

@@ -174,6 +174,9 @@ func Run(ctx context.Context, cfg Config, exec Executor) (*Summary, error) {
 }
 
 func neighbourMode(cfg Config) string {
+	if cfg.Neighbours != "" && cfg.Neighbours != NeighboursAuto {
+		return cfg.Neighbours
+	}
 	if cfg.Engine.Candidates > 0 {
 		return "sample"
 	}

@@ -54,6 +54,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		err = noiseCmd(ctx, args[1:], stdout, stderr)
 	case "eval":
 		err = evalCmd(ctx, args[1:], stdout, stderr)
+	case "synth":
+		err = synthCmd(ctx, args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "relabel", version())
 		return 0

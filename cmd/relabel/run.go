@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -54,7 +55,10 @@ func newRunFlags(stderr io.Writer) *runFlags {
 	fs.StringVar(&f.metric, "metric", "l2", "neighbour distance: l2 (squared Euclidean) or cosine")
 	fs.BoolVar(&f.noStd, "no-standardise", !d.Standardise, "search neighbours on raw features instead of z-scored ones")
 	fs.IntVar(&e.Candidates, "candidates", d.Candidates, "candidate set size neighbours are searched in (0 = all items; the paper uses 15000)")
-	fs.StringVar(&f.weights, "weights", d.Weighting.String(), "neighbour weights: llc (locality-constrained linear coding) or uniform")
+	fs.StringVar(&c.Neighbours, "neighbours", "auto", "where neighbours are searched: exact (all items), sample (--candidates subset), ivf (k-means partitions, for large inputs) or auto (by size)")
+	fs.IntVar(&c.Partitions, "partitions", 0, "ivf: k-means partitions (default rows/500)")
+	fs.IntVar(&c.NProbe, "nprobe", 0, "ivf: partitions each item is stored in (default 8)")
+	fs.StringVar(&f.weights, "weights", d.Weighting.String(), "neighbour weights: llc (locality-constrained linear coding), uniform, or blend (their average)")
 	fs.Float64Var(&e.LLC.Lambda, "llc-lambda", 0, "LLC locality adaptor weight (0 = the paper's plain LLC)")
 	fs.Float64Var(&e.LLC.Sigma, "llc-sigma", 1, "LLC locality adaptor scale")
 	fs.IntVar(&e.Rounds, "rounds", d.Rounds, "relabelling rounds")
@@ -69,6 +73,7 @@ func newRunFlags(stderr io.Writer) *runFlags {
 	fs.StringVar(&f.em, "em-variant", dm.Variant.String(), "EM variant: paper (sample once, warm start) or code (authors' code: re-initialise, re-sample every iteration)")
 	fs.Float64Var(&m.Smooth, "smooth", dm.Smooth, "label smoothing of the initial transition rows")
 	fs.Float64Var(&m.Anchor, "anchor", dm.Anchor, "weight of the given labels as an extra mixture component every round")
+	fs.Float64Var(&m.AnnotationWeight, "annotation-weight", dm.AnnotationWeight, "weight per extra annotation of an item's given labels as a mixture component every round")
 	fs.Uint64Var(&m.Seed, "seed", dm.Seed, "seed of all sampling (with item id and round)")
 	fs.StringVar(&c.Device, "device", "auto", "kNN/LLC kernels: cpu, cuda (needs a -tags cuda build and a GPU) or auto")
 	fs.IntVar(&e.Workers, "workers", 0, "goroutines per stage (default GOMAXPROCS)")
@@ -134,6 +139,9 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 	return set
 }
 
+// errDryRun ends a dry run's pipelines.Run before it looks for output.
+var errDryRun = errors.New("relabel: dry run")
+
 func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	f := newRunFlags(stderr)
 	if err := f.parse(args); err != nil {
@@ -146,10 +154,25 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := ro.Validate(); err != nil {
 		return usageError{err}
 	}
+	// relabel commits the output after the job: Beam's --async would return
+	// before there is anything to commit.
+	if a := flag.Lookup("async"); a != nil && a.Value.String() == "true" {
+		return usageError{errors.New("--async is not supported: relabel waits for the job to finish, then commits its output")}
+	}
+	// A Dataflow dry run prints the job and runs nothing: there is no output.
+	dryRun := strings.EqualFold(strings.TrimSpace(ro.Runner), runners.Dataflow) && ro.Dataflow.DryRun
 	exec := func(ctx context.Context, p *beam.Pipeline) (beam.PipelineResult, error) {
-		return runners.Run(ctx, p, ro)
+		res, err := runners.Run(ctx, p, ro)
+		if err == nil && dryRun {
+			return nil, errDryRun
+		}
+		return res, err
 	}
 	sum, err := pipelines.Run(ctx, f.cfg, exec)
+	if errors.Is(err, errDryRun) {
+		fmt.Fprintln(stdout, "relabel: dry run: the Dataflow job request is printed on stderr; nothing was submitted or written")
+		return nil
+	}
 	if err != nil {
 		return err
 	}

@@ -20,6 +20,11 @@ const (
 	LLC Weighting = iota
 	// Uniform gives each of the K neighbours weight 1/K.
 	Uniform
+	// Blend averages the LLC and uniform weights: LLC's codes are sparse (a
+	// simplex QP puts its mass on a few neighbours), which sharpens boundaries
+	// but makes each item's mixture rest on few, possibly noisy, labels; the
+	// uniform half keeps every neighbour's vote.
+	Blend
 )
 
 func (w Weighting) String() string {
@@ -28,6 +33,8 @@ func (w Weighting) String() string {
 		return "llc"
 	case Uniform:
 		return "uniform"
+	case Blend:
+		return "blend"
 	}
 	return fmt.Sprintf("Weighting(%d)", int(w))
 }
@@ -39,8 +46,10 @@ func ParseWeighting(s string) (Weighting, error) {
 		return LLC, nil
 	case "uniform":
 		return Uniform, nil
+	case "blend":
+		return Blend, nil
 	}
-	return 0, fmt.Errorf("engine: unknown weighting %q (want llc or uniform)", s)
+	return 0, fmt.Errorf("engine: unknown weighting %q (want llc, uniform or blend)", s)
 }
 
 // Options configures a relabelling.
@@ -160,7 +169,7 @@ func Run(d *Data, o Options, be Backends) (*Result, error) {
 		states[i].Quantize()
 	}
 	var init []mixture.State
-	if o.Mixture.Anchor > 0 {
+	if o.Mixture.UsesInit() {
 		init = make([]mixture.State, n)
 		for i := range init {
 			init[i].CopyFrom(&states[i])
@@ -173,7 +182,8 @@ func Run(d *Data, o Options, be Backends) (*Result, error) {
 			candStates[c].CopyFrom(&states[i])
 		}
 		parallel(n, o.Workers, func(ws *worker, i int) {
-			ws.round(&next[i], &states[i], initOf(init, i), candStates, nb, i, uint64(d.Keys[i]), r, &o.Mixture)
+			iw := o.Mixture.AnchorWeight(annotations(d.Labels[d.LabelOff[i]:d.LabelOff[i+1]]))
+			ws.round(&next[i], &states[i], initOf(init, i), iw, candStates, nb, i, uint64(d.Keys[i]), r, &o.Mixture)
 			next[i].Quantize() // what the pipeline's packed states carry
 		})
 		states, next = next, states
@@ -185,6 +195,20 @@ func Run(d *Data, o Options, be Backends) (*Result, error) {
 	}
 	return res, nil
 }
+
+// annotations counts an item's labels (unlabelled entries excluded).
+func annotations(labels []int32) int {
+	n := 0
+	for _, l := range labels {
+		if l >= 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// Annotations counts an item's labels (unlabelled entries excluded).
+func Annotations(labels []int32) int { return annotations(labels) }
 
 func initOf(init []mixture.State, i int) *mixture.State {
 	if init == nil {
@@ -201,7 +225,7 @@ type worker struct {
 }
 
 // round gathers item i's neighbour states and runs mixture.Round.
-func (wk *worker) round(dst, own, init *mixture.State, cand []mixture.State, nb *Neighbourhoods, i int, key uint64, r int, p *mixture.Params) {
+func (wk *worker) round(dst, own, init *mixture.State, initWeight float64, cand []mixture.State, nb *Neighbourhoods, i int, key uint64, r int, p *mixture.Params) {
 	k := nb.K
 	if cap(wk.neigh) < k {
 		wk.neigh = make([]mixture.State, k)
@@ -217,7 +241,7 @@ func (wk *worker) round(dst, own, init *mixture.State, cand []mixture.State, nb 
 		wk.neigh[len(wk.neigh)-1].CopyFrom(&cand[c])
 		wk.w = append(wk.w, nb.Weight[i*k+j])
 	}
-	wk.ws.Round(dst, own, init, wk.neigh, wk.w, key, r, p)
+	wk.ws.Round(dst, own, init, initWeight, wk.neigh, wk.w, key, r, p)
 }
 
 func parallel(n, workers int, f func(w *worker, i int)) {

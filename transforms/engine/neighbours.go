@@ -135,5 +135,15 @@ func (wb *WeightBuffer) Weights(dst []float64, q, cands knn.Matrix, res *knn.Res
 			}
 		}
 	}
-	return coder.Code(dst, llc.Batch{B: b, K: k, D: d, X: q.Data, N: wb.nbr, Dist: res.Dist, Len: wb.lens}, o.LLC)
+	if err := coder.Code(dst, llc.Batch{B: b, K: k, D: d, X: q.Data, N: wb.nbr, Dist: res.Dist, Len: wb.lens}, o.LLC); err != nil {
+		return err
+	}
+	if o.Weighting == Blend {
+		for i := 0; i < b; i++ {
+			for j := 0; j < int(wb.lens[i]); j++ {
+				dst[i*k+j] = 0.5*dst[i*k+j] + 0.5/float64(wb.lens[i])
+			}
+		}
+	}
+	return nil
 }

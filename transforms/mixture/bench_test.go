@@ -35,7 +35,7 @@ func BenchmarkRound(b *testing.B) {
 						w[j] = 1.0 / k
 					}
 					var dst State
-					ws.Round(&dst, &items[i], nil, neigh, w, uint64(i), r, &p)
+					ws.Round(&dst, &items[i], nil, 0, neigh, w, uint64(i), r, &p)
 					items[i].CopyFrom(&dst)
 				}
 			}
@@ -48,7 +48,7 @@ func BenchmarkRound(b *testing.B) {
 			var dst State
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				ws.Round(&dst, &items[0], nil, neigh, w, uint64(i), 5, &p)
+				ws.Round(&dst, &items[0], nil, 0, neigh, w, uint64(i), 5, &p)
 			}
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "items/s")
 		})

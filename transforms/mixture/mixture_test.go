@@ -135,7 +135,7 @@ func TestEMMonotone(t *testing.T) {
 			prev = obj
 		}
 		var dst State
-		ws.Round(&dst, &states[0], nil, states[1:], []float64{0.4, 0.3, 0.2, 0.1}, 1, 0, &p)
+		ws.Round(&dst, &states[0], nil, 0, states[1:], []float64{0.4, 0.3, 0.2, 0.1}, 1, 0, &p)
 		if err := dst.Check(c); err != nil {
 			t.Errorf("C=%d: %v", c, err)
 		}

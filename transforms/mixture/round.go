@@ -41,6 +41,13 @@ type Params struct {
 	// the given annotations in play over many rounds instead of letting repeated
 	// averaging wash them out. 0 is the paper's method. Optional, default 0.
 	Anchor float64
+	// AnnotationWeight adds, per annotation beyond the first, this much weight
+	// to the given-label component (see AnchorWeight). One label per item is
+	// not identifiable on its own (N = 1) and enters only through the initial
+	// state; several annotations are genuine i.i.d. draws from the item's
+	// noisy-label distribution, so they keep a say in every round, the more
+	// the more annotations. 0 is the paper's method. Optional, default 0.
+	AnnotationWeight float64
 	// Seed seeds all sampling, together with the item key and the round.
 	Seed uint64
 }
@@ -95,8 +102,8 @@ func (p Params) Validate() error {
 	if p.Smooth < 0 || p.Smooth >= 1 {
 		errs = append(errs, fmt.Errorf("smooth = %g, want in [0,1)", p.Smooth))
 	}
-	if p.Anchor < 0 {
-		errs = append(errs, fmt.Errorf("anchor = %g, want >= 0", p.Anchor))
+	if p.Anchor < 0 || p.AnnotationWeight < 0 {
+		errs = append(errs, fmt.Errorf("anchor = %g, annotation weight = %g, want >= 0", p.Anchor, p.AnnotationWeight))
 	}
 	if p.Variant != Paper && p.Variant != Code {
 		errs = append(errs, fmt.Errorf("variant %v unknown", p.Variant))
@@ -106,6 +113,18 @@ func (p Params) Validate() error {
 	}
 	return nil
 }
+
+// AnchorWeight is the mixture weight of the given-label component of an item
+// with n annotations: Anchor + AnnotationWeight (n - 1), and 0 without any.
+func (p *Params) AnchorWeight(n int) float64 {
+	if n <= 0 {
+		return 0
+	}
+	return p.Anchor + p.AnnotationWeight*float64(n-1)
+}
+
+// UsesInit reports whether rounds need the items' initial states.
+func (p *Params) UsesInit() bool { return p.Anchor > 0 || p.AnnotationWeight > 0 }
 
 // Workspace holds everything a round needs so that rounds over a batch reuse
 // memory. One per goroutine.
@@ -124,14 +143,15 @@ type Workspace struct {
 
 // Round computes one item's next state (METHOD.md steps 3-7) into dst:
 //
-//	p~(y) = mu * own + (1-mu) * sum_j weights[j] * neigh[j]   (+ Anchor * init)
+//	p~(y) = mu * own + (1-mu) * sum_j weights[j] * neigh[j]   (+ initWeight * init)
 //
 // sampled L times, fitted by MAP-EM, blended with own by Gamma and truncated to
 // C0 classes. own may be empty (unlabelled item); neighbours with empty states
 // or zero weight are skipped and the remaining weights renormalised. init is the
-// item's initial state (nil or empty when Anchor is 0). key identifies the item
+// item's initial (given-label) state with its weight initWeight
+// (Params.AnchorWeight; nil or 0 for the paper's method). key identifies the item
 // for seeding. dst must not alias own.
-func (ws *Workspace) Round(dst, own, init *State, neigh []State, weights []float64, key uint64, round int, p *Params) {
+func (ws *Workspace) Round(dst, own, init *State, initWeight float64, neigh []State, weights []float64, key uint64, round int, p *Params) {
 	ws.comps, ws.w = ws.comps[:0], ws.w[:0]
 	var nw float64
 	for j := range neigh {
@@ -155,9 +175,9 @@ func (ws *Workspace) Round(dst, own, init *State, neigh []State, weights []float
 			}
 		}
 	}
-	if p.Anchor > 0 && init != nil && init.Len() > 0 {
+	if initWeight > 0 && init != nil && init.Len() > 0 {
 		ws.comps = append(ws.comps, init)
-		ws.w = append(ws.w, p.Anchor)
+		ws.w = append(ws.w, initWeight)
 	}
 	s := &ws.sampler
 	s.Seed(p.Seed, key, round)

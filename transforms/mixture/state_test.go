@@ -192,7 +192,7 @@ func TestRound(t *testing.T) {
 	var ws Workspace
 	run := func(own *State, key uint64, round int, p Params) State {
 		var dst State
-		ws.Round(&dst, own, nil, neigh, w, key, round, &p)
+		ws.Round(&dst, own, nil, 0, neigh, w, key, round, &p)
 		return dst
 	}
 	a := run(&own, 7, 0, p)

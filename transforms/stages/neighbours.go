@@ -161,14 +161,14 @@ func (f *neighboursFn) ProcessElement(ctx context.Context, r schemas.Rows, st St
 	var s mixture.State
 	mp := o.Mixture
 	it.State.Reset()
-	if mp.Anchor > 0 {
+	if mp.UsesInit() {
 		it.Init.Reset()
 	}
 	for i := 0; i < n; i++ {
 		it.Cand[i] = st.CandIndex(r.IDs[i])
 		s.Init(r.Labels[r.LabelOff[i]:r.LabelOff[i+1]], mp.C, mp.C0, mp.Smooth)
 		it.State.Append(&s)
-		if mp.Anchor > 0 {
+		if mp.UsesInit() {
 			it.Init.Append(&s)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
+	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/mixture"
 )
 
@@ -153,7 +154,8 @@ func (f *roundFn) one(w *roundWorker, it *Items, cs *CandStates, i, k int, dst *
 		it.Init.Get(&w.init, i)
 		init = &w.init
 	}
-	w.ws.Round(&w.dst, &w.own, init, w.neigh, w.w, uint64(it.IDs[i]), f.Round, &f.Mixture)
+	iw := f.Mixture.AnchorWeight(engine.Annotations(it.Labels[it.LabelOff[i]:it.LabelOff[i+1]]))
+	w.ws.Round(&w.dst, &w.own, init, iw, w.neigh, w.w, uint64(it.IDs[i]), f.Round, &f.Mixture)
 	dst.CopyFrom(&w.dst)
 }
 

@@ -1,0 +1,223 @@
+//go:build unix
+
+package pipelines_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+
+	"github.com/relabel/relabel/io/shardio"
+	"github.com/relabel/relabel/pipelines"
+	"github.com/relabel/relabel/runners"
+	"github.com/relabel/relabel/transforms/engine"
+	"github.com/relabel/relabel/transforms/stages"
+)
+
+// sharedData is ../shared/data seen from this package.
+const sharedData = "../../shared/data"
+
+// prism executes a pipeline on the embedded Prism runner, as `relabel run`
+// does by default.
+func prism(ctx context.Context, p *beam.Pipeline) (beam.PipelineResult, error) {
+	return runners.Run(ctx, p, runners.Options{Runner: runners.Prism})
+}
+
+// BenchmarkFashionPipelineVsEngine relabels fashion_mnist_pca50 (70,000 x 50,
+// idn noise 0.4) twice in one process with the same options: through the Beam
+// pipeline on Prism (pipelines.Run: read, stats, neighbours, rounds, write,
+// commit) and through the engine called directly on the same rows read with
+// shardio. It reports each path's wall time and peak RSS (VmHWM, reset before
+// each path), their ratio, each path's accuracy against the truth and the
+// fraction of ids on which they agree. Slow (minutes per path on two cores):
+// run it alone with -benchtime 1x; docs/perf/pipeline.md has the command.
+func BenchmarkFashionPipelineVsEngine(b *testing.B) {
+	ctx := context.Background()
+	in := filepath.Join(sharedData, "fashion_mnist_pca50/noisy-idn-0.4.parquet")
+	if _, err := os.Stat(in); err != nil {
+		b.Skipf("development data absent (%v): this benchmark reads ../shared/data", err)
+	}
+	truth := readI32(b, filepath.Join(sharedData, "fashion_mnist_pca50/truth.i32"))
+	base := pipelines.Config{Input: in, Classes: 10, Engine: pipelines.DefaultEngine()}
+	base.Output = b.TempDir()
+	plan, err := pipelines.MakePlan(ctx, base)
+	if err != nil {
+		b.Fatal(err)
+	}
+	opts := plan.Config.Engine // the options the pipeline runs with, defaults filled in
+	b.Logf("%d rows in %d units; GOMAXPROCS %d; options %v", plan.Rows, len(plan.Units), runtime.GOMAXPROCS(0), plan.Config.OptionMap())
+
+	var engWall, pipeWall, engCPU, pipeCPU time.Duration
+	var engPeak, pipePeak int64
+	var agree, engAcc, pipeAcc float64
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		freeMemory(b)
+		t0, c0 := time.Now(), cpuTime(b)
+		data, keys := readEngineData(b, plan)
+		res, err := engine.Run(data, opts, engine.Backends{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		engWall += time.Since(t0)
+		engCPU += cpuTime(b) - c0
+		engPeak = max(engPeak, peakRSS(b))
+		engLabels := make(map[int64]int32, len(keys))
+		for j, k := range keys {
+			engLabels[k], _ = res.States.Top(j)
+		}
+		data, res = nil, nil
+
+		freeMemory(b)
+		cfg := base
+		cfg.Output = filepath.Join(b.TempDir(), "out")
+		t1, c1 := time.Now(), cpuTime(b)
+		sum, err := pipelines.Run(ctx, cfg, prism)
+		if err != nil {
+			b.Fatal(err)
+		}
+		pipeWall += time.Since(t1)
+		pipeCPU += cpuTime(b) - c1
+		pipePeak = max(pipePeak, peakRSS(b))
+		b.StopTimer()
+		pipeLabels := readCleanLabels(b, filepath.Join(cfg.Output, stages.OutputName(in, cfg.Format)))
+		if int64(len(pipeLabels)) != sum.Rows || len(pipeLabels) != len(engLabels) {
+			b.Fatalf("pipeline wrote %d rows (summary %d), engine relabelled %d", len(pipeLabels), sum.Rows, len(engLabels))
+		}
+		same, okE, okP := 0, 0, 0
+		for id, l := range pipeLabels {
+			if engLabels[id] == l {
+				same++
+			}
+			if engLabels[id] == truth[id] {
+				okE++
+			}
+			if l == truth[id] {
+				okP++
+			}
+		}
+		n := float64(len(pipeLabels))
+		agree, engAcc, pipeAcc = float64(same)/n, float64(okE)/n, float64(okP)/n
+		b.StartTimer()
+	}
+	n := float64(b.N)
+	b.ReportMetric(engWall.Seconds()/n, "engine-s")
+	b.ReportMetric(pipeWall.Seconds()/n, "pipeline-s")
+	b.ReportMetric(pipeWall.Seconds()/engWall.Seconds(), "pipeline/engine")
+	// CPU time (user + system, the whole process) is what a busy shared
+	// machine distorts least.
+	b.ReportMetric(engCPU.Seconds()/n, "engine-cpu-s")
+	b.ReportMetric(pipeCPU.Seconds()/n, "pipeline-cpu-s")
+	b.ReportMetric(pipeCPU.Seconds()/engCPU.Seconds(), "pipeline/engine-cpu")
+	b.ReportMetric(float64(engPeak)/(1<<20), "engine-peak-MiB")
+	b.ReportMetric(float64(pipePeak)/(1<<20), "pipeline-peak-MiB")
+	b.ReportMetric(engAcc, "engine-acc")
+	b.ReportMetric(pipeAcc, "pipeline-acc")
+	b.ReportMetric(agree, "agree")
+	// The two paths run the same method on the same rows with the same seeds;
+	// only float summation orders differ (the moments, per batch in the
+	// pipeline), which may move a near-tie neighbour.
+	if agree < .99 {
+		b.Errorf("pipeline and engine agree on %.4f of the labels, want >= .99", agree)
+	}
+}
+
+// readEngineData reads every unit of the plan with shardio, as the pipeline's
+// reader does, into the engine's in-memory form; keys are the ids in row order.
+func readEngineData(b *testing.B, plan *pipelines.Plan) (*engine.Data, []int64) {
+	b.Helper()
+	d := &engine.Data{LabelOff: []int32{0}}
+	for _, u := range plan.Units {
+		r, err := shardio.ReadUnit(context.Background(), u, plan.Read)
+		if err != nil {
+			b.Fatal(err)
+		}
+		d.D = r.D
+		d.Keys = append(d.Keys, r.IDs...)
+		d.Features = append(d.Features, r.Features...)
+		base := int32(len(d.Labels))
+		d.Labels = append(d.Labels, r.Labels...)
+		for _, o := range r.LabelOff[1:] {
+			d.LabelOff = append(d.LabelOff, base+o)
+		}
+	}
+	return d, d.Keys
+}
+
+// readCleanLabels reads id -> clean_label from an Arrow IPC output file.
+func readCleanLabels(b *testing.B, path string) map[int64]int32 {
+	b.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	r, err := ipc.NewFileReader(f)
+	if err != nil {
+		b.Fatalf("%s: %v", path, err)
+	}
+	defer r.Close()
+	out := map[int64]int32{}
+	for i := 0; i < r.NumRecords(); i++ {
+		rec, err := r.RecordBatch(i)
+		if err != nil {
+			b.Fatalf("%s batch %d: %v", path, i, err)
+		}
+		ids := rec.Column(rec.Schema().FieldIndices("id")[0]).(*array.Int64)
+		clean := rec.Column(rec.Schema().FieldIndices("clean_label")[0]).(*array.Int32)
+		for j := 0; j < int(rec.NumRows()); j++ {
+			out[ids.Value(j)] = clean.Value(j)
+		}
+	}
+	return out
+}
+
+// freeMemory returns the heap's free pages to the OS and resets the peak RSS
+// (Linux: writing 5 to clear_refs resets VmHWM), so that the next path's peak
+// is its own.
+func freeMemory(b *testing.B) {
+	runtime.GC()
+	debug.FreeOSMemory()
+	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
+		b.Logf("cannot reset the peak RSS (%v): peaks are the process's so far", err)
+	}
+}
+
+// cpuTime is the CPU time (user + system) this process has used.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// peakRSS is the process's peak resident set size in bytes (VmHWM), or 0
+// where /proc is absent.
+func peakRSS(b *testing.B) int64 {
+	s, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(s), "\n") {
+		if f := strings.Fields(l); len(f) == 3 && f[0] == "VmHWM:" {
+			kb, err := strconv.ParseInt(f[1], 10, 64)
+			if err != nil {
+				b.Fatalf("VmHWM %q: %v", l, err)
+			}
+			return kb << 10
+		}
+	}
+	return 0
+}

@@ -1,0 +1,89 @@
+package pipelines
+
+import (
+	"fmt"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+
+	"github.com/relabel/relabel/transforms/ivf"
+	"github.com/relabel/relabel/transforms/stages"
+)
+
+// Neighbour modes (Config.Neighbours, summary.json "neighbours").
+const (
+	NeighboursAuto   = "auto"
+	NeighboursExact  = "exact"
+	NeighboursSample = "sample"
+	NeighboursIVF    = "ivf"
+)
+
+// AutoIVFRows is the row count from which auto picks ivf over exact. Exact
+// search costs N^2 d and ships every candidate's features and, each round,
+// every candidate's state to every worker; ivf costs about NProbe x
+// partition size x N d plus a few shuffles. Measured on 2 cores
+// (docs/perf/scale.md): at 50k rows the exact kNN already takes as long as
+// three rounds of sample + EM, and it grows as N^2 from there, while below it
+// ivf's extra shuffles and k-means buy little. Exact is the reference
+// quality, so it is kept wherever it is cheap.
+const AutoIVFRows = 50_000
+
+// PaperCandidates is the candidate set size of --neighbours sample when
+// --candidates is not given: the paper's 15,000.
+const PaperCandidates = 15_000
+
+func (c *Config) validateNeighbours() []error {
+	var errs []error
+	switch c.Neighbours {
+	case "", NeighboursAuto, NeighboursExact, NeighboursSample, NeighboursIVF:
+	default:
+		errs = append(errs, fmt.Errorf("--neighbours %q: want auto, exact, sample or ivf", c.Neighbours))
+	}
+	if c.Engine.Candidates > 0 && (c.Neighbours == NeighboursExact || c.Neighbours == NeighboursIVF) {
+		errs = append(errs, fmt.Errorf("--candidates %d with --neighbours %s: candidates bound the sample mode only", c.Engine.Candidates, c.Neighbours))
+	}
+	if c.Partitions < 0 || c.NProbe < 0 {
+		errs = append(errs, fmt.Errorf("--partitions %d, --nprobe %d: want >= 0", c.Partitions, c.NProbe))
+	}
+	if (c.Partitions > 0 || c.NProbe > 0) && c.Neighbours != NeighboursIVF && c.Neighbours != NeighboursAuto && c.Neighbours != "" {
+		errs = append(errs, fmt.Errorf("--partitions/--nprobe with --neighbours %s: they configure ivf only", c.Neighbours))
+	}
+	return errs
+}
+
+// resolveNeighbours fixes the mode for an input of rows rows: auto becomes
+// sample when --candidates is given, else exact below AutoIVFRows and ivf
+// from there; sample without --candidates takes the paper's 15,000.
+func resolveNeighbours(c Config, rows int64) Config {
+	switch c.Neighbours {
+	case "", NeighboursAuto:
+		switch {
+		case c.Engine.Candidates > 0:
+			c.Neighbours = NeighboursSample
+		case rows >= AutoIVFRows:
+			c.Neighbours = NeighboursIVF
+		default:
+			c.Neighbours = NeighboursExact
+		}
+	case NeighboursSample:
+		if c.Engine.Candidates == 0 {
+			c.Engine.Candidates = PaperCandidates
+		}
+	}
+	return c
+}
+
+// buildIVF wires --neighbours ivf from rows (PCollection<schemas.Rows>) to
+// the final states in input batches (PCollection<stages.Items>): IVF
+// neighbours, rounds joined by key, back to input batches.
+func buildIVF(s beam.Scope, plan *Plan, rows beam.PCollection) beam.PCollection {
+	e := plan.Config.Engine
+	blocks := stages.IVFNeighbours(s, rows, stages.IVFParams{
+		IVF:         ivf.Params{Partitions: plan.Config.Partitions, NProbe: plan.Config.NProbe, Seed: e.Mixture.Seed},
+		Rows:        plan.Rows,
+		Standardise: e.Standardise,
+		Search:      stages.IVFSearchParams{K: e.K, Metric: e.Metric, Options: e, Device: plan.Config.Device},
+		IDColumn:    plan.Read.Columns.WithDefaults().ID,
+	})
+	blocks = stages.JoinRounds(s, blocks, e.Rounds, e.Workers, e.Mixture)
+	return stages.IVFItems(s, blocks)
+}

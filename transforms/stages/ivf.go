@@ -1,0 +1,81 @@
+package stages
+
+import (
+	"fmt"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+
+	"github.com/relabel/relabel/transforms/ivf"
+)
+
+// IVFParams configures IVFNeighbours.
+type IVFParams struct {
+	// IVF configures the partitioning; zero fields get ivf's defaults for
+	// the true row count. IVF.Seed is required (0 is a seed).
+	IVF ivf.Params
+	// Rows is the expected row count (the plan's, from the shard footers), to
+	// size the k-means sample and the duplicate check before anything is
+	// read. Optional: 0 sizes them for ivf.MaxSample rows.
+	Rows int64
+	// Standardise z-scores features before partitioning and search.
+	Standardise bool
+	// Search configures the search and weights inside blocks. Required.
+	Search IVFSearchParams
+	// IDColumn names the id column in duplicate errors. Optional.
+	IDColumn string
+}
+
+// dupBucketRows is the mean number of keys per duplicate-check bucket.
+const dupBucketRows = 1 << 16
+
+// IVFNeighbours finds every item's neighbours with an inverted-file index
+// (transforms/ivf) and emits the items grouped by block with their
+// neighbourhoods and initial states. rows: PCollection<schemas.Rows>.
+// Returns PCollection<IVFBlock>.
+//
+// The global steps are small: the moments (O(batches x D)), a k-means sample
+// (O(ivf.MaxSample x D)) and the centroids (O(P x D)). Everything O(rows) is
+// keyed: duplicate ids meet in hash buckets, and items are shuffled to their
+// blocks, each searched on its own (exact kNN of its home items against the
+// items stored in its partition).
+func IVFNeighbours(s beam.Scope, rows beam.PCollection, p IVFParams) beam.PCollection {
+	s = s.Scope("relabel.IVFNeighbours")
+	if err := p.IVF.Validate(); err != nil {
+		panic(fmt.Sprintf("stages: IVFNeighbours: %v", err))
+	}
+	hint := p.Rows
+	if hint <= 0 {
+		hint = int64(ivf.MaxSample) * ivf.DefaultPartitionSize
+	}
+	ip := p.IVF
+	ip.Metric = p.Search.Metric
+	capRows := ip.WithDefaults(hint).Sample
+	if p.IVF.Partitions == 0 && p.IVF.Sample == 0 {
+		// Room for the sample the true row count may ask for.
+		capRows = ivf.Params{Seed: ip.Seed}.WithDefaults(hint + hint/4).Sample
+	}
+	stats := beam.Combine(s, &momentsFn{}, rows)
+	sample := beam.Combine(s, &sampleFn{Cap: capRows, Seed: ip.Seed}, rows)
+	model := beam.ParDo(s, &fitFn{P: ip, Standardise: p.Standardise}, sample, beam.SideInput{Input: stats})
+
+	buckets := int(max(1, (max(p.Rows, 1)+dupBucketRows-1)/dupBucketRows))
+	frags := beam.ParDo(s, &dupBucketFn{Buckets: buckets}, rows)
+	dups := beam.ParDo(s, &dupCheckFn{IDColumn: p.IDColumn}, beam.GroupByKey(s, frags))
+	dup := beam.Combine(s, &firstDupFn{}, dups)
+
+	np := ip.NProbe
+	if np <= 0 {
+		np = ivf.DefaultNProbe
+	}
+	parts := beam.ParDo(s, &ivfAssignFn{NProbe: np, Standardise: p.Standardise}, rows,
+		beam.SideInput{Input: stats}, beam.SideInput{Input: model})
+	return beam.ParDo(s, &ivfSearchFn{P: p.Search}, beam.GroupByKey(s, parts), beam.SideInput{Input: dup})
+}
+
+// IVFItems sends the items of blocks (PCollection<IVFBlock>) back to their
+// input batches, in row order. Returns PCollection<Items>, as Rounds does, for
+// Write.
+func IVFItems(s beam.Scope, blocks beam.PCollection) beam.PCollection {
+	s = s.Scope("relabel.IVFItems")
+	return beam.ParDo(s, &rebatchFn{}, beam.GroupByKey(s, beam.ParDo(s, &unblockFn{}, blocks)))
+}

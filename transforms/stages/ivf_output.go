@@ -1,0 +1,108 @@
+package stages
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+
+	"github.com/relabel/relabel/transforms/mixture"
+)
+
+// unblockFn sends each item of a block back towards the input batch it came
+// from: one IVFRows per (shard, batch offset), keyed by both.
+type unblockFn struct{}
+
+func (unblockFn) ProcessElement(b IVFBlock, emit func(string, IVFRows)) {
+	type origin struct {
+		src    int32
+		offset int64
+	}
+	groups := map[origin][]int{}
+	for i := range b.Keys {
+		o := origin{b.Src[i], b.Offset[i]}
+		groups[o] = append(groups[o], i)
+	}
+	keys := slices.SortedFunc(mapKeys(groups), func(x, y origin) int {
+		return cmp.Or(cmp.Compare(b.Shards[x.src], b.Shards[y.src]), cmp.Compare(x.offset, y.offset))
+	})
+	for _, o := range keys {
+		idx := groups[o]
+		r := IVFRows{Row: make([]int32, len(idx))}
+		it := &r.Items
+		it.Shard, it.Offset, it.IDKind, it.Multi = b.Shards[o.src], o.offset, b.IDKind, b.Multi
+		it.LabelOff = []int32{0}
+		it.State.Reset()
+		for a, i := range idx {
+			r.Row[a] = b.Row[i]
+			it.IDs = append(it.IDs, b.Keys[i])
+			if b.StrIDs != nil {
+				it.StrIDs = append(it.StrIDs, b.StrIDs[i])
+			}
+			it.Labels = append(it.Labels, b.Labels[b.LabelOff[i]:b.LabelOff[i+1]]...)
+			it.LabelOff = append(it.LabelOff, int32(len(it.Labels)))
+			it.State.AppendFrom(&b.State, i)
+		}
+		emit(batchKey(it.Shard, it.Offset), r)
+	}
+}
+
+func batchKey(shard string, offset int64) string {
+	return shard + "\\x00" + strconv.FormatInt(offset, 10)
+}
+
+// rebatchFn reassembles one input batch, in row order, as the Items the
+// writer takes.
+type rebatchFn struct{}
+
+func (rebatchFn) ProcessElement(key string, iter func(*IVFRows) bool, emit func(Items)) error {
+	var parts []IVFRows
+	var r IVFRows
+	n := 0
+	for iter(&r) {
+		parts = append(parts, r)
+		n += len(r.Row)
+		r = IVFRows{}
+	}
+	if len(parts) == 0 {
+		return nil
+	}
+	type ref struct{ p, i int32 }
+	pos := make([]ref, n)
+	seen := make([]bool, n)
+	for p := range parts {
+		for i, row := range parts[p].Row {
+			if int(row) >= n || seen[row] {
+				return fmt.Errorf("stages: ivf: batch %s: row %d missing or repeated", parts[p].Items.Shard, row)
+			}
+			seen[row] = true
+			pos[row] = ref{int32(p), int32(i)}
+		}
+	}
+	f := &parts[0].Items
+	out := Items{Shard: f.Shard, Offset: f.Offset, IDKind: f.IDKind, Multi: f.Multi,
+		IDs: make([]int64, n), LabelOff: make([]int32, 1, n+1)}
+	out.State = mixture.States{}
+	out.State.Reset()
+	for row, rf := range pos {
+		it := &parts[rf.p].Items
+		out.IDs[row] = it.IDs[rf.i]
+		if it.StrIDs != nil {
+			out.StrIDs = append(out.StrIDs, it.StrIDs[rf.i])
+		}
+		out.Labels = append(out.Labels, it.Labels[it.LabelOff[rf.i]:it.LabelOff[rf.i+1]]...)
+		out.LabelOff = append(out.LabelOff, int32(len(out.Labels)))
+		out.State.AppendFrom(&it.State, int(rf.i))
+	}
+	emit(out)
+	return nil
+}
+
+func init() {
+	register.DoFn2x0[IVFBlock, func(string, IVFRows)](&unblockFn{})
+	register.Emitter2[string, IVFRows]()
+	register.DoFn3x1[string, func(*IVFRows) bool, func(Items), error](&rebatchFn{})
+	register.Iter1[IVFRows]()
+}

@@ -1,0 +1,272 @@
+package stages
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+
+	"github.com/relabel/relabel/schemas"
+	"github.com/relabel/relabel/transforms/engine"
+	"github.com/relabel/relabel/transforms/ivf"
+	"github.com/relabel/relabel/transforms/knn"
+	"github.com/relabel/relabel/transforms/llc"
+	"github.com/relabel/relabel/transforms/mixture"
+)
+
+// BlockKey is the shuffle key of block b of partition p.
+func BlockKey(p, b int32) int64 { return int64(p)<<24 | int64(b) }
+
+// maxBlocks bounds a partition's blocks so that BlockKey stays unique.
+const maxBlocks = 1 << 24
+
+// ivfAssignFn probes every item of a batch (its NProbe nearest partitions)
+// and sends it, standardised, to every block of those partitions as a stored
+// item, and to its home block (a block of its nearest partition, by key hash)
+// as a searched one, one IVFPart per destination block.
+type ivfAssignFn struct {
+	NProbe      int
+	Standardise bool
+
+	cent *float32
+	idx  knn.Index
+	res  knn.Result
+}
+
+func (f *ivfAssignFn) Teardown() {
+	if f.idx != nil {
+		f.idx.Close()
+	}
+}
+
+func (f *ivfAssignFn) ProcessElement(ctx context.Context, r schemas.Rows, st Stats, m ivf.Model, emit func(int64, IVFPart)) error {
+	if m.P() == 0 {
+		return errors.New("stages: ivf: empty partitioning")
+	}
+	// Side inputs are decoded once per bundle: index the centroids once.
+	if f.idx == nil || f.cent != &m.Centroids[0] {
+		if f.idx != nil {
+			f.idx.Close()
+		}
+		idx, err := m.Index(knn.CPU{})
+		if err != nil {
+			return fmt.Errorf("stages: ivf: %w", err)
+		}
+		f.idx, f.cent = idx, &m.Centroids[0]
+	}
+	n, d := r.Len(), r.D
+	x := standardised(&r, &st, f.Standardise)
+	np := min(f.NProbe, m.P())
+	if err := f.idx.Search(&f.res, knn.Matrix{Rows: n, Cols: d, Data: x}, nil, np); err != nil {
+		return fmt.Errorf("stages: %s rows %d..%d: ivf probe: %w", r.Shard, r.Offset, r.Offset+int64(n), err)
+	}
+	parts := map[int64]*IVFPart{}
+	part := func(key int64) *IVFPart {
+		p := parts[key]
+		if p == nil {
+			p = &IVFPart{D: d, Shard: r.Shard, Offset: r.Offset, IDKind: r.IDKind, Multi: r.Multi, LabelOff: []int32{0}}
+			parts[key] = p
+		}
+		return p
+	}
+	for i := 0; i < n; i++ {
+		key := r.IDs[i]
+		probes := f.res.Index[i*np : (i+1)*np]
+		home := probes[0]
+		homeKey := BlockKey(home, m.Block(home, key))
+		row := x[i*d : (i+1)*d]
+		for _, p := range probes {
+			for b := int32(0); b < m.Blocks[p]; b++ {
+				bk := BlockKey(p, b)
+				pt := part(bk)
+				if bk == homeKey {
+					pt.Q = append(pt.Q, int32(len(pt.Keys)))
+					pt.Row = append(pt.Row, int32(i))
+					if r.IDKind == schemas.IDString {
+						pt.StrIDs = append(pt.StrIDs, r.StrIDs[i])
+					}
+					pt.Labels = append(pt.Labels, r.Labels[r.LabelOff[i]:r.LabelOff[i+1]]...)
+					pt.LabelOff = append(pt.LabelOff, int32(len(pt.Labels)))
+				}
+				pt.Keys = append(pt.Keys, key)
+				pt.Home = append(pt.Home, homeKey)
+				pt.X = append(pt.X, row...)
+			}
+		}
+	}
+	for _, k := range slices.Sorted(mapKeys(parts)) {
+		emit(k, *parts[k])
+	}
+	return nil
+}
+
+// IVFSearchParams configures the search inside blocks.
+type IVFSearchParams struct {
+	// K is the number of neighbours. Required.
+	K int
+	// Metric ranks neighbours. Optional, default knn.L2.
+	Metric knn.Metric
+	// Options holds the weighting, LLC and mixture parameters. Required.
+	Options engine.Options
+	// Device selects the kernels (see Backends). Optional, default auto.
+	Device string
+}
+
+// ivfSearchFn searches one block: its home items against every item stored
+// in its partition (exact batched kNN, the item itself excluded), weights the
+// neighbours (LLC, with the stored features at hand), and emits the block
+// with initial states. Stored and searched items are sorted by key first, so
+// the output does not depend on the order the shuffle delivered the parts.
+type ivfSearchFn struct {
+	P IVFSearchParams
+
+	searcher knn.Searcher
+	coder    llc.Coder
+	res      knn.Result
+	wb       engine.WeightBuffer
+}
+
+func (f *ivfSearchFn) Setup() error {
+	var err error
+	f.searcher, f.coder, _, err = Backends(f.P.Device)
+	return err
+}
+
+type storedRef struct {
+	part, i int32
+}
+
+func (f *ivfSearchFn) ProcessElement(ctx context.Context, key int64, iter func(*IVFPart) bool, dup string, emit func(IVFBlock)) error {
+	if dup != "" {
+		return errors.New(dupMessage(dup))
+	}
+	var parts []IVFPart
+	var p IVFPart
+	for iter(&p) {
+		parts = append(parts, p)
+		p = IVFPart{}
+	}
+	if len(parts) == 0 {
+		return nil
+	}
+	d := parts[0].D
+	var stored, queries []storedRef
+	for a := range parts {
+		for i := range parts[a].Keys {
+			stored = append(stored, storedRef{int32(a), int32(i)})
+		}
+		for qi := range parts[a].Q {
+			queries = append(queries, storedRef{int32(a), int32(qi)})
+		}
+	}
+	skey := func(r storedRef) int64 { return parts[r.part].Keys[r.i] }
+	qkey := func(r storedRef) int64 { return parts[r.part].Keys[parts[r.part].Q[r.i]] }
+	slices.SortFunc(stored, func(a, b storedRef) int { return cmp.Compare(skey(a), skey(b)) })
+	slices.SortFunc(queries, func(a, b storedRef) int { return cmp.Compare(qkey(a), qkey(b)) })
+	if len(queries) == 0 {
+		return nil
+	}
+	cm := knn.Matrix{Rows: len(stored), Cols: d, Data: make([]float32, 0, len(stored)*d)}
+	cids := make([]int64, len(stored))
+	chome := make([]int64, len(stored))
+	for c, r := range stored {
+		pt := &parts[r.part]
+		cm.Data = append(cm.Data, pt.X[int(r.i)*d:int(r.i+1)*d]...)
+		cids[c], chome[c] = pt.Keys[r.i], pt.Home[r.i]
+	}
+	n, k := len(queries), f.P.K
+	q := knn.Matrix{Rows: n, Cols: d, Data: make([]float32, 0, n*d)}
+	b := IVFBlock{Key: key, Keys: make([]int64, n), Src: make([]int32, n), Offset: make([]int64, n), Row: make([]int32, n),
+		LabelOff: make([]int32, 1, n+1), K: k, Nbr: make([]int32, n*k), Weight: make([]float64, n*k)}
+	shardIdx := map[string]int32{}
+	for a, r := range queries {
+		pt := &parts[r.part]
+		s := pt.Q[r.i]
+		q.Data = append(q.Data, pt.X[int(s)*d:int(s+1)*d]...)
+		b.Keys[a] = pt.Keys[s]
+		si, ok := shardIdx[pt.Shard]
+		if !ok {
+			si = int32(len(b.Shards))
+			shardIdx[pt.Shard] = si
+			b.Shards = append(b.Shards, pt.Shard)
+		}
+		b.Src[a], b.Offset[a], b.Row[a] = si, pt.Offset, pt.Row[r.i]
+		b.IDKind, b.Multi = pt.IDKind, pt.Multi
+		if pt.IDKind == schemas.IDString {
+			b.StrIDs = append(b.StrIDs, pt.StrIDs[r.i])
+		}
+		b.Labels = append(b.Labels, pt.Labels[pt.LabelOff[r.i]:pt.LabelOff[r.i+1]]...)
+		b.LabelOff = append(b.LabelOff, int32(len(b.Labels)))
+	}
+	idx, err := f.searcher.Index(cm, cids, f.P.Metric)
+	if err != nil {
+		return fmt.Errorf("stages: ivf block %d: indexing %d stored items: %w", key, len(cids), err)
+	}
+	err = idx.Search(&f.res, q, b.Keys, k)
+	idx.Close()
+	if err != nil {
+		return fmt.Errorf("stages: ivf block %d: kNN of %d items: %w", key, n, err)
+	}
+	o := f.P.Options
+	if err := f.wb.Weights(b.Weight, q, cm, &f.res, o, f.coder); err != nil {
+		return fmt.Errorf("stages: ivf block %d: neighbour weights: %w", key, err)
+	}
+	// Neighbours: local items by index, others through the external table.
+	ext := map[int64]int64{}
+	for _, c := range f.res.Index {
+		if c >= 0 && chome[c] != key {
+			ext[cids[c]] = chome[c]
+		}
+	}
+	b.ExtKeys = slices.Sorted(mapKeys(ext))
+	b.ExtHome = make([]int64, len(b.ExtKeys))
+	for e, nk := range b.ExtKeys {
+		b.ExtHome[e] = ext[nk]
+	}
+	for j, c := range f.res.Index {
+		switch {
+		case c < 0:
+			b.Nbr[j] = -1
+		case chome[c] == key:
+			b.Nbr[j] = int32(search64(b.Keys, cids[c]))
+		default:
+			b.Nbr[j] = int32(-2 - search64(b.ExtKeys, cids[c]))
+		}
+	}
+	mp := o.Mixture
+	var s mixture.State
+	b.State.Reset()
+	if mp.UsesInit() {
+		b.Init.Reset()
+	}
+	for i := 0; i < n; i++ {
+		s.Init(b.Labels[b.LabelOff[i]:b.LabelOff[i+1]], mp.C, mp.C0, mp.Smooth)
+		b.State.Append(&s)
+		if mp.UsesInit() {
+			b.Init.Append(&s)
+		}
+	}
+	emit(b)
+	return nil
+}
+
+// search64 returns the index of x in the ascending slice s (which holds it).
+func search64(s []int64, x int64) int {
+	i := sort.Search(len(s), func(i int) bool { return s[i] >= x })
+	if i == len(s) || s[i] != x {
+		panic(fmt.Sprintf("stages: key %d missing from its block", x))
+	}
+	return i
+}
+
+func init() {
+	register.DoFn5x1[context.Context, schemas.Rows, Stats, ivf.Model, func(int64, IVFPart), error](&ivfAssignFn{})
+	register.Emitter2[int64, IVFPart]()
+	register.DoFn5x1[context.Context, int64, func(*IVFPart) bool, string, func(IVFBlock), error](&ivfSearchFn{})
+	register.Iter1[IVFPart]()
+	register.Emitter1[IVFBlock]()
+}

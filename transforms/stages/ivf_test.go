@@ -1,0 +1,384 @@
+package stages
+
+import (
+	"bytes"
+	"context"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/relabel/relabel/schemas"
+	"github.com/relabel/relabel/transforms/engine"
+	"github.com/relabel/relabel/transforms/ivf"
+	"github.com/relabel/relabel/transforms/knn"
+	"github.com/relabel/relabel/transforms/mixture"
+	"github.com/relabel/relabel/transforms/synth"
+)
+
+// ivfFixture is a small synthetic dataset in input batches, with its moments
+// and a fitted partitioning small enough to have several blocks and
+// external neighbours.
+type ivfFixture struct {
+	batches []schemas.Rows
+	stats   Stats
+	model   ivf.Model
+	opts    engine.Options
+}
+
+func newIVFFixture(t *testing.T, n, batch int) *ivfFixture {
+	t.Helper()
+	const d, c = 8, 5
+	g, err := synth.New(synth.Params{Rows: int64(n), D: d, Classes: c, Noise: 0.3, Seed: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &ivfFixture{}
+	mom := momentsFn{}
+	acc := mom.CreateAccumulator()
+	sf := &sampleFn{Cap: 200, Seed: 1}
+	sacc := sf.CreateAccumulator()
+	for lo := 0; lo < n; lo += batch {
+		hi := min(lo+batch, n)
+		shard := "s0"
+		if lo >= n/2 {
+			shard = "s1"
+		}
+		r := schemas.Rows{Shard: shard, Offset: int64(lo), IDs: make([]int64, hi-lo), D: d, Features: make([]float32, (hi-lo)*d),
+			Labels: make([]int32, hi-lo), LabelOff: make([]int32, hi-lo+1)}
+		for i := range r.LabelOff {
+			r.LabelOff[i] = int32(i)
+		}
+		g.Rows(int64(lo), int64(hi), r.IDs, r.Features, make([]int32, hi-lo), r.Labels)
+		f.batches = append(f.batches, r)
+		acc = mom.AddInput(acc, r)
+		sacc = sf.AddInput(sacc, r)
+	}
+	f.stats = mom.ExtractOutput(acc)
+	sample := sf.ExtractOutput(sacc)
+	fit := &fitFn{P: ivf.Params{Partitions: 8, NProbe: 3, BlockRows: 40, Seed: 1}, Standardise: true}
+	var models []ivf.Model
+	if err := fit.ProcessElement(context.Background(), sample, f.stats, func(m ivf.Model) { models = append(models, m) }); err != nil {
+		t.Fatal(err)
+	}
+	f.model = models[0]
+	f.opts = engine.Options{K: 5, Weighting: engine.LLC, Rounds: 2,
+		Mixture: mixture.Params{C: c, L: 40, Mu: 0.5, Gamma: 0.5, EMIters: 3, Seed: 1}}.WithDefaults()
+	return f
+}
+
+// parts runs the assignment over every batch: the shuffle's input, by key.
+func (f *ivfFixture) parts(t *testing.T) map[int64][]IVFPart {
+	t.Helper()
+	out := map[int64][]IVFPart{}
+	a := &ivfAssignFn{NProbe: 3, Standardise: true}
+	for _, r := range f.batches {
+		if err := a.ProcessElement(context.Background(), r, f.stats, f.model, func(k int64, p IVFPart) { out[k] = append(out[k], p) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+func iterOf[T any](vs []T) func(*T) bool {
+	i := 0
+	return func(v *T) bool {
+		if i == len(vs) {
+			return false
+		}
+		*v = vs[i]
+		i++
+		return true
+	}
+}
+
+// search runs the search DoFn on every key, the parts in the given order.
+func (f *ivfFixture) search(t *testing.T, parts map[int64][]IVFPart, shuffle *rand.Rand) map[int64]IVFBlock {
+	t.Helper()
+	s := &ivfSearchFn{P: IVFSearchParams{K: f.opts.K, Options: f.opts, Device: "cpu"}}
+	if err := s.Setup(); err != nil {
+		t.Fatal(err)
+	}
+	out := map[int64]IVFBlock{}
+	for k, ps := range parts {
+		ps = slices.Clone(ps)
+		if shuffle != nil {
+			shuffle.Shuffle(len(ps), func(i, j int) { ps[i], ps[j] = ps[j], ps[i] })
+		}
+		if err := s.ProcessElement(context.Background(), k, iterOf(ps), "", func(b IVFBlock) { out[k] = b }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+// TestIVFSearchOrder: a block does not depend on the order the shuffle
+// delivers its parts in; every item is searched in exactly one block; the
+// partitioning has several blocks per partition and external neighbours.
+func TestIVFSearchOrder(t *testing.T) {
+	f := newIVFFixture(t, 600, 70)
+	parts := f.parts(t)
+	a := f.search(t, parts, nil)
+	b := f.search(t, parts, rand.New(rand.NewPCG(1, 2)))
+	seen := map[int64]int{}
+	ext := 0
+	for k, ba := range a {
+		if !bytes.Equal(encodeIVFBlock(ba), encodeIVFBlock(b[k])) {
+			t.Errorf("block %d differs when its parts arrive in another order", k)
+		}
+		for _, key := range ba.Keys {
+			seen[key]++
+		}
+		ext += len(ba.ExtKeys)
+		for i := range ba.Keys {
+			for j, c := range ba.Nbr[i*ba.K : (i+1)*ba.K] {
+				if c == -1 {
+					t.Errorf("block %d item %d: neighbour %d missing among 600 items", k, i, j)
+				}
+			}
+		}
+	}
+	if len(seen) != 600 {
+		t.Errorf("%d items searched, want 600", len(seen))
+	}
+	for key, c := range seen {
+		if c != 1 {
+			t.Errorf("item %d searched in %d blocks", key, c)
+		}
+	}
+	if sum32(f.model.Blocks) <= int64(f.model.P()) || ext == 0 {
+		t.Errorf("fixture too easy: %d blocks for %d partitions, %d external neighbours", sum32(f.model.Blocks), f.model.P(), ext)
+	}
+}
+
+// TestJoinRounds: rounds joined by key across blocks, with messages delivered
+// in scrambled orders, give exactly the states of the same rounds run over
+// all items in one place (the neighbourhoods the search found).
+func TestJoinRounds(t *testing.T) {
+	f := newIVFFixture(t, 500, 64)
+	blocks := f.search(t, f.parts(t), nil)
+	rng := rand.New(rand.NewPCG(3, 4))
+
+	// Reference: global arrays, item by key.
+	type ref struct {
+		block int64
+		i     int
+	}
+	where := map[int64]ref{}
+	for k, b := range blocks {
+		for i, key := range b.Keys {
+			where[key] = ref{k, i}
+		}
+	}
+	keyOf := func(b *IVFBlock, c int32) int64 {
+		if c >= 0 {
+			return b.Keys[c]
+		}
+		return b.ExtKeys[-2-c]
+	}
+	states := map[int64]mixture.State{}
+	for _, b := range blocks {
+		for i, key := range b.Keys {
+			var s mixture.State
+			b.State.Get(&s, i)
+			states[key] = s
+		}
+	}
+	p := f.opts.Mixture
+	for r := 0; r < f.opts.Rounds; r++ {
+		next := map[int64]mixture.State{}
+		var ws mixture.Workspace
+		for key, w := range where {
+			b := blocks[w.block]
+			var neigh []mixture.State
+			var wt []float64
+			for j := 0; j < b.K; j++ {
+				c := b.Nbr[w.i*b.K+j]
+				if c == -1 {
+					continue
+				}
+				neigh = append(neigh, states[keyOf(&b, c)])
+				wt = append(wt, b.Weight[w.i*b.K+j])
+			}
+			own := states[key]
+			var dst mixture.State
+			ws.Round(&dst, &own, nil, 0, neigh, wt, uint64(key), r, &p)
+			var q mixture.States
+			q.Append(&dst)
+			var back mixture.State
+			q.Get(&back, 0)
+			next[key] = back
+		}
+		states = next
+	}
+
+	// Joined: request/route, then rounds, each CoGroupByKey simulated.
+	type kv[T any] struct {
+		k int64
+		v T
+	}
+	cogroup := func(own []kv[IVFBlock], msgs []kv[JoinMsg], fn func(int64, func(*IVFBlock) bool, func(*JoinMsg) bool) error) {
+		byKey := map[int64][]JoinMsg{}
+		for _, m := range msgs {
+			byKey[m.k] = append(byKey[m.k], m.v)
+		}
+		for _, o := range own {
+			ms := byKey[o.k]
+			rng.Shuffle(len(ms), func(i, j int) { ms[i], ms[j] = ms[j], ms[i] })
+			if err := fn(o.k, iterOf([]IVFBlock{o.v}), iterOf(ms)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	split := func(fn interface {
+		ProcessElement(IVFBlock, func(int64, IVFBlock), func(int64, JoinMsg))
+	}, bs map[int64]IVFBlock) ([]kv[IVFBlock], []kv[JoinMsg]) {
+		var own []kv[IVFBlock]
+		var msgs []kv[JoinMsg]
+		for _, b := range bs {
+			fn.ProcessElement(b, func(k int64, b IVFBlock) { own = append(own, kv[IVFBlock]{k, b}) },
+				func(k int64, m JoinMsg) { msgs = append(msgs, kv[JoinMsg]{k, m}) })
+		}
+		return own, msgs
+	}
+	own, msgs := split(requestFn{}, blocks)
+	routed := map[int64]IVFBlock{}
+	cogroup(own, msgs, func(k int64, b func(*IVFBlock) bool, m func(*JoinMsg) bool) error {
+		return routeFn{}.ProcessElement(k, b, m, func(o IVFBlock) { routed[k] = o })
+	})
+	cur := routed
+	for r := 0; r < f.opts.Rounds; r++ {
+		own, msgs := split(sendFn{}, cur)
+		jf := &joinRoundFn{Round: r, Rounds: f.opts.Rounds, Mixture: p, Workers: 2}
+		nxt := map[int64]IVFBlock{}
+		cogroup(own, msgs, func(k int64, b func(*IVFBlock) bool, m func(*JoinMsg) bool) error {
+			return jf.ProcessElement(context.Background(), k, b, m, func(o IVFBlock) { nxt[k] = o })
+		})
+		cur = nxt
+	}
+	for key, w := range where {
+		b := cur[w.block]
+		var got mixture.State
+		b.State.Get(&got, w.i)
+		want := states[key]
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("item %d: joined rounds give %+v, one-place rounds %+v", key, got, want)
+		}
+	}
+
+	// Back to input batches: every batch whole, in row order.
+	byBatch := map[string][]IVFRows{}
+	for _, b := range cur {
+		unblockFn{}.ProcessElement(b, func(k string, r IVFRows) { byBatch[k] = append(byBatch[k], r) })
+	}
+	if len(byBatch) != len(f.batches) {
+		t.Fatalf("%d batches back, want %d", len(byBatch), len(f.batches))
+	}
+	for _, in := range f.batches {
+		rs := byBatch[batchKey(in.Shard, in.Offset)]
+		rng.Shuffle(len(rs), func(i, j int) { rs[i], rs[j] = rs[j], rs[i] })
+		var got Items
+		if err := (rebatchFn{}).ProcessElement("", iterOf(rs), func(it Items) { got = it }); err != nil {
+			t.Fatal(err)
+		}
+		if got.Shard != in.Shard || got.Offset != in.Offset || !slices.Equal(got.IDs, in.IDs) || !slices.Equal(got.Labels, in.Labels) {
+			t.Errorf("batch %s@%d: ids or labels not restored in row order", in.Shard, in.Offset)
+		}
+		for i, key := range got.IDs {
+			var s mixture.State
+			got.State.Get(&s, i)
+			if want := states[key]; !reflect.DeepEqual(s, want) {
+				t.Errorf("batch %s@%d row %d: state differs after rebatching", in.Shard, in.Offset, i)
+				break
+			}
+		}
+	}
+}
+
+// TestDupCheck: duplicates across batches are found (the smallest key's, the
+// later occurrence named), whatever the bucket count; none gives "".
+func TestDupCheck(t *testing.T) {
+	mk := func(shard string, off int64, ids ...int64) schemas.Rows {
+		return schemas.Rows{Shard: shard, Offset: off, IDs: ids}
+	}
+	for _, tc := range []struct {
+		name    string
+		batches []schemas.Rows
+		want    string
+	}{
+		{"none", []schemas.Rows{mk("a", 0, 1, 2, 3), mk("b", 0, 4, 5)}, ""},
+		{"across shards", []schemas.Rows{mk("a", 0, 1, 9, 3), mk("b", 10, 4, 9, 3)}, "duplicate id 3 (first at a row 2)"},
+		{"within a batch", []schemas.Rows{mk("a", 0, 7, 8, 7)}, "duplicate id 7 (first at row 0)"},
+	} {
+		for _, buckets := range []int{1, 3, 64} {
+			groups := map[int64][]DupFrag{}
+			bf := &dupBucketFn{Buckets: buckets}
+			for _, r := range tc.batches {
+				bf.ProcessElement(r, func(k int64, f DupFrag) { groups[k] = append(groups[k], f) })
+			}
+			got := ""
+			cf := &dupCheckFn{IDColumn: "id"}
+			for k, fs := range groups {
+				cf.ProcessElement(k, iterOf(fs), func(s string) { got = firstDupFn{}.MergeAccumulators(got, s) })
+			}
+			got = dupMessage(got)
+			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+				t.Errorf("%s, %d buckets: got %q, want one containing %q", tc.name, buckets, got, tc.want)
+			}
+		}
+	}
+}
+
+// TestIVFCoders: every ivf element type survives its bulk coder exactly,
+// nil and empty slices included.
+func TestIVFCoders(t *testing.T) {
+	f := newIVFFixture(t, 300, 64)
+	parts := f.parts(t)
+	blocks := f.search(t, parts, nil)
+	for k, ps := range parts {
+		for _, p := range ps {
+			got, err := decodeIVFPart(encodeIVFPart(p))
+			if err != nil || !reflect.DeepEqual(got, p) {
+				t.Fatalf("IVFPart of block %d: err %v, differs %v", k, err, !reflect.DeepEqual(got, p))
+			}
+		}
+	}
+	for k, b := range blocks {
+		got, err := decodeIVFBlock(encodeIVFBlock(b))
+		if err != nil || !reflect.DeepEqual(got, b) {
+			t.Fatalf("IVFBlock %d: err %v, differs %v", k, err, !reflect.DeepEqual(got, b))
+		}
+	}
+	var st mixture.States
+	st.Reset()
+	for _, v := range []any{
+		f.model,
+		ivf.Model{D: 2, Centroids: []float32{1, 2}, Blocks: []int32{3}, Seed: 9, Metric: knn.Cosine},
+		ivf.Sample{Cap: 3, D: 2, Hashes: []uint64{1}, Keys: []int64{-5}, Features: []float32{1, 2}},
+		ivf.Sample{},
+		JoinMsg{From: -3, Keys: []int64{1, 2}, States: st},
+		JoinMsg{},
+		DupFrag{Shard: "x", Offset: 5, Keys: []int64{1}, Row: []int32{0}, StrIDs: []string{"a"}},
+		DupFrag{Keys: []int64{}},
+		IVFRows{Row: []int32{2, 0}, Items: Items{Shard: "s", IDs: []int64{1, 2}, State: st}},
+	} {
+		var got any
+		var err error
+		switch x := v.(type) {
+		case ivf.Model:
+			got, err = decodeIVFModel(encodeIVFModel(x))
+		case ivf.Sample:
+			got, err = decodeIVFSample(encodeIVFSample(x))
+		case JoinMsg:
+			got, err = decodeJoinMsg(encodeJoinMsg(x))
+		case DupFrag:
+			got, err = decodeDupFrag(encodeDupFrag(x))
+		case IVFRows:
+			got, err = decodeIVFRows(encodeIVFRows(x))
+		}
+		if err != nil || !reflect.DeepEqual(got, v) {
+			t.Errorf("%T: err %v; got %+v, want %+v", v, err, got, v)
+		}
+	}
+}
