@@ -12,7 +12,7 @@ func DefaultEngine() engine.Options {
 	return engine.Options{
 		K:           10,
 		Standardise: true,
-		Weighting:   engine.LLC,
+		Weighting:   engine.Blend,
 		Rounds:      10,
 		Mixture: mixture.Params{
 			L:       250,
