@@ -35,13 +35,16 @@ func prism(ctx context.Context, p *beam.Pipeline) (beam.PipelineResult, error) {
 }
 
 // BenchmarkFashionPipelineVsEngine relabels fashion_mnist_pca50 (70,000 x 50,
-// idn noise 0.4) twice in one process with the same options: through the Beam
+// idn noise 0.4) in one process with the same options: through the Beam
 // pipeline on Prism (pipelines.Run: read, stats, neighbours, rounds, write,
 // commit) and through the engine called directly on the same rows read with
-// shardio. It reports each path's wall time and peak RSS (VmHWM, reset before
-// each path), their ratio, each path's accuracy against the truth and the
-// fraction of ids on which they agree. Slow (minutes per path on two cores):
-// run it alone with -benchtime 1x; docs/perf/pipeline.md has the command.
+// shardio. Both search neighbours exactly (--neighbours exact): the engine has
+// no IVF, and the comparison is of the same relabelling. The pipeline's
+// default at this size (auto = ivf) runs third, for reference. For each path
+// it reports wall time, CPU time and peak RSS (VmHWM, reset before each
+// path), accuracy against the truth and agreement with the engine's labels,
+// and the pipeline/engine ratios. Slow (minutes per path on two cores): run
+// it alone with -benchtime 1x; docs/perf/pipeline.md has the command.
 func BenchmarkFashionPipelineVsEngine(b *testing.B) {
 	ctx := context.Background()
 	in := filepath.Join(sharedData, "fashion_mnist_pca50/noisy-idn-0.4.parquet")
@@ -49,18 +52,53 @@ func BenchmarkFashionPipelineVsEngine(b *testing.B) {
 		b.Skipf("development data absent (%v): this benchmark reads ../shared/data", err)
 	}
 	truth := readI32(b, filepath.Join(sharedData, "fashion_mnist_pca50/truth.i32"))
-	base := pipelines.Config{Input: in, Classes: 10, Engine: pipelines.DefaultEngine()}
-	base.Output = b.TempDir()
-	plan, err := pipelines.MakePlan(ctx, base)
+	exact := pipelines.Config{Input: in, Output: b.TempDir(), Classes: 10, Engine: pipelines.DefaultEngine(), Neighbours: pipelines.NeighboursExact}
+	plan, err := pipelines.MakePlan(ctx, exact)
 	if err != nil {
 		b.Fatal(err)
 	}
 	opts := plan.Config.Engine // the options the pipeline runs with, defaults filled in
 	b.Logf("%d rows in %d units; GOMAXPROCS %d; options %v", plan.Rows, len(plan.Units), runtime.GOMAXPROCS(0), plan.Config.OptionMap())
+	auto := exact
+	auto.Neighbours = pipelines.NeighboursAuto
 
-	var engWall, pipeWall, engCPU, pipeCPU time.Duration
-	var engPeak, pipePeak int64
-	var agree, engAcc, pipeAcc float64
+	type path struct {
+		wall, cpu  time.Duration
+		peak       int64
+		acc, agree float64
+	}
+	var eng, pipe, ivf path
+	score := func(p *path, labels, ref map[int64]int32) {
+		same, ok := 0, 0
+		for id, l := range labels {
+			if ref[id] == l {
+				same++
+			}
+			if l == truth[id] {
+				ok++
+			}
+		}
+		p.acc, p.agree = float64(ok)/float64(len(labels)), float64(same)/float64(len(labels))
+	}
+	runPipeline := func(p *path, cfg pipelines.Config, engLabels map[int64]int32) {
+		freeMemory(b)
+		cfg.Output = filepath.Join(b.TempDir(), "out")
+		t0, c0 := time.Now(), cpuTime(b)
+		sum, err := pipelines.Run(ctx, cfg, prism)
+		if err != nil {
+			b.Fatal(err)
+		}
+		p.wall += time.Since(t0)
+		p.cpu += cpuTime(b) - c0
+		p.peak = max(p.peak, peakRSS(b))
+		b.StopTimer()
+		labels := readCleanLabels(b, filepath.Join(cfg.Output, stages.OutputName(in, cfg.Format)))
+		if int64(len(labels)) != sum.Rows || len(labels) != len(engLabels) {
+			b.Fatalf("pipeline (%s) wrote %d rows (summary %d), engine relabelled %d", sum.Neighbours, len(labels), sum.Rows, len(engLabels))
+		}
+		score(p, labels, engLabels)
+		b.StartTimer()
+	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		freeMemory(b)
@@ -70,66 +108,41 @@ func BenchmarkFashionPipelineVsEngine(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		engWall += time.Since(t0)
-		engCPU += cpuTime(b) - c0
-		engPeak = max(engPeak, peakRSS(b))
+		eng.wall += time.Since(t0)
+		eng.cpu += cpuTime(b) - c0
+		eng.peak = max(eng.peak, peakRSS(b))
 		engLabels := make(map[int64]int32, len(keys))
 		for j, k := range keys {
 			engLabels[k], _ = res.States.Top(j)
 		}
 		data, res = nil, nil
+		score(&eng, engLabels, engLabels)
 
-		freeMemory(b)
-		cfg := base
-		cfg.Output = filepath.Join(b.TempDir(), "out")
-		t1, c1 := time.Now(), cpuTime(b)
-		sum, err := pipelines.Run(ctx, cfg, prism)
-		if err != nil {
-			b.Fatal(err)
-		}
-		pipeWall += time.Since(t1)
-		pipeCPU += cpuTime(b) - c1
-		pipePeak = max(pipePeak, peakRSS(b))
-		b.StopTimer()
-		pipeLabels := readCleanLabels(b, filepath.Join(cfg.Output, stages.OutputName(in, cfg.Format)))
-		if int64(len(pipeLabels)) != sum.Rows || len(pipeLabels) != len(engLabels) {
-			b.Fatalf("pipeline wrote %d rows (summary %d), engine relabelled %d", len(pipeLabels), sum.Rows, len(engLabels))
-		}
-		same, okE, okP := 0, 0, 0
-		for id, l := range pipeLabels {
-			if engLabels[id] == l {
-				same++
-			}
-			if engLabels[id] == truth[id] {
-				okE++
-			}
-			if l == truth[id] {
-				okP++
-			}
-		}
-		n := float64(len(pipeLabels))
-		agree, engAcc, pipeAcc = float64(same)/n, float64(okE)/n, float64(okP)/n
-		b.StartTimer()
+		runPipeline(&pipe, exact, engLabels)
+		runPipeline(&ivf, auto, engLabels)
 	}
 	n := float64(b.N)
-	b.ReportMetric(engWall.Seconds()/n, "engine-s")
-	b.ReportMetric(pipeWall.Seconds()/n, "pipeline-s")
-	b.ReportMetric(pipeWall.Seconds()/engWall.Seconds(), "pipeline/engine")
-	// CPU time (user + system, the whole process) is what a busy shared
-	// machine distorts least.
-	b.ReportMetric(engCPU.Seconds()/n, "engine-cpu-s")
-	b.ReportMetric(pipeCPU.Seconds()/n, "pipeline-cpu-s")
-	b.ReportMetric(pipeCPU.Seconds()/engCPU.Seconds(), "pipeline/engine-cpu")
-	b.ReportMetric(float64(engPeak)/(1<<20), "engine-peak-MiB")
-	b.ReportMetric(float64(pipePeak)/(1<<20), "pipeline-peak-MiB")
-	b.ReportMetric(engAcc, "engine-acc")
-	b.ReportMetric(pipeAcc, "pipeline-acc")
-	b.ReportMetric(agree, "agree")
-	// The two paths run the same method on the same rows with the same seeds;
-	// only float summation orders differ (the moments, per batch in the
+	for _, m := range []struct {
+		name string
+		p    path
+	}{{"engine", eng}, {"pipeline", pipe}, {"ivf-pipeline", ivf}} {
+		// CPU time (user + system, the whole process) is what a busy shared
+		// machine distorts least.
+		b.ReportMetric(m.p.wall.Seconds()/n, m.name+"-s")
+		b.ReportMetric(m.p.cpu.Seconds()/n, m.name+"-cpu-s")
+		b.ReportMetric(float64(m.p.peak)/(1<<20), m.name+"-peak-MiB")
+		b.ReportMetric(m.p.acc, m.name+"-acc")
+		b.Logf("%-12s wall %6.1f s  cpu %6.1f s  peak %6.0f MiB  accuracy %.4f  agrees with the engine on %.4f",
+			m.name, m.p.wall.Seconds()/n, m.p.cpu.Seconds()/n, float64(m.p.peak)/(1<<20), m.p.acc, m.p.agree)
+	}
+	b.ReportMetric(pipe.wall.Seconds()/eng.wall.Seconds(), "pipeline/engine")
+	b.ReportMetric(pipe.cpu.Seconds()/eng.cpu.Seconds(), "pipeline/engine-cpu")
+	b.ReportMetric(pipe.agree, "agree")
+	// The two exact paths run the same method on the same rows with the same
+	// seeds; only float summation orders differ (the moments, per batch in the
 	// pipeline), which may move a near-tie neighbour.
-	if agree < .99 {
-		b.Errorf("pipeline and engine agree on %.4f of the labels, want >= .99", agree)
+	if pipe.agree < .99 {
+		b.Errorf("exact pipeline and engine agree on %.4f of the labels, want >= .99", pipe.agree)
 	}
 }
 

@@ -74,7 +74,7 @@ func resolveNeighbours(c Config, rows int64) Config {
 
 // buildIVF wires --neighbours ivf from rows (PCollection<schemas.Rows>) to
 // the final states in input batches (PCollection<stages.Items>): IVF
-// neighbours, rounds joined by key, back to input batches.
+// neighbours, then rounds joined by key, back to input batches.
 func buildIVF(s beam.Scope, plan *Plan, rows beam.PCollection) beam.PCollection {
 	e := plan.Config.Engine
 	blocks := stages.IVFNeighbours(s, rows, stages.IVFParams{
@@ -83,7 +83,7 @@ func buildIVF(s beam.Scope, plan *Plan, rows beam.PCollection) beam.PCollection 
 		Standardise: e.Standardise,
 		Search:      stages.IVFSearchParams{K: e.K, Metric: e.Metric, Options: e, Device: plan.Config.Device},
 		IDColumn:    plan.Read.Columns.WithDefaults().ID,
+		D:           plan.Read.D,
 	})
-	blocks = stages.JoinRounds(s, blocks, e.Rounds, e.Workers, e.Mixture)
-	return stages.IVFItems(s, blocks)
+	return stages.JoinRounds(s, blocks, e.Rounds, e.Workers, stages.RoundWaves(plan.Rows, e.K, e.Mixture), e.Mixture)
 }

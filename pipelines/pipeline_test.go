@@ -21,8 +21,9 @@ import (
 // digitsPart is one committed shard of digits: ids 0..898 in two row groups.
 const digitsPart = "../testdata/digits/noisy-idn-0.4-part-0000.parquet"
 
-// relabelItems wires the stages as pipelines.Build does, up to the final
-// states, so that passert can look at them before the writer.
+// relabelItems wires the stages as pipelines.Build does for exact and sample
+// neighbours, up to the final states, so that passert can look at them
+// before the writer.
 // Returns PCollection<stages.Items>.
 func relabelItems(s beam.Scope, plan *pipelines.Plan) beam.PCollection {
 	e := plan.Config.Engine
@@ -31,6 +32,7 @@ func relabelItems(s beam.Scope, plan *pipelines.Plan) beam.PCollection {
 	stats := stages.ComputeStats(s, rows, e.Candidates, e.Mixture.Seed, plan.Read.Columns.WithDefaults().ID)
 	items := stages.Neighbours(s, rows, stats, stages.NeighbourParams{
 		K: e.K, Metric: e.Metric, Standardise: e.Standardise, Weighting: e.Weighting, Options: e,
+		Device: plan.Config.Device,
 	})
 	return stages.Rounds(s, items, e.Rounds, e.Workers, e.Mixture)
 }
@@ -168,8 +170,8 @@ func TestStagesDigits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(plan.Units) != 2 || plan.Rows != 899 {
-		t.Fatalf("plan has %d units and %d rows, want 2 and 899", len(plan.Units), plan.Rows)
+	if len(plan.Units) != 2 || plan.Rows != 899 || plan.Config.Neighbours != pipelines.NeighboursExact {
+		t.Fatalf("plan has %d units, %d rows and neighbours %q; want 2, 899 and exact", len(plan.Units), plan.Rows, plan.Config.Neighbours)
 	}
 	truth := readI32(t, "../testdata/digits/truth.i32")
 

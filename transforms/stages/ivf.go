@@ -23,7 +23,20 @@ type IVFParams struct {
 	Search IVFSearchParams
 	// IDColumn names the id column in duplicate errors. Optional.
 	IDColumn string
+	// D is the feature dimension, for sizing the waves. Optional.
+	D int
+	// Waves is the number of waves the partitions are searched in.
+	// Optional, default: one per DefaultWaveBytes of item copies (by Rows,
+	// D and NProbe).
+	Waves int
 }
+
+// DefaultWaveBytes bounds the item copies (features and keys) one wave of the
+// search shuffles. Prism keeps a shuffle's input in memory several times over
+// while it runs (the producing bundle's output buffer, the stored elements,
+// the consuming bundle's input), so this bounds the search's memory on the
+// embedded runner; on a distributed runner, fewer waves mean fewer stages.
+const DefaultWaveBytes = 128 << 20
 
 // dupBucketRows is the mean number of keys per duplicate-check bucket.
 const dupBucketRows = 1 << 16
@@ -67,15 +80,35 @@ func IVFNeighbours(s beam.Scope, rows beam.PCollection, p IVFParams) beam.PColle
 	if np <= 0 {
 		np = ivf.DefaultNProbe
 	}
-	parts := beam.ParDo(s, &ivfAssignFn{NProbe: np, Standardise: p.Standardise}, rows,
+	probed := beam.ParDo(s, &ivfProbeFn{NProbe: np, Standardise: p.Standardise}, rows,
 		beam.SideInput{Input: stats}, beam.SideInput{Input: model})
-	return beam.ParDo(s, &ivfSearchFn{P: p.Search}, beam.GroupByKey(s, parts), beam.SideInput{Input: dup})
+	// Waves: each item goes to NProbe partitions, so the copies are NProbe
+	// times the input. An embedded runner holds a shuffle's input in memory
+	// (Prism: a few times over), so the partitions are searched in waves of
+	// about WaveBytes of copies, one after the other: the next wave's copies
+	// are made once the previous wave's search is done.
+	waves := p.Waves
+	if waves <= 0 {
+		copyBytes := max(p.Rows, 1) * int64(np) * int64(4*max(p.D, 1)+24)
+		waves = int(max(1, (copyBytes+DefaultWaveBytes-1)/DefaultWaveBytes))
+	}
+	token := beam.ParDo(s, &modelTokenFn{}, model)
+	var all []beam.PCollection
+	for w := 0; w < waves; w++ {
+		ws := s.Scope(fmt.Sprintf("wave%02d", w))
+		parts := beam.ParDo(ws, &ivfEmitFn{Wave: w, Waves: waves}, probed, beam.SideInput{Input: model}, beam.SideInput{Input: token})
+		var blocks beam.PCollection
+		blocks, token = beam.ParDo2(ws, &ivfSearchFn{P: p.Search}, beam.GroupByKey(ws, parts), beam.SideInput{Input: dup})
+		all = append(all, blocks)
+	}
+	if len(all) == 1 {
+		return all[0]
+	}
+	return beam.Flatten(s, all...)
 }
 
-// IVFItems sends the items of blocks (PCollection<IVFBlock>) back to their
-// input batches, in row order. Returns PCollection<Items>, as Rounds does, for
-// Write.
-func IVFItems(s beam.Scope, blocks beam.PCollection) beam.PCollection {
-	s = s.Scope("relabel.IVFItems")
-	return beam.ParDo(s, &rebatchFn{}, beam.GroupByKey(s, beam.ParDo(s, &unblockFn{}, blocks)))
+// rebatch groups IVFRows (PCollection<KV<string, IVFRows>>, by input batch)
+// into the batches' Items. Returns PCollection<Items>.
+func rebatch(s beam.Scope, rows beam.PCollection) beam.PCollection {
+	return beam.ParDo(s, &rebatchFn{}, beam.GroupByKey(s, rows))
 }

@@ -43,10 +43,26 @@ func (unblockFn) ProcessElement(b IVFBlock, emit func(string, IVFRows)) {
 			}
 			it.Labels = append(it.Labels, b.Labels[b.LabelOff[i]:b.LabelOff[i+1]]...)
 			it.LabelOff = append(it.LabelOff, int32(len(it.Labels)))
-			it.State.AppendFrom(&b.State, i)
+			appendPosterior(&it.State, &b.State, i)
 		}
 		emit(batchKey(it.Shard, it.Offset), r)
 	}
+}
+
+// appendPosterior packs item i of src into dst without its transition rows
+// (each class gets an empty row with remainder 1): the output needs only pi
+// (ToCleaned), and the rows are most of a state's bytes.
+func appendPosterior(dst, src *mixture.States, i int) {
+	if len(dst.ItemOff) == 0 {
+		dst.Reset()
+	}
+	for e := src.ItemOff[i]; e < src.ItemOff[i+1]; e++ {
+		dst.Class = append(dst.Class, src.Class[e])
+		dst.Pi = append(dst.Pi, src.Pi[e])
+		dst.Rem = append(dst.Rem, 1)
+		dst.RowOff = append(dst.RowOff, int32(len(dst.Cat)))
+	}
+	dst.ItemOff = append(dst.ItemOff, int32(len(dst.Class)))
 }
 
 func batchKey(shard string, offset int64) string {

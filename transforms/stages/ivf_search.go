@@ -24,11 +24,10 @@ func BlockKey(p, b int32) int64 { return int64(p)<<24 | int64(b) }
 // maxBlocks bounds a partition's blocks so that BlockKey stays unique.
 const maxBlocks = 1 << 24
 
-// ivfAssignFn probes every item of a batch (its NProbe nearest partitions)
-// and sends it, standardised, to every block of those partitions as a stored
-// item, and to its home block (a block of its nearest partition, by key hash)
-// as a searched one, one IVFPart per destination block.
-type ivfAssignFn struct {
+// ivfProbeFn standardises a batch and finds every item's NProbe nearest
+// partitions and the block of its home partition (the nearest) it will be
+// searched in.
+type ivfProbeFn struct {
 	NProbe      int
 	Standardise bool
 
@@ -37,13 +36,13 @@ type ivfAssignFn struct {
 	res  knn.Result
 }
 
-func (f *ivfAssignFn) Teardown() {
+func (f *ivfProbeFn) Teardown() {
 	if f.idx != nil {
 		f.idx.Close()
 	}
 }
 
-func (f *ivfAssignFn) ProcessElement(ctx context.Context, r schemas.Rows, st Stats, m ivf.Model, emit func(int64, IVFPart)) error {
+func (f *ivfProbeFn) ProcessElement(ctx context.Context, r schemas.Rows, st Stats, m ivf.Model, emit func(IVFProbed)) error {
 	if m.P() == 0 {
 		return errors.New("stages: ivf: empty partitioning")
 	}
@@ -64,6 +63,28 @@ func (f *ivfAssignFn) ProcessElement(ctx context.Context, r schemas.Rows, st Sta
 	if err := f.idx.Search(&f.res, knn.Matrix{Rows: n, Cols: d, Data: x}, nil, np); err != nil {
 		return fmt.Errorf("stages: %s rows %d..%d: ivf probe: %w", r.Shard, r.Offset, r.Offset+int64(n), err)
 	}
+	out := IVFProbed{NProbe: np, Probe: append([]int32(nil), f.res.Index...), Block: make([]int32, n), Rows: r}
+	out.Rows.Features = x
+	for i := 0; i < n; i++ {
+		out.Block[i] = m.Block(out.Probe[i*np], r.IDs[i])
+	}
+	emit(out)
+	return nil
+}
+
+// ivfEmitFn sends the items of a probed batch to the blocks of one wave's
+// partitions (p % Waves == Wave): to every block of each of its probed
+// partitions as a stored item, and to its home block as a searched one, one
+// IVFPart per destination block. The side input, the previous wave's
+// blocks (or the model, for the first), only orders the waves: Prism holds
+// one wave's copies at a time.
+type ivfEmitFn struct {
+	Wave, Waves int
+}
+
+func (f *ivfEmitFn) ProcessElement(pr IVFProbed, m ivf.Model, _ func(*int64) bool, emit func(int64, IVFPart)) {
+	r := &pr.Rows
+	n, d, np := r.Len(), r.D, pr.NProbe
 	parts := map[int64]*IVFPart{}
 	part := func(key int64) *IVFPart {
 		p := parts[key]
@@ -75,11 +96,13 @@ func (f *ivfAssignFn) ProcessElement(ctx context.Context, r schemas.Rows, st Sta
 	}
 	for i := 0; i < n; i++ {
 		key := r.IDs[i]
-		probes := f.res.Index[i*np : (i+1)*np]
-		home := probes[0]
-		homeKey := BlockKey(home, m.Block(home, key))
-		row := x[i*d : (i+1)*d]
+		probes := pr.Probe[i*np : (i+1)*np]
+		homeKey := BlockKey(probes[0], pr.Block[i])
+		row := r.Features[i*d : (i+1)*d]
 		for _, p := range probes {
+			if int(p)%f.Waves != f.Wave {
+				continue
+			}
 			for b := int32(0); b < m.Blocks[p]; b++ {
 				bk := BlockKey(p, b)
 				pt := part(bk)
@@ -101,8 +124,12 @@ func (f *ivfAssignFn) ProcessElement(ctx context.Context, r schemas.Rows, st Sta
 	for _, k := range slices.Sorted(mapKeys(parts)) {
 		emit(k, *parts[k])
 	}
-	return nil
 }
+
+// modelTokenFn is the first wave's order token: the model is ready.
+type modelTokenFn struct{}
+
+func (modelTokenFn) ProcessElement(_ ivf.Model, emit func(int64)) { emit(0) }
 
 // IVFSearchParams configures the search inside blocks.
 type IVFSearchParams struct {
@@ -140,7 +167,7 @@ type storedRef struct {
 	part, i int32
 }
 
-func (f *ivfSearchFn) ProcessElement(ctx context.Context, key int64, iter func(*IVFPart) bool, dup string, emit func(IVFBlock)) error {
+func (f *ivfSearchFn) ProcessElement(ctx context.Context, key int64, iter func(*IVFPart) bool, dup string, emit func(IVFBlock), done func(int64)) error {
 	if dup != "" {
 		return errors.New(dupMessage(dup))
 	}
@@ -251,6 +278,7 @@ func (f *ivfSearchFn) ProcessElement(ctx context.Context, key int64, iter func(*
 		}
 	}
 	emit(b)
+	done(int64(n))
 	return nil
 }
 
@@ -264,9 +292,14 @@ func search64(s []int64, x int64) int {
 }
 
 func init() {
-	register.DoFn5x1[context.Context, schemas.Rows, Stats, ivf.Model, func(int64, IVFPart), error](&ivfAssignFn{})
+	register.DoFn5x1[context.Context, schemas.Rows, Stats, ivf.Model, func(IVFProbed), error](&ivfProbeFn{})
+	register.Emitter1[IVFProbed]()
+	register.DoFn4x0[IVFProbed, ivf.Model, func(*int64) bool, func(int64, IVFPart)](&ivfEmitFn{})
+	register.Iter1[int64]()
 	register.Emitter2[int64, IVFPart]()
-	register.DoFn5x1[context.Context, int64, func(*IVFPart) bool, string, func(IVFBlock), error](&ivfSearchFn{})
+	register.DoFn6x1[context.Context, int64, func(*IVFPart) bool, string, func(IVFBlock), func(int64), error](&ivfSearchFn{})
+	register.DoFn2x0[ivf.Model, func(int64)](&modelTokenFn{})
+	register.Emitter1[int64]()
 	register.Iter1[IVFPart]()
 	register.Emitter1[IVFBlock]()
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/relabel/relabel/schemas"
+	"github.com/relabel/relabel/schemas/wire"
 	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/ivf"
 	"github.com/relabel/relabel/transforms/knn"
@@ -63,19 +64,33 @@ func newIVFFixture(t *testing.T, n, batch int) *ivfFixture {
 		t.Fatal(err)
 	}
 	f.model = models[0]
-	f.opts = engine.Options{K: 5, Weighting: engine.LLC, Rounds: 2,
+	f.opts = engine.Options{K: 5, Weighting: engine.LLC, Rounds: 3,
 		Mixture: mixture.Params{C: c, L: 40, Mu: 0.5, Gamma: 0.5, EMIters: 3, Seed: 1}}.WithDefaults()
 	return f
 }
 
-// parts runs the assignment over every batch: the shuffle's input, by key.
-func (f *ivfFixture) parts(t *testing.T) map[int64][]IVFPart {
+// parts probes every batch and emits it in the given number of waves: the
+// shuffle's input, by key.
+func (f *ivfFixture) parts(t *testing.T, waves int) map[int64][]IVFPart {
 	t.Helper()
 	out := map[int64][]IVFPart{}
-	a := &ivfAssignFn{NProbe: 3, Standardise: true}
+	pf := &ivfProbeFn{NProbe: 3, Standardise: true}
 	for _, r := range f.batches {
-		if err := a.ProcessElement(context.Background(), r, f.stats, f.model, func(k int64, p IVFPart) { out[k] = append(out[k], p) }); err != nil {
+		var pr IVFProbed
+		if err := pf.ProcessElement(context.Background(), r, f.stats, f.model, func(p IVFProbed) { pr = p }); err != nil {
 			t.Fatal(err)
+		}
+		if got, err := decodeIVFProbed(encodeIVFProbed(pr)); err != nil || !reflect.DeepEqual(got, pr) {
+			t.Fatalf("IVFProbed coder: err %v", err)
+		}
+		for w := 0; w < waves; w++ {
+			ef := &ivfEmitFn{Wave: w, Waves: waves}
+			ef.ProcessElement(pr, f.model, iterOf([]int64{1}), func(k int64, p IVFPart) {
+				if int(k>>24)%waves != w {
+					t.Fatalf("wave %d of %d emitted to partition %d", w, waves, k>>24)
+				}
+				out[k] = append(out[k], p)
+			})
 		}
 	}
 	return out
@@ -106,26 +121,28 @@ func (f *ivfFixture) search(t *testing.T, parts map[int64][]IVFPart, shuffle *ra
 		if shuffle != nil {
 			shuffle.Shuffle(len(ps), func(i, j int) { ps[i], ps[j] = ps[j], ps[i] })
 		}
-		if err := s.ProcessElement(context.Background(), k, iterOf(ps), "", func(b IVFBlock) { out[k] = b }); err != nil {
+		if err := s.ProcessElement(context.Background(), k, iterOf(ps), "", func(b IVFBlock) { out[k] = b }, func(int64) {}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	return out
 }
 
-// TestIVFSearchOrder: a block does not depend on the order the shuffle
-// delivers its parts in; every item is searched in exactly one block; the
+// TestIVFSearchOrder: a block does not depend on the number of waves nor on
+// the order the shuffle delivers its parts in; every item is searched in exactly one block; the
 // partitioning has several blocks per partition and external neighbours.
 func TestIVFSearchOrder(t *testing.T) {
 	f := newIVFFixture(t, 600, 70)
-	parts := f.parts(t)
-	a := f.search(t, parts, nil)
-	b := f.search(t, parts, rand.New(rand.NewPCG(1, 2)))
+	a := f.search(t, f.parts(t, 1), nil)
+	b := f.search(t, f.parts(t, 3), rand.New(rand.NewPCG(1, 2)))
+	if len(a) != len(b) {
+		t.Fatalf("%d blocks in one wave, %d in three", len(a), len(b))
+	}
 	seen := map[int64]int{}
 	ext := 0
 	for k, ba := range a {
 		if !bytes.Equal(encodeIVFBlock(ba), encodeIVFBlock(b[k])) {
-			t.Errorf("block %d differs when its parts arrive in another order", k)
+			t.Errorf("block %d differs when searched in another wave or its parts arrive in another order", k)
 		}
 		for _, key := range ba.Keys {
 			seen[key]++
@@ -157,7 +174,7 @@ func TestIVFSearchOrder(t *testing.T) {
 // all items in one place (the neighbourhoods the search found).
 func TestJoinRounds(t *testing.T) {
 	f := newIVFFixture(t, 500, 64)
-	blocks := f.search(t, f.parts(t), nil)
+	blocks := f.search(t, f.parts(t, 2), nil)
 	rng := rand.New(rand.NewPCG(3, 4))
 
 	// Reference: global arrays, item by key.
@@ -186,7 +203,9 @@ func TestJoinRounds(t *testing.T) {
 		}
 	}
 	p := f.opts.Mixture
+	var before map[int64]mixture.State // after all rounds but the last
 	for r := 0; r < f.opts.Rounds; r++ {
+		before = states
 		next := map[int64]mixture.State{}
 		var ws mixture.Workspace
 		for key, w := range where {
@@ -245,33 +264,44 @@ func TestJoinRounds(t *testing.T) {
 	own, msgs := split(requestFn{}, blocks)
 	routed := map[int64]IVFBlock{}
 	cogroup(own, msgs, func(k int64, b func(*IVFBlock) bool, m func(*JoinMsg) bool) error {
-		return routeFn{}.ProcessElement(k, b, m, func(o IVFBlock) { routed[k] = o })
+		return routeFn{}.ProcessElement(k, b, m, func(o IVFBlock) { routed[k] = o }, func(int64) {})
 	})
 	cur := routed
+	byBatch := map[string][]IVFRows{}
 	for r := 0; r < f.opts.Rounds; r++ {
-		own, msgs := split(sendFn{}, cur)
-		jf := &joinRoundFn{Round: r, Rounds: f.opts.Rounds, Mixture: p, Workers: 2}
+		own, msgs := split(&sendFn{Waves: 3}, cur)
+		jf := joinRoundFn{Round: r, Rounds: f.opts.Rounds, Mixture: p, Workers: 2}
 		nxt := map[int64]IVFBlock{}
 		cogroup(own, msgs, func(k int64, b func(*IVFBlock) bool, m func(*JoinMsg) bool) error {
-			return jf.ProcessElement(context.Background(), k, b, m, func(o IVFBlock) { nxt[k] = o })
+			if r == f.opts.Rounds-1 {
+				// The last round sends the items back to their batches.
+				last := &lastRoundFn{joinRoundFn{Round: r, Rounds: f.opts.Rounds, Mixture: p, Workers: 2}}
+				return last.ProcessElement(context.Background(), k, b, m, iterOf([]int64{1}),
+					func(bk string, rs IVFRows) { byBatch[bk] = append(byBatch[bk], rs) }, func(int64) {})
+			}
+			return jf.ProcessElement(context.Background(), k, b, m, iterOf([]int64{1}), func(o IVFBlock) { nxt[blockOf(k)] = o }, func(int64) {})
 		})
-		cur = nxt
+		if r < f.opts.Rounds-1 {
+			cur = nxt
+		}
+	}
+	for k, b := range cur {
+		if got, err := decodeIVFBlock(encodeIVFBlock(b)); err != nil || !reflect.DeepEqual(got, b) {
+			t.Fatalf("block %d after a round: coder round trip differs (err %v)", k, err)
+		}
 	}
 	for key, w := range where {
 		b := cur[w.block]
 		var got mixture.State
 		b.State.Get(&got, w.i)
-		want := states[key]
-		if !reflect.DeepEqual(got, want) {
+		if want := before[key]; !reflect.DeepEqual(got, want) {
 			t.Fatalf("item %d: joined rounds give %+v, one-place rounds %+v", key, got, want)
 		}
 	}
 
-	// Back to input batches: every batch whole, in row order.
-	byBatch := map[string][]IVFRows{}
-	for _, b := range cur {
-		unblockFn{}.ProcessElement(b, func(k string, r IVFRows) { byBatch[k] = append(byBatch[k], r) })
-	}
+	// Back to input batches after the last round: every batch whole, in row
+	// order, with the posteriors (the transition rows are dropped: the
+	// output has no use for them).
 	if len(byBatch) != len(f.batches) {
 		t.Fatalf("%d batches back, want %d", len(byBatch), len(f.batches))
 	}
@@ -288,8 +318,8 @@ func TestJoinRounds(t *testing.T) {
 		for i, key := range got.IDs {
 			var s mixture.State
 			got.State.Get(&s, i)
-			if want := states[key]; !reflect.DeepEqual(s, want) {
-				t.Errorf("batch %s@%d row %d: state differs after rebatching", in.Shard, in.Offset, i)
+			if want := states[key]; !slices.Equal(s.Class, want.Class) || !slices.Equal(s.Pi, want.Pi) {
+				t.Errorf("batch %s@%d row %d: posterior differs after rebatching", in.Shard, in.Offset, i)
 				break
 			}
 		}
@@ -334,7 +364,7 @@ func TestDupCheck(t *testing.T) {
 // nil and empty slices included.
 func TestIVFCoders(t *testing.T) {
 	f := newIVFFixture(t, 300, 64)
-	parts := f.parts(t)
+	parts := f.parts(t, 1)
 	blocks := f.search(t, parts, nil)
 	for k, ps := range parts {
 		for _, p := range ps {
@@ -379,6 +409,33 @@ func TestIVFCoders(t *testing.T) {
 		}
 		if err != nil || !reflect.DeepEqual(got, v) {
 			t.Errorf("%T: err %v; got %+v, want %+v", v, err, got, v)
+		}
+	}
+}
+
+// TestPackedStates: the packed state coder keeps every value at 1-, 2- and
+// 4-byte widths, and rejects truncated input.
+func TestPackedStates(t *testing.T) {
+	for _, c := range []int32{5, 300, 70000} {
+		var ss mixture.States
+		ss.Reset()
+		rng := rand.New(rand.NewPCG(uint64(c), 1))
+		for i := 0; i < 20; i++ {
+			var s mixture.State
+			s.Init([]int32{rng.Int32N(c), rng.Int32N(c)}, int(c), 10, 0.1)
+			ss.Append(&s)
+		}
+		ss.Append(&mixture.State{}) // an empty state
+		var w wire.Writer
+		putStatesPacked(&w, &ss)
+		r := wire.Reader{B: w.B}
+		got, err := getStatesPacked(&r)
+		if err != nil || r.Err() != nil || !reflect.DeepEqual(got, ss) {
+			t.Errorf("C=%d: round trip differs (err %v, %v)", c, err, r.Err())
+		}
+		r = wire.Reader{B: w.B[:len(w.B)/2]}
+		if _, err := getStatesPacked(&r); err == nil && r.Err() == nil {
+			t.Errorf("C=%d: truncated input accepted", c)
 		}
 	}
 }

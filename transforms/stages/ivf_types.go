@@ -1,6 +1,8 @@
 package stages
 
 import (
+	"errors"
+	"fmt"
 	"reflect"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -138,8 +140,8 @@ func encodeIVFBlock(b IVFBlock) []byte {
 	wire.Slice(&w, b.DestKey)
 	wire.Slice(&w, b.DestOff)
 	wire.Slice(&w, b.DestItem)
-	putStates(&w, &b.Init)
-	putStates(&w, &b.State)
+	putStatesPacked(&w, &b.Init)
+	putStatesPacked(&w, &b.State)
 	return w.B
 }
 
@@ -165,8 +167,12 @@ func decodeIVFBlock(p []byte) (IVFBlock, error) {
 	b.DestKey = wire.ReadSlice[int64](&r)
 	b.DestOff = wire.ReadSlice[int32](&r)
 	b.DestItem = wire.ReadSlice[int32](&r)
-	b.Init = getStates(&r)
-	b.State = getStates(&r)
+	var err1, err2 error
+	b.Init, err1 = getStatesPacked(&r)
+	b.State, err2 = getStatesPacked(&r)
+	if err := errors.Join(err1, err2); err != nil {
+		return b, err
+	}
 	return b, r.Err()
 }
 
@@ -182,14 +188,17 @@ func encodeJoinMsg(m JoinMsg) []byte {
 	w := wire.Writer{B: make([]byte, 0, 32+len(m.Keys)*8+len(m.States.Cat)*12)}
 	w.Varint(m.From)
 	wire.Slice(&w, m.Keys)
-	putStates(&w, &m.States)
+	putStatesPacked(&w, &m.States)
 	return w.B
 }
 
 func decodeJoinMsg(b []byte) (JoinMsg, error) {
 	r := wire.Reader{B: b}
 	m := JoinMsg{From: r.Varint(), Keys: wire.ReadSlice[int64](&r)}
-	m.States = getStates(&r)
+	var err error
+	if m.States, err = getStatesPacked(&r); err != nil {
+		return m, err
+	}
 	return m, r.Err()
 }
 
@@ -305,4 +314,41 @@ func decodeIVFRows(b []byte) (IVFRows, error) {
 
 func init() {
 	beam.RegisterCoder(reflect.TypeOf(IVFRows{}), encodeIVFRows, decodeIVFRows)
+}
+
+// IVFProbed is an input batch ready for the waves of the search: features
+// standardised, each item's NProbe nearest partitions (Probe[i*NProbe:]) and
+// the block of its home partition it is searched in.
+type IVFProbed struct {
+	NProbe int
+	Probe  []int32
+	Block  []int32
+	Rows   schemas.Rows
+}
+
+// The rows go last, in schemas' own encoding, so that they are written and
+// read in place.
+func encodeIVFProbed(p IVFProbed) []byte {
+	w := wire.Writer{B: make([]byte, 0, 96+4*(len(p.Probe)+len(p.Block))+8*len(p.Rows.IDs)+4*len(p.Rows.Features)+8*len(p.Rows.Labels))}
+	w.Uvarint(uint64(p.NProbe))
+	wire.Slice(&w, p.Probe)
+	wire.Slice(&w, p.Block)
+	return schemas.AppendRows(w.B, &p.Rows)
+}
+
+func decodeIVFProbed(b []byte) (IVFProbed, error) {
+	r := wire.Reader{B: b}
+	p := IVFProbed{NProbe: int(r.Uvarint())}
+	p.Probe = wire.ReadSlice[int32](&r)
+	p.Block = wire.ReadSlice[int32](&r)
+	if len(r.B) == 0 {
+		return IVFProbed{}, fmt.Errorf("stages: decoding IVFProbed: truncated")
+	}
+	var err error
+	p.Rows, err = schemas.DecodeRows(r.B)
+	return p, err
+}
+
+func init() {
+	beam.RegisterCoder(reflect.TypeOf(IVFProbed{}), encodeIVFProbed, decodeIVFProbed)
 }

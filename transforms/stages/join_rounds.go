@@ -36,7 +36,7 @@ func (requestFn) ProcessElement(b IVFBlock, emitBlock func(int64, IVFBlock), emi
 // asked for (Dest*), in the order of the asking blocks' keys.
 type routeFn struct{}
 
-func (routeFn) ProcessElement(key int64, blocks func(*IVFBlock) bool, msgs func(*JoinMsg) bool, emit func(IVFBlock)) error {
+func (routeFn) ProcessElement(key int64, blocks func(*IVFBlock) bool, msgs func(*JoinMsg) bool, emit func(IVFBlock), done func(int64)) error {
 	b, err := oneBlock(key, blocks)
 	if err != nil {
 		return err
@@ -57,6 +57,7 @@ func (routeFn) ProcessElement(key int64, blocks func(*IVFBlock) bool, msgs func(
 		b.DestOff = append(b.DestOff, int32(len(b.DestItem)))
 	}
 	emit(b)
+	done(int64(b.Len()))
 	return nil
 }
 
@@ -72,10 +73,24 @@ func oneBlock(key int64, blocks func(*IVFBlock) bool) (IVFBlock, error) {
 }
 
 // sendFn keys a block by its own key and sends the states other blocks need
-// this round (one JoinMsg per receiving block).
-type sendFn struct{}
+// this round (one JoinMsg per receiving block). Keys carry the receiving
+// block's wave in their top byte (waveKey).
+type sendFn struct {
+	Waves int
+}
 
-func (sendFn) ProcessElement(b IVFBlock, emitBlock func(int64, IVFBlock), emitMsg func(int64, JoinMsg)) {
+// waveKey prefixes a block key with the wave its partition is joined in.
+func waveKey(block int64, waves int) int64 {
+	return int64((block>>24)%int64(max(waves, 1)))<<56 | block
+}
+
+// blockOf strips waveKey's prefix.
+func blockOf(key int64) int64 { return key & (1<<56 - 1) }
+
+func waveOfBlock(key int64, _ IVFBlock) int { return int(key >> 56) }
+func waveOfMsg(key int64, _ JoinMsg) int    { return int(key >> 56) }
+
+func (f *sendFn) ProcessElement(b IVFBlock, emitBlock func(int64, IVFBlock), emitMsg func(int64, JoinMsg)) {
 	for d, to := range b.DestKey {
 		m := JoinMsg{From: b.Key}
 		m.States.Reset()
@@ -83,9 +98,9 @@ func (sendFn) ProcessElement(b IVFBlock, emitBlock func(int64, IVFBlock), emitMs
 			m.Keys = append(m.Keys, b.Keys[i])
 			m.States.AppendFrom(&b.State, int(i))
 		}
-		emitMsg(to, m)
+		emitMsg(waveKey(to, f.Waves), m)
 	}
-	emitBlock(b.Key, b)
+	emitBlock(waveKey(b.Key, f.Waves), b)
 }
 
 // joinRoundFn runs one round (mixture.Round) for every item of a block, with
@@ -102,10 +117,38 @@ type joinRoundFn struct {
 	once sync.Once
 }
 
-func (f *joinRoundFn) ProcessElement(ctx context.Context, key int64, blocks func(*IVFBlock) bool, msgs func(*JoinMsg) bool, emit func(IVFBlock)) error {
-	b, err := oneBlock(key, blocks)
+func (f *joinRoundFn) ProcessElement(ctx context.Context, key int64, blocks func(*IVFBlock) bool, msgs func(*JoinMsg) bool, _ func(*int64) bool, emit func(IVFBlock), done func(int64)) error {
+	b, err := f.round(blockOf(key), blocks, msgs)
 	if err != nil {
 		return err
+	}
+	emit(b)
+	done(int64(b.Len()))
+	return nil
+}
+
+// lastRoundFn is joinRoundFn for the last round: it sends the items straight
+// back towards their input batches (unblockFn), so the last round's blocks,
+// neighbourhoods and transition rows are never materialised.
+type lastRoundFn struct {
+	joinRoundFn
+}
+
+func (f *lastRoundFn) ProcessElement(ctx context.Context, key int64, blocks func(*IVFBlock) bool, msgs func(*JoinMsg) bool, _ func(*int64) bool, emit func(string, IVFRows), done func(int64)) error {
+	b, err := f.round(blockOf(key), blocks, msgs)
+	if err != nil {
+		return err
+	}
+	unblockFn{}.ProcessElement(b, emit)
+	done(int64(b.Len()))
+	return nil
+}
+
+// round runs the round for the block under key.
+func (f *joinRoundFn) round(key int64, blocks func(*IVFBlock) bool, msgs func(*JoinMsg) bool) (IVFBlock, error) {
+	b, err := oneBlock(key, blocks)
+	if err != nil {
+		return b, err
 	}
 	f.once.Do(func() {
 		if f.Round == f.Rounds-1 || f.Round == 0 {
@@ -124,7 +167,7 @@ func (f *joinRoundFn) ProcessElement(ctx context.Context, key int64, blocks func
 		for i, k := range m.Keys {
 			e := sort.Search(len(b.ExtKeys), func(e int) bool { return b.ExtKeys[e] >= k })
 			if e == len(b.ExtKeys) || b.ExtKeys[e] != k {
-				return fmt.Errorf("stages: ivf block %d round %d: state of %d not asked for", key, f.Round, k)
+				return b, fmt.Errorf("stages: ivf block %d round %d: state of %d not asked for", key, f.Round, k)
 			}
 			ext[e] = loc{int32(len(got)), int32(i)}
 		}
@@ -133,7 +176,7 @@ func (f *joinRoundFn) ProcessElement(ctx context.Context, key int64, blocks func
 	}
 	for e, l := range ext {
 		if l.m < 0 {
-			return fmt.Errorf("stages: ivf block %d round %d: no state for neighbour %d (block %d)", key, f.Round, b.ExtKeys[e], b.ExtHome[e])
+			return b, fmt.Errorf("stages: ivf block %d round %d: no state for neighbour %d (block %d)", key, f.Round, b.ExtKeys[e], b.ExtHome[e])
 		}
 	}
 	n, k := b.Len(), b.K
@@ -200,17 +243,19 @@ func (f *joinRoundFn) ProcessElement(ctx context.Context, key int64, blocks func
 	for i := range out {
 		b.State.Append(&out[i])
 	}
-	emit(b)
-	return nil
+	return b, nil
 }
 
 func init() {
 	register.DoFn3x0[IVFBlock, func(int64, IVFBlock), func(int64, JoinMsg)](&requestFn{})
 	register.DoFn3x0[IVFBlock, func(int64, IVFBlock), func(int64, JoinMsg)](&sendFn{})
+	register.Function2x1(waveOfBlock)
+	register.Function2x1(waveOfMsg)
 	register.Emitter2[int64, IVFBlock]()
 	register.Emitter2[int64, JoinMsg]()
-	register.DoFn4x1[int64, func(*IVFBlock) bool, func(*JoinMsg) bool, func(IVFBlock), error](&routeFn{})
-	register.DoFn5x1[context.Context, int64, func(*IVFBlock) bool, func(*JoinMsg) bool, func(IVFBlock), error](&joinRoundFn{})
+	register.DoFn5x1[int64, func(*IVFBlock) bool, func(*JoinMsg) bool, func(IVFBlock), func(int64), error](&routeFn{})
+	register.DoFn7x1[context.Context, int64, func(*IVFBlock) bool, func(*JoinMsg) bool, func(*int64) bool, func(IVFBlock), func(int64), error](&joinRoundFn{})
+	register.DoFn7x1[context.Context, int64, func(*IVFBlock) bool, func(*JoinMsg) bool, func(*int64) bool, func(string, IVFRows), func(int64), error](&lastRoundFn{})
 	register.Iter1[IVFBlock]()
 	register.Iter1[JoinMsg]()
 }
@@ -219,16 +264,65 @@ func init() {
 // IVFNeighbours), joining to each block, every round, the previous round's
 // states of its neighbours in other blocks by key (CoGroupByKey): a worker
 // holds one block and the states sent to it, never the whole dataset. Which
-// states go where is worked out once, before the first round.
-// Returns PCollection<IVFBlock> with final states.
-func JoinRounds(s beam.Scope, blocks beam.PCollection, rounds, workers int, p mixture.Params) beam.PCollection {
+// states go where is worked out once, before the first round. Each round's
+// join runs in waves (blocks by partition modulo waves, one after the other):
+// an embedded runner holds a join's whole input several times over while it
+// runs, and a wave bounds that to its share (waves <= 1: one join a round).
+// The final states go back to their input batches, in row order.
+// Returns PCollection<Items>, as Rounds does, for Write.
+func JoinRounds(s beam.Scope, blocks beam.PCollection, rounds, workers, waves int, p mixture.Params) beam.PCollection {
 	s = s.Scope("relabel.JoinRounds")
+	waves = max(waves, 1)
+	if rounds <= 0 {
+		return rebatch(s, beam.ParDo(s, &unblockFn{}, blocks))
+	}
 	own, asks := beam.ParDo2(s, &requestFn{}, blocks)
-	blocks = beam.ParDo(s, &routeFn{}, beam.CoGroupByKey(s, own, asks))
+	blocks, token := beam.ParDo2(s, &routeFn{}, beam.CoGroupByKey(s, own, asks))
+	var rows []beam.PCollection
 	for r := 0; r < rounds; r++ {
 		rs := s.Scope(fmt.Sprintf("round%02d", r))
-		own, msgs := beam.ParDo2(rs, &sendFn{}, blocks)
-		blocks = beam.ParDo(rs, &joinRoundFn{Round: r, Rounds: rounds, Mixture: p, Workers: workers}, beam.CoGroupByKey(rs, own, msgs))
+		own, msgs := beam.ParDo2(rs, &sendFn{Waves: waves}, blocks)
+		owns, msgss := []beam.PCollection{own}, []beam.PCollection{msgs}
+		if waves > 1 {
+			owns = beam.Partition(rs, waves, waveOfBlock, own)
+			msgss = beam.Partition(rs, waves, waveOfMsg, msgs)
+		}
+		var outs []beam.PCollection
+		for w := range waves {
+			ws := rs.Scope(fmt.Sprintf("wave%02d", w))
+			in := beam.CoGroupByKey(ws, owns[w], msgss[w])
+			var out beam.PCollection
+			if r == rounds-1 {
+				last := &lastRoundFn{joinRoundFn{Round: r, Rounds: rounds, Mixture: p, Workers: workers}}
+				out, token = beam.ParDo2(ws, last, in, beam.SideInput{Input: token})
+				rows = append(rows, out)
+			} else {
+				jf := &joinRoundFn{Round: r, Rounds: rounds, Mixture: p, Workers: workers}
+				out, token = beam.ParDo2(ws, jf, in, beam.SideInput{Input: token})
+				outs = append(outs, out)
+			}
+		}
+		if r < rounds-1 {
+			blocks = outs[0]
+			if waves > 1 {
+				blocks = beam.Flatten(rs, outs...)
+			}
+		}
 	}
-	return blocks
+	all := rows[0]
+	if len(rows) > 1 {
+		all = beam.Flatten(s, rows...)
+	}
+	return rebatch(s, all)
+}
+
+// RoundWaves is how many waves JoinRounds needs for rows items so that one
+// wave's join input (blocks and the states sent to them) stays under about
+// DefaultWaveBytes, with states at their largest (c0 classes, rows of
+// maxEntries entries, Params.WithDefaults) and k neighbours.
+func RoundWaves(rows int64, k int, p mixture.Params) int {
+	p = p.WithDefaults()
+	state := int64(p.C0) * int64(16+8*p.MaxRowEntries)
+	perRow := 64 + 12*int64(k) + 2*state
+	return int(max(1, (max(rows, 1)*perRow+DefaultWaveBytes-1)/DefaultWaveBytes))
 }

@@ -1,0 +1,51 @@
+package pipelines_test
+
+import (
+	"context"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"testing"
+	"time"
+
+	"github.com/relabel/relabel/pipelines"
+)
+
+func TestTmpProf(t *testing.T) {
+	in := os.Getenv("PROF_IN")
+	if in == "" {
+		return
+	}
+	e := pipelines.DefaultEngine()
+	e.Rounds, e.Mixture.L = 2, 50
+	cfg := pipelines.Config{Input: in, Output: t.TempDir(), Engine: e, Neighbours: os.Getenv("PROF_MODE")}
+	var peak uint64
+	done := make(chan bool)
+	go func() {
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			if ms.HeapInuse > 3200<<20 && peak < 3200<<20 && os.Getenv("PROF_OUT") != "" {
+				f, _ := os.Create(os.Getenv("PROF_OUT"))
+				pprof.Lookup("heap").WriteTo(f, 0)
+				f.Close()
+			}
+			peak = max(peak, ms.HeapInuse)
+			if os.Getenv("PROF_TRACE") != "" {
+				println("HEAP", time.Now().Format("15:04:05.0"), ms.HeapInuse>>20)
+			}
+		}
+	}()
+	t0 := time.Now()
+	_, err := pipelines.Run(context.Background(), cfg, ivfExec)
+	close(done)
+	if err != nil {
+		t.Fatal(err)
+	}
+	println("PEAK", peak>>20, "MiB", time.Since(t0).String())
+}
