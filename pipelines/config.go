@@ -39,6 +39,10 @@ type Config struct {
 	Neighbours string
 	// Partitions and NProbe configure ivf mode (0: transforms/ivf's defaults).
 	Partitions, NProbe int
+	// WaveMiB bounds what one wave of ivf mode's search and rounds shuffles
+	// (stages.DefaultWaveBytes): 0 is the default, for the embedded runner;
+	// negative means no waves, for distributed runners.
+	WaveMiB int
 }
 
 // Validate checks what can be checked before reading anything.

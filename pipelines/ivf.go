@@ -84,6 +84,14 @@ func buildIVF(s beam.Scope, plan *Plan, rows beam.PCollection) beam.PCollection 
 		Search:      stages.IVFSearchParams{K: e.K, Metric: e.Metric, Options: e, Device: plan.Config.Device},
 		IDColumn:    plan.Read.Columns.WithDefaults().ID,
 		D:           plan.Read.D,
+		WaveBytes:   waveBytes(plan.Config.WaveMiB),
 	})
-	return stages.JoinRounds(s, blocks, e.Rounds, e.Workers, stages.RoundWaves(plan.Rows, e.K, e.Mixture), e.Mixture)
+	return stages.JoinRounds(s, blocks, e.Rounds, e.Workers, stages.RoundWaves(plan.Rows, e.K, e.Mixture, waveBytes(plan.Config.WaveMiB)), e.Mixture)
+}
+
+func waveBytes(mib int) int64 {
+	if mib < 0 {
+		return -1
+	}
+	return int64(mib) << 20
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"strconv"
 	"testing"
 	"time"
 
@@ -19,6 +20,9 @@ func TestTmpProf(t *testing.T) {
 	e := pipelines.DefaultEngine()
 	e.Rounds, e.Mixture.L = 2, 50
 	cfg := pipelines.Config{Input: in, Output: t.TempDir(), Engine: e, Neighbours: os.Getenv("PROF_MODE")}
+	if w := os.Getenv("PROF_WAVE"); w != "" {
+		cfg.WaveMiB, _ = strconv.Atoi(w)
+	}
 	var peak uint64
 	done := make(chan bool)
 	go func() {
@@ -42,6 +46,11 @@ func TestTmpProf(t *testing.T) {
 		}
 	}()
 	t0 := time.Now()
+	if f := os.Getenv("PROF_CPU"); f != "" {
+		w, _ := os.Create(f)
+		pprof.StartCPUProfile(w)
+		defer pprof.StopCPUProfile()
+	}
 	_, err := pipelines.Run(context.Background(), cfg, ivfExec)
 	close(done)
 	if err != nil {

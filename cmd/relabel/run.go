@@ -58,6 +58,7 @@ func newRunFlags(stderr io.Writer) *runFlags {
 	fs.StringVar(&c.Neighbours, "neighbours", "auto", "where neighbours are searched: exact (all items), sample (--candidates subset), ivf (k-means partitions, for large inputs) or auto (by size)")
 	fs.IntVar(&c.Partitions, "partitions", 0, "ivf: k-means partitions (default rows/500)")
 	fs.IntVar(&c.NProbe, "nprobe", 0, "ivf: partitions each item is stored in (default 8)")
+	fs.IntVar(&c.WaveMiB, "wave-mib", 0, "ivf: MiB one wave of the search or of a round shuffles (default 128 on the embedded runner, no waves elsewhere; -1: no waves)")
 	fs.StringVar(&f.weights, "weights", d.Weighting.String(), "neighbour weights: llc (locality-constrained linear coding), uniform, or blend (their average)")
 	fs.Float64Var(&e.LLC.Lambda, "llc-lambda", 0, "LLC locality adaptor weight (0 = the paper's plain LLC)")
 	fs.Float64Var(&e.LLC.Sigma, "llc-sigma", 1, "LLC locality adaptor scale")
@@ -153,6 +154,9 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	if err := ro.Validate(); err != nil {
 		return usageError{err}
+	}
+	if !flagSet(f.fs, "wave-mib") && ro.Runner != runners.Prism {
+		f.cfg.WaveMiB = -1 // waves bound the embedded runner's memory; elsewhere they only add stages
 	}
 	// relabel commits the output after the job: Beam's --async would return
 	// before there is anything to commit.

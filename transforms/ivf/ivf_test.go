@@ -188,7 +188,7 @@ func TestBlockSpread(t *testing.T) {
 
 func TestParams(t *testing.T) {
 	p := ivf.Params{Seed: 1}.WithDefaults(1_000_000)
-	if p.Partitions != 2000 || p.NProbe != ivf.DefaultNProbe || p.Sample != 128000 {
+	if p.Partitions != 2000 || p.NProbe != ivf.DefaultNProbe || p.Sample != ivf.MaxSample {
 		t.Errorf("defaults at 1M rows: %+v", p)
 	}
 	p = ivf.Params{Partitions: 50, NProbe: 100}.WithDefaults(30)

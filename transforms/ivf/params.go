@@ -27,7 +27,7 @@ const (
 	// all the partition's stored items, so no key is hot.
 	DefaultBlockRows = 4096
 	// MaxSample caps the k-means sample (rows).
-	MaxSample = 1 << 18
+	MaxSample = 1 << 16
 )
 
 // Params configures the partitioning.

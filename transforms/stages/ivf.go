@@ -25,17 +25,29 @@ type IVFParams struct {
 	IDColumn string
 	// D is the feature dimension, for sizing the waves. Optional.
 	D int
-	// Waves is the number of waves the partitions are searched in.
-	// Optional, default: one per DefaultWaveBytes of item copies (by Rows,
-	// D and NProbe).
-	Waves int
+	// WaveBytes bounds the item copies one wave of the search shuffles
+	// (Waves). Optional: 0 means DefaultWaveBytes, negative means one wave.
+	WaveBytes int64
 }
 
-// DefaultWaveBytes bounds the item copies (features and keys) one wave of the
-// search shuffles. Prism keeps a shuffle's input in memory several times over
-// while it runs (the producing bundle's output buffer, the stored elements,
-// the consuming bundle's input), so this bounds the search's memory on the
-// embedded runner; on a distributed runner, fewer waves mean fewer stages.
+// Waves is how many waves of at most waveBytes (0: DefaultWaveBytes;
+// negative: no bound) a shuffle of total bytes takes.
+func Waves(total, waveBytes int64) int {
+	switch {
+	case waveBytes < 0:
+		return 1
+	case waveBytes == 0:
+		waveBytes = DefaultWaveBytes
+	}
+	return int(max(1, (total+waveBytes-1)/waveBytes))
+}
+
+// DefaultWaveBytes bounds what one wave of the search or of a round
+// shuffles. Prism keeps a shuffle's input in memory several times over while
+// it runs (the producing bundle's output buffer, the stored elements, the
+// consuming bundle's input, the SDK's copy), so waves bound the memory of
+// those steps on the embedded runner. On a distributed runner a wave is one
+// more stage to schedule, and memory is spread over workers: no waves there.
 const DefaultWaveBytes = 128 << 20
 
 // dupBucketRows is the mean number of keys per duplicate-check bucket.
@@ -87,11 +99,7 @@ func IVFNeighbours(s beam.Scope, rows beam.PCollection, p IVFParams) beam.PColle
 	// (Prism: a few times over), so the partitions are searched in waves of
 	// about WaveBytes of copies, one after the other: the next wave's copies
 	// are made once the previous wave's search is done.
-	waves := p.Waves
-	if waves <= 0 {
-		copyBytes := max(p.Rows, 1) * int64(np) * int64(4*max(p.D, 1)+24)
-		waves = int(max(1, (copyBytes+DefaultWaveBytes-1)/DefaultWaveBytes))
-	}
+	waves := Waves(max(p.Rows, 1)*int64(np)*int64(4*max(p.D, 1)+24), p.WaveBytes)
 	token := beam.ParDo(s, &modelTokenFn{}, model)
 	var all []beam.PCollection
 	for w := 0; w < waves; w++ {

@@ -250,41 +250,50 @@ func TestJoinRounds(t *testing.T) {
 			}
 		}
 	}
-	split := func(fn interface {
-		ProcessElement(IVFBlock, func(int64, IVFBlock), func(int64, JoinMsg))
-	}, bs map[int64]IVFBlock) ([]kv[IVFBlock], []kv[JoinMsg]) {
-		var own []kv[IVFBlock]
-		var msgs []kv[JoinMsg]
-		for _, b := range bs {
-			fn.ProcessElement(b, func(k int64, b IVFBlock) { own = append(own, kv[IVFBlock]{k, b}) },
-				func(k int64, m JoinMsg) { msgs = append(msgs, kv[JoinMsg]{k, m}) })
-		}
-		return own, msgs
+	var own []kv[IVFBlock]
+	var msgs []kv[JoinMsg]
+	emitOwn := func(k int64, b IVFBlock) { own = append(own, kv[IVFBlock]{k, b}) }
+	emitMsg := func(k int64, m JoinMsg) { msgs = append(msgs, kv[JoinMsg]{k, m}) }
+	for _, b := range blocks {
+		requestFn{}.ProcessElement(b, emitOwn, emitMsg)
 	}
-	own, msgs := split(requestFn{}, blocks)
-	routed := map[int64]IVFBlock{}
-	cogroup(own, msgs, func(k int64, b func(*IVFBlock) bool, m func(*JoinMsg) bool) error {
-		return routeFn{}.ProcessElement(k, b, m, func(o IVFBlock) { routed[k] = o }, func(int64) {})
+	const waves = 3
+	// Every producer keys its blocks and messages for the next round's wave.
+	checkWaves := func(r int) {
+		for _, o := range own {
+			if int(o.k>>56) != int(blockOf(o.k)>>24)%waves {
+				t.Fatalf("round %d: block %d keyed for wave %d", r, blockOf(o.k), o.k>>56)
+			}
+		}
+	}
+	in, inMsgs := own, msgs
+	own, msgs = nil, nil
+	cogroup(in, inMsgs, func(k int64, b func(*IVFBlock) bool, m func(*JoinMsg) bool) error {
+		return (&routeFn{Waves: waves}).ProcessElement(k, b, m, emitOwn, emitMsg, func(int64) {})
 	})
-	cur := routed
+	cur := map[int64]IVFBlock{}
 	byBatch := map[string][]IVFRows{}
 	for r := 0; r < f.opts.Rounds; r++ {
-		own, msgs := split(&sendFn{Waves: 3}, cur)
-		jf := joinRoundFn{Round: r, Rounds: f.opts.Rounds, Mixture: p, Workers: 2}
-		nxt := map[int64]IVFBlock{}
-		cogroup(own, msgs, func(k int64, b func(*IVFBlock) bool, m func(*JoinMsg) bool) error {
+		checkWaves(r)
+		in, inMsgs := own, msgs
+		own, msgs = nil, nil
+		cur = map[int64]IVFBlock{}
+		for _, o := range in {
+			cur[blockOf(o.k)] = o.v
+		}
+		jf := joinRoundFn{Round: r, Rounds: f.opts.Rounds, Mixture: p, Workers: 2, Waves: waves}
+		cogroup(in, inMsgs, func(k int64, b func(*IVFBlock) bool, m func(*JoinMsg) bool) error {
 			if r == f.opts.Rounds-1 {
 				// The last round sends the items back to their batches.
 				last := &lastRoundFn{joinRoundFn{Round: r, Rounds: f.opts.Rounds, Mixture: p, Workers: 2}}
 				return last.ProcessElement(context.Background(), k, b, m, iterOf([]int64{1}),
 					func(bk string, rs IVFRows) { byBatch[bk] = append(byBatch[bk], rs) }, func(int64) {})
 			}
-			return jf.ProcessElement(context.Background(), k, b, m, iterOf([]int64{1}), func(o IVFBlock) { nxt[blockOf(k)] = o }, func(int64) {})
+			return jf.ProcessElement(context.Background(), k, b, m, iterOf([]int64{1}), emitOwn, emitMsg, func(int64) {})
 		})
-		if r < f.opts.Rounds-1 {
-			cur = nxt
-		}
 	}
+	// cur holds the blocks the last round started from: after all rounds
+	// but the last.
 	for k, b := range cur {
 		if got, err := decodeIVFBlock(encodeIVFBlock(b)); err != nil || !reflect.DeepEqual(got, b) {
 			t.Fatalf("block %d after a round: coder round trip differs (err %v)", k, err)

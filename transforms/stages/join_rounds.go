@@ -34,9 +34,11 @@ func (requestFn) ProcessElement(b IVFBlock, emitBlock func(int64, IVFBlock), emi
 
 // routeFn records in each block which of its items' states every other block
 // asked for (Dest*), in the order of the asking blocks' keys.
-type routeFn struct{}
+type routeFn struct {
+	Waves int
+}
 
-func (routeFn) ProcessElement(key int64, blocks func(*IVFBlock) bool, msgs func(*JoinMsg) bool, emit func(IVFBlock), done func(int64)) error {
+func (f *routeFn) ProcessElement(key int64, blocks func(*IVFBlock) bool, msgs func(*JoinMsg) bool, emitBlock func(int64, IVFBlock), emitMsg func(int64, JoinMsg), done func(int64)) error {
 	b, err := oneBlock(key, blocks)
 	if err != nil {
 		return err
@@ -56,7 +58,7 @@ func (routeFn) ProcessElement(key int64, blocks func(*IVFBlock) bool, msgs func(
 		}
 		b.DestOff = append(b.DestOff, int32(len(b.DestItem)))
 	}
-	emit(b)
+	send(&b, f.Waves, emitBlock, emitMsg)
 	done(int64(b.Len()))
 	return nil
 }
@@ -72,11 +74,22 @@ func oneBlock(key int64, blocks func(*IVFBlock) bool) (IVFBlock, error) {
 	return b, nil
 }
 
-// sendFn keys a block by its own key and sends the states other blocks need
-// this round (one JoinMsg per receiving block). Keys carry the receiving
-// block's wave in their top byte (waveKey).
-type sendFn struct {
-	Waves int
+// send keys a block by its own key and sends the states other blocks need
+// next round (one JoinMsg per receiving block). Keys carry the receiving
+// block's wave in their top byte (waveKey). It runs in the stage that made
+// the states (routeFn, joinRoundFn), one wave at a time, so no stage holds
+// a whole round's output at once.
+func send(b *IVFBlock, waves int, emitBlock func(int64, IVFBlock), emitMsg func(int64, JoinMsg)) {
+	for d, to := range b.DestKey {
+		m := JoinMsg{From: b.Key}
+		m.States.Reset()
+		for _, i := range b.DestItem[b.DestOff[d]:b.DestOff[d+1]] {
+			m.Keys = append(m.Keys, b.Keys[i])
+			m.States.AppendFrom(&b.State, int(i))
+		}
+		emitMsg(waveKey(to, waves), m)
+	}
+	emitBlock(waveKey(b.Key, waves), *b)
 }
 
 // waveKey prefixes a block key with the wave its partition is joined in.
@@ -90,19 +103,6 @@ func blockOf(key int64) int64 { return key & (1<<56 - 1) }
 func waveOfBlock(key int64, _ IVFBlock) int { return int(key >> 56) }
 func waveOfMsg(key int64, _ JoinMsg) int    { return int(key >> 56) }
 
-func (f *sendFn) ProcessElement(b IVFBlock, emitBlock func(int64, IVFBlock), emitMsg func(int64, JoinMsg)) {
-	for d, to := range b.DestKey {
-		m := JoinMsg{From: b.Key}
-		m.States.Reset()
-		for _, i := range b.DestItem[b.DestOff[d]:b.DestOff[d+1]] {
-			m.Keys = append(m.Keys, b.Keys[i])
-			m.States.AppendFrom(&b.State, int(i))
-		}
-		emitMsg(waveKey(to, f.Waves), m)
-	}
-	emitBlock(waveKey(b.Key, f.Waves), b)
-}
-
 // joinRoundFn runs one round (mixture.Round) for every item of a block, with
 // its neighbours' states of the previous round: local ones from the block,
 // external ones from the messages joined to it by key. Items run on all
@@ -112,17 +112,19 @@ type joinRoundFn struct {
 	Rounds  int
 	Mixture mixture.Params
 	Workers int
+	// Waves is the next round's wave count, for send.
+	Waves int
 
 	pool sync.Pool
 	once sync.Once
 }
 
-func (f *joinRoundFn) ProcessElement(ctx context.Context, key int64, blocks func(*IVFBlock) bool, msgs func(*JoinMsg) bool, _ func(*int64) bool, emit func(IVFBlock), done func(int64)) error {
+func (f *joinRoundFn) ProcessElement(ctx context.Context, key int64, blocks func(*IVFBlock) bool, msgs func(*JoinMsg) bool, _ func(*int64) bool, emitBlock func(int64, IVFBlock), emitMsg func(int64, JoinMsg), done func(int64)) error {
 	b, err := f.round(blockOf(key), blocks, msgs)
 	if err != nil {
 		return err
 	}
-	emit(b)
+	send(&b, f.Waves, emitBlock, emitMsg)
 	done(int64(b.Len()))
 	return nil
 }
@@ -248,13 +250,12 @@ func (f *joinRoundFn) round(key int64, blocks func(*IVFBlock) bool, msgs func(*J
 
 func init() {
 	register.DoFn3x0[IVFBlock, func(int64, IVFBlock), func(int64, JoinMsg)](&requestFn{})
-	register.DoFn3x0[IVFBlock, func(int64, IVFBlock), func(int64, JoinMsg)](&sendFn{})
 	register.Function2x1(waveOfBlock)
 	register.Function2x1(waveOfMsg)
 	register.Emitter2[int64, IVFBlock]()
 	register.Emitter2[int64, JoinMsg]()
-	register.DoFn5x1[int64, func(*IVFBlock) bool, func(*JoinMsg) bool, func(IVFBlock), func(int64), error](&routeFn{})
-	register.DoFn7x1[context.Context, int64, func(*IVFBlock) bool, func(*JoinMsg) bool, func(*int64) bool, func(IVFBlock), func(int64), error](&joinRoundFn{})
+	register.DoFn6x1[int64, func(*IVFBlock) bool, func(*JoinMsg) bool, func(int64, IVFBlock), func(int64, JoinMsg), func(int64), error](&routeFn{})
+	register.DoFn8x1[context.Context, int64, func(*IVFBlock) bool, func(*JoinMsg) bool, func(*int64) bool, func(int64, IVFBlock), func(int64, JoinMsg), func(int64), error](&joinRoundFn{})
 	register.DoFn7x1[context.Context, int64, func(*IVFBlock) bool, func(*JoinMsg) bool, func(*int64) bool, func(string, IVFRows), func(int64), error](&lastRoundFn{})
 	register.Iter1[IVFBlock]()
 	register.Iter1[JoinMsg]()
@@ -277,52 +278,60 @@ func JoinRounds(s beam.Scope, blocks beam.PCollection, rounds, workers, waves in
 		return rebatch(s, beam.ParDo(s, &unblockFn{}, blocks))
 	}
 	own, asks := beam.ParDo2(s, &requestFn{}, blocks)
-	blocks, token := beam.ParDo2(s, &routeFn{}, beam.CoGroupByKey(s, own, asks))
+	// Every stage that makes states keys them for the next round and splits
+	// them by wave; each wave's join gathers its piece from every producer.
+	split := func(s beam.Scope, own, msgs beam.PCollection) ([]beam.PCollection, []beam.PCollection) {
+		if waves == 1 {
+			return []beam.PCollection{own}, []beam.PCollection{msgs}
+		}
+		return beam.Partition(s, waves, waveOfBlock, own), beam.Partition(s, waves, waveOfMsg, msgs)
+	}
+	routed, msgs, token := beam.ParDo3(s, &routeFn{Waves: waves}, beam.CoGroupByKey(s, own, asks))
+	o, m := split(s, routed, msgs)
+	owns, msgss := [][]beam.PCollection{o}, [][]beam.PCollection{m} // [producer][wave]
 	var rows []beam.PCollection
 	for r := 0; r < rounds; r++ {
 		rs := s.Scope(fmt.Sprintf("round%02d", r))
-		own, msgs := beam.ParDo2(rs, &sendFn{Waves: waves}, blocks)
-		owns, msgss := []beam.PCollection{own}, []beam.PCollection{msgs}
-		if waves > 1 {
-			owns = beam.Partition(rs, waves, waveOfBlock, own)
-			msgss = beam.Partition(rs, waves, waveOfMsg, msgs)
-		}
-		var outs []beam.PCollection
+		var nextOwns, nextMsgss [][]beam.PCollection
 		for w := range waves {
 			ws := rs.Scope(fmt.Sprintf("wave%02d", w))
-			in := beam.CoGroupByKey(ws, owns[w], msgss[w])
-			var out beam.PCollection
+			var ow, mw []beam.PCollection
+			for p := range owns {
+				ow, mw = append(ow, owns[p][w]), append(mw, msgss[p][w])
+			}
+			in := beam.CoGroupByKey(ws, flatten(ws, ow), flatten(ws, mw))
 			if r == rounds-1 {
 				last := &lastRoundFn{joinRoundFn{Round: r, Rounds: rounds, Mixture: p, Workers: workers}}
+				var out beam.PCollection
 				out, token = beam.ParDo2(ws, last, in, beam.SideInput{Input: token})
 				rows = append(rows, out)
-			} else {
-				jf := &joinRoundFn{Round: r, Rounds: rounds, Mixture: p, Workers: workers}
-				out, token = beam.ParDo2(ws, jf, in, beam.SideInput{Input: token})
-				outs = append(outs, out)
+				continue
 			}
+			jf := &joinRoundFn{Round: r, Rounds: rounds, Mixture: p, Workers: workers, Waves: waves}
+			var ob, om beam.PCollection
+			ob, om, token = beam.ParDo3(ws, jf, in, beam.SideInput{Input: token})
+			o, m := split(ws, ob, om)
+			nextOwns, nextMsgss = append(nextOwns, o), append(nextMsgss, m)
 		}
-		if r < rounds-1 {
-			blocks = outs[0]
-			if waves > 1 {
-				blocks = beam.Flatten(rs, outs...)
-			}
-		}
+		owns, msgss = nextOwns, nextMsgss
 	}
-	all := rows[0]
-	if len(rows) > 1 {
-		all = beam.Flatten(s, rows...)
+	return rebatch(s, flatten(s, rows))
+}
+
+func flatten(s beam.Scope, cols []beam.PCollection) beam.PCollection {
+	if len(cols) == 1 {
+		return cols[0]
 	}
-	return rebatch(s, all)
+	return beam.Flatten(s, cols...)
 }
 
 // RoundWaves is how many waves JoinRounds needs for rows items so that one
 // wave's join input (blocks and the states sent to them) stays under about
-// DefaultWaveBytes, with states at their largest (c0 classes, rows of
-// maxEntries entries, Params.WithDefaults) and k neighbours.
-func RoundWaves(rows int64, k int, p mixture.Params) int {
+// waveBytes (as Waves takes it), with states at their largest (c0 classes,
+// rows of maxEntries entries, Params.WithDefaults) and k neighbours.
+func RoundWaves(rows int64, k int, p mixture.Params, waveBytes int64) int {
 	p = p.WithDefaults()
-	state := int64(p.C0) * int64(16+8*p.MaxRowEntries)
+	state := int64(p.C0) * int64(12+5*p.MaxRowEntries) // packed: ivf_states.go
 	perRow := 64 + 12*int64(k) + 2*state
-	return int(max(1, (max(rows, 1)*perRow+DefaultWaveBytes-1)/DefaultWaveBytes))
+	return Waves(max(rows, 1)*perRow, waveBytes)
 }

@@ -1,0 +1,96 @@
+package harness
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/relabel/relabel/pipelines"
+	"github.com/relabel/relabel/transforms/engine"
+	"github.com/relabel/relabel/transforms/mixture"
+)
+
+// SweepCommand is the command docs/QUALITY.md says reproduces its sweep.
+const SweepCommand = "go test ./transforms/evaluate/harness -sweep -run '^TestSweep$' -timeout 4h -v"
+
+// sweepVariants are the one-at-a-time departures from pipelines.DefaultEngine
+// that docs/QUALITY.md records: every knob issue 4 names (K, mu, gamma,
+// rounds, L, N, C0, EM variant, standardisation) and the method extensions
+// (neighbour weights, annotation weight), each moved to both sides of its
+// default where it has two.
+func sweepVariants() []Variant {
+	vs := []Variant{{"default", pipelines.DefaultEngine()}}
+	add := func(name string, change func(*engine.Options)) {
+		o := pipelines.DefaultEngine()
+		change(&o)
+		vs = append(vs, Variant{name, o})
+	}
+	add("k=5", func(o *engine.Options) { o.K = 5 })
+	add("k=20", func(o *engine.Options) { o.K = 20 })
+	add("mu=0.3", func(o *engine.Options) { o.Mixture.Mu = 0.3 })
+	add("mu=0.7", func(o *engine.Options) { o.Mixture.Mu = 0.7 })
+	add("gamma=0.95 (paper)", func(o *engine.Options) { o.Mixture.Gamma = 0.95 })
+	add("gamma=0 (authors' code)", func(o *engine.Options) { o.Mixture.Gamma = 0 })
+	add("rounds=3", func(o *engine.Options) { o.Rounds = 3 })
+	add("rounds=20", func(o *engine.Options) { o.Rounds = 20 })
+	add("l=100", func(o *engine.Options) { o.Mixture.L = 100 })
+	add("n=29 (default 2 c0 - 1)", func(o *engine.Options) { o.Mixture.N = 29 })
+	add("c0=5", func(o *engine.Options) { o.Mixture.C0 = 5 })
+	add("em=authors", func(o *engine.Options) { o.Mixture.Variant = mixture.Code })
+	add("standardise=false", func(o *engine.Options) { o.Standardise = false })
+	add("weights=llc (paper)", func(o *engine.Options) { o.Weighting = engine.LLC })
+	add("weights=uniform", func(o *engine.Options) { o.Weighting = engine.Uniform })
+	add("annotation-weight=0 (paper)", func(o *engine.Options) { o.Mixture.AnnotationWeight = 0 })
+	return vs
+}
+
+// TestSweep runs sweepVariants over the dev grid without its two largest
+// datasets (letter and fashion_mnist_pca50 cost most of the grid's time; the
+// chosen defaults are then checked on them by TestQuality), and prints one
+// line per variant. -sweep.only runs the variants whose names contain one of
+// its comma-separated words.
+func TestSweep(t *testing.T) {
+	if !*sweep {
+		t.Skip("the parameter sweep runs with -sweep (it takes long; see docs/QUALITY.md)")
+	}
+	needData(t)
+	cells, err := DevGrid(*dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cells = Without(cells, "letter", "fashion_mnist_pca50")
+	vs := sweepVariants()
+	if *sweepOnly != "" {
+		var keep []Variant
+		for _, v := range vs {
+			for _, w := range strings.Split(*sweepOnly, ",") {
+				if strings.Contains(v.Name, w) {
+					keep = append(keep, v)
+					break
+				}
+			}
+		}
+		vs = keep
+	}
+	rs, err := Sweep(testWriter{t}, cells, vs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != len(vs) {
+		t.Fatalf("%d results for %d variants", len(rs), len(vs))
+	}
+	// Per-cell detail, for reading which datasets a variant wins or loses on.
+	for _, vr := range rs {
+		var b strings.Builder
+		fmt.Fprintf(&b, "%s:", vr.Variant.Name)
+		for _, r := range vr.Results {
+			if !r.Report.CleanedAccuracy.Valid() {
+				t.Errorf("%s %s: no cleaned accuracy", vr.Variant.Name, r.Cell.Name())
+			}
+			fmt.Fprintf(&b, " %s %.4f", r.Cell.Name(), r.Cleaned())
+		}
+		t.Log(b.String())
+	}
+	fmt.Fprintln(os.Stderr, "sweep: done")
+}
