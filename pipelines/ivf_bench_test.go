@@ -82,11 +82,23 @@ func phases(stderr []byte, markers ...string) map[string]time.Time {
 // the cost model: docs/perf/scale.md. Run with -benchtime 1x.
 func BenchmarkScale(b *testing.B) {
 	bin := buildRelabel(b)
+	walls := map[int64]time.Duration{} // the last run's wall time per row count
+	var sizes []int64
+	defer func() {
+		// Cost against rows: the ratio of each size's wall time to the
+		// smallest's, next to the ratio of rows (1 = linear).
+		for _, n := range sizes[min(1, len(sizes)):] {
+			if walls[sizes[0]] > 0 && walls[n] > 0 {
+				b.Logf("rows %d / %d = %.1fx: wall %.2fx", n, sizes[0], float64(n)/float64(sizes[0]), walls[n].Seconds()/walls[sizes[0]].Seconds())
+			}
+		}
+	}()
 	for _, s := range strings.Split(*scaleRows, ",") {
 		n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
 		if err != nil {
 			b.Fatalf("-scale.rows: %v", err)
 		}
+		sizes = append(sizes, n)
 		b.Run(fmt.Sprintf("rows=%d", n), func(b *testing.B) {
 			data := filepath.Join(*scaleData, fmt.Sprintf("synth-%d-d64-c20-seed1", n))
 			if _, err := os.Stat(filepath.Join(data, "truth.i32")); err != nil {
@@ -113,6 +125,7 @@ func BenchmarkScale(b *testing.B) {
 					b.Fatalf("relabel run: %v\n%s", err, tail)
 				}
 				wall := time.Since(t0)
+				walls[n] = wall
 				rss := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss // KiB on Linux
 				b.ReportMetric(wall.Seconds(), "wall-s")
 				b.ReportMetric(float64(rss)/1024, "peak-RSS-MiB")
