@@ -18,7 +18,7 @@ import (
 
 var (
 	scaleRows   = flag.String("scale.rows", "100000,300000,1000000", "BenchmarkScale: comma-separated row counts")
-	scaleRounds = flag.Int("scale.rounds", 2, "BenchmarkScale: relabelling rounds (the CLI default is 10)")
+	scaleRounds = flag.Int("scale.rounds", 10, "BenchmarkScale: relabelling rounds (the CLI default, 10: with the default momentum fewer rounds change few labels)")
 	scaleL      = flag.Int("scale.l", 50, "BenchmarkScale: count vectors per item per round (the CLI default is 250)")
 	scaleMode   = flag.String("scale.neighbours", "ivf", "BenchmarkScale: --neighbours")
 	scaleLimit  = flag.String("scale.gomemlimit", "", "BenchmarkScale: GOMEMLIMIT of the relabel run (e.g. 6GiB; empty: unset)")
@@ -75,11 +75,11 @@ func phases(stderr []byte, markers ...string) map[string]time.Time {
 // BenchmarkScale relabels generated data (relabel synth: d = 64, C = 20, 30%
 // symmetric noise, 16 shards) of each -scale.rows with relabel run on the
 // embedded Prism runner, in a child process so that its peak RSS is its own,
-// and reports wall time, peak RSS, rows/s and the cleaned accuracy. Fewer
-// rounds and samples than the CLI defaults by default (-scale.rounds,
-// -scale.l): rounds cost the same per row at any size, so they say nothing
-// about scaling and dominate the wall time on a small machine. Results and
-// the cost model: docs/perf/scale.md. Run with -benchtime 1x.
+// and reports wall time, peak RSS, rows/s and the cleaned accuracy. The CLI's
+// defaults but fewer count vectors per round (-scale.l 50 against 250): L
+// scales the EM's cost per item, the same at any row count, so it says
+// nothing about scaling and would dominate the wall time on a small machine.
+// Results and the cost model: docs/perf/scale.md. Run with -benchtime 1x.
 func BenchmarkScale(b *testing.B) {
 	bin := buildRelabel(b)
 	walls := map[int64]time.Duration{} // the last run's wall time per row count
@@ -126,7 +126,10 @@ func BenchmarkScale(b *testing.B) {
 				}
 				wall := time.Since(t0)
 				walls[n] = wall
-				rss := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss // KiB on Linux
+				ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+				rss := ru.Maxrss // KiB on Linux
+				cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+				b.ReportMetric(cpu.Seconds(), "cpu-s")
 				b.ReportMetric(wall.Seconds(), "wall-s")
 				b.ReportMetric(float64(rss)/1024, "peak-RSS-MiB")
 				b.ReportMetric(float64(n)/wall.Seconds(), "rows/s")

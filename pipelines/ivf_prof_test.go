@@ -19,6 +19,14 @@ func TestTmpProf(t *testing.T) {
 	}
 	e := pipelines.DefaultEngine()
 	e.Rounds, e.Mixture.L = 2, 50
+	if r := os.Getenv("PROF_ROUNDS"); r != "" {
+		e.Rounds, _ = strconv.Atoi(r)
+	}
+	at := uint64(3200)
+	if a := os.Getenv("PROF_AT"); a != "" {
+		v, _ := strconv.Atoi(a)
+		at = uint64(v)
+	}
 	cfg := pipelines.Config{Input: in, Output: t.TempDir(), Engine: e, Neighbours: os.Getenv("PROF_MODE")}
 	if w := os.Getenv("PROF_WAVE"); w != "" {
 		cfg.WaveMiB, _ = strconv.Atoi(w)
@@ -34,7 +42,7 @@ func TestTmpProf(t *testing.T) {
 			}
 			var ms runtime.MemStats
 			runtime.ReadMemStats(&ms)
-			if ms.HeapInuse > 3200<<20 && peak < 3200<<20 && os.Getenv("PROF_OUT") != "" {
+			if ms.HeapInuse > at<<20 && peak < at<<20 && os.Getenv("PROF_OUT") != "" {
 				f, _ := os.Create(os.Getenv("PROF_OUT"))
 				pprof.Lookup("heap").WriteTo(f, 0)
 				f.Close()

@@ -54,7 +54,7 @@ func TestQuality(t *testing.T) {
 		cells = Without(cells, strings.Split(*without, ",")...)
 	}
 	t0 := time.Now()
-	rs, err := Run(cells, pipelines.DefaultEngine(), testWriter{t})
+	rs, err := Run(cells, pipelines.DefaultEngine(), &testWriter{t: t})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,11 +87,23 @@ func TestQuality(t *testing.T) {
 	t.Logf("wrote %s:\n%s", *qualityOut, md.String())
 }
 
-type testWriter struct{ t *testing.T }
+// testWriter logs what is written to it a whole line at a time (Sweep
+// writes a line in pieces).
+type testWriter struct {
+	t    *testing.T
+	line []byte
+}
 
-func (w testWriter) Write(b []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(b), "\n"))
-	return len(b), nil
+func (w *testWriter) Write(b []byte) (int, error) {
+	w.line = append(w.line, b...)
+	for {
+		i := bytes.IndexByte(w.line, '\n')
+		if i < 0 {
+			return len(b), nil
+		}
+		w.t.Log(string(w.line[:i]))
+		w.line = w.line[i+1:]
+	}
 }
 
 func needData(t *testing.T) {
