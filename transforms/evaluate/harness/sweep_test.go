@@ -46,10 +46,10 @@ func sweepVariants() []Variant {
 	return vs
 }
 
-// TestSweep runs sweepVariants over the dev grid without its two largest
-// datasets (letter and fashion_mnist_pca50 cost most of the grid's time; the
-// chosen defaults are then checked on them by TestQuality) and with only the
-// idn-0.4 and sym-0.4 cells of pendigits, and prints one
+// TestSweep runs sweepVariants over the sklearn_digits and satellite cells
+// of the dev grid (-sweep.pendigits adds pendigits' idn-0.4 and sym-0.4;
+// letter and fashion_mnist_pca50 cost most of the grid's time, and the chosen
+// defaults are checked on every dataset by TestQuality), and prints one
 // line per variant. -sweep.only runs the variants whose names contain one of
 // its comma-separated words.
 func TestSweep(t *testing.T) {
@@ -62,9 +62,13 @@ func TestSweep(t *testing.T) {
 		t.Fatal(err)
 	}
 	cells = Without(cells, "letter", "fashion_mnist_pca50")
-	// pendigits costs as much as digits and satellite together: its two
-	// target cells only.
-	cells = slices.DeleteFunc(cells, func(c Cell) bool { return c.Dataset == "pendigits" && !c.Target() })
+	if !*sweepPendigits {
+		cells = Without(cells, "pendigits")
+	} else {
+		// pendigits costs as much as digits and satellite together: its
+		// two target cells only.
+		cells = slices.DeleteFunc(cells, func(c Cell) bool { return c.Dataset == "pendigits" && !c.Target() })
+	}
 	vs := sweepVariants()
 	if *sweepOnly != "" {
 		var keep []Variant
