@@ -77,6 +77,7 @@ func resolveNeighbours(c Config, rows int64) Config {
 // neighbours, then rounds joined by key, back to input batches.
 func buildIVF(s beam.Scope, plan *Plan, rows beam.PCollection) beam.PCollection {
 	e := plan.Config.Engine
+	wb := waveBytes(plan.Config.WaveMiB)
 	blocks := stages.IVFNeighbours(s, rows, stages.IVFParams{
 		IVF:         ivf.Params{Partitions: plan.Config.Partitions, NProbe: plan.Config.NProbe, Seed: e.Mixture.Seed},
 		Rows:        plan.Rows,
@@ -84,11 +85,12 @@ func buildIVF(s beam.Scope, plan *Plan, rows beam.PCollection) beam.PCollection 
 		Search:      stages.IVFSearchParams{K: e.K, Metric: e.Metric, Options: e, Device: plan.Config.Device},
 		IDColumn:    plan.Read.Columns.WithDefaults().ID,
 		D:           plan.Read.D,
-		WaveBytes:   waveBytes(plan.Config.WaveMiB),
+		WaveBytes:   wb,
 	})
-	return stages.JoinRounds(s, blocks, e.Rounds, e.Workers, stages.RoundWaves(plan.Rows, e.K, e.Mixture, waveBytes(plan.Config.WaveMiB)), e.Mixture)
+	return stages.JoinRounds(s, blocks, e.Rounds, e.Workers, stages.RoundWaves(plan.Rows, e.K, e.Mixture, wb), e.Mixture)
 }
 
+// waveBytes converts --wave-mib to stages' WaveBytes (negative: no waves).
 func waveBytes(mib int) int64 {
 	if mib < 0 {
 		return -1

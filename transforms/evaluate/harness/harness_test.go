@@ -46,11 +46,7 @@ func TestQuality(t *testing.T) {
 	if !*quality {
 		t.Skip("the quality benchmark runs with -quality (it takes long; see docs/QUALITY.md)")
 	}
-	needData(t)
-	cells, err := DevGrid(*dataDir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cells := devGrid(t)
 	if *without != "" {
 		cells = Without(cells, strings.Split(*without, ",")...)
 	}
@@ -105,6 +101,18 @@ func (w *testWriter) Write(b []byte) (int, error) {
 		w.t.Log(string(w.line[:i]))
 		w.line = w.line[i+1:]
 	}
+}
+
+// devGrid is DevGrid of the dev data folder, skipping the test where it is
+// absent.
+func devGrid(t *testing.T) []Cell {
+	t.Helper()
+	needData(t)
+	cells, err := DevGrid(*dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cells
 }
 
 func needData(t *testing.T) {
@@ -205,11 +213,7 @@ func TestDevData(t *testing.T) {
 // itself: the noisy and kNN figures, every metric defined, cleaning better
 // than not cleaning, and 0 rounds giving back the given labels.
 func TestRunCellDigits(t *testing.T) {
-	needData(t)
-	cells, err := DevGrid(*dataDir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cells := devGrid(t)
 	cell := Only(Without(cells, "satellite", "pendigits", "letter", "fashion_mnist_pca50"), "idn-0.4")[0]
 	rep, dt, err := RunCell(cell, pipelines.DefaultEngine())
 	if err != nil {

@@ -2,7 +2,6 @@ package harness
 
 import (
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -11,9 +10,6 @@ import (
 	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/mixture"
 )
-
-// SweepCommand is the command docs/QUALITY.md says reproduces its sweep.
-const SweepCommand = "go test ./transforms/evaluate/harness -sweep -run '^TestSweep$' -timeout 4h -v"
 
 // sweepVariants are the one-at-a-time departures from pipelines.DefaultEngine
 // that docs/QUALITY.md records: every knob issue 4 names (K, mu, gamma,
@@ -56,11 +52,7 @@ func TestSweep(t *testing.T) {
 	if !*sweep {
 		t.Skip("the parameter sweep runs with -sweep (it takes long; see docs/QUALITY.md)")
 	}
-	needData(t)
-	cells, err := DevGrid(*dataDir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cells := devGrid(t)
 	cells = Without(cells, "letter", "fashion_mnist_pca50")
 	if !*sweepPendigits {
 		cells = Without(cells, "pendigits")
@@ -101,5 +93,4 @@ func TestSweep(t *testing.T) {
 		}
 		t.Log(b.String())
 	}
-	fmt.Fprintln(os.Stderr, "sweep: done")
 }
