@@ -43,6 +43,11 @@ type Config struct {
 	// (stages.DefaultWaveBytes): 0 is the default, for the embedded runner;
 	// negative means no waves, for distributed runners.
 	WaveMiB int
+	// SpillDir is where ivf mode keeps its blocks and states between stages
+	// (stages.Spill), in a directory of its own that Run removes: a local
+	// directory, for the embedded runner, whose shuffle holds everything in
+	// memory. Optional: empty means no spilling (distributed runners).
+	SpillDir string
 }
 
 // Validate checks what can be checked before reading anything.

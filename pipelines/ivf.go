@@ -86,8 +86,9 @@ func buildIVF(s beam.Scope, plan *Plan, rows beam.PCollection) beam.PCollection 
 		IDColumn:    plan.Read.Columns.WithDefaults().ID,
 		D:           plan.Read.D,
 		WaveBytes:   wb,
+		Spill:       stages.Spill{Dir: plan.Spill},
 	})
-	return stages.JoinRounds(s, blocks, e.Rounds, e.Workers, stages.RoundWaves(plan.Rows, e.K, e.Mixture, wb), e.Mixture)
+	return stages.JoinRounds(s, blocks, e.Rounds, e.Workers, stages.RoundWaves(plan.Rows, e.K, e.Mixture, wb), stages.Spill{Dir: plan.Spill}, e.Mixture)
 }
 
 // waveBytes converts --wave-mib to stages' WaveBytes (negative: no waves).

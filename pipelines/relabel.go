@@ -27,6 +27,9 @@ type Plan struct {
 	Rows       int64
 	// Device describes the kernels the launcher's process resolved --device to.
 	Device string
+	// Spill is the run's own spill directory (Run makes it in
+	// Config.SpillDir for ivf mode); empty: no spilling.
+	Spill string
 }
 
 // MakePlan scans the input (footers and schemas only, plus the label column

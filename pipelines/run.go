@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -82,6 +83,15 @@ func Run(ctx context.Context, cfg Config, exec Executor) (*Summary, error) {
 			removeAll(context.WithoutCancel(ctx), fs, tmp, plan)
 		}
 	}()
+	if cfg.SpillDir != "" && cfg.Neighbours == NeighboursIVF {
+		if err := os.MkdirAll(cfg.SpillDir, 0o755); err != nil {
+			return nil, fmt.Errorf("relabel: --spill-dir: %w", err)
+		}
+		if plan.Spill, err = os.MkdirTemp(cfg.SpillDir, "relabel-spill-"); err != nil {
+			return nil, fmt.Errorf("relabel: --spill-dir: %w", err)
+		}
+		defer os.RemoveAll(plan.Spill)
+	}
 	tPlan := time.Since(t0)
 
 	p, s := beam.NewPipelineWithRoot()

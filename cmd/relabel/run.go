@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -59,6 +60,7 @@ func newRunFlags(stderr io.Writer) *runFlags {
 	fs.IntVar(&c.Partitions, "partitions", 0, "ivf: k-means partitions (default rows/500)")
 	fs.IntVar(&c.NProbe, "nprobe", 0, "ivf: partitions each item is stored in (default 8)")
 	fs.IntVar(&c.WaveMiB, "wave-mib", 0, "ivf: MiB one wave of the search or of a round shuffles (default 128 on the embedded runner, no waves elsewhere; -1: no waves)")
+	fs.StringVar(&c.SpillDir, "spill-dir", "", "ivf on the embedded runner: local directory under which blocks and states wait between stages, instead of in the runner's memory (default: the system temporary directory; none: keep them in memory)")
 	fs.StringVar(&f.weights, "weights", d.Weighting.String(), "neighbour weights: llc (locality-constrained linear coding), uniform, or blend (their average)")
 	fs.Float64Var(&e.LLC.Lambda, "llc-lambda", 0, "LLC locality adaptor weight (0 = the paper's plain LLC)")
 	fs.Float64Var(&e.LLC.Sigma, "llc-sigma", 1, "LLC locality adaptor scale")
@@ -157,6 +159,17 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	if !flagSet(f.fs, "wave-mib") && ro.Runner != runners.Prism {
 		f.cfg.WaveMiB = -1 // waves bound the embedded runner's memory; elsewhere they only add stages
+	}
+	// Spilling keeps ivf's rounds out of Prism's in-memory shuffle. On a
+	// distributed runner the launcher's disk is not the workers', and the
+	// runner's own shuffle spreads over workers and disks.
+	switch {
+	case f.cfg.SpillDir == "none":
+		f.cfg.SpillDir = ""
+	case f.cfg.SpillDir != "" && ro.Runner != runners.Prism:
+		return usageError{fmt.Errorf("--spill-dir %s: spilling is for the embedded runner only (its workers share the launcher's disk)", f.cfg.SpillDir)}
+	case f.cfg.SpillDir == "" && ro.Runner == runners.Prism:
+		f.cfg.SpillDir = os.TempDir()
 	}
 	// relabel commits the output after the job: Beam's --async would return
 	// before there is anything to commit.

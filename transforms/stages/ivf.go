@@ -28,6 +28,9 @@ type IVFParams struct {
 	// WaveBytes bounds the item copies one wave of the search shuffles
 	// (Waves). Optional: 0 means DefaultWaveBytes, negative means one wave.
 	WaveBytes int64
+	// Spill, when on, holds the searched blocks in files (generation 0) for
+	// JoinRounds. Optional, default off.
+	Spill Spill
 }
 
 // Waves is how many waves of at most waveBytes (0: DefaultWaveBytes;
@@ -106,7 +109,7 @@ func IVFNeighbours(s beam.Scope, rows beam.PCollection, p IVFParams) beam.PColle
 		ws := s.Scope(fmt.Sprintf("wave%02d", w))
 		parts := beam.ParDo(ws, &ivfEmitFn{Wave: w, Waves: waves}, probed, beam.SideInput{Input: model}, beam.SideInput{Input: token})
 		var blocks beam.PCollection
-		blocks, token = beam.ParDo2(ws, &ivfSearchFn{P: p.Search}, beam.GroupByKey(ws, parts), beam.SideInput{Input: dup})
+		blocks, token = beam.ParDo2(ws, &ivfSearchFn{P: p.Search, Spill: p.Spill}, beam.GroupByKey(ws, parts), beam.SideInput{Input: dup})
 		all = append(all, blocks)
 	}
 	if len(all) == 1 {

@@ -15,7 +15,10 @@ import (
 // from: one IVFRows per (shard, batch offset), keyed by both.
 type unblockFn struct{}
 
-func (unblockFn) ProcessElement(b IVFBlock, emit func(string, IVFRows)) {
+func (unblockFn) ProcessElement(b IVFBlock, emit func(string, IVFRows)) error {
+	if err := b.unspill(); err != nil {
+		return err
+	}
 	type origin struct {
 		src    int32
 		offset int64
@@ -47,6 +50,7 @@ func (unblockFn) ProcessElement(b IVFBlock, emit func(string, IVFRows)) {
 		}
 		emit(batchKey(it.Shard, it.Offset), r)
 	}
+	return nil
 }
 
 // appendPosterior packs item i of src into dst without its transition rows
@@ -117,7 +121,7 @@ func (rebatchFn) ProcessElement(key string, iter func(*IVFRows) bool, emit func(
 }
 
 func init() {
-	register.DoFn2x0[IVFBlock, func(string, IVFRows)](&unblockFn{})
+	register.DoFn2x1[IVFBlock, func(string, IVFRows), error](&unblockFn{})
 	register.Emitter2[string, IVFRows]()
 	register.DoFn3x1[string, func(*IVFRows) bool, func(Items), error](&rebatchFn{})
 	register.Iter1[IVFRows]()

@@ -150,6 +150,8 @@ type IVFSearchParams struct {
 // the output does not depend on the order the shuffle delivered the parts.
 type ivfSearchFn struct {
 	P IVFSearchParams
+	// Spill: see Spill; the blocks go to generation 0.
+	Spill Spill
 
 	searcher knn.Searcher
 	coder    llc.Coder
@@ -275,6 +277,11 @@ func (f *ivfSearchFn) ProcessElement(ctx context.Context, key int64, iter func(*
 		b.State.Append(&s)
 		if mp.UsesInit() {
 			b.Init.Append(&s)
+		}
+	}
+	if f.Spill.On() {
+		if err := f.Spill.put(0, &b, nil); err != nil {
+			return err
 		}
 	}
 	emit(b)

@@ -114,6 +114,9 @@ type IVFBlock struct {
 	// Init holds the initial states (only when the anchor option is on).
 	Init  mixture.States
 	State mixture.States
+	// Spilled, when set, says the block's contents are in a spill file
+	// (Spill): every other field but Key is empty until unspill.
+	Spilled spillRef
 }
 
 // Len is the number of items.
@@ -142,6 +145,7 @@ func encodeIVFBlock(b IVFBlock) []byte {
 	wire.Slice(&w, b.DestItem)
 	putStatesPacked(&w, &b.Init)
 	putStatesPacked(&w, &b.State)
+	putSpillRef(&w, b.Spilled)
 	return w.B
 }
 
@@ -173,6 +177,7 @@ func decodeIVFBlock(p []byte) (IVFBlock, error) {
 	if err := errors.Join(err1, err2); err != nil {
 		return b, err
 	}
+	b.Spilled = getSpillRef(&r)
 	return b, r.Err()
 }
 
@@ -182,6 +187,8 @@ type JoinMsg struct {
 	From   int64
 	Keys   []int64
 	States mixture.States
+	// Spilled, when set, says Keys and States are in a spill file (Spill).
+	Spilled spillRef
 }
 
 func encodeJoinMsg(m JoinMsg) []byte {
@@ -189,6 +196,7 @@ func encodeJoinMsg(m JoinMsg) []byte {
 	w.Varint(m.From)
 	wire.Slice(&w, m.Keys)
 	putStatesPacked(&w, &m.States)
+	putSpillRef(&w, m.Spilled)
 	return w.B
 }
 
@@ -199,6 +207,7 @@ func decodeJoinMsg(b []byte) (JoinMsg, error) {
 	if m.States, err = getStatesPacked(&r); err != nil {
 		return m, err
 	}
+	m.Spilled = getSpillRef(&r)
 	return m, r.Err()
 }
 

@@ -19,23 +19,30 @@ import (
 
 // requestFn keys a block by its own key and asks each block holding some of
 // its external neighbours for them (one JoinMsg per asked block, keys only).
+// A spilled block goes on as its reference.
 type requestFn struct{}
 
-func (requestFn) ProcessElement(b IVFBlock, emitBlock func(int64, IVFBlock), emitMsg func(int64, JoinMsg)) {
+func (requestFn) ProcessElement(b IVFBlock, emitBlock func(int64, IVFBlock), emitMsg func(int64, JoinMsg)) error {
+	full := b
+	if err := full.unspill(); err != nil {
+		return err
+	}
 	ask := map[int64][]int64{}
-	for e, h := range b.ExtHome {
-		ask[h] = append(ask[h], b.ExtKeys[e])
+	for e, h := range full.ExtHome {
+		ask[h] = append(ask[h], full.ExtKeys[e])
 	}
 	for _, h := range slices.Sorted(mapKeys(ask)) {
 		emitMsg(h, JoinMsg{From: b.Key, Keys: ask[h]})
 	}
 	emitBlock(b.Key, b)
+	return nil
 }
 
 // routeFn records in each block which of its items' states every other block
 // asked for (Dest*), in the order of the asking blocks' keys.
 type routeFn struct {
 	Waves int
+	Spill Spill
 }
 
 func (f *routeFn) ProcessElement(key int64, blocks func(*IVFBlock) bool, msgs func(*JoinMsg) bool, emitBlock func(int64, IVFBlock), emitMsg func(int64, JoinMsg), done func(int64)) error {
@@ -46,6 +53,9 @@ func (f *routeFn) ProcessElement(key int64, blocks func(*IVFBlock) bool, msgs fu
 	var asks []JoinMsg
 	var m JoinMsg
 	for msgs(&m) {
+		if err := m.unspill(); err != nil {
+			return err
+		}
 		asks = append(asks, m)
 		m = JoinMsg{}
 	}
@@ -58,11 +68,14 @@ func (f *routeFn) ProcessElement(key int64, blocks func(*IVFBlock) bool, msgs fu
 		}
 		b.DestOff = append(b.DestOff, int32(len(b.DestItem)))
 	}
-	send(&b, f.Waves, emitBlock, emitMsg)
+	if err := send(&b, f.Waves, f.Spill, 1, emitBlock, emitMsg); err != nil {
+		return err
+	}
 	done(int64(b.Len()))
 	return nil
 }
 
+// oneBlock reads the one block under key, unspilled.
 func oneBlock(key int64, blocks func(*IVFBlock) bool) (IVFBlock, error) {
 	var b, extra IVFBlock
 	if !blocks(&b) {
@@ -71,25 +84,38 @@ func oneBlock(key int64, blocks func(*IVFBlock) bool) (IVFBlock, error) {
 	if blocks(&extra) {
 		return b, fmt.Errorf("stages: ivf block %d: two blocks under one key", key)
 	}
-	return b, nil
+	return b, b.unspill()
 }
 
 // send keys a block by its own key and sends the states other blocks need
 // next round (one JoinMsg per receiving block). Keys carry the receiving
 // block's wave in their top byte (waveKey). It runs in the stage that made
 // the states (routeFn, joinRoundFn), one wave at a time, so no stage holds
-// a whole round's output at once.
-func send(b *IVFBlock, waves int, emitBlock func(int64, IVFBlock), emitMsg func(int64, JoinMsg)) {
-	for d, to := range b.DestKey {
-		m := JoinMsg{From: b.Key}
+// a whole round's output at once. With sp on, the block and its messages
+// go to generation gen of the spill, and only their references are emitted.
+func send(b *IVFBlock, waves int, sp Spill, gen int, emitBlock func(int64, IVFBlock), emitMsg func(int64, JoinMsg)) error {
+	msgs := make([]JoinMsg, len(b.DestKey))
+	for d := range b.DestKey {
+		m := &msgs[d]
+		m.From = b.Key
 		m.States.Reset()
 		for _, i := range b.DestItem[b.DestOff[d]:b.DestOff[d+1]] {
 			m.Keys = append(m.Keys, b.Keys[i])
 			m.States.AppendFrom(&b.State, int(i))
 		}
-		emitMsg(waveKey(to, waves), m)
+	}
+	to := b.DestKey
+	if sp.On() {
+		to = slices.Clone(to) // put empties b
+		if err := sp.put(gen, b, msgs); err != nil {
+			return err
+		}
+	}
+	for d := range msgs {
+		emitMsg(waveKey(to[d], waves), msgs[d])
 	}
 	emitBlock(waveKey(b.Key, waves), *b)
+	return nil
 }
 
 // waveKey prefixes a block key with the wave its partition is joined in.
@@ -114,6 +140,8 @@ type joinRoundFn struct {
 	Workers int
 	// Waves is the next round's wave count, for send.
 	Waves int
+	// Spill: see Spill; round r reads generation r+1 and writes r+2.
+	Spill Spill
 
 	pool sync.Pool
 	once sync.Once
@@ -124,7 +152,9 @@ func (f *joinRoundFn) ProcessElement(ctx context.Context, key int64, blocks func
 	if err != nil {
 		return err
 	}
-	send(&b, f.Waves, emitBlock, emitMsg)
+	if err := send(&b, f.Waves, f.Spill, f.Round+2, emitBlock, emitMsg); err != nil {
+		return err
+	}
 	done(int64(b.Len()))
 	return nil
 }
@@ -141,7 +171,9 @@ func (f *lastRoundFn) ProcessElement(ctx context.Context, key int64, blocks func
 	if err != nil {
 		return err
 	}
-	unblockFn{}.ProcessElement(b, emit)
+	if err := (unblockFn{}).ProcessElement(b, emit); err != nil {
+		return err
+	}
 	done(int64(b.Len()))
 	return nil
 }
@@ -152,11 +184,18 @@ func (f *joinRoundFn) round(key int64, blocks func(*IVFBlock) bool, msgs func(*J
 	if err != nil {
 		return b, err
 	}
+	var dropErr error
 	f.once.Do(func() {
 		if f.Round == f.Rounds-1 || f.Round == 0 {
 			log.Printf("relabel: ivf round %d/%d started", f.Round+1, f.Rounds)
 		}
+		// This round's join waited for all of the previous round, the
+		// last reader of generation Round.
+		dropErr = f.Spill.drop(f.Round)
 	})
+	if dropErr != nil {
+		return b, dropErr
+	}
 	// ext[e] locates external neighbour e's state: message, item.
 	type loc struct{ m, i int32 }
 	ext := make([]loc, len(b.ExtKeys))
@@ -166,6 +205,9 @@ func (f *joinRoundFn) round(key int64, blocks func(*IVFBlock) bool, msgs func(*J
 	var got []JoinMsg
 	var m JoinMsg
 	for msgs(&m) {
+		if err := m.unspill(); err != nil {
+			return b, err
+		}
 		for i, k := range m.Keys {
 			e := sort.Search(len(b.ExtKeys), func(e int) bool { return b.ExtKeys[e] >= k })
 			if e == len(b.ExtKeys) || b.ExtKeys[e] != k {
@@ -249,7 +291,7 @@ func (f *joinRoundFn) round(key int64, blocks func(*IVFBlock) bool, msgs func(*J
 }
 
 func init() {
-	register.DoFn3x0[IVFBlock, func(int64, IVFBlock), func(int64, JoinMsg)](&requestFn{})
+	register.DoFn3x1[IVFBlock, func(int64, IVFBlock), func(int64, JoinMsg), error](&requestFn{})
 	register.Function2x1(waveOfBlock)
 	register.Function2x1(waveOfMsg)
 	register.Emitter2[int64, IVFBlock]()
@@ -269,11 +311,16 @@ func init() {
 // join runs in waves (blocks by partition modulo waves, one after the other):
 // an embedded runner holds a join's whole input several times over while it
 // runs, and a wave bounds that to its share (waves <= 1: one join a round).
-// The final states go back to their input batches, in row order.
+// The final states go back to their input batches, in row order. With sp
+// on, blocks and states wait in spill files and the joins carry only their
+// references, so no waves are needed (waves is ignored).
 // Returns PCollection<Items>, as Rounds does, for Write.
-func JoinRounds(s beam.Scope, blocks beam.PCollection, rounds, workers, waves int, p mixture.Params) beam.PCollection {
+func JoinRounds(s beam.Scope, blocks beam.PCollection, rounds, workers, waves int, sp Spill, p mixture.Params) beam.PCollection {
 	s = s.Scope("relabel.JoinRounds")
 	waves = max(waves, 1)
+	if sp.On() {
+		waves = 1
+	}
 	if rounds <= 0 {
 		return rebatch(s, beam.ParDo(s, &unblockFn{}, blocks))
 	}
@@ -286,7 +333,7 @@ func JoinRounds(s beam.Scope, blocks beam.PCollection, rounds, workers, waves in
 		}
 		return beam.Partition(s, waves, waveOfBlock, own), beam.Partition(s, waves, waveOfMsg, msgs)
 	}
-	routed, msgs, token := beam.ParDo3(s, &routeFn{Waves: waves}, beam.CoGroupByKey(s, own, asks))
+	routed, msgs, token := beam.ParDo3(s, &routeFn{Waves: waves, Spill: sp}, beam.CoGroupByKey(s, own, asks))
 	o, m := split(s, routed, msgs)
 	owns, msgss := [][]beam.PCollection{o}, [][]beam.PCollection{m} // [producer][wave]
 	var rows []beam.PCollection
@@ -301,13 +348,13 @@ func JoinRounds(s beam.Scope, blocks beam.PCollection, rounds, workers, waves in
 			}
 			in := beam.CoGroupByKey(ws, flatten(ws, ow), flatten(ws, mw))
 			if r == rounds-1 {
-				last := &lastRoundFn{joinRoundFn{Round: r, Rounds: rounds, Mixture: p, Workers: workers}}
+				last := &lastRoundFn{joinRoundFn{Round: r, Rounds: rounds, Mixture: p, Workers: workers, Spill: sp}}
 				var out beam.PCollection
 				out, token = beam.ParDo2(ws, last, in, beam.SideInput{Input: token})
 				rows = append(rows, out)
 				continue
 			}
-			jf := &joinRoundFn{Round: r, Rounds: rounds, Mixture: p, Workers: workers, Waves: waves}
+			jf := &joinRoundFn{Round: r, Rounds: rounds, Mixture: p, Workers: workers, Waves: waves, Spill: sp}
 			var ob, om beam.PCollection
 			ob, om, token = beam.ParDo3(ws, jf, in, beam.SideInput{Input: token})
 			o, m := split(ws, ob, om)

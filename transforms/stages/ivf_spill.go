@@ -1,0 +1,155 @@
+package stages
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/relabel/relabel/schemas/wire"
+)
+
+// Spill keeps ivf mode's blocks and the states they send each other in local
+// files while they wait between stages, and passes only references to them
+// through the runner's shuffle.
+//
+// Why: the embedded runner (Prism) keeps a shuffle's whole input in memory,
+// in several copies (the producing bundle's output, the stored elements, the
+// consuming bundle's input), until its consumer has run. A round's join
+// cannot start before every block of the previous round is done, so at each
+// round's boundary every item's state and neighbourhood was in memory a few
+// times over: 11 GiB at a million rows (docs/perf/scale.md). Spilled, the
+// shuffle carries about 50 bytes per block and per message, and a worker holds
+// only the blocks it is running. On Flink and Dataflow the shuffle spreads
+// over workers and disks, so spilling is off there (Dir empty).
+//
+// Files are named by generation and block key, so a retried bundle rewrites
+// the same bytes: generation 0 is the search's blocks, 1 the routed blocks,
+// and r+2 what round r sends round r+1. Round r reads generation r+1 and,
+// once it starts, removes generation r: its join waits for every producer of
+// the round before, which read generation r. The caller removes Dir (and the
+// last generation) when the pipeline is done.
+type Spill struct {
+	// Dir is a directory that every worker can read and write, and that
+	// nothing else uses. Optional: empty means no spilling.
+	Dir string
+}
+
+// On reports whether elements are spilled.
+func (s Spill) On() bool { return s.Dir != "" }
+
+// spillRef locates a spilled element: Len bytes at Off in the file Path.
+// The zero value means the element is inline.
+type spillRef struct {
+	Path     string
+	Off, Len int64
+}
+
+func putSpillRef(w *wire.Writer, r spillRef) {
+	w.String(r.Path)
+	w.Varint(r.Off)
+	w.Varint(r.Len)
+}
+
+func getSpillRef(r *wire.Reader) spillRef {
+	return spillRef{Path: r.String(), Off: r.Varint(), Len: r.Varint()}
+}
+
+func (s Spill) genDir(gen int) string {
+	return filepath.Join(s.Dir, fmt.Sprintf("g%03d", gen))
+}
+
+// put writes block b and the messages it sends (msgs) into one file of
+// generation gen and replaces them by references. The file is written under a
+// temporary name and renamed, so a reader never sees half of it.
+func (s Spill) put(gen int, b *IVFBlock, msgs []JoinMsg) error {
+	dir := s.genDir(gen)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("stages: ivf spill: %w", err)
+	}
+	path := filepath.Join(dir, "b"+strconv.FormatInt(b.Key, 16))
+	buf := encodeIVFBlock(*b)
+	blockLen := len(buf)
+	refs := make([]spillRef, len(msgs))
+	for i := range msgs {
+		off := len(buf)
+		buf = append(buf, encodeJoinMsg(msgs[i])...)
+		refs[i] = spillRef{Path: path, Off: int64(off), Len: int64(len(buf) - off)}
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, buf, 0o644); err != nil {
+		return fmt.Errorf("stages: ivf spill: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("stages: ivf spill: %w", err)
+	}
+	*b = IVFBlock{Key: b.Key, Spilled: spillRef{Path: path, Len: int64(blockLen)}}
+	for i := range msgs {
+		msgs[i] = JoinMsg{From: msgs[i].From, Spilled: refs[i]}
+	}
+	return nil
+}
+
+// drop removes generation gen (see Spill).
+func (s Spill) drop(gen int) error {
+	if !s.On() || gen < 0 {
+		return nil
+	}
+	if err := os.RemoveAll(s.genDir(gen)); err != nil {
+		return fmt.Errorf("stages: ivf spill: %w", err)
+	}
+	return nil
+}
+
+func readSpilled(r spillRef) ([]byte, error) {
+	f, err := os.Open(r.Path)
+	if err != nil {
+		return nil, fmt.Errorf("stages: ivf spill: %w (was the spill directory removed while the job ran?)", err)
+	}
+	defer f.Close()
+	b := make([]byte, r.Len)
+	if _, err := f.ReadAt(b, r.Off); err != nil {
+		return nil, fmt.Errorf("stages: ivf spill: reading %d bytes at %d of %s: %w", r.Len, r.Off, r.Path, err)
+	}
+	return b, nil
+}
+
+// unspill replaces a spilled block by its contents; an inline block stays.
+func (b *IVFBlock) unspill() error {
+	if b.Spilled.Path == "" {
+		return nil
+	}
+	data, err := readSpilled(b.Spilled)
+	if err != nil {
+		return err
+	}
+	nb, err := decodeIVFBlock(data)
+	if err != nil {
+		return fmt.Errorf("stages: ivf spill: block %d in %s: %w", b.Key, b.Spilled.Path, err)
+	}
+	if nb.Key != b.Key {
+		return fmt.Errorf("stages: ivf spill: %s holds block %d, want %d", b.Spilled.Path, nb.Key, b.Key)
+	}
+	*b = nb
+	return nil
+}
+
+// unspill replaces a spilled message by its contents; an inline one stays.
+func (m *JoinMsg) unspill() error {
+	if m.Spilled.Path == "" {
+		return nil
+	}
+	data, err := readSpilled(m.Spilled)
+	if err != nil {
+		return err
+	}
+	nm, err := decodeJoinMsg(data)
+	if err != nil {
+		return fmt.Errorf("stages: ivf spill: message from block %d in %s: %w", m.From, m.Spilled.Path, err)
+	}
+	if nm.From != m.From {
+		return fmt.Errorf("stages: ivf spill: %s at %d holds a message from block %d, want %d", m.Spilled.Path, m.Spilled.Off, nm.From, m.From)
+	}
+	*m = nm
+	return nil
+}
