@@ -2,7 +2,9 @@ package pipelines_test
 
 import (
 	"context"
+	"bytes"
 	"encoding/binary"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -155,5 +157,72 @@ func TestNeighbourModes(t *testing.T) {
 		case plan.Config.Neighbours != tc.want || plan.Config.Engine.Candidates != tc.wantCand:
 			t.Errorf("%s: mode %q with %d candidates, want %q with %d", tc.name, plan.Config.Neighbours, plan.Config.Engine.Candidates, tc.want, tc.wantCand)
 		}
+	}
+}
+
+// TestIVFSpill: ivf on the embedded runner with its blocks and states
+// spilled to files (what relabel run does there) writes the same bytes as
+// with everything in Prism's shuffle, in waves (-1 would be no waves: the
+// spilled run has none), and removes its spill directory, on success and
+// when the run fails.
+func TestIVFSpill(t *testing.T) {
+	e := pipelines.DefaultEngine()
+	e.Rounds, e.Mixture.L = 3, 50
+	run := func(spillDir, out string) *pipelines.Summary {
+		t.Helper()
+		cfg := pipelines.Config{Input: "../testdata/digits/noisy-idn-0.4-part-*.parquet", Output: out, Engine: e,
+			Neighbours: pipelines.NeighboursIVF, Partitions: 16, NProbe: 4, SpillDir: spillDir}
+		if spillDir == "" {
+			cfg.WaveMiB = 1 // several waves in the shuffled rounds
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		sum, err := pipelines.Run(ctx, cfg, ivfExec)
+		if err != nil {
+			t.Fatalf("spill dir %q: %v", spillDir, err)
+		}
+		return sum
+	}
+	shuffled, spilled := t.TempDir(), t.TempDir()
+	spillDir := filepath.Join(t.TempDir(), "spill", "here") // made by Run
+	run("", shuffled)
+	sum := run(spillDir, spilled)
+	if sum.Rows != 1797 {
+		t.Errorf("spilled run: %d rows, want 1797", sum.Rows)
+	}
+	for _, name := range []string{"noisy-idn-0.4-part-0000.arrow", "noisy-idn-0.4-part-0001.arrow"} {
+		a, errA := os.ReadFile(filepath.Join(shuffled, name))
+		b, errB := os.ReadFile(filepath.Join(spilled, name))
+		if errA != nil || errB != nil {
+			t.Fatalf("%s: %v, %v", name, errA, errB)
+		}
+		if !bytes.Equal(a, b) {
+			t.Errorf("%s: spilled run wrote different bytes from the shuffled one", name)
+		}
+	}
+	if left, err := os.ReadDir(spillDir); err != nil || len(left) != 0 {
+		t.Errorf("spill directory after the run: %v entries (%v), want none", len(left), err)
+	}
+
+	// A run whose job fails after its stages ran still removes its spill
+	// directory.
+	cfg := pipelines.Config{Input: "../testdata/digits/noisy-idn-0.4-part-*.parquet", Output: t.TempDir(), Engine: e,
+		Neighbours: pipelines.NeighboursIVF, Partitions: 16, NProbe: 4, SpillDir: spillDir}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	_, err := pipelines.Run(ctx, cfg, func(ctx context.Context, p *beam.Pipeline) (beam.PipelineResult, error) {
+		if _, err := ivfExec(ctx, p); err != nil {
+			return nil, err
+		}
+		if left, err := os.ReadDir(spillDir); err != nil || len(left) != 1 {
+			t.Errorf("spill directory while the job runs: %d entries (%v), want the run's own", len(left), err)
+		}
+		return nil, errors.New("job failed")
+	})
+	if err == nil || !strings.Contains(err.Error(), "job failed") {
+		t.Fatalf("failed job: err %v", err)
+	}
+	if left, err := os.ReadDir(spillDir); err != nil || len(left) != 0 {
+		t.Errorf("spill directory after a failed run: %d entries (%v), want none", len(left), err)
 	}
 }

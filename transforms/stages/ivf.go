@@ -28,8 +28,9 @@ type IVFParams struct {
 	// WaveBytes bounds the item copies one wave of the search shuffles
 	// (Waves). Optional: 0 means DefaultWaveBytes, negative means one wave.
 	WaveBytes int64
-	// Spill, when on, holds the searched blocks in files (generation 0) for
-	// JoinRounds. Optional, default off.
+	// Spill, when on, holds the probed batches and the searched blocks in
+	// files (generation 0) for the search's waves and JoinRounds. Optional,
+	// default off.
 	Spill Spill
 }
 
@@ -95,7 +96,7 @@ func IVFNeighbours(s beam.Scope, rows beam.PCollection, p IVFParams) beam.PColle
 	if np <= 0 {
 		np = ivf.DefaultNProbe
 	}
-	probed := beam.ParDo(s, &ivfProbeFn{NProbe: np, Standardise: p.Standardise}, rows,
+	probed := beam.ParDo(s, &ivfProbeFn{NProbe: np, Standardise: p.Standardise, Spill: p.Spill}, rows,
 		beam.SideInput{Input: stats}, beam.SideInput{Input: model})
 	// Waves: each item goes to NProbe partitions, so the copies are NProbe
 	// times the input. An embedded runner holds a shuffle's input in memory

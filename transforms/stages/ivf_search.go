@@ -30,6 +30,9 @@ const maxBlocks = 1 << 24
 type ivfProbeFn struct {
 	NProbe      int
 	Standardise bool
+	// Spill: see Spill; the probed batches go to generation 0, so that the
+	// runner does not hold them through every wave of the search.
+	Spill Spill
 
 	cent *float32
 	idx  knn.Index
@@ -68,6 +71,11 @@ func (f *ivfProbeFn) ProcessElement(ctx context.Context, r schemas.Rows, st Stat
 	for i := 0; i < n; i++ {
 		out.Block[i] = m.Block(out.Probe[i*np], r.IDs[i])
 	}
+	if f.Spill.On() {
+		if err := f.Spill.putProbed(&out); err != nil {
+			return err
+		}
+	}
 	emit(out)
 	return nil
 }
@@ -82,7 +90,10 @@ type ivfEmitFn struct {
 	Wave, Waves int
 }
 
-func (f *ivfEmitFn) ProcessElement(pr IVFProbed, m ivf.Model, _ func(*int64) bool, emit func(int64, IVFPart)) {
+func (f *ivfEmitFn) ProcessElement(pr IVFProbed, m ivf.Model, _ func(*int64) bool, emit func(int64, IVFPart)) error {
+	if err := pr.unspill(); err != nil {
+		return err
+	}
 	r := &pr.Rows
 	n, d, np := r.Len(), r.D, pr.NProbe
 	parts := map[int64]*IVFPart{}
@@ -124,6 +135,7 @@ func (f *ivfEmitFn) ProcessElement(pr IVFProbed, m ivf.Model, _ func(*int64) boo
 	for _, k := range slices.Sorted(mapKeys(parts)) {
 		emit(k, *parts[k])
 	}
+	return nil
 }
 
 // modelTokenFn is the first wave's order token: the model is ready.
@@ -301,7 +313,7 @@ func search64(s []int64, x int64) int {
 func init() {
 	register.DoFn5x1[context.Context, schemas.Rows, Stats, ivf.Model, func(IVFProbed), error](&ivfProbeFn{})
 	register.Emitter1[IVFProbed]()
-	register.DoFn4x0[IVFProbed, ivf.Model, func(*int64) bool, func(int64, IVFPart)](&ivfEmitFn{})
+	register.DoFn4x1[IVFProbed, ivf.Model, func(*int64) bool, func(int64, IVFPart), error](&ivfEmitFn{})
 	register.Iter1[int64]()
 	register.Emitter2[int64, IVFPart]()
 	register.DoFn6x1[context.Context, int64, func(*IVFPart) bool, string, func(IVFBlock), func(int64), error](&ivfSearchFn{})

@@ -2,6 +2,7 @@ package stages
 
 import (
 	"fmt"
+	"hash/fnv"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -23,9 +24,10 @@ import (
 // only the blocks it is running. On Flink and Dataflow the shuffle spreads
 // over workers and disks, so spilling is off there (Dir empty).
 //
-// Files are named by generation and block key, so a retried bundle rewrites
-// the same bytes: generation 0 is the search's blocks, 1 the routed blocks,
-// and r+2 what round r sends round r+1. Round r reads generation r+1 and,
+// Files are named by generation and block key (or input batch), so a retried
+// bundle rewrites the same bytes: generation 0 is the probed input batches
+// the search's waves read and the search's blocks, 1 the routed blocks, and
+// r+2 what round r sends round r+1. Round r reads generation r+1 and,
 // once it starts, removes generation r: its join waits for every producer of
 // the round before, which read generation r. The caller removes Dir (and the
 // last generation) when the pipeline is done.
@@ -59,29 +61,42 @@ func (s Spill) genDir(gen int) string {
 	return filepath.Join(s.Dir, fmt.Sprintf("g%03d", gen))
 }
 
-// put writes block b and the messages it sends (msgs) into one file of
-// generation gen and replaces them by references. The file is written under a
-// temporary name and renamed, so a reader never sees half of it.
-func (s Spill) put(gen int, b *IVFBlock, msgs []JoinMsg) error {
+// write stores data as the file name of generation gen. The file is written
+// under a temporary name and renamed, so a reader never sees half of it.
+func (s Spill) write(gen int, name string, data []byte) (string, error) {
 	dir := s.genDir(gen)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("stages: ivf spill: %w", err)
+		return "", fmt.Errorf("stages: ivf spill: %w", err)
 	}
-	path := filepath.Join(dir, "b"+strconv.FormatInt(b.Key, 16))
-	buf := encodeIVFBlock(*b)
-	blockLen := len(buf)
-	refs := make([]spillRef, len(msgs))
-	for i := range msgs {
-		off := len(buf)
-		buf = append(buf, encodeJoinMsg(msgs[i])...)
-		refs[i] = spillRef{Path: path, Off: int64(off), Len: int64(len(buf) - off)}
-	}
+	path := filepath.Join(dir, name)
 	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, buf, 0o644); err != nil {
-		return fmt.Errorf("stages: ivf spill: %w", err)
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return "", fmt.Errorf("stages: ivf spill: %w", err)
 	}
 	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("stages: ivf spill: %w", err)
+		return "", fmt.Errorf("stages: ivf spill: %w", err)
+	}
+	return path, nil
+}
+
+// put writes block b and the messages it sends (msgs) into one file of
+// generation gen and replaces them by references.
+func (s Spill) put(gen int, b *IVFBlock, msgs []JoinMsg) error {
+	buf := encodeIVFBlock(*b)
+	blockLen := len(buf)
+	offs := make([]int, len(msgs)+1)
+	for i := range msgs {
+		offs[i] = len(buf)
+		buf = append(buf, encodeJoinMsg(msgs[i])...)
+	}
+	offs[len(msgs)] = len(buf)
+	path, err := s.write(gen, "b"+strconv.FormatInt(b.Key, 16), buf)
+	if err != nil {
+		return err
+	}
+	refs := make([]spillRef, len(msgs))
+	for i := range msgs {
+		refs[i] = spillRef{Path: path, Off: int64(offs[i]), Len: int64(offs[i+1] - offs[i])}
 	}
 	*b = IVFBlock{Key: b.Key, Spilled: spillRef{Path: path, Len: int64(blockLen)}}
 	for i := range msgs {
@@ -131,6 +146,38 @@ func (b *IVFBlock) unspill() error {
 		return fmt.Errorf("stages: ivf spill: %s holds block %d, want %d", b.Spilled.Path, nb.Key, b.Key)
 	}
 	*b = nb
+	return nil
+}
+
+// putProbed writes a probed input batch into generation 0, where every wave
+// of the search reads it, and replaces it by its reference.
+func (s Spill) putProbed(p *IVFProbed) error {
+	h := fnv.New64a()
+	h.Write([]byte(p.Rows.Shard))
+	name := fmt.Sprintf("p%016x-%x", h.Sum64(), p.Rows.Offset)
+	data := encodeIVFProbed(*p)
+	path, err := s.write(0, name, data)
+	if err != nil {
+		return err
+	}
+	*p = IVFProbed{Spilled: spillRef{Path: path, Len: int64(len(data))}}
+	return nil
+}
+
+// unspill replaces a spilled batch by its contents; an inline one stays.
+func (p *IVFProbed) unspill() error {
+	if p.Spilled.Path == "" {
+		return nil
+	}
+	data, err := readSpilled(p.Spilled)
+	if err != nil {
+		return err
+	}
+	np, err := decodeIVFProbed(data)
+	if err != nil {
+		return fmt.Errorf("stages: ivf spill: batch in %s: %w", p.Spilled.Path, err)
+	}
+	*p = np
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"math/rand/v2"
+	"os"
 	"reflect"
 	"slices"
 	"strings"
@@ -70,27 +71,45 @@ func newIVFFixture(t *testing.T, n, batch int) *ivfFixture {
 }
 
 // parts probes every batch and emits it in the given number of waves: the
-// shuffle's input, by key.
+// shuffle's input, by key. Every batch is probed a second time with the
+// probed batch spilled to a file, which must emit the same parts.
 func (f *ivfFixture) parts(t *testing.T, waves int) map[int64][]IVFPart {
 	t.Helper()
 	out := map[int64][]IVFPart{}
 	pf := &ivfProbeFn{NProbe: 3, Standardise: true}
+	spf := &ivfProbeFn{NProbe: 3, Standardise: true, Spill: Spill{Dir: t.TempDir()}}
 	for _, r := range f.batches {
-		var pr IVFProbed
+		var pr, spr IVFProbed
 		if err := pf.ProcessElement(context.Background(), r, f.stats, f.model, func(p IVFProbed) { pr = p }); err != nil {
+			t.Fatal(err)
+		}
+		if err := spf.ProcessElement(context.Background(), r, f.stats, f.model, func(p IVFProbed) { spr = p }); err != nil {
 			t.Fatal(err)
 		}
 		if got, err := decodeIVFProbed(encodeIVFProbed(pr)); err != nil || !reflect.DeepEqual(got, pr) {
 			t.Fatalf("IVFProbed coder: err %v", err)
 		}
+		if spr.Probe != nil || spr.Spilled.Path == "" || len(encodeIVFProbed(spr)) > 256 {
+			t.Fatalf("batch %s@%d not spilled: %d bytes encoded", r.Shard, r.Offset, len(encodeIVFProbed(spr)))
+		}
 		for w := 0; w < waves; w++ {
 			ef := &ivfEmitFn{Wave: w, Waves: waves}
-			ef.ProcessElement(pr, f.model, iterOf([]int64{1}), func(k int64, p IVFPart) {
+			var inline, spilled []IVFPart
+			if err := ef.ProcessElement(pr, f.model, iterOf([]int64{1}), func(k int64, p IVFPart) {
 				if int(k>>24)%waves != w {
 					t.Fatalf("wave %d of %d emitted to partition %d", w, waves, k>>24)
 				}
 				out[k] = append(out[k], p)
-			})
+				inline = append(inline, p)
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if err := ef.ProcessElement(spr, f.model, iterOf([]int64{1}), func(_ int64, p IVFPart) { spilled = append(spilled, p) }); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(inline, spilled) {
+				t.Fatalf("batch %s@%d wave %d: the spilled batch emits other parts", r.Shard, r.Offset, w)
+			}
 		}
 	}
 	return out
@@ -171,8 +190,15 @@ func TestIVFSearchOrder(t *testing.T) {
 
 // TestJoinRounds: rounds joined by key across blocks, with messages delivered
 // in scrambled orders, give exactly the states of the same rounds run over
-// all items in one place (the neighbourhoods the search found).
+// all items in one place (the neighbourhoods the search found); the same
+// when blocks and states are spilled to files, where the joins carry only
+// small references and each round removes the generation it made obsolete.
 func TestJoinRounds(t *testing.T) {
+	t.Run("shuffled", func(t *testing.T) { testJoinRounds(t, Spill{}) })
+	t.Run("spilled", func(t *testing.T) { testJoinRounds(t, Spill{Dir: t.TempDir()}) })
+}
+
+func testJoinRounds(t *testing.T, sp Spill) {
 	f := newIVFFixture(t, 500, 64)
 	blocks := f.search(t, f.parts(t, 2), nil)
 	rng := rand.New(rand.NewPCG(3, 4))
@@ -255,7 +281,30 @@ func TestJoinRounds(t *testing.T) {
 	emitOwn := func(k int64, b IVFBlock) { own = append(own, kv[IVFBlock]{k, b}) }
 	emitMsg := func(k int64, m JoinMsg) { msgs = append(msgs, kv[JoinMsg]{k, m}) }
 	for _, b := range blocks {
-		requestFn{}.ProcessElement(b, emitOwn, emitMsg)
+		if sp.On() { // as the search emits them
+			if err := sp.put(0, &b, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := (requestFn{}).ProcessElement(b, emitOwn, emitMsg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Spilled, the shuffle carries references of a few dozen bytes.
+	checkSpilled := func(r int) {
+		if !sp.On() {
+			return
+		}
+		for _, o := range own {
+			if o.v.Keys != nil || o.v.Spilled.Path == "" || len(encodeIVFBlock(o.v)) > 128 {
+				t.Fatalf("round %d: block %d not spilled (%d bytes encoded)", r, blockOf(o.k), len(encodeIVFBlock(o.v)))
+			}
+		}
+		for _, m := range msgs {
+			if m.v.Keys != nil || m.v.Spilled.Path == "" || len(encodeJoinMsg(m.v)) > 128 {
+				t.Fatalf("round %d: message from %d not spilled (%d bytes encoded)", r, m.v.From, len(encodeJoinMsg(m.v)))
+			}
+		}
 	}
 	const waves = 3
 	// Every producer keys its blocks and messages for the next round's wave.
@@ -269,28 +318,42 @@ func TestJoinRounds(t *testing.T) {
 	in, inMsgs := own, msgs
 	own, msgs = nil, nil
 	cogroup(in, inMsgs, func(k int64, b func(*IVFBlock) bool, m func(*JoinMsg) bool) error {
-		return (&routeFn{Waves: waves}).ProcessElement(k, b, m, emitOwn, emitMsg, func(int64) {})
+		return (&routeFn{Waves: waves, Spill: sp}).ProcessElement(k, b, m, emitOwn, emitMsg, func(int64) {})
 	})
 	cur := map[int64]IVFBlock{}
 	byBatch := map[string][]IVFRows{}
 	for r := 0; r < f.opts.Rounds; r++ {
 		checkWaves(r)
+		checkSpilled(r)
 		in, inMsgs := own, msgs
 		own, msgs = nil, nil
 		cur = map[int64]IVFBlock{}
 		for _, o := range in {
-			cur[blockOf(o.k)] = o.v
+			b := o.v
+			if err := b.unspill(); err != nil {
+				t.Fatal(err)
+			}
+			cur[blockOf(o.k)] = b
 		}
-		jf := joinRoundFn{Round: r, Rounds: f.opts.Rounds, Mixture: p, Workers: 2, Waves: waves}
+		jf := joinRoundFn{Round: r, Rounds: f.opts.Rounds, Mixture: p, Workers: 2, Waves: waves, Spill: sp}
 		cogroup(in, inMsgs, func(k int64, b func(*IVFBlock) bool, m func(*JoinMsg) bool) error {
 			if r == f.opts.Rounds-1 {
 				// The last round sends the items back to their batches.
-				last := &lastRoundFn{joinRoundFn{Round: r, Rounds: f.opts.Rounds, Mixture: p, Workers: 2}}
+				last := &lastRoundFn{joinRoundFn{Round: r, Rounds: f.opts.Rounds, Mixture: p, Workers: 2, Spill: sp}}
 				return last.ProcessElement(context.Background(), k, b, m, iterOf([]int64{1}),
 					func(bk string, rs IVFRows) { byBatch[bk] = append(byBatch[bk], rs) }, func(int64) {})
 			}
 			return jf.ProcessElement(context.Background(), k, b, m, iterOf([]int64{1}), emitOwn, emitMsg, func(int64) {})
 		})
+		if sp.On() {
+			// Round r read generation r+1 and removed generation r.
+			if _, err := os.Stat(sp.genDir(r)); !os.IsNotExist(err) {
+				t.Errorf("round %d: generation %d still there (%v)", r, r, err)
+			}
+			if _, err := os.Stat(sp.genDir(r + 1)); err != nil {
+				t.Errorf("round %d: generation %d gone before the next round: %v", r, r+1, err)
+			}
+		}
 	}
 	// cur holds the blocks the last round started from: after all rounds
 	// but the last.
