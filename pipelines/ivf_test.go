@@ -1,8 +1,8 @@
 package pipelines_test
 
 import (
-	"context"
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"os"
