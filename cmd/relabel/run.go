@@ -160,15 +160,17 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if !flagSet(f.fs, "wave-mib") && ro.Runner != runners.Prism {
 		f.cfg.WaveMiB = -1 // waves bound the embedded runner's memory; elsewhere they only add stages
 	}
-	// Spilling keeps ivf's rounds out of Prism's in-memory shuffle. On a
-	// distributed runner the launcher's disk is not the workers', and the
-	// runner's own shuffle spreads over workers and disks.
+	// Spilling keeps ivf's blocks and states out of Prism's in-memory
+	// shuffle. It needs workers that share this process's disk (the LOOPBACK
+	// environment, Prism's default); a distributed runner's own shuffle
+	// spreads over workers and disks instead.
+	loopback := strings.EqualFold(ro.EnvironmentType, "LOOPBACK") || ro.EnvironmentType == "" && ro.Runner == runners.Prism
 	switch {
 	case f.cfg.SpillDir == "none":
 		f.cfg.SpillDir = ""
-	case f.cfg.SpillDir != "" && ro.Runner != runners.Prism:
-		return usageError{fmt.Errorf("--spill-dir %s: spilling is for the embedded runner only (its workers share the launcher's disk)", f.cfg.SpillDir)}
-	case f.cfg.SpillDir == "" && ro.Runner == runners.Prism:
+	case f.cfg.SpillDir != "" && !loopback:
+		return usageError{fmt.Errorf("--spill-dir %s: spilling needs workers in this process (the embedded runner, or --environment_type=LOOPBACK)", f.cfg.SpillDir)}
+	case f.cfg.SpillDir == "" && ro.Runner == runners.Prism && loopback:
 		f.cfg.SpillDir = os.TempDir()
 	}
 	// relabel commits the output after the job: Beam's --async would return

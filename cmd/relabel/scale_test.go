@@ -126,9 +126,9 @@ func TestScaleOptionsValidated(t *testing.T) {
 		{"async",
 			[]string{"--runner=flink", "--endpoint=localhost:8099", "--environment_type=LOOPBACK", "--async"},
 			[]string{"--async is not supported"}, nil},
-		{"spill directory on a distributed runner",
-			[]string{"--runner=flink", "--endpoint=localhost:8099", "--environment_type=LOOPBACK", "--spill-dir=/tmp/spill"},
-			[]string{"--spill-dir /tmp/spill: spilling is for the embedded runner only"}, nil},
+		{"spill directory with workers in containers",
+			[]string{"--runner=flink", "--endpoint=localhost:8099", "--environment_type=DOCKER", "--worker_binary=" + relabelBin, "--spill-dir=/tmp/spill"},
+			[]string{"--spill-dir /tmp/spill: spilling needs workers in this process"}, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
