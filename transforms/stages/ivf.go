@@ -28,9 +28,9 @@ type IVFParams struct {
 	// WaveBytes bounds the item copies one wave of the search shuffles
 	// (Waves). Optional: 0 means DefaultWaveBytes, negative means one wave.
 	WaveBytes int64
-	// Spill, when on, holds the probed batches and the searched blocks in
-	// files (generation 0) for the search's waves and JoinRounds. Optional,
-	// default off.
+	// Spill, when on, holds the probed batches, the items' copies for the
+	// blocks and the searched blocks in files, and the search runs in one
+	// wave (WaveBytes is ignored): see Spill. Optional, default off.
 	Spill Spill
 }
 
@@ -104,11 +104,14 @@ func IVFNeighbours(s beam.Scope, rows beam.PCollection, p IVFParams) beam.PColle
 	// about WaveBytes of copies, one after the other: the next wave's copies
 	// are made once the previous wave's search is done.
 	waves := Waves(max(p.Rows, 1)*int64(np)*int64(4*max(p.D, 1)+24), p.WaveBytes)
+	if p.Spill.On() {
+		waves = 1 // the shuffle carries references
+	}
 	token := beam.ParDo(s, &modelTokenFn{}, model)
 	var all []beam.PCollection
 	for w := 0; w < waves; w++ {
 		ws := s.Scope(fmt.Sprintf("wave%02d", w))
-		parts := beam.ParDo(ws, &ivfEmitFn{Wave: w, Waves: waves}, probed, beam.SideInput{Input: model}, beam.SideInput{Input: token})
+		parts := beam.ParDo(ws, &ivfEmitFn{Wave: w, Waves: waves, Spill: p.Spill}, probed, beam.SideInput{Input: model}, beam.SideInput{Input: token})
 		var blocks beam.PCollection
 		blocks, token = beam.ParDo2(ws, &ivfSearchFn{P: p.Search, Spill: p.Spill}, beam.GroupByKey(ws, parts), beam.SideInput{Input: dup})
 		all = append(all, blocks)

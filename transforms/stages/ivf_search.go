@@ -30,8 +30,8 @@ const maxBlocks = 1 << 24
 type ivfProbeFn struct {
 	NProbe      int
 	Standardise bool
-	// Spill: see Spill; the probed batches go to generation 0, so that the
-	// runner does not hold them through every wave of the search.
+	// Spill: see Spill; the probed batches go to a file, so that the runner
+	// does not hold them while the search runs.
 	Spill Spill
 
 	cent *float32
@@ -88,6 +88,8 @@ func (f *ivfProbeFn) ProcessElement(ctx context.Context, r schemas.Rows, st Stat
 // one wave's copies at a time.
 type ivfEmitFn struct {
 	Wave, Waves int
+	// Spill: see Spill; the parts go to one file per batch.
+	Spill Spill
 }
 
 func (f *ivfEmitFn) ProcessElement(pr IVFProbed, m ivf.Model, _ func(*int64) bool, emit func(int64, IVFPart)) error {
@@ -132,8 +134,18 @@ func (f *ivfEmitFn) ProcessElement(pr IVFProbed, m ivf.Model, _ func(*int64) boo
 			}
 		}
 	}
-	for _, k := range slices.Sorted(mapKeys(parts)) {
-		emit(k, *parts[k])
+	keys := slices.Sorted(mapKeys(parts))
+	out := make([]IVFPart, len(keys))
+	for i, k := range keys {
+		out[i] = *parts[k]
+	}
+	if f.Spill.On() {
+		if err := f.Spill.putParts(r.Shard, r.Offset, f.Wave, out); err != nil {
+			return err
+		}
+	}
+	for i, k := range keys {
+		emit(k, out[i])
 	}
 	return nil
 }
@@ -162,7 +174,7 @@ type IVFSearchParams struct {
 // the output does not depend on the order the shuffle delivered the parts.
 type ivfSearchFn struct {
 	P IVFSearchParams
-	// Spill: see Spill; the blocks go to generation 0.
+	// Spill: see Spill; the blocks go to a file each.
 	Spill Spill
 
 	searcher knn.Searcher
@@ -188,6 +200,9 @@ func (f *ivfSearchFn) ProcessElement(ctx context.Context, key int64, iter func(*
 	var parts []IVFPart
 	var p IVFPart
 	for iter(&p) {
+		if err := p.unspill(); err != nil {
+			return err
+		}
 		parts = append(parts, p)
 		p = IVFPart{}
 	}
@@ -292,7 +307,7 @@ func (f *ivfSearchFn) ProcessElement(ctx context.Context, key int64, iter func(*
 		}
 	}
 	if f.Spill.On() {
-		if err := f.Spill.put(0, &b, nil); err != nil {
+		if err := f.Spill.put(genSearched, &b, nil); err != nil {
 			return err
 		}
 	}

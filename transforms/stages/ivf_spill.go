@@ -24,12 +24,13 @@ import (
 // only the blocks it is running. On Flink and Dataflow the shuffle spreads
 // over workers and disks, so spilling is off there (Dir empty).
 //
+// Spilled, the search needs no waves either: the items' copies for the
+// blocks (IVFPart) go to files too, one per input batch.
+//
 // Files are named by generation and block key (or input batch), so a retried
-// bundle rewrites the same bytes: generation 0 is the probed input batches
-// the search's waves read and the search's blocks, 1 the routed blocks, and
-// r+2 what round r sends round r+1. Round r reads generation r+1 and,
-// once it starts, removes generation r: its join waits for every producer of
-// the round before, which read generation r. The caller removes Dir (and the
+// bundle rewrites the same bytes. A generation is removed by the first stage
+// whose input waits for every reader of it (a GroupByKey's output needs all
+// of its input): see the gen* constants. The caller removes Dir (and the
 // last generation) when the pipeline is done.
 type Spill struct {
 	// Dir is a directory that every worker can read and write, and that
@@ -56,6 +57,19 @@ func putSpillRef(w *wire.Writer, r spillRef) {
 func getSpillRef(r *wire.Reader) spillRef {
 	return spillRef{Path: r.String(), Off: r.Varint(), Len: r.Varint()}
 }
+
+// Generations of spill files.
+const (
+	// genSearchIn: the probed input batches and the items' copies for the
+	// blocks, read by the search; removed by routeFn.
+	genSearchIn = 0
+	// genSearched: the search's blocks, read by requestFn and routeFn;
+	// removed by round 0.
+	genSearched = 1
+	// genRouted: what routeFn sends round 0. Round r reads genRouted+r,
+	// writes genRouted+r+1 and removes genRouted+r-1.
+	genRouted = 2
+)
 
 func (s Spill) genDir(gen int) string {
 	return filepath.Join(s.Dir, fmt.Sprintf("g%03d", gen))
@@ -149,18 +163,59 @@ func (b *IVFBlock) unspill() error {
 	return nil
 }
 
-// putProbed writes a probed input batch into generation 0, where every wave
-// of the search reads it, and replaces it by its reference.
-func (s Spill) putProbed(p *IVFProbed) error {
+// batchName names the spill file of what input batch (shard, offset) makes.
+func batchName(prefix, shard string, offset int64) string {
 	h := fnv.New64a()
-	h.Write([]byte(p.Rows.Shard))
-	name := fmt.Sprintf("p%016x-%x", h.Sum64(), p.Rows.Offset)
+	h.Write([]byte(shard))
+	return fmt.Sprintf("%s%016x-%x", prefix, h.Sum64(), offset)
+}
+
+// putProbed writes a probed input batch for the search and replaces it by
+// its reference.
+func (s Spill) putProbed(p *IVFProbed) error {
 	data := encodeIVFProbed(*p)
-	path, err := s.write(0, name, data)
+	path, err := s.write(genSearchIn, batchName("p", p.Rows.Shard, p.Rows.Offset), data)
 	if err != nil {
 		return err
 	}
 	*p = IVFProbed{Spilled: spillRef{Path: path, Len: int64(len(data))}}
+	return nil
+}
+
+// putParts writes the parts one input batch sends to blocks (wave w) into
+// one file and replaces them by references.
+func (s Spill) putParts(shard string, offset int64, w int, parts []IVFPart) error {
+	var buf []byte
+	offs := make([]int, len(parts)+1)
+	for i := range parts {
+		offs[i] = len(buf)
+		buf = append(buf, encodeIVFPart(parts[i])...)
+	}
+	offs[len(parts)] = len(buf)
+	path, err := s.write(genSearchIn, batchName("s", shard, offset)+fmt.Sprintf("-w%d", w), buf)
+	if err != nil {
+		return err
+	}
+	for i := range parts {
+		parts[i] = IVFPart{Spilled: spillRef{Path: path, Off: int64(offs[i]), Len: int64(offs[i+1] - offs[i])}}
+	}
+	return nil
+}
+
+// unspill replaces a spilled part by its contents; an inline one stays.
+func (p *IVFPart) unspill() error {
+	if p.Spilled.Path == "" {
+		return nil
+	}
+	data, err := readSpilled(p.Spilled)
+	if err != nil {
+		return err
+	}
+	np, err := decodeIVFPart(data)
+	if err != nil {
+		return fmt.Errorf("stages: ivf spill: part in %s at %d: %w", p.Spilled.Path, p.Spilled.Off, err)
+	}
+	*p = np
 	return nil
 }
 

@@ -71,13 +71,14 @@ func newIVFFixture(t *testing.T, n, batch int) *ivfFixture {
 }
 
 // parts probes every batch and emits it in the given number of waves: the
-// shuffle's input, by key. Every batch is probed a second time with the
-// probed batch spilled to a file, which must emit the same parts.
+// shuffle's input, by key. Every batch is probed and emitted a second time
+// spilled to files, which must give references to the same parts.
 func (f *ivfFixture) parts(t *testing.T, waves int) map[int64][]IVFPart {
 	t.Helper()
 	out := map[int64][]IVFPart{}
 	pf := &ivfProbeFn{NProbe: 3, Standardise: true}
-	spf := &ivfProbeFn{NProbe: 3, Standardise: true, Spill: Spill{Dir: t.TempDir()}}
+	sp := Spill{Dir: t.TempDir()}
+	spf := &ivfProbeFn{NProbe: 3, Standardise: true, Spill: sp}
 	for _, r := range f.batches {
 		var pr, spr IVFProbed
 		if err := pf.ProcessElement(context.Background(), r, f.stats, f.model, func(p IVFProbed) { pr = p }); err != nil {
@@ -104,7 +105,16 @@ func (f *ivfFixture) parts(t *testing.T, waves int) map[int64][]IVFPart {
 			}); err != nil {
 				t.Fatal(err)
 			}
-			if err := ef.ProcessElement(spr, f.model, iterOf([]int64{1}), func(_ int64, p IVFPart) { spilled = append(spilled, p) }); err != nil {
+			sef := &ivfEmitFn{Wave: w, Waves: waves, Spill: sp}
+			if err := sef.ProcessElement(spr, f.model, iterOf([]int64{1}), func(_ int64, p IVFPart) {
+				if p.Keys != nil || len(encodeIVFPart(p)) > 256 {
+					t.Fatalf("batch %s@%d: part not spilled (%d bytes encoded)", r.Shard, r.Offset, len(encodeIVFPart(p)))
+				}
+				if err := p.unspill(); err != nil {
+					t.Fatal(err)
+				}
+				spilled = append(spilled, p)
+			}); err != nil {
 				t.Fatal(err)
 			}
 			if !reflect.DeepEqual(inline, spilled) {
@@ -282,7 +292,7 @@ func testJoinRounds(t *testing.T, sp Spill) {
 	emitMsg := func(k int64, m JoinMsg) { msgs = append(msgs, kv[JoinMsg]{k, m}) }
 	for _, b := range blocks {
 		if sp.On() { // as the search emits them
-			if err := sp.put(0, &b, nil); err != nil {
+			if err := sp.put(genSearched, &b, nil); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -346,12 +356,16 @@ func testJoinRounds(t *testing.T, sp Spill) {
 			return jf.ProcessElement(context.Background(), k, b, m, iterOf([]int64{1}), emitOwn, emitMsg, func(int64) {})
 		})
 		if sp.On() {
-			// Round r read generation r+1 and removed generation r.
-			if _, err := os.Stat(sp.genDir(r)); !os.IsNotExist(err) {
-				t.Errorf("round %d: generation %d still there (%v)", r, r, err)
+			// Round r read its input generation and removed the one before.
+			if _, err := os.Stat(sp.genDir(genRouted + r - 1)); !os.IsNotExist(err) {
+				t.Errorf("round %d: generation %d still there (%v)", r, genRouted+r-1, err)
 			}
-			if _, err := os.Stat(sp.genDir(r + 1)); err != nil {
-				t.Errorf("round %d: generation %d gone before the next round: %v", r, r+1, err)
+			out := genRouted + r + 1 // the last round sends items to their batches instead
+			if r == f.opts.Rounds-1 {
+				out = genRouted + r
+			}
+			if _, err := os.Stat(sp.genDir(out)); err != nil {
+				t.Errorf("round %d: generation %d is missing: %v", r, out, err)
 			}
 		}
 	}

@@ -37,6 +37,9 @@ type IVFPart struct {
 	Labels   []int32
 	LabelOff []int32
 	Multi    bool
+	// Spilled, when set, says the part is in a spill file (Spill): the
+	// other fields are empty until unspill.
+	Spilled spillRef
 }
 
 func encodeIVFPart(p IVFPart) []byte {
@@ -54,6 +57,7 @@ func encodeIVFPart(p IVFPart) []byte {
 	wire.Slice(&w, p.Labels)
 	wire.Slice(&w, p.LabelOff)
 	w.Bool(p.Multi)
+	putSpillRef(&w, p.Spilled)
 	return w.B
 }
 
@@ -73,6 +77,7 @@ func decodeIVFPart(b []byte) (IVFPart, error) {
 	p.Labels = wire.ReadSlice[int32](&r)
 	p.LabelOff = wire.ReadSlice[int32](&r)
 	p.Multi = r.Bool()
+	p.Spilled = getSpillRef(&r)
 	return p, r.Err()
 }
 

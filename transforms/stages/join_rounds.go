@@ -43,9 +43,18 @@ func (requestFn) ProcessElement(b IVFBlock, emitBlock func(int64, IVFBlock), emi
 type routeFn struct {
 	Waves int
 	Spill Spill
+
+	once sync.Once
 }
 
 func (f *routeFn) ProcessElement(key int64, blocks func(*IVFBlock) bool, msgs func(*JoinMsg) bool, emitBlock func(int64, IVFBlock), emitMsg func(int64, JoinMsg), done func(int64)) error {
+	// The join waited for every block of the search, the last reader of
+	// the search's input.
+	var dropErr error
+	f.once.Do(func() { dropErr = f.Spill.drop(genSearchIn) })
+	if dropErr != nil {
+		return dropErr
+	}
 	b, err := oneBlock(key, blocks)
 	if err != nil {
 		return err
@@ -68,7 +77,7 @@ func (f *routeFn) ProcessElement(key int64, blocks func(*IVFBlock) bool, msgs fu
 		}
 		b.DestOff = append(b.DestOff, int32(len(b.DestItem)))
 	}
-	if err := send(&b, f.Waves, f.Spill, 1, emitBlock, emitMsg); err != nil {
+	if err := send(&b, f.Waves, f.Spill, genRouted, emitBlock, emitMsg); err != nil {
 		return err
 	}
 	done(int64(b.Len()))
@@ -140,7 +149,7 @@ type joinRoundFn struct {
 	Workers int
 	// Waves is the next round's wave count, for send.
 	Waves int
-	// Spill: see Spill; round r reads generation r+1 and writes r+2.
+	// Spill: see Spill and genRouted.
 	Spill Spill
 
 	pool sync.Pool
@@ -152,7 +161,7 @@ func (f *joinRoundFn) ProcessElement(ctx context.Context, key int64, blocks func
 	if err != nil {
 		return err
 	}
-	if err := send(&b, f.Waves, f.Spill, f.Round+2, emitBlock, emitMsg); err != nil {
+	if err := send(&b, f.Waves, f.Spill, genRouted+f.Round+1, emitBlock, emitMsg); err != nil {
 		return err
 	}
 	done(int64(b.Len()))
@@ -189,9 +198,9 @@ func (f *joinRoundFn) round(key int64, blocks func(*IVFBlock) bool, msgs func(*J
 		if f.Round == f.Rounds-1 || f.Round == 0 {
 			log.Printf("relabel: ivf round %d/%d started", f.Round+1, f.Rounds)
 		}
-		// This round's join waited for all of the previous round, the
-		// last reader of generation Round.
-		dropErr = f.Spill.drop(f.Round)
+		// This round's join waited for all of the previous round (or
+		// routeFn), the last reader of the generation before its input.
+		dropErr = f.Spill.drop(genRouted + f.Round - 1)
 	})
 	if dropErr != nil {
 		return b, dropErr
