@@ -75,48 +75,36 @@ func (s Spill) genDir(gen int) string {
 	return filepath.Join(s.Dir, fmt.Sprintf("g%03d", gen))
 }
 
-// write stores data as the file name of generation gen. The file is written
-// under a temporary name and renamed, so a reader never sees half of it.
-func (s Spill) write(gen int, name string, data []byte) (string, error) {
+// write stores the encodings encs one after the other as the file name of
+// generation gen, and returns a reference to each. The file is written under
+// a temporary name and renamed, so a reader never sees half of it.
+func (s Spill) write(gen int, name string, encs ...[]byte) ([]spillRef, error) {
 	dir := s.genDir(gen)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("stages: ivf spill: %w", err)
+		return nil, fmt.Errorf("stages: ivf spill: %w", err)
 	}
 	path := filepath.Join(dir, name)
+	refs := make([]spillRef, len(encs))
+	var buf []byte
+	if len(encs) == 1 {
+		buf = encs[0]
+	}
+	var off int64
+	for i, e := range encs {
+		refs[i] = spillRef{Path: path, Off: off, Len: int64(len(e))}
+		off += int64(len(e))
+		if len(encs) > 1 {
+			buf = append(buf, e...)
+		}
+	}
 	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		return "", fmt.Errorf("stages: ivf spill: %w", err)
+	if err := os.WriteFile(tmp, buf, 0o644); err != nil {
+		return nil, fmt.Errorf("stages: ivf spill: %w", err)
 	}
 	if err := os.Rename(tmp, path); err != nil {
-		return "", fmt.Errorf("stages: ivf spill: %w", err)
+		return nil, fmt.Errorf("stages: ivf spill: %w", err)
 	}
-	return path, nil
-}
-
-// put writes block b and the messages it sends (msgs) into one file of
-// generation gen and replaces them by references.
-func (s Spill) put(gen int, b *IVFBlock, msgs []JoinMsg) error {
-	buf := encodeIVFBlock(*b)
-	blockLen := len(buf)
-	offs := make([]int, len(msgs)+1)
-	for i := range msgs {
-		offs[i] = len(buf)
-		buf = append(buf, encodeJoinMsg(msgs[i])...)
-	}
-	offs[len(msgs)] = len(buf)
-	path, err := s.write(gen, "b"+strconv.FormatInt(b.Key, 16), buf)
-	if err != nil {
-		return err
-	}
-	refs := make([]spillRef, len(msgs))
-	for i := range msgs {
-		refs[i] = spillRef{Path: path, Off: int64(offs[i]), Len: int64(offs[i+1] - offs[i])}
-	}
-	*b = IVFBlock{Key: b.Key, Spilled: spillRef{Path: path, Len: int64(blockLen)}}
-	for i := range msgs {
-		msgs[i] = JoinMsg{From: msgs[i].From, Spilled: refs[i]}
-	}
-	return nil
+	return refs, nil
 }
 
 // drop removes generation gen (see Spill).
@@ -130,17 +118,75 @@ func (s Spill) drop(gen int) error {
 	return nil
 }
 
-func readSpilled(r spillRef) ([]byte, error) {
-	f, err := os.Open(r.Path)
+// batchName names the spill file of what input batch (shard, offset) makes.
+func batchName(prefix, shard string, offset int64) string {
+	h := fnv.New64a()
+	h.Write([]byte(shard))
+	return fmt.Sprintf("%s%016x-%x", prefix, h.Sum64(), offset)
+}
+
+// put writes block b and the messages it sends (msgs) into one file of
+// generation gen and replaces them by references.
+func (s Spill) put(gen int, b *IVFBlock, msgs []JoinMsg) error {
+	encs := [][]byte{encodeIVFBlock(*b)}
+	for _, m := range msgs {
+		encs = append(encs, encodeJoinMsg(m))
+	}
+	refs, err := s.write(gen, "b"+strconv.FormatInt(b.Key, 16), encs...)
 	if err != nil {
-		return nil, fmt.Errorf("stages: ivf spill: %w (was the spill directory removed while the job ran?)", err)
+		return err
+	}
+	*b = IVFBlock{Key: b.Key, Spilled: refs[0]}
+	for i := range msgs {
+		msgs[i] = JoinMsg{From: msgs[i].From, Spilled: refs[1+i]}
+	}
+	return nil
+}
+
+// putProbed writes a probed input batch for the search and replaces it by
+// its reference.
+func (s Spill) putProbed(p *IVFProbed) error {
+	refs, err := s.write(genSearchIn, batchName("p", p.Rows.Shard, p.Rows.Offset), encodeIVFProbed(*p))
+	if err != nil {
+		return err
+	}
+	*p = IVFProbed{Spilled: refs[0]}
+	return nil
+}
+
+// putParts writes the parts one input batch sends to blocks (wave w) into
+// one file and replaces them by references.
+func (s Spill) putParts(shard string, offset int64, w int, parts []IVFPart) error {
+	encs := make([][]byte, len(parts))
+	for i := range parts {
+		encs[i] = encodeIVFPart(parts[i])
+	}
+	refs, err := s.write(genSearchIn, batchName("s", shard, offset)+fmt.Sprintf("-w%d", w), encs...)
+	if err != nil {
+		return err
+	}
+	for i := range parts {
+		parts[i] = IVFPart{Spilled: refs[i]}
+	}
+	return nil
+}
+
+// load reads and decodes the element ref points to (what names it in errors).
+func load[T any](ref spillRef, decode func([]byte) (T, error), what string) (T, error) {
+	var v T
+	f, err := os.Open(ref.Path)
+	if err != nil {
+		return v, fmt.Errorf("stages: ivf spill: %s: %w (was the spill directory removed while the job ran?)", what, err)
 	}
 	defer f.Close()
-	b := make([]byte, r.Len)
-	if _, err := f.ReadAt(b, r.Off); err != nil {
-		return nil, fmt.Errorf("stages: ivf spill: reading %d bytes at %d of %s: %w", r.Len, r.Off, r.Path, err)
+	b := make([]byte, ref.Len)
+	if _, err := f.ReadAt(b, ref.Off); err != nil {
+		return v, fmt.Errorf("stages: ivf spill: %s: reading %d bytes at %d of %s: %w", what, ref.Len, ref.Off, ref.Path, err)
 	}
-	return b, nil
+	if v, err = decode(b); err != nil {
+		return v, fmt.Errorf("stages: ivf spill: %s in %s at %d: %w", what, ref.Path, ref.Off, err)
+	}
+	return v, nil
 }
 
 // unspill replaces a spilled block by its contents; an inline block stays.
@@ -148,13 +194,9 @@ func (b *IVFBlock) unspill() error {
 	if b.Spilled.Path == "" {
 		return nil
 	}
-	data, err := readSpilled(b.Spilled)
+	nb, err := load(b.Spilled, decodeIVFBlock, fmt.Sprintf("block %d", b.Key))
 	if err != nil {
 		return err
-	}
-	nb, err := decodeIVFBlock(data)
-	if err != nil {
-		return fmt.Errorf("stages: ivf spill: block %d in %s: %w", b.Key, b.Spilled.Path, err)
 	}
 	if nb.Key != b.Key {
 		return fmt.Errorf("stages: ivf spill: %s holds block %d, want %d", b.Spilled.Path, nb.Key, b.Key)
@@ -163,95 +205,34 @@ func (b *IVFBlock) unspill() error {
 	return nil
 }
 
-// batchName names the spill file of what input batch (shard, offset) makes.
-func batchName(prefix, shard string, offset int64) string {
-	h := fnv.New64a()
-	h.Write([]byte(shard))
-	return fmt.Sprintf("%s%016x-%x", prefix, h.Sum64(), offset)
-}
-
-// putProbed writes a probed input batch for the search and replaces it by
-// its reference.
-func (s Spill) putProbed(p *IVFProbed) error {
-	data := encodeIVFProbed(*p)
-	path, err := s.write(genSearchIn, batchName("p", p.Rows.Shard, p.Rows.Offset), data)
-	if err != nil {
-		return err
-	}
-	*p = IVFProbed{Spilled: spillRef{Path: path, Len: int64(len(data))}}
-	return nil
-}
-
-// putParts writes the parts one input batch sends to blocks (wave w) into
-// one file and replaces them by references.
-func (s Spill) putParts(shard string, offset int64, w int, parts []IVFPart) error {
-	var buf []byte
-	offs := make([]int, len(parts)+1)
-	for i := range parts {
-		offs[i] = len(buf)
-		buf = append(buf, encodeIVFPart(parts[i])...)
-	}
-	offs[len(parts)] = len(buf)
-	path, err := s.write(genSearchIn, batchName("s", shard, offset)+fmt.Sprintf("-w%d", w), buf)
-	if err != nil {
-		return err
-	}
-	for i := range parts {
-		parts[i] = IVFPart{Spilled: spillRef{Path: path, Off: int64(offs[i]), Len: int64(offs[i+1] - offs[i])}}
-	}
-	return nil
-}
-
-// unspill replaces a spilled part by its contents; an inline one stays.
-func (p *IVFPart) unspill() error {
-	if p.Spilled.Path == "" {
-		return nil
-	}
-	data, err := readSpilled(p.Spilled)
-	if err != nil {
-		return err
-	}
-	np, err := decodeIVFPart(data)
-	if err != nil {
-		return fmt.Errorf("stages: ivf spill: part in %s at %d: %w", p.Spilled.Path, p.Spilled.Off, err)
-	}
-	*p = np
-	return nil
-}
-
-// unspill replaces a spilled batch by its contents; an inline one stays.
-func (p *IVFProbed) unspill() error {
-	if p.Spilled.Path == "" {
-		return nil
-	}
-	data, err := readSpilled(p.Spilled)
-	if err != nil {
-		return err
-	}
-	np, err := decodeIVFProbed(data)
-	if err != nil {
-		return fmt.Errorf("stages: ivf spill: batch in %s: %w", p.Spilled.Path, err)
-	}
-	*p = np
-	return nil
-}
-
 // unspill replaces a spilled message by its contents; an inline one stays.
 func (m *JoinMsg) unspill() error {
 	if m.Spilled.Path == "" {
 		return nil
 	}
-	data, err := readSpilled(m.Spilled)
+	nm, err := load(m.Spilled, decodeJoinMsg, fmt.Sprintf("message from block %d", m.From))
 	if err != nil {
 		return err
-	}
-	nm, err := decodeJoinMsg(data)
-	if err != nil {
-		return fmt.Errorf("stages: ivf spill: message from block %d in %s: %w", m.From, m.Spilled.Path, err)
 	}
 	if nm.From != m.From {
 		return fmt.Errorf("stages: ivf spill: %s at %d holds a message from block %d, want %d", m.Spilled.Path, m.Spilled.Off, nm.From, m.From)
 	}
 	*m = nm
 	return nil
+}
+
+// unspill replaces a spilled part by its contents; an inline one stays.
+func (p *IVFPart) unspill() (err error) {
+	if p.Spilled.Path != "" {
+		*p, err = load(p.Spilled, decodeIVFPart, "part")
+	}
+	return err
+}
+
+// unspill replaces a spilled batch by its contents; an inline one stays.
+func (p *IVFProbed) unspill() (err error) {
+	if p.Spilled.Path != "" {
+		*p, err = load(p.Spilled, decodeIVFProbed, "probed batch")
+	}
+	return err
 }
