@@ -72,12 +72,19 @@ func resolveNeighbours(c Config, rows int64) Config {
 	return c
 }
 
-// buildIVF wires --neighbours ivf from rows (PCollection<schemas.Rows>) to
-// the final states in input batches (PCollection<stages.Items>): IVF
-// neighbours, then rounds joined by key, back to input batches.
-func buildIVF(s beam.Scope, plan *Plan, rows beam.PCollection) beam.PCollection {
+// buildIVF wires --neighbours ivf from units (PCollection<shardio.Unit>)
+// and their rows (PCollection<schemas.Rows>) to the final states in input
+// batches (PCollection<stages.Items>): IVF neighbours, then rounds joined by
+// key, back to input batches. With spilling (the embedded runner) the probe
+// reads the units again rather than have Prism hold every row in memory
+// until the model is fitted.
+func buildIVF(s beam.Scope, plan *Plan, units, rows beam.PCollection) beam.PCollection {
 	e := plan.Config.Engine
 	wb := waveBytes(plan.Config.WaveMiB)
+	var again beam.PCollection // no second read: the rows wait in the runner's shuffle
+	if plan.Spill != "" {
+		again = units
+	}
 	blocks := stages.IVFNeighbours(s, rows, stages.IVFParams{
 		IVF:         ivf.Params{Partitions: plan.Config.Partitions, NProbe: plan.Config.NProbe, Seed: e.Mixture.Seed},
 		Rows:        plan.Rows,
@@ -86,6 +93,8 @@ func buildIVF(s beam.Scope, plan *Plan, rows beam.PCollection) beam.PCollection 
 		IDColumn:    plan.Read.Columns.WithDefaults().ID,
 		D:           plan.Read.D,
 		WaveBytes:   wb,
+		Units:       again,
+		Read:        plan.Read,
 		Spill:       stages.Spill{Dir: plan.Spill},
 	})
 	return stages.JoinRounds(s, blocks, e.Rounds, e.Workers, stages.RoundWaves(plan.Rows, e.K, e.Mixture, wb), stages.Spill{Dir: plan.Spill}, e.Mixture)

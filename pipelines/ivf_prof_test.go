@@ -14,7 +14,9 @@ import (
 
 // TestTmpProf is a profiling harness, not a check: it relabels PROF_IN
 // in process on Prism (PROF_MODE: --neighbours; PROF_ROUNDS, PROF_WAVE:
-// rounds and --wave-mib) and prints the peak heap in use; PROF_CPU writes a
+// rounds and --wave-mib; PROF_SPILL=none keeps blocks and states in Prism's
+// shuffle instead of spill files, as --spill-dir none does) and prints the
+// peak heap in use; PROF_CPU writes a
 // CPU profile, PROF_OUT a heap profile taken when the heap first passes
 // PROF_AT MiB (docs/perf/scale.md).
 func TestTmpProf(t *testing.T) {
@@ -33,6 +35,9 @@ func TestTmpProf(t *testing.T) {
 		at = uint64(v)
 	}
 	cfg := pipelines.Config{Input: in, Output: t.TempDir(), Engine: e, Neighbours: os.Getenv("PROF_MODE")}
+	if os.Getenv("PROF_SPILL") != "none" {
+		cfg.SpillDir = t.TempDir()
+	}
 	if w := os.Getenv("PROF_WAVE"); w != "" {
 		cfg.WaveMiB, _ = strconv.Atoi(w)
 	}

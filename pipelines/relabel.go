@@ -106,7 +106,7 @@ func Build(s beam.Scope, plan *Plan, tmpDir string) {
 	rows := stages.Read(s, units, plan.Read)
 	var items beam.PCollection
 	if plan.Config.Neighbours == NeighboursIVF {
-		items = buildIVF(s, plan, rows)
+		items = buildIVF(s, plan, units, rows)
 	} else {
 		stats := stages.ComputeStats(s, rows, e.Candidates, e.Mixture.Seed, plan.Read.Columns.WithDefaults().ID)
 		items = stages.Neighbours(s, rows, stats, stages.NeighbourParams{

@@ -4,7 +4,9 @@ import (
 	"fmt"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
+	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/transforms/ivf"
 )
 
@@ -28,6 +30,12 @@ type IVFParams struct {
 	// WaveBytes bounds the item copies one wave of the search shuffles
 	// (Waves). Optional: 0 means DefaultWaveBytes, negative means one wave.
 	WaveBytes int64
+	// Units (PCollection<shardio.Unit>), when valid, are read again with
+	// Read (ReadAgain) for the probe, which waits for the model fitted on
+	// all of rows, once the model is ready. Optional: without them the probe
+	// takes rows, which the runner then holds until the model is fitted.
+	Units beam.PCollection
+	Read  shardio.ReadOptions
 	// Spill, when on, holds the probed batches, the items' copies for the
 	// blocks and the searched blocks in files, and the search runs in one
 	// wave (WaveBytes is ignored): see Spill. Optional, default off.
@@ -96,7 +104,15 @@ func IVFNeighbours(s beam.Scope, rows beam.PCollection, p IVFParams) beam.PColle
 	if np <= 0 {
 		np = ivf.DefaultNProbe
 	}
-	probed := beam.ParDo(s, &ivfProbeFn{NProbe: np, Standardise: p.Standardise, Spill: p.Spill}, rows,
+	probeRows := rows
+	if p.Units.IsValid() {
+		// The model as a side input holds the second read back until it
+		// is fitted, so the read fuses with the probe and the search's
+		// copies: no row waits in the runner.
+		ready := beam.ParDo(s, &afterModelFn{}, p.Units, beam.SideInput{Input: model})
+		probeRows = ReadAgain(s, ready, p.Read)
+	}
+	probed := beam.ParDo(s, &ivfProbeFn{NProbe: np, Standardise: p.Standardise, Spill: p.Spill}, probeRows,
 		beam.SideInput{Input: stats}, beam.SideInput{Input: model})
 	// Waves: each item goes to NProbe partitions, so the copies are NProbe
 	// times the input. An embedded runner holds a shuffle's input in memory
@@ -120,6 +136,16 @@ func IVFNeighbours(s beam.Scope, rows beam.PCollection, p IVFParams) beam.PColle
 		return all[0]
 	}
 	return beam.Flatten(s, all...)
+}
+
+// afterModelFn passes units on once the model (its side input) is fitted.
+type afterModelFn struct{}
+
+func (afterModelFn) ProcessElement(u shardio.Unit, _ ivf.Model, emit func(shardio.Unit)) { emit(u) }
+
+func init() {
+	register.DoFn3x0[shardio.Unit, ivf.Model, func(shardio.Unit)](&afterModelFn{})
+	register.Emitter1[shardio.Unit]()
 }
 
 // rebatch groups IVFRows (PCollection<KV<string, IVFRows>>, by input batch)

@@ -18,6 +18,9 @@ type readFn struct {
 	Columns    schemas.Columns
 	D, Classes int
 	ClassNames []string
+	// Again marks a second read of the same units (ReadAgain): not counted
+	// in rows_read, not logged.
+	Again bool
 }
 
 func (f *readFn) ProcessElement(ctx context.Context, u shardio.Unit, emit func(schemas.Rows)) error {
@@ -26,8 +29,10 @@ func (f *readFn) ProcessElement(ctx context.Context, u shardio.Unit, emit func(s
 	if err != nil {
 		return err
 	}
-	rowsRead.Inc(ctx, int64(r.Len()))
-	log.Printf("relabel: read %s rows %d..%d", u.Path, r.Offset, r.Offset+int64(r.Len()))
+	if !f.Again {
+		rowsRead.Inc(ctx, int64(r.Len()))
+		log.Printf("relabel: read %s rows %d..%d", u.Path, r.Offset, r.Offset+int64(r.Len()))
+	}
 	emit(*r)
 	return nil
 }
@@ -43,4 +48,14 @@ func init() {
 func Read(s beam.Scope, units beam.PCollection, opts shardio.ReadOptions) beam.PCollection {
 	s = s.Scope("relabel.Read")
 	return beam.ParDo(s, &readFn{Columns: opts.Columns, D: opts.D, Classes: opts.Classes, ClassNames: opts.ClassNames}, units)
+}
+
+// ReadAgain is Read for a second pass over the same units, for a stage that
+// can only start once the whole first pass is done (ivf's probe waits for
+// the k-means model): reading the shards again costs less than a runner
+// holding every row until then, which the embedded runner does in memory,
+// several copies over.
+func ReadAgain(s beam.Scope, units beam.PCollection, opts shardio.ReadOptions) beam.PCollection {
+	s = s.Scope("relabel.ReadAgain")
+	return beam.ParDo(s, &readFn{Columns: opts.Columns, D: opts.D, Classes: opts.Classes, ClassNames: opts.ClassNames, Again: true}, units)
 }
