@@ -40,8 +40,9 @@ type Config struct {
 	// Partitions and NProbe configure ivf mode (0: transforms/ivf's defaults).
 	Partitions, NProbe int
 	// WaveMiB bounds what one wave of ivf mode's search and rounds shuffles
-	// (stages.DefaultWaveBytes): 0 is the default, for the embedded runner;
-	// negative means no waves, for distributed runners.
+	// when they are not spilled (stages.DefaultWaveBytes): 0 is the
+	// default, for the embedded runner; negative means no waves, for
+	// distributed runners.
 	WaveMiB int
 	// SpillDir is where ivf mode keeps its blocks and states between stages
 	// (stages.Spill), in a directory of its own that Run removes: a local

@@ -59,7 +59,7 @@ func newRunFlags(stderr io.Writer) *runFlags {
 	fs.StringVar(&c.Neighbours, "neighbours", "auto", "where neighbours are searched: exact (all items), sample (--candidates subset), ivf (k-means partitions, for large inputs) or auto (by size)")
 	fs.IntVar(&c.Partitions, "partitions", 0, "ivf: k-means partitions (default rows/500)")
 	fs.IntVar(&c.NProbe, "nprobe", 0, "ivf: partitions each item is stored in (default 8)")
-	fs.IntVar(&c.WaveMiB, "wave-mib", 0, "ivf: MiB one wave of the search or of a round shuffles (default 128 on the embedded runner, no waves elsewhere; -1: no waves)")
+	fs.IntVar(&c.WaveMiB, "wave-mib", 0, "ivf with --spill-dir none: MiB one wave of the search or of a round shuffles (default 128 on the embedded runner, no waves elsewhere; -1: no waves)")
 	fs.StringVar(&c.SpillDir, "spill-dir", "", "ivf on the embedded runner: local directory under which blocks and states wait between stages, instead of in the runner's memory (default: the system temporary directory; none: keep them in memory)")
 	fs.StringVar(&f.weights, "weights", d.Weighting.String(), "neighbour weights: llc (locality-constrained linear coding), uniform, or blend (their average)")
 	fs.Float64Var(&e.LLC.Lambda, "llc-lambda", 0, "LLC locality adaptor weight (0 = the paper's plain LLC)")
