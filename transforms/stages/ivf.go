@@ -36,9 +36,10 @@ type IVFParams struct {
 	// takes rows, which the runner then holds until the model is fitted.
 	Units beam.PCollection
 	Read  shardio.ReadOptions
-	// Spill, when on, holds the probed batches, the items' copies for the
-	// blocks and the searched blocks in files, and the search runs in one
-	// wave (WaveBytes is ignored): see Spill. Optional, default off.
+	// Spill, when on, holds the items' copies for the blocks and the
+	// searched blocks in files, and the search runs in one wave (WaveBytes
+	// is ignored; the probe fuses with the copies): see Spill. Optional,
+	// default off.
 	Spill Spill
 }
 
@@ -112,7 +113,7 @@ func IVFNeighbours(s beam.Scope, rows beam.PCollection, p IVFParams) beam.PColle
 		ready := beam.ParDo(s, &afterModelFn{}, p.Units, beam.SideInput{Input: model})
 		probeRows = ReadAgain(s, ready, p.Read)
 	}
-	probed := beam.ParDo(s, &ivfProbeFn{NProbe: np, Standardise: p.Standardise, Spill: p.Spill}, probeRows,
+	probed := beam.ParDo(s, &ivfProbeFn{NProbe: np, Standardise: p.Standardise}, probeRows,
 		beam.SideInput{Input: stats}, beam.SideInput{Input: model})
 	// Waves: each item goes to NProbe partitions, so the copies are NProbe
 	// times the input. An embedded runner holds a shuffle's input in memory

@@ -30,9 +30,6 @@ const maxBlocks = 1 << 24
 type ivfProbeFn struct {
 	NProbe      int
 	Standardise bool
-	// Spill: see Spill; the probed batches go to a file, so that the runner
-	// does not hold them while the search runs.
-	Spill Spill
 
 	cent *float32
 	idx  knn.Index
@@ -71,11 +68,6 @@ func (f *ivfProbeFn) ProcessElement(ctx context.Context, r schemas.Rows, st Stat
 	for i := 0; i < n; i++ {
 		out.Block[i] = m.Block(out.Probe[i*np], r.IDs[i])
 	}
-	if f.Spill.On() {
-		if err := f.Spill.putProbed(&out); err != nil {
-			return err
-		}
-	}
 	emit(out)
 	return nil
 }
@@ -93,9 +85,6 @@ type ivfEmitFn struct {
 }
 
 func (f *ivfEmitFn) ProcessElement(pr IVFProbed, m ivf.Model, _ func(*int64) bool, emit func(int64, IVFPart)) error {
-	if err := pr.unspill(); err != nil {
-		return err
-	}
 	r := &pr.Rows
 	n, d, np := r.Len(), r.D, pr.NProbe
 	parts := map[int64]*IVFPart{}

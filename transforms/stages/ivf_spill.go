@@ -60,8 +60,8 @@ func getSpillRef(r *wire.Reader) spillRef {
 
 // Generations of spill files.
 const (
-	// genSearchIn: the probed input batches and the items' copies for the
-	// blocks, read by the search; removed by routeFn.
+	// genSearchIn: the items' copies for the blocks, read by the search;
+	// removed by routeFn.
 	genSearchIn = 0
 	// genSearched: the search's blocks, read by requestFn and routeFn;
 	// removed by round 0.
@@ -143,17 +143,6 @@ func (s Spill) put(gen int, b *IVFBlock, msgs []JoinMsg) error {
 	return nil
 }
 
-// putProbed writes a probed input batch for the search and replaces it by
-// its reference.
-func (s Spill) putProbed(p *IVFProbed) error {
-	refs, err := s.write(genSearchIn, batchName("p", p.Rows.Shard, p.Rows.Offset), encodeIVFProbed(*p))
-	if err != nil {
-		return err
-	}
-	*p = IVFProbed{Spilled: refs[0]}
-	return nil
-}
-
 // putParts writes the parts one input batch sends to blocks (wave w) into
 // one file and replaces them by references.
 func (s Spill) putParts(shard string, offset int64, w int, parts []IVFPart) error {
@@ -225,14 +214,6 @@ func (m *JoinMsg) unspill() error {
 func (p *IVFPart) unspill() (err error) {
 	if p.Spilled.Path != "" {
 		*p, err = load(p.Spilled, decodeIVFPart, "part")
-	}
-	return err
-}
-
-// unspill replaces a spilled batch by its contents; an inline one stays.
-func (p *IVFProbed) unspill() (err error) {
-	if p.Spilled.Path != "" {
-		*p, err = load(p.Spilled, decodeIVFProbed, "probed batch")
 	}
 	return err
 }

@@ -338,9 +338,6 @@ type IVFProbed struct {
 	Probe  []int32
 	Block  []int32
 	Rows   schemas.Rows
-	// Spilled, when set, says the batch is in a spill file (Spill): the
-	// other fields are empty until unspill.
-	Spilled spillRef
 }
 
 // The rows go last, in schemas' own encoding, so that they are written and
@@ -350,7 +347,6 @@ func encodeIVFProbed(p IVFProbed) []byte {
 	w.Uvarint(uint64(p.NProbe))
 	wire.Slice(&w, p.Probe)
 	wire.Slice(&w, p.Block)
-	putSpillRef(&w, p.Spilled)
 	return schemas.AppendRows(w.B, &p.Rows)
 }
 
@@ -359,7 +355,6 @@ func decodeIVFProbed(b []byte) (IVFProbed, error) {
 	p := IVFProbed{NProbe: int(r.Uvarint())}
 	p.Probe = wire.ReadSlice[int32](&r)
 	p.Block = wire.ReadSlice[int32](&r)
-	p.Spilled = getSpillRef(&r)
 	if len(r.B) == 0 {
 		return IVFProbed{}, fmt.Errorf("stages: decoding IVFProbed: truncated")
 	}
