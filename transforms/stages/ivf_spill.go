@@ -118,13 +118,6 @@ func (s Spill) drop(gen int) error {
 	return nil
 }
 
-// batchName names the spill file of what input batch (shard, offset) makes.
-func batchName(prefix, shard string, offset int64) string {
-	h := fnv.New64a()
-	h.Write([]byte(shard))
-	return fmt.Sprintf("%s%016x-%x", prefix, h.Sum64(), offset)
-}
-
 // put writes block b and the messages it sends (msgs) into one file of
 // generation gen and replaces them by references.
 func (s Spill) put(gen int, b *IVFBlock, msgs []JoinMsg) error {
@@ -143,14 +136,17 @@ func (s Spill) put(gen int, b *IVFBlock, msgs []JoinMsg) error {
 	return nil
 }
 
-// putParts writes the parts one input batch sends to blocks (wave w) into
-// one file and replaces them by references.
+// putParts writes the parts one input batch (shard, offset) sends to blocks
+// (wave w) into one file, named by the batch, and replaces them by
+// references.
 func (s Spill) putParts(shard string, offset int64, w int, parts []IVFPart) error {
 	encs := make([][]byte, len(parts))
 	for i := range parts {
 		encs[i] = encodeIVFPart(parts[i])
 	}
-	refs, err := s.write(genSearchIn, batchName("s", shard, offset)+fmt.Sprintf("-w%d", w), encs...)
+	h := fnv.New64a()
+	h.Write([]byte(shard))
+	refs, err := s.write(genSearchIn, fmt.Sprintf("s%016x-%x-w%d", h.Sum64(), offset, w), encs...)
 	if err != nil {
 		return err
 	}
