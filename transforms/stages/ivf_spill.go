@@ -86,16 +86,9 @@ func (s Spill) write(gen int, name string, encs ...[]byte) ([]spillRef, error) {
 	path := filepath.Join(dir, name)
 	refs := make([]spillRef, len(encs))
 	var buf []byte
-	if len(encs) == 1 {
-		buf = encs[0]
-	}
-	var off int64
 	for i, e := range encs {
-		refs[i] = spillRef{Path: path, Off: off, Len: int64(len(e))}
-		off += int64(len(e))
-		if len(encs) > 1 {
-			buf = append(buf, e...)
-		}
+		refs[i] = spillRef{Path: path, Off: int64(len(buf)), Len: int64(len(e))}
+		buf = append(buf, e...)
 	}
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, buf, 0o644); err != nil {
