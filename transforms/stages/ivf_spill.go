@@ -102,7 +102,7 @@ func (s Spill) write(gen int, name string, encs ...[]byte) ([]spillRef, error) {
 
 // drop removes generation gen (see Spill).
 func (s Spill) drop(gen int) error {
-	if !s.On() || gen < 0 {
+	if !s.On() {
 		return nil
 	}
 	if err := os.RemoveAll(s.genDir(gen)); err != nil {
