@@ -230,11 +230,11 @@ func embedded(ctx context.Context, p *beam.Pipeline) (beam.PipelineResult, error
 
 // quickConfig relabels in with fewer rounds and samples than the defaults:
 // enough to change hundreds of labels, quick enough for a test.
-func quickConfig(in, out string) pipelines.Config {
-	e := pipelines.DefaultEngine()
-	e.Rounds = 4
-	e.Mixture.L = 100
-	return pipelines.Config{Input: in, Output: out, Format: shardio.Parquet, Engine: e}
+func quickConfig(in, out string) pipelines.Options {
+	o := pipelines.Defaults()
+	o.Rounds, o.L = 4, 100
+	o.Input, o.Output, o.Format = in, out, shardio.Parquet
+	return o
 }
 
 func ctxT(t *testing.T) context.Context {

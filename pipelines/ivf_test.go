@@ -88,11 +88,11 @@ func TestIVFDigits(t *testing.T) {
 	acc := map[string]float64{}
 	for _, mode := range []string{pipelines.NeighboursIVF, pipelines.NeighboursExact} {
 		out := t.TempDir()
-		e := pipelines.DefaultEngine()
-		e.Rounds, e.Mixture.L = 4, 100
-		cfg := pipelines.Config{Input: "../testdata/digits/noisy-idn-0.4-part-*.parquet", Output: out, Engine: e, Neighbours: mode}
+		cfg := pipelines.Defaults()
+		cfg.Rounds, cfg.L = 4, 100
+		cfg.Input, cfg.Output, cfg.Neighbours = "../testdata/digits/noisy-idn-0.4-part-*.parquet", out, mode
 		if mode == pipelines.NeighboursIVF {
-			cfg.Partitions, cfg.NProbe = 16, 4
+			cfg.Partitions, cfg.NProbe = pipelines.Some(16), pipelines.Some(4)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		t0 := time.Now()
@@ -143,9 +143,14 @@ func TestNeighbourModes(t *testing.T) {
 		{"exact with partitions", "exact", 0, 8, "", 0, "configure ivf only"},
 		{"unknown", "hnsw", 0, 0, "", 0, `--neighbours "hnsw"`},
 	} {
-		e := pipelines.DefaultEngine()
-		e.Candidates = tc.candidates
-		cfg := pipelines.Config{Input: in, Output: t.TempDir(), Engine: e, Neighbours: tc.mode, Partitions: tc.partitions}
+		cfg := pipelines.Defaults()
+		cfg.Input, cfg.Output, cfg.Neighbours = in, t.TempDir(), tc.mode
+		if tc.candidates > 0 {
+			cfg.Candidates = pipelines.Some(tc.candidates)
+		}
+		if tc.partitions > 0 {
+			cfg.Partitions = pipelines.Some(tc.partitions)
+		}
 		plan, err := pipelines.MakePlan(context.Background(), cfg)
 		switch {
 		case tc.err != "":
@@ -154,8 +159,8 @@ func TestNeighbourModes(t *testing.T) {
 			}
 		case err != nil:
 			t.Errorf("%s: %v", tc.name, err)
-		case plan.Config.Neighbours != tc.want || plan.Config.Engine.Candidates != tc.wantCand:
-			t.Errorf("%s: mode %q with %d candidates, want %q with %d", tc.name, plan.Config.Neighbours, plan.Config.Engine.Candidates, tc.want, tc.wantCand)
+		case plan.Mode != tc.want || plan.Engine.Candidates != tc.wantCand:
+			t.Errorf("%s: mode %q with %d candidates, want %q with %d", tc.name, plan.Mode, plan.Engine.Candidates, tc.want, tc.wantCand)
 		}
 	}
 }
@@ -166,14 +171,18 @@ func TestNeighbourModes(t *testing.T) {
 // spilled run has none), and removes its spill directory, on success and
 // when the run fails.
 func TestIVFSpill(t *testing.T) {
-	e := pipelines.DefaultEngine()
-	e.Rounds, e.Mixture.L = 3, 50
+	base := pipelines.Defaults()
+	base.Rounds, base.L = 3, 50
+	base.Input, base.Neighbours = "../testdata/digits/noisy-idn-0.4-part-*.parquet", pipelines.NeighboursIVF
+	base.Partitions, base.NProbe = pipelines.Some(16), pipelines.Some(4)
 	run := func(spillDir, out string) *pipelines.Summary {
 		t.Helper()
-		cfg := pipelines.Config{Input: "../testdata/digits/noisy-idn-0.4-part-*.parquet", Output: out, Engine: e,
-			Neighbours: pipelines.NeighboursIVF, Partitions: 16, NProbe: 4, SpillDir: spillDir}
+		cfg := base
+		cfg.Output = out
 		if spillDir == "" {
-			cfg.WaveMiB = 1 // several waves in the shuffled rounds
+			cfg.WaveMiB = pipelines.Some(1) // several waves in the shuffled rounds
+		} else {
+			cfg.SpillDir = pipelines.Some(spillDir)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
@@ -207,8 +216,8 @@ func TestIVFSpill(t *testing.T) {
 
 	// A run whose job fails after its stages ran still removes its spill
 	// directory.
-	cfg := pipelines.Config{Input: "../testdata/digits/noisy-idn-0.4-part-*.parquet", Output: t.TempDir(), Engine: e,
-		Neighbours: pipelines.NeighboursIVF, Partitions: 16, NProbe: 4, SpillDir: spillDir}
+	cfg := base
+	cfg.Output, cfg.SpillDir = t.TempDir(), pipelines.Some(spillDir)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	_, err := pipelines.Run(ctx, cfg, func(ctx context.Context, p *beam.Pipeline) (beam.PipelineResult, error) {

@@ -26,13 +26,13 @@ const digitsPart = "../testdata/digits/noisy-idn-0.4-part-0000.parquet"
 // before the writer.
 // Returns PCollection<stages.Items>.
 func relabelItems(s beam.Scope, plan *pipelines.Plan) beam.PCollection {
-	e := plan.Config.Engine
+	e := plan.Engine
 	units := beam.CreateList(s, plan.Units)
 	rows := stages.Read(s, units, plan.Read)
 	stats := stages.ComputeStats(s, rows, e.Candidates, e.Mixture.Seed, plan.Read.Columns.WithDefaults().ID)
 	items := stages.Neighbours(s, rows, stats, stages.NeighbourParams{
 		K: e.K, Metric: e.Metric, Standardise: e.Standardise, Weighting: e.Weighting, Options: e,
-		Device: plan.Config.Device,
+		Device: plan.Options.Device,
 	})
 	return stages.Rounds(s, items, e.Rounds, e.Workers, e.Mixture)
 }
@@ -164,14 +164,14 @@ func init() {
 // element), every id exactly once, every row within the output contract,
 // and the cleaned labels far more accurate than the given ones.
 func TestStagesDigits(t *testing.T) {
-	plan, err := pipelines.MakePlan(context.Background(), pipelines.Config{
-		Input: digitsPart, Output: t.TempDir(), Classes: 10, Engine: pipelines.DefaultEngine(),
-	})
+	o := pipelines.Defaults()
+	o.Input, o.Output, o.Classes = digitsPart, t.TempDir(), pipelines.Some(10)
+	plan, err := pipelines.MakePlan(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(plan.Units) != 2 || plan.Rows != 899 || plan.Config.Neighbours != pipelines.NeighboursExact {
-		t.Fatalf("plan has %d units, %d rows and neighbours %q; want 2, 899 and exact", len(plan.Units), plan.Rows, plan.Config.Neighbours)
+	if len(plan.Units) != 2 || plan.Rows != 899 || plan.Mode != pipelines.NeighboursExact {
+		t.Fatalf("plan has %d units, %d rows and neighbours %q; want 2, 899 and exact", len(plan.Units), plan.Rows, plan.Mode)
 	}
 	truth := readI32(t, "../testdata/digits/truth.i32")
 
@@ -185,7 +185,7 @@ func TestStagesDigits(t *testing.T) {
 		want[i] = int64(i)
 	}
 	passert.EqualsList(s, ids, want)
-	passert.Empty(s, beam.ParDo(s, &checkRowsFn{C: 10, C0: plan.Config.Engine.Mixture.C0}, cleaned))
+	passert.Empty(s, beam.ParDo(s, &checkRowsFn{C: 10, C0: plan.Engine.Mixture.C0}, cleaned))
 	total := beam.Combine(s, addScores, beam.ParDo(s, &scoreFn{Truth: truth[:899]}, cleaned))
 	passert.True(s, total, cleanerThanGiven)
 	ptest.RunAndValidate(t, p)

@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strconv"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 
 	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/schemas"
+	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/stages"
 )
 
@@ -16,7 +18,15 @@ import (
 // and their units of work, the class set, and the options with data-dependent
 // defaults filled in.
 type Plan struct {
-	Config     Config
+	// Options are the job's options as given; Engine is what the stages
+	// get, with the data-dependent defaults resolved.
+	Options Options
+	Engine  engine.Options
+	// Mode is the resolved neighbour mode (exact, sample or ivf).
+	Mode string
+	// WaveBytes bounds one wave of ivf's unspilled shuffles (0: stages'
+	// default; negative: no waves).
+	WaveBytes  int64
 	Shards     []shardio.Shard
 	Units      []shardio.Unit
 	Read       shardio.ReadOptions
@@ -28,13 +38,13 @@ type Plan struct {
 	// Device describes the kernels the launcher's process resolved --device to.
 	Device string
 	// Spill is the run's own spill directory (Run makes it in
-	// Config.SpillDir for ivf mode); empty: no spilling.
+	// Options.SpillDir for ivf mode); empty: no spilling.
 	Spill string
 }
 
 // MakePlan scans the input (footers and schemas only, plus the label column
 // when the class set must be collected) and fixes every option.
-func MakePlan(ctx context.Context, cfg Config) (*Plan, error) {
+func MakePlan(ctx context.Context, cfg Options) (*Plan, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -44,7 +54,7 @@ func MakePlan(ctx context.Context, cfg Config) (*Plan, error) {
 		return nil, err
 	}
 	in := shards[0].Input
-	p := &Plan{Config: cfg, Shards: shards, LabelKind: in.LabelKind, IDKind: in.IDKind}
+	p := &Plan{Options: cfg, Shards: shards, LabelKind: in.LabelKind, IDKind: in.IDKind}
 	ro.D = shards[0].D
 	switch {
 	case in.LabelKind == schemas.LabelString && cfg.ClassNames != nil:
@@ -55,8 +65,8 @@ func MakePlan(ctx context.Context, cfg Config) (*Plan, error) {
 		if p.ClassNames, err = shardio.ScanClassNames(ctx, shards, ro); err != nil {
 			return nil, err
 		}
-	case cfg.Classes > 0:
-		p.C = cfg.Classes
+	case cfg.Classes.Set:
+		p.C = cfg.Classes.V
 	default:
 		if p.C, err = shardio.ScanNumClasses(ctx, shards, ro); err != nil {
 			return nil, err
@@ -82,14 +92,24 @@ func MakePlan(ctx context.Context, cfg Config) (*Plan, error) {
 		p.Units = append(p.Units, s.Units...)
 		p.Rows += max(s.Rows, 0)
 	}
-	p.Config = resolveNeighbours(p.Config, p.Rows)
-	e := p.Config.Engine
-	e.Mixture.C = p.C
-	e = e.WithDefaults()
+	p.Mode = neighbourMode(&cfg, p.Rows)
+	e, err := cfg.Engine(p.C)
+	if err != nil {
+		return nil, err
+	}
+	if p.Mode == NeighboursSample && !cfg.Candidates.Set {
+		e.Candidates = PaperCandidates
+	}
 	if err := e.Validate(); err != nil {
 		return nil, err
 	}
-	p.Config.Engine = e
+	p.Engine = e
+	if cfg.WaveMiB.Set { // unset: 0, stages' DefaultWaveBytes
+		p.WaveBytes = int64(cfg.WaveMiB.V) << 20
+		if cfg.WaveMiB.V < 0 {
+			p.WaveBytes = -1
+		}
+	}
 	if _, _, p.Device, err = stages.Backends(cfg.Device); err != nil {
 		return nil, err
 	}
@@ -101,23 +121,60 @@ func MakePlan(ctx context.Context, cfg Config) (*Plan, error) {
 // schemas.Cleaned (grouped by shard).
 func Build(s beam.Scope, plan *Plan, tmpDir string) {
 	s = s.Scope("relabel")
-	e := plan.Config.Engine
+	e := plan.Engine
 	units := beam.CreateList(s, plan.Units)
 	rows := stages.Read(s, units, plan.Read)
 	var items beam.PCollection
-	if plan.Config.Neighbours == NeighboursIVF {
+	if plan.Mode == NeighboursIVF {
 		items = buildIVF(s, plan, units, rows)
 	} else {
 		stats := stages.ComputeStats(s, rows, e.Candidates, e.Mixture.Seed, plan.Read.Columns.WithDefaults().ID)
 		items = stages.Neighbours(s, rows, stats, stages.NeighbourParams{
 			K: e.K, Metric: e.Metric, Standardise: e.Standardise, Weighting: e.Weighting, Options: e,
-			Device: plan.Config.Device,
+			Device: plan.Options.Device,
 		})
 		items = stages.Rounds(s, items, e.Rounds, e.Workers, e.Mixture)
 	}
 	stages.Write(s, items, stages.WriteParams{
-		TmpDir: tmpDir, Format: plan.Config.Format,
-		Meta:      schemas.Metadata(Version, e.Mixture.Seed, plan.Config.OptionMap(), plan.ClassNames),
+		TmpDir: tmpDir, Format: plan.Options.Format,
+		Meta:      schemas.Metadata(Version, e.Mixture.Seed, plan.OptionMap(), plan.ClassNames),
 		LabelKind: plan.LabelKind, ClassNames: plan.ClassNames, IDKind: plan.IDKind, C: plan.C,
 	})
+}
+
+// OptionMap spells every resolved option as its flag would, for the output
+// metadata and summary.json: what the run used, defaults included.
+func (p *Plan) OptionMap() map[string]string {
+	o, e := &p.Options, p.Engine
+	m := e.Mixture
+	return map[string]string{
+		"k":                 strconv.Itoa(e.K),
+		"metric":            e.Metric.String(),
+		"standardise":       strconv.FormatBool(e.Standardise),
+		"candidates":        strconv.Itoa(e.Candidates),
+		"weights":           e.Weighting.String(),
+		"llc-lambda":        fmtF(e.LLC.Lambda),
+		"llc-sigma":         fmtF(e.LLC.Sigma),
+		"rounds":            strconv.Itoa(e.Rounds),
+		"classes":           strconv.Itoa(m.C),
+		"c0":                strconv.Itoa(m.C0),
+		"l":                 strconv.Itoa(m.L),
+		"n":                 strconv.Itoa(m.N),
+		"mu":                fmtF(m.Mu),
+		"gamma":             fmtF(m.Gamma),
+		"alpha":             fmtF(m.Alpha),
+		"beta":              fmtF(m.Beta),
+		"em-iters":          strconv.Itoa(m.EMIters),
+		"em-variant":        m.Variant.String(),
+		"smooth":            fmtF(m.Smooth),
+		"anchor":            fmtF(m.Anchor),
+		"annotation-weight": fmtF(m.AnnotationWeight),
+		"max-row-terms":     strconv.Itoa(m.MaxRowEntries),
+		"seed":              strconv.FormatUint(m.Seed, 10),
+		"format":            o.Format.String(),
+		"device":            o.Device,
+		"neighbours":        p.Mode,
+		"partitions":        strconv.Itoa(o.Partitions.Or(0)),
+		"nprobe":            strconv.Itoa(o.NProbe.Or(0)),
+	}
 }

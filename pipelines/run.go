@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 
+	"github.com/relabel/relabel/internal/faults"
 	"github.com/relabel/relabel/io/blobio"
 	"github.com/relabel/relabel/transforms/stages"
 )
@@ -47,25 +47,57 @@ type Summary struct {
 	Timings map[string]float64 `json:"timings_seconds"`
 }
 
-// Run plans, builds and executes one relabelling, then commits its output:
-// every shard is written under a temporary directory inside the output and
-// renamed into place only after the whole pipeline succeeded, so a failed run
-// leaves no output shard behind; an existing output is replaced only with
-// Config.Overwrite.
-func Run(ctx context.Context, cfg Config, exec Executor) (*Summary, error) {
+// Run plans, builds and executes one relabelling, then commits its output
+// (commit.go has the protocol): it locks the output, has the pipeline write
+// every file under a temporary directory inside it, and publishes them with
+// summary.json last, so that a reader trusting summary.json never sees a
+// partial or mixed output, a killed run leaves nothing a rerun cannot
+// replace, and a concurrent run on the same output fails fast. An existing
+// finished output, or any other file the run would replace, is replaced only
+// with Options.Overwrite.
+func Run(ctx context.Context, cfg Options, exec Executor) (*Summary, error) {
 	t0 := time.Now()
 	plan, err := MakePlan(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	cfg = plan.Config
+	cfg = plan.Options
+	var inputs []string
+	for _, s := range plan.Shards {
+		inputs = append(inputs, s.Path)
+	}
+	if err := checkNotInput(cfg.Output, inputs); err != nil {
+		return nil, err
+	}
 	fs, err := blobio.For(cfg.Output)
 	if err != nil {
 		return nil, err
 	}
+	if err := fs.MkdirAll(ctx, cfg.Output); err != nil {
+		return nil, fmt.Errorf("relabel: creating %s: %w", cfg.Output, err)
+	}
+	tok := token()
+	unlock, err := lock(ctx, fs, cfg.Output, tok)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	faults.Point("locked")
+	removeStaleTemps(ctx, fs, cfg.Output)
+	pending, err := pendingFiles(ctx, fs, cfg.Output)
+	if err != nil {
+		return nil, err
+	}
+	var files []string
+	for _, s := range plan.Shards {
+		files = append(files, stages.OutputName(s.Path, cfg.Format))
+	}
 	if !cfg.Overwrite {
-		for _, s := range plan.Shards {
-			out := blobio.Join(cfg.Output, stages.OutputName(s.Path, cfg.Format))
+		for _, name := range append(append([]string(nil), files...), summaryName) {
+			out := blobio.Join(cfg.Output, name)
+			if pending[name] {
+				continue // left by an interrupted commit: ours to replace
+			}
 			if ok, err := fs.Exists(ctx, out); err != nil {
 				return nil, err
 			} else if ok {
@@ -73,7 +105,7 @@ func Run(ctx context.Context, cfg Config, exec Executor) (*Summary, error) {
 			}
 		}
 	}
-	tmp := blobio.Join(cfg.Output, ".relabel-tmp-"+token())
+	tmp := blobio.Join(cfg.Output, tmpPrefix+tok)
 	if err := fs.MkdirAll(ctx, tmp); err != nil {
 		return nil, fmt.Errorf("relabel: creating %s: %w", tmp, err)
 	}
@@ -83,11 +115,8 @@ func Run(ctx context.Context, cfg Config, exec Executor) (*Summary, error) {
 			removeAll(context.WithoutCancel(ctx), fs, tmp, plan)
 		}
 	}()
-	if cfg.SpillDir != "" && cfg.Neighbours == NeighboursIVF {
-		if err := os.MkdirAll(cfg.SpillDir, 0o755); err != nil {
-			return nil, fmt.Errorf("relabel: --spill-dir: %w", err)
-		}
-		if plan.Spill, err = os.MkdirTemp(cfg.SpillDir, "relabel-spill-"); err != nil {
+	if dir := cfg.SpillDir.Or(""); dir != "" && dir != "none" && plan.Mode == NeighboursIVF {
+		if plan.Spill, err = makeSpill(dir, tok); err != nil {
 			return nil, fmt.Errorf("relabel: --spill-dir: %w", err)
 		}
 		defer os.RemoveAll(plan.Spill)
@@ -102,10 +131,11 @@ func Run(ctx context.Context, cfg Config, exec Executor) (*Summary, error) {
 		return nil, err
 	}
 	tRun := time.Since(t1)
+	faults.Point("pipeline-done")
 
 	sum := &Summary{
 		Version: Version, Input: cfg.Input, Output: cfg.Output, Rows: 0, Classes: plan.C,
-		ClassNames: plan.ClassNames, Neighbours: neighbourMode(cfg), Device: plan.Device, Options: cfg.OptionMap(),
+		ClassNames: plan.ClassNames, Neighbours: plan.Mode, Device: plan.Device, Options: plan.OptionMap(),
 		ChangedFrom: make([]int64, plan.C), ChangedTo: make([]int64, plan.C),
 	}
 	var trans []float64
@@ -149,12 +179,6 @@ func Run(ctx context.Context, cfg Config, exec Executor) (*Summary, error) {
 			}
 		}
 	}
-	// Commit: shards first, summary last (its presence marks a complete output).
-	for _, sh := range sum.Shards {
-		if err := fs.Rename(ctx, blobio.Join(tmp, sh.Output), blobio.Join(cfg.Output, sh.Output)); err != nil {
-			return nil, fmt.Errorf("relabel: committing %s: %w", sh.Output, err)
-		}
-	}
 	if res != nil {
 		sum.Metrics = map[string]int64{}
 		for _, c := range res.Metrics().AllMetrics().Counters() {
@@ -172,25 +196,15 @@ func Run(ctx context.Context, cfg Config, exec Executor) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := writeFile(ctx, fs, blobio.Join(tmp, "summary.json"), b); err != nil {
+	if err := writeFile(ctx, fs, blobio.Join(tmp, summaryName), b); err != nil {
 		return nil, err
 	}
-	if err := fs.Rename(ctx, blobio.Join(tmp, "summary.json"), blobio.Join(cfg.Output, "summary.json")); err != nil {
+	if err := commit(ctx, fs, tmp, cfg.Output, files, tok); err != nil {
 		return nil, err
 	}
 	committed = true
 	removeAll(ctx, fs, tmp, plan)
 	return sum, nil
-}
-
-func neighbourMode(cfg Config) string {
-	if cfg.Neighbours != "" && cfg.Neighbours != NeighboursAuto {
-		return cfg.Neighbours
-	}
-	if cfg.Engine.Candidates > 0 {
-		return "sample"
-	}
-	return "exact"
 }
 
 // token names a run's temporary directory (not an input to any output byte).
@@ -205,11 +219,12 @@ func token() string {
 // removeAll deletes the temporary directory's known files and the directory.
 func removeAll(ctx context.Context, fs blobio.FS, tmp string, plan *Plan) {
 	for _, sh := range plan.Shards {
-		name := stages.OutputName(sh.Path, plan.Config.Format)
+		name := stages.OutputName(sh.Path, plan.Options.Format)
 		fs.Remove(ctx, blobio.Join(tmp, name))
 		fs.Remove(ctx, blobio.Join(tmp, name+".report.json"))
 	}
-	fs.Remove(ctx, blobio.Join(tmp, "summary.json"))
+	fs.Remove(ctx, blobio.Join(tmp, summaryName))
+	fs.Remove(ctx, blobio.Join(tmp, journalName))
 	fs.Remove(ctx, tmp)
 }
 
@@ -237,5 +252,3 @@ func writeFile(ctx context.Context, fs blobio.FS, path string, b []byte) error {
 	}
 	return w.Close()
 }
-
-var _ = errors.New

@@ -6,12 +6,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"strings"
+	"syscall"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 )
@@ -34,13 +36,49 @@ func main() {
 		os.Exit(0)
 	}
 	beam.Init()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	os.Exit(dispatch(ctx, os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(dispatch(signalContext(), os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// signalContext is cancelled by SIGINT or SIGTERM (what a scheduler, a
+// container runtime or systemd sends), with the signal as its cause: the run
+// stops, removes its temporary and spill files, commits nothing and releases
+// the output's lock. A second signal exits at once.
+func signalContext() context.Context {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		s := <-sigs
+		cancel(interrupted{s})
+		s = <-sigs
+		os.Exit(exitCode(s))
+	}()
+	return ctx
+}
+
+// interrupted is the cause of a run stopped by a signal.
+type interrupted struct{ sig os.Signal }
+
+func (i interrupted) Error() string { return "interrupted by " + sigName(i.sig) }
+
+func sigName(s os.Signal) string {
+	if s == syscall.SIGTERM {
+		return "SIGTERM"
+	}
+	return "SIGINT"
+}
+
+// exitCode is the shell's convention for death by a signal: 128 + its number.
+func exitCode(s os.Signal) int {
+	if n, ok := s.(syscall.Signal); ok {
+		return 128 + int(n)
+	}
+	return 130
 }
 
 // dispatch runs a subcommand and returns the exit status: 0 on success, 1 on
-// a failed run (one clear line on stderr), 2 on bad usage.
+// a failed run (one clear line on stderr), 2 on bad usage (naming the flag),
+// 128+n when stopped by signal n (130 SIGINT, 143 SIGTERM).
 func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
@@ -71,6 +109,11 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	if err == flag.ErrHelp {
 		return 0
+	}
+	var in interrupted
+	if errors.As(context.Cause(ctx), &in) {
+		fmt.Fprintf(stderr, "relabel %s: %v: stopped; nothing was committed, the output is as it was before this run\n", args[0], in)
+		return exitCode(in.sig)
 	}
 	if ue, ok := err.(usageError); ok {
 		fmt.Fprintf(stderr, "relabel %s: %v\n", args[0], ue.error)

@@ -186,7 +186,7 @@ func TestDigits(t *testing.T) {
 	path := filepath.Join("..", "..", "..", "shared", "data", "sklearn_digits", "features.f32")
 	raw, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("dev data (../shared/data, see its README.md): %v", err)
+		t.Skipf("development data absent (%v): this test reads ../shared/data", err)
 	}
 	const d, k, items = 64, 10, 200
 	n := len(raw) / 4 / d

@@ -63,8 +63,7 @@ func TestQuality(t *testing.T) {
 			t.Errorf("%s: kNN vote %.4f, the data README's %.3f", r.Cell.Name(), r.KNN(), r.Cell.Peers.KNN)
 		}
 	}
-	cfg := pipelines.Config{Engine: pipelines.DefaultEngine()}
-	opts := cfg.OptionMap()
+	opts := pipelines.EngineOptionMap(pipelines.DefaultEngine())
 	// Options of the pipeline's I/O and neighbour stage, which the in-process
 	// engine does not have, and C, which each dataset sets.
 	for _, k := range []string{"format", "device", "neighbours", "partitions", "nprobe", "classes"} {

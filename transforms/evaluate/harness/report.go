@@ -124,7 +124,7 @@ type Meta struct {
 	// Command reproduces the run.
 	Command string
 	// Options spells the engine options as relabel run's flags do
-	// (pipelines.Config.OptionMap); rendered sorted, empty values left out.
+	// (pipelines.EngineOptionMap); rendered sorted, empty values left out.
 	Options map[string]string
 	// Elapsed is the wall time of the whole run (loading and baselines
 	// included).
