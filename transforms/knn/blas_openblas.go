@@ -24,6 +24,9 @@ func BLASImplementation() string {
 	return "OpenBLAS via gonum.org/v1/netlib (cgo): " + openblas.Config()
 }
 
+// tileKernel is nil: this build computes the search's tiles with OpenBLAS.
+func tileKernel() *kernel { return nil }
+
 // setBLASThreads sets OpenBLAS's process-wide thread count; the benchmarks
 // use it to time a plain SGEMM with OpenBLAS's own threading.
 func setBLASThreads(n int) { openblas.SetNumThreads(n) }
