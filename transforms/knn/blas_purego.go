@@ -20,7 +20,3 @@ func tileKernel() *kernel {
 	}
 	return nil
 }
-
-// setBLASThreads is a no-op: gonum's pure-Go SGEMM schedules its own
-// goroutines, which the Go runtime multiplexes with Search's.
-func setBLASThreads(int) {}

@@ -5,10 +5,6 @@ import (
 	"gonum.org/v1/gonum/blas/blas32"
 )
 
-// SetBLASThreads lets the external benchmarks time a plain SGEMM with the
-// BLAS's own threading.
-var SetBLASThreads = setBLASThreads
-
 // WithKernel returns s computing its tiles with the named micro-kernel, or
 // with blas32 for "gonum", so that the tests run every kernel of the CPU.
 func WithKernel(s CPU, name string) CPU {
