@@ -29,8 +29,10 @@ const (
 const maxSqNorm = math.MaxFloat32 / 8
 
 // CPU is the exact batched kNN Searcher for the CPU. The zero value is ready to
-// use. Output does not depend on Workers; it depends on QueryBlock and
-// CandidateBlock only through float32 rounding of the SGEMM (the tile shape
+// use. Output does not depend on Workers. With a Go-assembly micro-kernel
+// (the default build on AVX2 or AVX-512 CPUs) it does not depend on
+// QueryBlock and CandidateBlock either; with blas32 (the OpenBLAS build, other
+// CPUs) it does, through float32 rounding of the SGEMM (the tile shape
 // changes the BLAS's summation order).
 type CPU struct {
 	// Workers is the number of goroutines a Search runs, each taking whole
