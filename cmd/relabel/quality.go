@@ -131,7 +131,7 @@ func noiseCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	if err := shardio.WriteInput(ctx, fsys, *output, outFormat, noisy, clean.labelKind, clean.names); err != nil {
+	if err := shardio.WriteInput(ctx, fsys, *output, outFormat, noisy, clean.labelKind, clean.names, nil); err != nil {
 		return err
 	}
 	if *truthOut != "" {
@@ -294,7 +294,7 @@ func writeTruth(ctx context.Context, path string, cd *cleanData, ds noise.Datase
 		if err != nil {
 			return err
 		}
-		return shardio.WriteInput(ctx, fsys, path, f, cd.rows, cd.labelKind, cd.names)
+		return shardio.WriteInput(ctx, fsys, path, f, cd.rows, cd.labelKind, cd.names, nil)
 	}
 	n := ds.Len()
 	if cd.idKind != schemas.IDInt64 {

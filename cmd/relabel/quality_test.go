@@ -117,7 +117,7 @@ func qClean(t *testing.T) (string, *schemas.Rows) {
 		qCleanOnce.rows = rows
 		half := rows.Len() / 2
 		qCleanOnce.err = shardio.WriteInput(context.Background(), blobio.Local{}, qCleanOnce.path, shardio.Parquet,
-			[]*schemas.Rows{qSlice(rows, 0, half), qSlice(rows, half, rows.Len())}, schemas.LabelInt32, nil)
+			[]*schemas.Rows{qSlice(rows, 0, half), qSlice(rows, half, rows.Len())}, schemas.LabelInt32, nil, nil)
 	})
 	if qCleanOnce.err != nil {
 		t.Fatal(qCleanOnce.err)
@@ -467,7 +467,7 @@ func TestNoiseEvalStrings(t *testing.T) {
 		rows.LabelOff = append(rows.LabelOff, int32(i+1))
 	}
 	clean := filepath.Join(dir, "clean.arrow")
-	if err := shardio.WriteInput(context.Background(), blobio.Local{}, clean, shardio.ArrowFile, []*schemas.Rows{rows}, schemas.LabelString, names); err != nil {
+	if err := shardio.WriteInput(context.Background(), blobio.Local{}, clean, shardio.ArrowFile, []*schemas.Rows{rows}, schemas.LabelString, names, nil); err != nil {
 		t.Fatal(err)
 	}
 	noisy := filepath.Join(dir, "noisy.parquet")

@@ -49,7 +49,7 @@ func writeRows(t *testing.T, path string, kind schemas.LabelKind, names []string
 	if filepath.Ext(path) == ".arrow" {
 		format = shardio.ArrowFile
 	}
-	if err := shardio.WriteInput(context.Background(), blobio.Local{}, path, format, batches, kind, names); err != nil {
+	if err := shardio.WriteInput(context.Background(), blobio.Local{}, path, format, batches, kind, names, nil); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -38,7 +38,7 @@ func TestBadInput(t *testing.T) {
 	}
 	rowsFile := func(name string, format Format, r *schemas.Rows, kind schemas.LabelKind, names []string) func(t *testing.T, dir string) {
 		return func(t *testing.T, dir string) {
-			if err := WriteInput(ctx, blobio.Local{}, filepath.Join(dir, name), format, []*schemas.Rows{r}, kind, names); err != nil {
+			if err := WriteInput(ctx, blobio.Local{}, filepath.Join(dir, name), format, []*schemas.Rows{r}, kind, names, nil); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -183,7 +183,7 @@ func TestTruncated(t *testing.T) {
 	for _, format := range []Format{Parquet, ArrowFile, ArrowStream} {
 		full := filepath.Join(dir, "full"+format.Ext())
 		r := synth(0, 40, 4, 10, schemas.IDInt64, false)
-		if err := WriteInput(ctx, blobio.Local{}, full, format, []*schemas.Rows{r, synth(40, 10, 4, 10, schemas.IDInt64, false)}, schemas.LabelInt32, nil); err != nil {
+		if err := WriteInput(ctx, blobio.Local{}, full, format, []*schemas.Rows{r, synth(40, 10, 4, 10, schemas.IDInt64, false)}, schemas.LabelInt32, nil, nil); err != nil {
 			t.Fatal(err)
 		}
 		b, err := os.ReadFile(full)

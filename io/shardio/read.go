@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
@@ -23,7 +24,8 @@ import (
 
 // ReadUnit reads one unit into Rows: features converted to float32, labels
 // mapped to class indices (through opts.Classes or opts.ClassNames), null
-// labels to schemas.Unlabelled, null annotations of a list left out. Every
+// labels and null annotations of a list to schemas.Unlabelled, an empty list
+// to schemas.EmptyList (see schemas.Rows). Every
 // value is checked: a null id or feature row, a NaN or infinite feature, a
 // row of another dimension than u.D (or opts.D), a label outside the class
 // set and an id repeated within the unit are errors naming the row.
@@ -105,7 +107,7 @@ func readColumns(ctx context.Context, u Unit, opts *ReadOptions, pick func(schem
 
 	switch u.Format {
 	case Parquet:
-		pr, err := file.NewParquetReader(blobio.Section(f), file.WithReadProps(parquet.NewReaderProperties(mem)))
+		pr, err := file.NewParquetReader(blobio.Section(f), file.WithReadProps(readProps(mem, f.Size())))
 		if err != nil {
 			return nil, fileError(u.Path, err, "corrupt or truncated Parquet")
 		}
@@ -124,6 +126,9 @@ func readColumns(ctx context.Context, u Unit, opts *ReadOptions, pick func(schem
 		}
 		if u.Index >= pr.NumRowGroups() {
 			return nil, fileError(u.Path, nil, "no row group %d (the file changed since Scan?)", u.Index)
+		}
+		if err := checkChunks(pr, u.Index, f.Size()); err != nil {
+			return nil, fileError(u.Path, err, "corrupt Parquet")
 		}
 		// ReadRowGroups takes leaf column indices: a list column is one leaf
 		// below its field.
@@ -165,7 +170,10 @@ func readColumns(ctx context.Context, u Unit, opts *ReadOptions, pick func(schem
 		}
 
 	case ArrowStream:
-		r, err := ipc.NewReader(bufio.NewReaderSize(blobio.Section(f), 1<<20), ipc.WithAllocator(mem))
+		src := &eofSpy{r: bufio.NewReaderSize(blobio.Section(f), 1<<20)}
+		// The limits keep a corrupt length from allocating more than the
+		// file could hold.
+		r, err := ipc.NewReader(src, ipc.WithAllocator(mem), ipc.WithMetadataSizeLimit(f.Size()), ipc.WithBodySizeLimit(f.Size()))
 		if err != nil {
 			return nil, fileError(u.Path, err, "corrupt or truncated Arrow IPC stream")
 		}
@@ -183,7 +191,15 @@ func readColumns(ctx context.Context, u Unit, opts *ReadOptions, pick func(schem
 		c.chunks = make([][]arrow.Array, len(fields))
 		for {
 			rec, err := r.Read()
+			if err == io.EOF && src.eof {
+				c.release()
+				return nil, fileError(u.Path, nil, "no end-of-stream marker after %d record batches (truncated Arrow IPC stream?)", len(recs))
+			}
 			if err == io.EOF {
+				if n, _ := src.r.Read(make([]byte, 1)); n > 0 {
+					c.release()
+					return nil, fileError(u.Path, nil, "bytes after the end-of-stream marker of the Arrow IPC stream")
+				}
 				break
 			}
 			if err != nil {
@@ -201,6 +217,55 @@ func readColumns(ctx context.Context, u Unit, opts *ReadOptions, pick func(schem
 		return nil, fileError(u.Path, nil, "unit of unknown format %v", u.Format)
 	}
 	return c, nil
+}
+
+// eofSpy records whether its reader came to the end of the file. arrow-go's
+// ipc.Reader returns io.EOF both at the end-of-stream marker and when the
+// bytes simply stop between two messages (a stream cut at a batch boundary);
+// only in the second case has it asked for bytes past the end. r is a
+// bufio.Reader, which returns io.EOF only with no data, so the flag is not
+// set by a read that merely reaches the last byte.
+type eofSpy struct {
+	r   *bufio.Reader
+	eof bool
+}
+
+func (s *eofSpy) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	if err == io.EOF {
+		s.eof = true
+	}
+	return n, err
+}
+
+// readProps are the Parquet reader properties: no page may claim more
+// compressed bytes than the file holds (arrow-go allocates what a page header
+// says before reading it).
+func readProps(mem memory.Allocator, size int64) *parquet.ReaderProperties {
+	p := parquet.NewReaderProperties(mem)
+	p.MaxCompressedPageSize = max(1, min(p.GetMaxCompressedPageSize(), size))
+	return p
+}
+
+// checkChunks checks that every column chunk of row group rg lies within the
+// file: arrow-go allocates a chunk's length, as the footer gives it, before
+// reading it, so a corrupt footer could otherwise ask for any amount.
+func checkChunks(pr *file.Reader, rg int, size int64) error {
+	md := pr.MetaData().RowGroup(rg)
+	for j := 0; j < md.NumColumns(); j++ {
+		c, err := md.ColumnChunk(j)
+		if err != nil {
+			return fmt.Errorf("row group %d column chunk %d: %w", rg, j, err)
+		}
+		start := c.DataPageOffset()
+		if c.HasDictionaryPage() && c.DictionaryPageOffset() > 0 && c.DictionaryPageOffset() < start {
+			start = c.DictionaryPageOffset()
+		}
+		if n := c.TotalCompressedSize(); start < int64(len(magicParquet)) || n < 0 || n > size-start {
+			return fmt.Errorf("row group %d column chunk %d: %d bytes at %d, outside the file of %d bytes", rg, j, n, start, size)
+		}
+	}
+	return nil
 }
 
 func appendLeaves(dst []int, f *pqarrow.SchemaField) []int {
@@ -359,8 +424,11 @@ func newClassMap(path string, in schemas.Input, opts *ReadOptions) (*classMap, e
 	m.names = opts.ClassNames
 	m.index = make(map[string]int32, len(m.names))
 	for i, s := range m.names {
-		if i > 0 && m.names[i-1] >= s {
-			return nil, fmt.Errorf("shardio: ReadOptions.ClassNames not sorted and distinct: %q before %q", m.names[i-1], s)
+		if i > 0 && m.names[i-1] == s {
+			return nil, fmt.Errorf("shardio: class names: %q given twice", s)
+		}
+		if i > 0 && m.names[i-1] > s {
+			return nil, fmt.Errorf("shardio: ReadOptions.ClassNames not sorted: %q before %q", m.names[i-1], s)
 		}
 		m.index[s] = int32(i)
 	}
@@ -446,9 +514,15 @@ func readLabels(r *schemas.Rows, u Unit, in schemas.Input, chunks []arrow.Array,
 				r.Labels = append(r.Labels, c)
 			case list.IsValid(i):
 				start, end := list.ValueOffsets(i)
+				if start == end {
+					r.Labels = append(r.Labels, schemas.EmptyList)
+				}
 				for j := int(start); j < int(end); j++ {
 					if vals.IsNull(j) {
-						continue // a missing annotation
+						// A missing annotation, kept so that the
+						// output gives the list back as it came.
+						r.Labels = append(r.Labels, schemas.Unlabelled)
+						continue
 					}
 					c, bad := label(j)
 					if bad != "" {

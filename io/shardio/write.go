@@ -36,14 +36,13 @@ const maxRecordRows = 1 << 16
 //
 // WriteShard writes path itself: callers wanting atomicity pass a temporary
 // name and Rename it. On error it removes what it wrote. Equal inputs give
-// byte-identical files (no timestamps, fixed writer properties).
+// byte-identical files (no timestamps, fixed writer properties). mem
+// allocates the Arrow buffers built (nil: memory.DefaultAllocator).
 func WriteShard(ctx context.Context, fs blobio.FS, path string, format Format, batches []*schemas.Cleaned,
-	meta map[string]string, labelKind schemas.LabelKind, classNames []string, idKind schemas.IDKind) error {
-	return writeShard(ctx, fs, path, format, batches, meta, labelKind, classNames, idKind, memory.DefaultAllocator)
-}
-
-func writeShard(ctx context.Context, fs blobio.FS, path string, format Format, batches []*schemas.Cleaned,
 	meta map[string]string, labelKind schemas.LabelKind, classNames []string, idKind schemas.IDKind, mem memory.Allocator) error {
+	if mem == nil {
+		mem = memory.DefaultAllocator
+	}
 	sorted := slices.Clone(batches)
 	slices.SortStableFunc(sorted, func(a, b *schemas.Cleaned) int { return cmp.Compare(a.Offset, b.Offset) })
 	multi := false
@@ -144,8 +143,10 @@ func (w *labelWriter) append(b array.Builder, c int32) error {
 	return nil
 }
 
-// appendGiven writes a row's given labels: one label, null when unlabelled;
-// or the list of annotations, null when there are none.
+// appendGiven writes a row's given labels as the reader read them (see
+// schemas.Rows): one label, null when Unlabelled; or the list of
+// annotations, null when there are none, empty for schemas.EmptyList, with a
+// null for each Unlabelled entry.
 func (w *labelWriter) appendGiven(b array.Builder, given []int32, multi bool) error {
 	if !multi {
 		if len(given) != 1 {
@@ -158,8 +159,12 @@ func (w *labelWriter) appendGiven(b array.Builder, given []int32, multi bool) er
 		return w.append(b, given[0])
 	}
 	lb := b.(*array.ListBuilder)
-	if len(given) == 0 {
+	switch {
+	case len(given) == 0:
 		lb.AppendNull()
+		return nil
+	case len(given) == 1 && given[0] == schemas.EmptyList:
+		lb.Append(true)
 		return nil
 	}
 	lb.Append(true)
@@ -273,14 +278,12 @@ func newSink(w io.Writer, format Format, sc *arrow.Schema, mem memory.Allocator)
 // group or record batch per element of rows, in the order given: for test
 // data, examples and tests of other packages. Class indices are written as
 // labelKind says, through classNames for strings; schemas.Unlabelled becomes
-// null.
+// null. mem allocates the Arrow buffers built (nil: memory.DefaultAllocator).
 func WriteInput(ctx context.Context, fs blobio.FS, path string, format Format, rows []*schemas.Rows,
-	labelKind schemas.LabelKind, classNames []string) error {
-	return writeInput(ctx, fs, path, format, rows, labelKind, classNames, memory.DefaultAllocator)
-}
-
-func writeInput(ctx context.Context, fs blobio.FS, path string, format Format, rows []*schemas.Rows,
 	labelKind schemas.LabelKind, classNames []string, mem memory.Allocator) error {
+	if mem == nil {
+		mem = memory.DefaultAllocator
+	}
 	if len(rows) == 0 {
 		return fmt.Errorf("shardio: writing %s: no rows", path)
 	}

@@ -138,7 +138,7 @@ func (f *writeFn) ProcessElement(ctx context.Context, shard string, iter func(*s
 	}
 	name := OutputName(shard, f.P.Format)
 	out := blobio.Join(f.P.TmpDir, name)
-	if err := shardio.WriteShard(ctx, fs, out, f.P.Format, batches, f.P.Meta, f.P.LabelKind, f.P.ClassNames, f.P.IDKind); err != nil {
+	if err := shardio.WriteShard(ctx, fs, out, f.P.Format, batches, f.P.Meta, f.P.LabelKind, f.P.ClassNames, f.P.IDKind, nil); err != nil {
 		return err
 	}
 	rep := report(shard, name, batches, f.P.C)

@@ -107,5 +107,5 @@ func writeShard(ctx context.Context, fs blobio.FS, path string, g *Generator, lo
 		g.Rows(b, e, r.IDs, r.Features, truth[b-lo:e-lo], r.Labels)
 		batches = append(batches, r)
 	}
-	return shardio.WriteInput(ctx, fs, path, o.Format, batches, schemas.LabelInt32, nil)
+	return shardio.WriteInput(ctx, fs, path, o.Format, batches, schemas.LabelInt32, nil, nil)
 }

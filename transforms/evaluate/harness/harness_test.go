@@ -353,7 +353,7 @@ func writeSynthetic(t *testing.T, dir string, n, d, c int) {
 	}
 	ctx := context.Background()
 	write := func(name string, f shardio.Format, rr *schemas.Rows) {
-		if err := shardio.WriteInput(ctx, blobio.Local{}, filepath.Join(dir, name), f, []*schemas.Rows{rr}, schemas.LabelInt32, nil); err != nil {
+		if err := shardio.WriteInput(ctx, blobio.Local{}, filepath.Join(dir, name), f, []*schemas.Rows{rr}, schemas.LabelInt32, nil, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
