@@ -172,7 +172,7 @@ func Run(ctx context.Context, cfg Config, exec Executor) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := writeFile(ctx, fs, blobio.Join(tmp, "summary.json"), b); err != nil {
+	if err := blobio.WriteFile(ctx, fs, blobio.Join(tmp, "summary.json"), b); err != nil {
 		return nil, err
 	}
 	if err := fs.Rename(ctx, blobio.Join(tmp, "summary.json"), blobio.Join(cfg.Output, "summary.json")); err != nil {
@@ -214,28 +214,11 @@ func removeAll(ctx context.Context, fs blobio.FS, tmp string, plan *Plan) {
 }
 
 func readJSON(ctx context.Context, fs blobio.FS, path string, v any) error {
-	f, err := fs.Open(ctx, path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.NewSectionReader(f, 0, f.Size()))
+	b, err := blobio.ReadFile(ctx, fs, path)
 	if err != nil {
 		return err
 	}
 	return json.Unmarshal(b, v)
-}
-
-func writeFile(ctx context.Context, fs blobio.FS, path string, b []byte) error {
-	w, err := fs.Create(ctx, path)
-	if err != nil {
-		return err
-	}
-	if _, err := w.Write(b); err != nil {
-		w.Close()
-		return err
-	}
-	return w.Close()
 }
 
 var _ = errors.New
