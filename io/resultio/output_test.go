@@ -24,7 +24,10 @@ func cleaned(first int64, n, c int, multi bool) *schemas.Cleaned {
 	for i := range n {
 		id := first + int64(i)
 		b.IDs = append(b.IDs, id)
-		if i != 1 {
+		switch {
+		case i == 1 && !multi:
+			b.Labels = append(b.Labels, schemas.Unlabelled)
+		case i != 1:
 			b.Labels = append(b.Labels, int32(id)%int32(c))
 			if multi {
 				b.Labels = append(b.Labels, int32(id+1)%int32(c))
@@ -103,7 +106,8 @@ func TestReadOutput(t *testing.T) {
 					src, j = b, i-5
 				}
 				got := o.Given[o.GivenOff[i]:o.GivenOff[i+1]]
-				if w := src.Labels[src.LabelOff[j]:src.LabelOff[j+1]]; !slices.Equal(got, w) {
+				w := slices.DeleteFunc(slices.Clone(src.Labels[src.LabelOff[j]:src.LabelOff[j+1]]), func(l int32) bool { return l < 0 })
+				if !slices.Equal(got, w) {
 					t.Errorf("row %d: given %v, want %v", i, got, w)
 				}
 				if gp, w := o.GivenProb[i], src.GivenProb[j]; gp != w && !(math.IsNaN(float64(gp)) && math.IsNaN(float64(w))) {

@@ -54,7 +54,23 @@ func readTable(ctx context.Context, path string, mem memory.Allocator) (arrow.Ta
 		if err != nil {
 			return nil, fmt.Errorf("resultio: reading %s: %w", path, err)
 		}
-		return tbl, nil
+		if tbl.Schema().Metadata().Len() > 0 {
+			return tbl, nil
+		}
+		// ReadTable leaves the file's key-value metadata (relabel's class
+		// names and options) off the table's schema; the file reader's
+		// schema has it.
+		defer tbl.Release()
+		sc, err := fr.Schema()
+		if err != nil {
+			return nil, fmt.Errorf("resultio: %s: %w", path, err)
+		}
+		md := sc.Metadata()
+		cols := make([]arrow.Column, tbl.NumCols())
+		for i := range cols {
+			cols[i] = *tbl.Column(i)
+		}
+		return array.NewTable(arrow.NewSchema(tbl.Schema().Fields(), &md), cols, tbl.NumRows()), nil
 	case bytes.HasPrefix(head, []byte("ARROW1")):
 		r, err := ipc.NewFileReader(blobio.Section(f), ipc.WithAllocator(mem))
 		if err != nil {
