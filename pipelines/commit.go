@@ -211,7 +211,7 @@ func checkNotInput(out string, inputs []string) error {
 func commit(ctx context.Context, fs blobio.FS, tmp, out string, files []string, token string) error {
 	ctx = context.WithoutCancel(ctx) // once started, finish: a half commit helps no one
 	jb, _ := json.Marshal(journal{Token: token, Files: append(append([]string(nil), files...), summaryName)})
-	if err := writeFile(ctx, fs, blobio.Join(tmp, journalName), jb); err != nil {
+	if err := blobio.WriteFile(ctx, fs, blobio.Join(tmp, journalName), jb); err != nil {
 		return err
 	}
 	if err := fs.Rename(ctx, blobio.Join(tmp, journalName), blobio.Join(out, journalName)); err != nil {

@@ -196,7 +196,7 @@ func Run(ctx context.Context, cfg Options, exec Executor) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := writeFile(ctx, fs, blobio.Join(tmp, summaryName), b); err != nil {
+	if err := blobio.WriteFile(ctx, fs, blobio.Join(tmp, summaryName), b); err != nil {
 		return nil, err
 	}
 	if err := commit(ctx, fs, tmp, cfg.Output, files, tok); err != nil {
@@ -229,26 +229,9 @@ func removeAll(ctx context.Context, fs blobio.FS, tmp string, plan *Plan) {
 }
 
 func readJSON(ctx context.Context, fs blobio.FS, path string, v any) error {
-	f, err := fs.Open(ctx, path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.NewSectionReader(f, 0, f.Size()))
+	b, err := blobio.ReadFile(ctx, fs, path)
 	if err != nil {
 		return err
 	}
 	return json.Unmarshal(b, v)
-}
-
-func writeFile(ctx context.Context, fs blobio.FS, path string, b []byte) error {
-	w, err := fs.Create(ctx, path)
-	if err != nil {
-		return err
-	}
-	if _, err := w.Write(b); err != nil {
-		w.Close()
-		return err
-	}
-	return w.Close()
 }

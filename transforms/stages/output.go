@@ -148,15 +148,7 @@ func (f *writeFn) ProcessElement(ctx context.Context, shard string, iter func(*s
 	if err != nil {
 		return err
 	}
-	w, err := fs.Create(ctx, blobio.Join(f.P.TmpDir, name+".report.json"))
-	if err != nil {
-		return err
-	}
-	if _, err := w.Write(b); err != nil {
-		w.Close()
-		return err
-	}
-	return w.Close()
+	return blobio.WriteFile(ctx, fs, blobio.Join(f.P.TmpDir, name+".report.json"), b)
 }
 
 func report(shard, name string, batches []*schemas.Cleaned, c int) ShardReport {
