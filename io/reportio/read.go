@@ -237,6 +237,9 @@ func findCols(path string, rec arrow.RecordBatch) (*cols, error) {
 		return nil, err
 	}
 	if g, ok := get(schemas.ColLabels); ok {
+		if _, isList := g.(array.ListLike); !isList {
+			return nil, fmt.Errorf("reportio: %s: column %q is %s, want a list of labels", path, schemas.ColLabels, g.DataType())
+		}
 		c.given, c.multi = g, true
 	} else if c.given, err = need(schemas.ColLabel); err != nil {
 		return nil, err

@@ -400,7 +400,7 @@ func summaryFigures(s *Summary) map[string]string {
 	return map[string]string{
 		"run-rows":        strconv.FormatInt(s.Rows, 10),
 		"run-changed":     strconv.FormatInt(s.Changed, 10),
-		"run-changed-pct": strconv.FormatFloat(100*float64(s.Changed)/float64(s.Rows), 'f', 1, 64) + "%",
+		"run-changed-pct": strconv.FormatFloat(100*(float64(s.Changed)/float64(s.Rows)), 'f', 1, 64) + "%",
 		"run-classes":     strconv.Itoa(s.Classes),
 		"run-wall":        strconv.FormatFloat(s.Timings["total"], 'f', 1, 64) + " s",
 		"run-device":      s.Device,
