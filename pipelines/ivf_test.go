@@ -144,7 +144,10 @@ func TestNeighbourModes(t *testing.T) {
 		{"unknown", "hnsw", 0, 0, "", 0, `--neighbours "hnsw"`},
 	} {
 		cfg := pipelines.Defaults()
-		cfg.Input, cfg.Output, cfg.Neighbours = in, t.TempDir(), tc.mode
+		cfg.Input, cfg.Output = in, t.TempDir()
+		if tc.mode != "" {
+			cfg.Neighbours = tc.mode
+		}
 		if tc.candidates > 0 {
 			cfg.Candidates = pipelines.Some(tc.candidates)
 		}

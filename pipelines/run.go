@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"time"
@@ -93,7 +92,11 @@ func Run(ctx context.Context, cfg Options, exec Executor) (*Summary, error) {
 		files = append(files, stages.OutputName(s.Path, cfg.Format))
 	}
 	if !cfg.Overwrite {
-		for _, name := range append(append([]string(nil), files...), summaryName) {
+		guarded := append(append([]string(nil), files...), summaryName)
+		if cfg.Report {
+			guarded = append(guarded, ReportName)
+		}
+		for _, name := range guarded {
 			out := blobio.Join(cfg.Output, name)
 			if pending[name] {
 				continue // left by an interrupted commit: ours to replace

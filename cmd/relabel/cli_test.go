@@ -63,7 +63,7 @@ func TestCLITestdataShards(t *testing.T) {
 	out := outDir(t, "testdata-digits")
 	r := sharedRun(t, "run", "--input", digitsShards, "--output", out)
 
-	want := []string{"noisy-idn-0.4-part-0000.arrow", "noisy-idn-0.4-part-0001.arrow", "summary.json"}
+	want := []string{"noisy-idn-0.4-part-0000.arrow", "noisy-idn-0.4-part-0001.arrow", "report.html", "summary.json"}
 	if got := listDir(t, out); !slices.Equal(got, want) {
 		t.Fatalf("output directory holds %q, want %q", got, want)
 	}

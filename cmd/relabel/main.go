@@ -24,6 +24,7 @@ Usage:
   relabel run   --input GLOB --output DIR [options]   relabel shards (see relabel run -h)
   relabel noise --input FILE --output FILE [options]  write a noisy copy of a clean dataset
   relabel eval  --output DIR --truth FILE [options]   score cleaned output against the truth
+  relabel report DIR [--out FILE] [--top N]          write report.html for an output directory
   relabel version
 `
 
@@ -88,6 +89,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	switch args[0] {
 	case "run":
 		err = runCmd(ctx, args[1:], stdout, stderr)
+	case "report":
+		err = reportCmd(ctx, args[1:], stdout, stderr)
 	case "noise":
 		err = noiseCmd(ctx, args[1:], stdout, stderr)
 	case "eval":

@@ -11,6 +11,7 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 
+	"github.com/relabel/relabel/io/reportio"
 	"github.com/relabel/relabel/pipelines"
 	"github.com/relabel/relabel/runners"
 )
@@ -177,6 +178,9 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return usageError{err}
 	}
+	if spill == "" {
+		spill = "none"
+	}
 	o.SpillDir = pipelines.Some(spill)
 	if !o.WaveMiB.Set && !ro.Waves() {
 		o.WaveMiB = pipelines.Some(-1)
@@ -203,6 +207,16 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	fmt.Fprintf(stdout, "relabel: %d rows relabelled, %d labels changed (%.1f%%); output in %s (summary.json beside the shards)\n",
 		sum.Rows, sum.Changed, 100*float64(sum.Changed)/float64(max(sum.Rows, 1)), sum.Output)
+	if o.Report {
+		// The report is derived from the committed output, after the
+		// commit: `relabel report DIR` writes it again at any time.
+		path, err := reportio.Write(ctx, sum.Output, reportio.Options{})
+		if err != nil {
+			fmt.Fprintf(stderr, "relabel run: the output is complete, but report.html was not written: %s\n", oneLine(err))
+			return nil
+		}
+		fmt.Fprintf(stdout, "relabel: report in %s\n", path)
+	}
 	return nil
 }
 

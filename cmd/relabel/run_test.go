@@ -312,12 +312,12 @@ func TestRunOverwrite(t *testing.T) {
 	if b, err := os.ReadFile(shard); err != nil || !bytes.Equal(b, first) {
 		t.Errorf("rerun without --overwrite changed %s (err %v)", shard, err)
 	}
-	if got := listDir(t, out); !slices.Equal(got, []string{"a.arrow", "summary.json"}) {
+	if got := listDir(t, out); !slices.Equal(got, []string{"a.arrow", "report.html", "summary.json"}) {
 		t.Errorf("output after the refused rerun holds %q", got)
 	}
 
 	mustRelabel(t, "run", "--input", in, "--output", out, "--rounds", "2", "--seed", "2", "--overwrite")
-	if got := listDir(t, out); !slices.Equal(got, []string{"a.arrow", "summary.json"}) {
+	if got := listDir(t, out); !slices.Equal(got, []string{"a.arrow", "report.html", "summary.json"}) {
 		t.Errorf("output after --overwrite holds %q", got)
 	}
 	o := readOutput(t, shard)

@@ -148,7 +148,7 @@ func (f fixture) write(t testing.TB, dir string, edit func(*Summary)) *Summary {
 		name := fmt.Sprintf("part-%d%s", s, f.formats[s].Ext())
 		if len(rows) > 0 {
 			if err := shardio.WriteShard(ctx, fs, filepath.Join(dir, name), f.formats[s], []*schemas.Cleaned{cl},
-				schemas.Metadata("test", 1, nil, f.names), lk, f.names, ik); err != nil {
+				schemas.Metadata("test", 1, nil, f.names), lk, f.names, ik, nil); err != nil {
 				t.Fatal(err)
 			}
 			sum.Shards = append(sum.Shards, ShardSummary{Input: cl.Shard, Output: name, Rows: int64(len(rows)), Changed: changed})

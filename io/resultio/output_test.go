@@ -57,7 +57,7 @@ func writeOutput(t *testing.T, dir, name string, format shardio.Format, kind sch
 	if names == nil {
 		meta = schemas.Metadata("test", 1, map[string]string{"classes": itoa(c)}, nil)
 	}
-	if err := shardio.WriteShard(context.Background(), blobio.Local{}, filepath.Join(dir, name), format, batches, meta, kind, names, schemas.IDInt64); err != nil {
+	if err := shardio.WriteShard(context.Background(), blobio.Local{}, filepath.Join(dir, name), format, batches, meta, kind, names, schemas.IDInt64, nil); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -131,7 +131,7 @@ func TestReadOutputErrors(t *testing.T) {
 	// An input shard is no output.
 	input := t.TempDir()
 	r := &schemas.Rows{IDs: []int64{0, 1}, D: 1, Features: []float32{0, 1}, Labels: []int32{0, 1}, LabelOff: []int32{0, 1, 2}}
-	if err := shardio.WriteInput(ctx, blobio.Local{}, filepath.Join(input, "in.parquet"), shardio.Parquet, []*schemas.Rows{r}, schemas.LabelInt32, nil); err != nil {
+	if err := shardio.WriteInput(ctx, blobio.Local{}, filepath.Join(input, "in.parquet"), shardio.Parquet, []*schemas.Rows{r}, schemas.LabelInt32, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := ReadOutput(ctx, input, mem); err == nil || !strings.Contains(err.Error(), "not an output of relabel run") || !strings.Contains(err.Error(), "in.parquet") {
@@ -180,7 +180,7 @@ func TestReadTruth(t *testing.T) {
 	r := &schemas.Rows{IDKind: schemas.IDString, StrIDs: []string{"x", "y", "z"}, IDs: []int64{schemas.Key("x"), schemas.Key("y"), schemas.Key("z")},
 		D: 1, Features: []float32{0, 1, 2}, Labels: []int32{2, schemas.Unlabelled, 0}, LabelOff: []int32{0, 1, 2, 3}}
 	arrowPath := filepath.Join(dir, "clean.arrow")
-	if err := shardio.WriteInput(ctx, blobio.Local{}, arrowPath, shardio.ArrowFile, []*schemas.Rows{r}, schemas.LabelString, names); err != nil {
+	if err := shardio.WriteInput(ctx, blobio.Local{}, arrowPath, shardio.ArrowFile, []*schemas.Rows{r}, schemas.LabelString, names, nil); err != nil {
 		t.Fatal(err)
 	}
 	got, err = ReadTruth(ctx, arrowPath, TruthOptions{ClassNames: names, Mem: mem})
