@@ -29,7 +29,12 @@ import (
 // value is checked: a null id or feature row, a NaN or infinite feature, a
 // row of another dimension than u.D (or opts.D), a label outside the class
 // set and an id repeated within the unit are errors naming the row.
-func ReadUnit(ctx context.Context, u Unit, opts ReadOptions) (*schemas.Rows, error) {
+func ReadUnit(ctx context.Context, u Unit, opts ReadOptions) (r *schemas.Rows, err error) {
+	defer corrupt(u.Path, &err)
+	return readUnit(ctx, u, opts)
+}
+
+func readUnit(ctx context.Context, u Unit, opts ReadOptions) (*schemas.Rows, error) {
 	c, err := readColumns(ctx, u, &opts, func(in schemas.Input) []int { return []int{in.ID, in.Features, in.Label} })
 	if err != nil {
 		return nil, err
@@ -80,7 +85,12 @@ func (c *columns) rows() int64 {
 
 // readColumns reads the fields that pick chooses of unit u, and only those
 // where the format allows (Parquet).
-func readColumns(ctx context.Context, u Unit, opts *ReadOptions, pick func(schemas.Input) []int) (*columns, error) {
+func readColumns(ctx context.Context, u Unit, opts *ReadOptions, pick func(schemas.Input) []int) (c *columns, err error) {
+	defer corrupt(u.Path, &err)
+	return readColumnsUnguarded(ctx, u, opts, pick)
+}
+
+func readColumnsUnguarded(ctx context.Context, u Unit, opts *ReadOptions, pick func(schemas.Input) []int) (*columns, error) {
 	fs, err := blobio.For(u.Path)
 	if err != nil {
 		return nil, fmt.Errorf("shardio: %w", err)

@@ -199,7 +199,12 @@ func agree(ctx context.Context, all, shards []Shard, opts *ReadOptions) error {
 }
 
 // scanShard reads one file's schema and its units.
-func scanShard(ctx context.Context, fs blobio.FS, path string, opts *ReadOptions) (Shard, error) {
+func scanShard(ctx context.Context, fs blobio.FS, path string, opts *ReadOptions) (s Shard, err error) {
+	defer corrupt(path, &err)
+	return scanShardUnguarded(ctx, fs, path, opts)
+}
+
+func scanShardUnguarded(ctx context.Context, fs blobio.FS, path string, opts *ReadOptions) (Shard, error) {
 	s := Shard{Path: path}
 	f, err := fs.Open(ctx, path)
 	if err != nil {
@@ -305,4 +310,14 @@ func firstDim(ctx context.Context, s Shard, opts *ReadOptions) (int, error) {
 		}
 	}
 	return 0, fileError(u.Path, nil, "no non-null features in its first unit to take the dimension from")
+}
+
+// corrupt turns a panic inside a third-party decoder into an error naming
+// the file: arrow-go's flatbuffers and Thrift decoding index bytes they never
+// bounds-checked, and fuzzing (FuzzArrowFile) found footers that make them
+// panic. A corrupt shard must fail the run with its name, not crash it.
+func corrupt(path string, err *error) {
+	if r := recover(); r != nil {
+		*err = fmt.Errorf("shardio: %s: corrupt file (%v)", path, r)
+	}
 }
