@@ -92,6 +92,9 @@ func MakePlan(ctx context.Context, cfg Options) (*Plan, error) {
 		p.Units = append(p.Units, s.Units...)
 		p.Rows += max(s.Rows, 0)
 	}
+	if p.Rows >= 0 && p.Rows < 2 {
+		return nil, fmt.Errorf("relabel: %s: %d row(s): relabelling needs at least 2 rows (an item's labels come from its neighbours)", cfg.Input, p.Rows)
+	}
 	p.Mode = neighbourMode(&cfg, p.Rows)
 	e, err := cfg.Engine(p.C)
 	if err != nil {

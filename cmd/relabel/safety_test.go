@@ -64,6 +64,21 @@ func TestRunBadFlags(t *testing.T) {
 	}
 }
 
+// TestRunOneRow: a 1-row input is refused at plan time with a message in
+// the user's terms (not a kernel's "neighbourhood 0: Len = 0").
+func TestRunOneRow(t *testing.T) {
+	dir := t.TempDir()
+	writeRows(t, filepath.Join(dir, "a.parquet"), schemas.LabelInt32, nil, synthRows(0, 1))
+	out := filepath.Join(dir, "out")
+	r := relabel(t, "run", "--input", filepath.Join(dir, "*.parquet"), "--output", out)
+	if lines := errorLines(r.stderr); r.code != 1 || len(lines) != 1 || !strings.Contains(lines[0], "at least 2 rows") {
+		t.Errorf("1-row input: exit %d, error lines %q", r.code, lines)
+	}
+	if got := listDir(t, out); len(got) != 0 {
+		t.Errorf("1-row input left %q", got)
+	}
+}
+
 // TestRunHelpFromFlags: relabel run -h lists every option of pipelines.Flags
 // by group, with its default, and Beam's flags apart.
 func TestRunHelpFromFlags(t *testing.T) {
