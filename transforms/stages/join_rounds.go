@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"log"
-	"runtime"
 	"slices"
 	"sort"
 	"sync"
@@ -14,6 +13,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
 	"github.com/relabel/relabel/transforms/engine"
+	"github.com/relabel/relabel/transforms/internal/pool"
 	"github.com/relabel/relabel/transforms/mixture"
 )
 
@@ -152,8 +152,8 @@ type joinRoundFn struct {
 	// Spill: see Spill and genRouted.
 	Spill Spill
 
-	pool sync.Pool
-	once sync.Once
+	scratch pool.Scratch[engine.RoundScratch]
+	once    sync.Once
 }
 
 func (f *joinRoundFn) ProcessElement(ctx context.Context, key int64, blocks func(*IVFBlock) bool, msgs func(*JoinMsg) bool, _ func(*int64) bool, emitBlock func(int64, IVFBlock), emitMsg func(int64, JoinMsg), done func(int64)) error {
@@ -161,6 +161,7 @@ func (f *joinRoundFn) ProcessElement(ctx context.Context, key int64, blocks func
 	if err != nil {
 		return err
 	}
+	itemRounds.Inc(ctx, int64(b.Len()))
 	if err := send(&b, f.Waves, f.Spill, genRouted+f.Round+1, emitBlock, emitMsg); err != nil {
 		return err
 	}
@@ -180,6 +181,7 @@ func (f *lastRoundFn) ProcessElement(ctx context.Context, key int64, blocks func
 	if err != nil {
 		return err
 	}
+	itemRounds.Inc(ctx, int64(b.Len()))
 	if err := (unblockFn{}).ProcessElement(b, emit); err != nil {
 		return err
 	}
@@ -234,63 +236,28 @@ func (f *joinRoundFn) round(key int64, blocks func(*IVFBlock) bool, msgs func(*J
 	}
 	n, k := b.Len(), b.K
 	out := make([]mixture.State, n)
-	workers := f.Workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	var wg sync.WaitGroup
-	const chunk = 64
-	next := make(chan int, workers)
-	go func() {
-		for lo := 0; lo < n; lo += chunk {
-			next <- lo
+	pool.Each(n, f.Workers, &f.scratch, func(w *engine.RoundScratch, i int) {
+		w.Reset(k)
+		for j := 0; j < k; j++ {
+			c := b.Nbr[i*k+j]
+			switch {
+			case c >= 0:
+				b.State.Get(w.Neighbour(b.Weight[i*k+j]), int(c))
+			case c != -1:
+				l := ext[-2-c]
+				got[l.m].States.Get(w.Neighbour(b.Weight[i*k+j]), int(l.i))
+			}
 		}
-		close(next)
-	}()
-	for g := 0; g < workers; g++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			w, _ := f.pool.Get().(*roundWorker)
-			if w == nil {
-				w = &roundWorker{}
-			}
-			defer f.pool.Put(w)
-			for lo := range next {
-				for i := lo; i < min(lo+chunk, n); i++ {
-					if cap(w.neigh) < k {
-						w.neigh = make([]mixture.State, k)
-					}
-					w.neigh, w.w = w.neigh[:0], w.w[:0]
-					for j := 0; j < k; j++ {
-						c := b.Nbr[i*k+j]
-						if c == -1 {
-							continue
-						}
-						w.neigh = w.neigh[:len(w.neigh)+1]
-						dst := &w.neigh[len(w.neigh)-1]
-						if c >= 0 {
-							b.State.Get(dst, int(c))
-						} else {
-							l := ext[-2-c]
-							got[l.m].States.Get(dst, int(l.i))
-						}
-						w.w = append(w.w, b.Weight[i*k+j])
-					}
-					b.State.Get(&w.own, i)
-					var init *mixture.State
-					if b.Init.Len() > 0 {
-						b.Init.Get(&w.init, i)
-						init = &w.init
-					}
-					iw := f.Mixture.AnchorWeight(engine.Annotations(b.Labels[b.LabelOff[i]:b.LabelOff[i+1]]))
-					w.ws.Round(&w.dst, &w.own, init, iw, w.neigh, w.w, uint64(b.Keys[i]), f.Round, &f.Mixture)
-					out[i].CopyFrom(&w.dst)
-				}
-			}
-		}()
-	}
-	wg.Wait()
+		b.State.Get(&w.Own, i)
+		var init *mixture.State
+		if b.Init.Len() > 0 {
+			b.Init.Get(&w.Init, i)
+			init = &w.Init
+		}
+		iw := f.Mixture.AnchorWeight(engine.Annotations(b.Labels[b.LabelOff[i]:b.LabelOff[i+1]]))
+		w.WS.Round(&w.Dst, &w.Own, init, iw, w.Neigh, w.W, uint64(b.Keys[i]), f.Round, &f.Mixture)
+		out[i].CopyFrom(&w.Dst)
+	})
 	b.State = mixture.States{}
 	b.State.Reset()
 	for i := range out {
