@@ -3,6 +3,7 @@ package stages
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"slices"
@@ -279,7 +280,44 @@ func init() {
 	register.Iter1[JoinMsg]()
 }
 
-// JoinRounds runs R rounds over blocks (PCollection<IVFBlock>, from
+// JoinRoundsParams configures JoinRounds.
+type JoinRoundsParams struct {
+	// Rounds of sample + EM. Optional, default 0: items keep their initial
+	// states.
+	Rounds int
+	// Workers bounds the goroutines one block's items run on. Optional,
+	// default 0: GOMAXPROCS.
+	Workers int
+	// Waves splits each round's join into that many joins run one after the
+	// other (RoundWaves sizes it). Optional, default 0: one join a round.
+	Waves int
+	// Spill, when on, keeps blocks and states in files between the joins
+	// (see Spill); Waves is then ignored. Optional, default off.
+	Spill Spill
+	// Mixture configures each round. Required: Mixture.C and a valid rest
+	// (mixture.Params.Validate), defaults already applied.
+	Mixture mixture.Params
+}
+
+// Validate checks p, in the stage's terms.
+func (p JoinRoundsParams) Validate() error {
+	var errs []error
+	if p.Rounds < 0 {
+		errs = append(errs, fmt.Errorf("stages: JoinRounds: Rounds = %d, want >= 0", p.Rounds))
+	}
+	if p.Workers < 0 {
+		errs = append(errs, fmt.Errorf("stages: JoinRounds: Workers = %d, want >= 0 (0: GOMAXPROCS)", p.Workers))
+	}
+	if p.Waves < 0 {
+		errs = append(errs, fmt.Errorf("stages: JoinRounds: Waves = %d, want >= 0", p.Waves))
+	}
+	if err := p.Mixture.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("stages: JoinRounds: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+// JoinRounds runs jp.Rounds rounds over blocks (PCollection<IVFBlock>, from
 // IVFNeighbours), joining to each block, every round, the previous round's
 // states of its neighbours in other blocks by key (CoGroupByKey): a worker
 // holds one block and the states sent to it, never the whole dataset. Which
@@ -287,13 +325,18 @@ func init() {
 // join runs in waves (blocks by partition modulo waves, one after the other):
 // an embedded runner holds a join's whole input several times over while it
 // runs, and a wave bounds that to its share (waves <= 1: one join a round).
-// The final states go back to their input batches, in row order. With sp
-// on, blocks and states wait in spill files and the joins carry only their
-// references, so no waves are needed (waves is ignored).
-// Returns PCollection<Items>, as Rounds does, for Write.
-func JoinRounds(s beam.Scope, blocks beam.PCollection, rounds, workers, waves int, sp Spill, p mixture.Params) beam.PCollection {
+// The final states go back to their input batches, in row order. With
+// Spill on, blocks and states wait in spill files and the joins carry only their
+// references, so no waves are needed (Waves is ignored).
+// Returns PCollection<Items>, as Rounds does, for Write. It panics on
+// invalid jp, while the pipeline is built.
+func JoinRounds(s beam.Scope, blocks beam.PCollection, jp JoinRoundsParams) beam.PCollection {
 	s = s.Scope("relabel.JoinRounds")
-	waves = max(waves, 1)
+	if err := jp.Validate(); err != nil {
+		panic(err)
+	}
+	rounds, workers, sp, p := jp.Rounds, jp.Workers, jp.Spill, jp.Mixture
+	waves := max(jp.Waves, 1)
 	if sp.On() {
 		waves = 1
 	}

@@ -3,6 +3,7 @@ package stages
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"slices"
@@ -121,15 +122,47 @@ func init() {
 	register.DoFn4x1[context.Context, Items, CandStates, func(Items), error](&roundFn{})
 }
 
-// Rounds runs R rounds over items (PCollection<Items>), each reading the
-// candidates' states of the previous round as a singleton side input.
-// Returns PCollection<Items> with final states.
-func Rounds(s beam.Scope, items beam.PCollection, rounds, workers int, p mixture.Params) beam.PCollection {
+// RoundsParams configures Rounds.
+type RoundsParams struct {
+	// Rounds of sample + EM. Optional, default 0: items keep their initial
+	// states.
+	Rounds int
+	// Workers bounds the goroutines one bundle's items run on. Optional,
+	// default 0: GOMAXPROCS.
+	Workers int
+	// Mixture configures each round. Required: Mixture.C and a valid rest
+	// (mixture.Params.Validate), defaults already applied.
+	Mixture mixture.Params
+}
+
+// Validate checks p, in the stage's terms.
+func (p RoundsParams) Validate() error {
+	var errs []error
+	if p.Rounds < 0 {
+		errs = append(errs, fmt.Errorf("stages: Rounds: Rounds = %d, want >= 0", p.Rounds))
+	}
+	if p.Workers < 0 {
+		errs = append(errs, fmt.Errorf("stages: Rounds: Workers = %d, want >= 0 (0: GOMAXPROCS)", p.Workers))
+	}
+	if err := p.Mixture.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("stages: Rounds: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+// Rounds runs p.Rounds rounds over items (PCollection<Items>), each reading
+// the candidates' states of the previous round as a singleton side input.
+// Returns PCollection<Items> with final states. It panics on invalid p,
+// while the pipeline is built.
+func Rounds(s beam.Scope, items beam.PCollection, p RoundsParams) beam.PCollection {
 	s = s.Scope("relabel.Rounds")
-	for r := 0; r < rounds; r++ {
+	if err := p.Validate(); err != nil {
+		panic(err)
+	}
+	for r := 0; r < p.Rounds; r++ {
 		rs := s.Scope(fmt.Sprintf("round%02d", r))
 		cs := beam.Combine(rs, &candStatesFn{}, items)
-		items = beam.ParDo(rs, &roundFn{Round: r, Rounds: rounds, Mixture: p, Workers: workers}, items, beam.SideInput{Input: cs})
+		items = beam.ParDo(rs, &roundFn{Round: r, Rounds: p.Rounds, Mixture: p.Mixture, Workers: p.Workers}, items, beam.SideInput{Input: cs})
 	}
 	return items
 }
