@@ -70,5 +70,8 @@ func buildIVF(s beam.Scope, plan *Plan, units, rows beam.PCollection) beam.PColl
 		Read:        plan.Read,
 		Spill:       stages.Spill{Dir: plan.Spill},
 	})
-	return stages.JoinRounds(s, blocks, e.Rounds, e.Workers, stages.RoundWaves(plan.Rows, e.K, e.Mixture, wb), stages.Spill{Dir: plan.Spill}, e.Mixture)
+	return stages.JoinRounds(s, blocks, stages.JoinRoundsParams{
+		Rounds: e.Rounds, Workers: e.Workers, Waves: stages.RoundWaves(plan.Rows, e.K, e.Mixture, wb),
+		Spill: stages.Spill{Dir: plan.Spill}, Mixture: e.Mixture,
+	})
 }

@@ -78,7 +78,8 @@ func cleanLabels(t *testing.T, dir string) map[int64]int32 {
 // TestIVFDigits relabels testdata/digits (two shards, four row groups) with
 // --neighbours ivf, with partitions small enough that the search is really
 // approximate (16 partitions, nprobe 4), and with --neighbours exact: both
-// complete, the summary says which mode ran, every row comes out once, and
+// complete, the summary says which mode ran and counts every item's rounds,
+// every row comes out once, and
 // the ivf labels are as accurate as the exact ones within a point and well
 // above the given labels' 0.60 (four rounds are not enough to converge; the
 // engine-level comparison on the whole dev grid is transforms/ivf's
@@ -103,6 +104,11 @@ func TestIVFDigits(t *testing.T) {
 		}
 		if sum.Neighbours != mode || sum.Options["neighbours"] != mode || sum.Rows != int64(len(truth)) {
 			t.Errorf("%s: summary says neighbours %q (option %q), %d rows", mode, sum.Neighbours, sum.Options["neighbours"], sum.Rows)
+		}
+		// Every item runs every round once, in either mode's round stages
+		// (ivf's joined rounds once counted none).
+		if want := int64(e.Rounds) * int64(len(truth)); sum.Metrics["item_rounds"] != want {
+			t.Errorf("%s: summary's item_rounds %d, want %d rounds x %d items", mode, sum.Metrics["item_rounds"], e.Rounds, len(truth))
 		}
 		got := cleanLabels(t, out)
 		if len(got) != len(truth) {

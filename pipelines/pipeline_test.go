@@ -29,12 +29,12 @@ func relabelItems(s beam.Scope, plan *pipelines.Plan) beam.PCollection {
 	e := plan.Engine
 	units := beam.CreateList(s, plan.Units)
 	rows := stages.Read(s, units, plan.Read)
-	stats := stages.ComputeStats(s, rows, e.Candidates, e.Mixture.Seed, plan.Read.Columns.WithDefaults().ID)
+	stats := stages.ComputeStats(s, rows, stages.StatsParams{Candidates: e.Candidates, Seed: e.Mixture.Seed, IDColumn: plan.Read.Columns.WithDefaults().ID})
 	items := stages.Neighbours(s, rows, stats, stages.NeighbourParams{
 		K: e.K, Metric: e.Metric, Standardise: e.Standardise, Weighting: e.Weighting, Options: e,
 		Device: plan.Options.Device,
 	})
-	return stages.Rounds(s, items, e.Rounds, e.Workers, e.Mixture)
+	return stages.Rounds(s, items, stages.RoundsParams{Rounds: e.Rounds, Workers: e.Workers, Mixture: e.Mixture})
 }
 
 func toCleaned(it stages.Items) schemas.Cleaned { return stages.ToCleaned(&it) }

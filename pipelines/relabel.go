@@ -131,12 +131,12 @@ func Build(s beam.Scope, plan *Plan, tmpDir string) {
 	if plan.Mode == NeighboursIVF {
 		items = buildIVF(s, plan, units, rows)
 	} else {
-		stats := stages.ComputeStats(s, rows, e.Candidates, e.Mixture.Seed, plan.Read.Columns.WithDefaults().ID)
+		stats := stages.ComputeStats(s, rows, stages.StatsParams{Candidates: e.Candidates, Seed: e.Mixture.Seed, IDColumn: plan.Read.Columns.WithDefaults().ID})
 		items = stages.Neighbours(s, rows, stats, stages.NeighbourParams{
 			K: e.K, Metric: e.Metric, Standardise: e.Standardise, Weighting: e.Weighting, Options: e,
 			Device: plan.Options.Device,
 		})
-		items = stages.Rounds(s, items, e.Rounds, e.Workers, e.Mixture)
+		items = stages.Rounds(s, items, stages.RoundsParams{Rounds: e.Rounds, Workers: e.Workers, Mixture: e.Mixture})
 	}
 	stages.Write(s, items, stages.WriteParams{
 		TmpDir: tmpDir, Format: plan.Options.Format,

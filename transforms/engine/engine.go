@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"math"
 	"runtime"
-	"sync"
 
+	"github.com/relabel/relabel/transforms/internal/pool"
 	"github.com/relabel/relabel/transforms/knn"
 	"github.com/relabel/relabel/transforms/llc"
 	"github.com/relabel/relabel/transforms/mixture"
@@ -181,9 +181,16 @@ func Run(d *Data, o Options, be Backends) (*Result, error) {
 		for c, i := range cands {
 			candStates[c].CopyFrom(&states[i])
 		}
-		parallel(n, o.Workers, func(ws *worker, i int) {
+		pool.Each(n, o.Workers, nil, func(w *RoundScratch, i int) {
+			k := nb.K
+			w.Reset(k)
+			for j := 0; j < k; j++ {
+				if c := nb.Index[i*k+j]; c >= 0 {
+					w.Neighbour(nb.Weight[i*k+j]).CopyFrom(&candStates[c])
+				}
+			}
 			iw := o.Mixture.AnchorWeight(annotations(d.Labels[d.LabelOff[i]:d.LabelOff[i+1]]))
-			ws.round(&next[i], &states[i], initOf(init, i), iw, candStates, nb, i, uint64(d.Keys[i]), r, &o.Mixture)
+			w.WS.Round(&next[i], &states[i], initOf(init, i), iw, w.Neigh, w.W, uint64(d.Keys[i]), r, &o.Mixture)
 			next[i].Quantize() // what the pipeline's packed states carry
 		})
 		states, next = next, states
@@ -217,56 +224,34 @@ func initOf(init []mixture.State, i int) *mixture.State {
 	return &init[i]
 }
 
-// worker is one goroutine's scratch.
-type worker struct {
-	ws    mixture.Workspace
-	neigh []mixture.State
-	w     []float64
+// RoundScratch is one goroutine's workspace for running mixture.Round over
+// items: the gathered neighbour states and weights, and room for unpacking an
+// item's own, initial and next states. The engine and both round stages
+// (transforms/stages, transforms/ivfstages) gather into it, each from where
+// its neighbours' states live, and run it through transforms/internal/pool.
+type RoundScratch struct {
+	WS             mixture.Workspace
+	Own, Init, Dst mixture.State
+	// Neigh and W are the gathered neighbours' states and weights.
+	Neigh []mixture.State
+	W     []float64
 }
 
-// round gathers item i's neighbour states and runs mixture.Round.
-func (wk *worker) round(dst, own, init *mixture.State, initWeight float64, cand []mixture.State, nb *Neighbourhoods, i int, key uint64, r int, p *mixture.Params) {
-	k := nb.K
-	if cap(wk.neigh) < k {
-		wk.neigh = make([]mixture.State, k)
+// Reset empties the neighbour lists for an item with at most k neighbours,
+// keeping the states' buffers for reuse.
+func (s *RoundScratch) Reset(k int) {
+	if cap(s.Neigh) < k {
+		s.Neigh = make([]mixture.State, k)
 	}
-	wk.neigh = wk.neigh[:0]
-	wk.w = wk.w[:0]
-	for j := 0; j < k; j++ {
-		c := nb.Index[i*k+j]
-		if c < 0 {
-			continue
-		}
-		wk.neigh = wk.neigh[:len(wk.neigh)+1]
-		wk.neigh[len(wk.neigh)-1].CopyFrom(&cand[c])
-		wk.w = append(wk.w, nb.Weight[i*k+j])
-	}
-	wk.ws.Round(dst, own, init, initWeight, wk.neigh, wk.w, key, r, p)
+	s.Neigh, s.W = s.Neigh[:0], s.W[:0]
 }
 
-func parallel(n, workers int, f func(w *worker, i int)) {
-	var wg sync.WaitGroup
-	const chunk = 64
-	next := make(chan int, workers)
-	go func() {
-		for lo := 0; lo < n; lo += chunk {
-			next <- lo
-		}
-		close(next)
-	}()
-	for g := 0; g < workers; g++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var w worker
-			for lo := range next {
-				for i := lo; i < min(lo+chunk, n); i++ {
-					f(&w, i)
-				}
-			}
-		}()
-	}
-	wg.Wait()
+// Neighbour appends a neighbour of weight w and returns its state, for the
+// caller to fill (its buffers are reused from earlier items).
+func (s *RoundScratch) Neighbour(w float64) *mixture.State {
+	s.Neigh = s.Neigh[:len(s.Neigh)+1]
+	s.W = append(s.W, w)
+	return &s.Neigh[len(s.Neigh)-1]
 }
 
 // Moments returns each feature's mean and standard deviation over n rows

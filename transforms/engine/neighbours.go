@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/relabel/relabel/transforms/internal/splitmix"
 	"github.com/relabel/relabel/transforms/knn"
 	"github.com/relabel/relabel/transforms/llc"
 )
@@ -12,13 +13,7 @@ import (
 // choice is a pure function of (seed, key), independent of input order and of
 // how a runner splits the data.
 func CandidateHash(seed uint64, key int64) uint64 {
-	x := uint64(key) ^ (seed * 0x9e3779b97f4a7c15)
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return x
+	return splitmix.Mix64(uint64(key) ^ (seed * splitmix.Golden))
 }
 
 // SelectCandidates returns the indices of the candidate items, ascending: all

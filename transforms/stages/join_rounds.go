@@ -3,9 +3,9 @@ package stages
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log"
-	"runtime"
 	"slices"
 	"sort"
 	"sync"
@@ -14,6 +14,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
 	"github.com/relabel/relabel/transforms/engine"
+	"github.com/relabel/relabel/transforms/internal/pool"
 	"github.com/relabel/relabel/transforms/mixture"
 )
 
@@ -152,8 +153,8 @@ type joinRoundFn struct {
 	// Spill: see Spill and genRouted.
 	Spill Spill
 
-	pool sync.Pool
-	once sync.Once
+	scratch pool.Scratch[engine.RoundScratch]
+	once    sync.Once
 }
 
 func (f *joinRoundFn) ProcessElement(ctx context.Context, key int64, blocks func(*IVFBlock) bool, msgs func(*JoinMsg) bool, _ func(*int64) bool, emitBlock func(int64, IVFBlock), emitMsg func(int64, JoinMsg), done func(int64)) error {
@@ -161,6 +162,7 @@ func (f *joinRoundFn) ProcessElement(ctx context.Context, key int64, blocks func
 	if err != nil {
 		return err
 	}
+	itemRounds.Inc(ctx, int64(b.Len()))
 	if err := send(&b, f.Waves, f.Spill, genRouted+f.Round+1, emitBlock, emitMsg); err != nil {
 		return err
 	}
@@ -180,6 +182,7 @@ func (f *lastRoundFn) ProcessElement(ctx context.Context, key int64, blocks func
 	if err != nil {
 		return err
 	}
+	itemRounds.Inc(ctx, int64(b.Len()))
 	if err := (unblockFn{}).ProcessElement(b, emit); err != nil {
 		return err
 	}
@@ -234,63 +237,28 @@ func (f *joinRoundFn) round(key int64, blocks func(*IVFBlock) bool, msgs func(*J
 	}
 	n, k := b.Len(), b.K
 	out := make([]mixture.State, n)
-	workers := f.Workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	var wg sync.WaitGroup
-	const chunk = 64
-	next := make(chan int, workers)
-	go func() {
-		for lo := 0; lo < n; lo += chunk {
-			next <- lo
+	pool.Each(n, f.Workers, &f.scratch, func(w *engine.RoundScratch, i int) {
+		w.Reset(k)
+		for j := 0; j < k; j++ {
+			c := b.Nbr[i*k+j]
+			switch {
+			case c >= 0:
+				b.State.Get(w.Neighbour(b.Weight[i*k+j]), int(c))
+			case c != -1:
+				l := ext[-2-c]
+				got[l.m].States.Get(w.Neighbour(b.Weight[i*k+j]), int(l.i))
+			}
 		}
-		close(next)
-	}()
-	for g := 0; g < workers; g++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			w, _ := f.pool.Get().(*roundWorker)
-			if w == nil {
-				w = &roundWorker{}
-			}
-			defer f.pool.Put(w)
-			for lo := range next {
-				for i := lo; i < min(lo+chunk, n); i++ {
-					if cap(w.neigh) < k {
-						w.neigh = make([]mixture.State, k)
-					}
-					w.neigh, w.w = w.neigh[:0], w.w[:0]
-					for j := 0; j < k; j++ {
-						c := b.Nbr[i*k+j]
-						if c == -1 {
-							continue
-						}
-						w.neigh = w.neigh[:len(w.neigh)+1]
-						dst := &w.neigh[len(w.neigh)-1]
-						if c >= 0 {
-							b.State.Get(dst, int(c))
-						} else {
-							l := ext[-2-c]
-							got[l.m].States.Get(dst, int(l.i))
-						}
-						w.w = append(w.w, b.Weight[i*k+j])
-					}
-					b.State.Get(&w.own, i)
-					var init *mixture.State
-					if b.Init.Len() > 0 {
-						b.Init.Get(&w.init, i)
-						init = &w.init
-					}
-					iw := f.Mixture.AnchorWeight(engine.Annotations(b.Labels[b.LabelOff[i]:b.LabelOff[i+1]]))
-					w.ws.Round(&w.dst, &w.own, init, iw, w.neigh, w.w, uint64(b.Keys[i]), f.Round, &f.Mixture)
-					out[i].CopyFrom(&w.dst)
-				}
-			}
-		}()
-	}
-	wg.Wait()
+		b.State.Get(&w.Own, i)
+		var init *mixture.State
+		if b.Init.Len() > 0 {
+			b.Init.Get(&w.Init, i)
+			init = &w.Init
+		}
+		iw := f.Mixture.AnchorWeight(engine.Annotations(b.Labels[b.LabelOff[i]:b.LabelOff[i+1]]))
+		w.WS.Round(&w.Dst, &w.Own, init, iw, w.Neigh, w.W, uint64(b.Keys[i]), f.Round, &f.Mixture)
+		out[i].CopyFrom(&w.Dst)
+	})
 	b.State = mixture.States{}
 	b.State.Reset()
 	for i := range out {
@@ -312,7 +280,44 @@ func init() {
 	register.Iter1[JoinMsg]()
 }
 
-// JoinRounds runs R rounds over blocks (PCollection<IVFBlock>, from
+// JoinRoundsParams configures JoinRounds.
+type JoinRoundsParams struct {
+	// Rounds of sample + EM. Optional, default 0: items keep their initial
+	// states.
+	Rounds int
+	// Workers bounds the goroutines one block's items run on. Optional,
+	// default 0: GOMAXPROCS.
+	Workers int
+	// Waves splits each round's join into that many joins run one after the
+	// other (RoundWaves sizes it). Optional, default 0: one join a round.
+	Waves int
+	// Spill, when on, keeps blocks and states in files between the joins
+	// (see Spill); Waves is then ignored. Optional, default off.
+	Spill Spill
+	// Mixture configures each round. Required: Mixture.C and a valid rest
+	// (mixture.Params.Validate), defaults already applied.
+	Mixture mixture.Params
+}
+
+// Validate checks p, in the stage's terms.
+func (p JoinRoundsParams) Validate() error {
+	var errs []error
+	if p.Rounds < 0 {
+		errs = append(errs, fmt.Errorf("stages: JoinRounds: Rounds = %d, want >= 0", p.Rounds))
+	}
+	if p.Workers < 0 {
+		errs = append(errs, fmt.Errorf("stages: JoinRounds: Workers = %d, want >= 0 (0: GOMAXPROCS)", p.Workers))
+	}
+	if p.Waves < 0 {
+		errs = append(errs, fmt.Errorf("stages: JoinRounds: Waves = %d, want >= 0", p.Waves))
+	}
+	if err := p.Mixture.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("stages: JoinRounds: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+// JoinRounds runs jp.Rounds rounds over blocks (PCollection<IVFBlock>, from
 // IVFNeighbours), joining to each block, every round, the previous round's
 // states of its neighbours in other blocks by key (CoGroupByKey): a worker
 // holds one block and the states sent to it, never the whole dataset. Which
@@ -320,13 +325,18 @@ func init() {
 // join runs in waves (blocks by partition modulo waves, one after the other):
 // an embedded runner holds a join's whole input several times over while it
 // runs, and a wave bounds that to its share (waves <= 1: one join a round).
-// The final states go back to their input batches, in row order. With sp
-// on, blocks and states wait in spill files and the joins carry only their
-// references, so no waves are needed (waves is ignored).
-// Returns PCollection<Items>, as Rounds does, for Write.
-func JoinRounds(s beam.Scope, blocks beam.PCollection, rounds, workers, waves int, sp Spill, p mixture.Params) beam.PCollection {
+// The final states go back to their input batches, in row order. With
+// Spill on, blocks and states wait in spill files and the joins carry only their
+// references, so no waves are needed (Waves is ignored).
+// Returns PCollection<Items>, as Rounds does, for Write. It panics on
+// invalid jp, while the pipeline is built.
+func JoinRounds(s beam.Scope, blocks beam.PCollection, jp JoinRoundsParams) beam.PCollection {
 	s = s.Scope("relabel.JoinRounds")
-	waves = max(waves, 1)
+	if err := jp.Validate(); err != nil {
+		panic(err)
+	}
+	rounds, workers, sp, p := jp.Rounds, jp.Workers, jp.Spill, jp.Mixture
+	waves := max(jp.Waves, 1)
 	if sp.On() {
 		waves = 1
 	}

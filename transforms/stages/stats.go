@@ -231,9 +231,35 @@ func init() {
 	register.Combiner3[Stats, schemas.Rows, Stats](&statsFn{})
 }
 
+// StatsParams configures ComputeStats.
+type StatsParams struct {
+	// Candidates bounds the candidate set to the Candidates items with the
+	// smallest engine.CandidateHash(Seed, key), the engine's choice.
+	// Optional, default 0: every item is a candidate.
+	Candidates int
+	// Seed keys the candidate choice. Required (0 is a seed).
+	Seed uint64
+	// IDColumn names the id column in duplicate-id errors. Optional.
+	IDColumn string
+}
+
+// Validate checks p, in the stage's terms.
+func (p StatsParams) Validate() error {
+	if p.Candidates < 0 {
+		return fmt.Errorf("stages: Stats: Candidates = %d, want >= 0 (0: every item)", p.Candidates)
+	}
+	return nil
+}
+
 // ComputeStats computes the global Stats of rows (PCollection<schemas.Rows>) as a
-// singleton PCollection<Stats>.
-func ComputeStats(s beam.Scope, rows beam.PCollection, candidates int, seed uint64, idColumn string) beam.PCollection {
+// singleton PCollection<Stats>. It costs one pass over the rows and holds
+// every key on one worker (for the duplicate check and the candidate set):
+// the exact and sample modes' bound; ivf mode checks keys by hash bucket
+// instead. It panics on invalid p, while the pipeline is built.
+func ComputeStats(s beam.Scope, rows beam.PCollection, p StatsParams) beam.PCollection {
 	s = s.Scope("relabel.Stats")
-	return beam.Combine(s, &statsFn{Candidates: candidates, Seed: seed, IDColumn: idColumn}, rows)
+	if err := p.Validate(); err != nil {
+		panic(err)
+	}
+	return beam.Combine(s, &statsFn{Candidates: p.Candidates, Seed: p.Seed, IDColumn: p.IDColumn}, rows)
 }
