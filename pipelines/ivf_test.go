@@ -107,8 +107,8 @@ func TestIVFDigits(t *testing.T) {
 		}
 		// Every item runs every round once, in either mode's round stages
 		// (ivf's joined rounds once counted none).
-		if want := int64(e.Rounds) * int64(len(truth)); sum.Metrics["item_rounds"] != want {
-			t.Errorf("%s: summary's item_rounds %d, want %d rounds x %d items", mode, sum.Metrics["item_rounds"], e.Rounds, len(truth))
+		if want := int64(cfg.Rounds) * int64(len(truth)); sum.Metrics["item_rounds"] != want {
+			t.Errorf("%s: summary's item_rounds %d, want %d rounds x %d items", mode, sum.Metrics["item_rounds"], cfg.Rounds, len(truth))
 		}
 		got := cleanLabels(t, out)
 		if len(got) != len(truth) {
