@@ -227,11 +227,11 @@ func writeOutputFile(t *testing.T, dir, name string, c *schemas.Cleaned) string 
 
 // outRow is one output row, comparable.
 type outRow struct {
-	ID                  int64
-	Label, Clean        int32
-	CleanProb, GivenP   float32
-	Changed             bool
-	Post                string
+	ID                int64
+	Label, Clean      int32
+	CleanProb, GivenP float32
+	Changed           bool
+	Post              string
 }
 
 func rowsOfCleaned(cs ...*schemas.Cleaned) map[int64]outRow {
