@@ -3,7 +3,6 @@ package icebergio
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -109,7 +108,7 @@ func (c *Catalog) URI() string { return c.uri }
 
 // Close releases the catalog's database connections.
 func (c *Catalog) Close() error {
-	return errors.Join(c.cat.Close(), c.db.Close())
+	return c.db.Close() // the SQL catalog holds no resources beyond its *sql.DB
 }
 
 // Iceberg returns the underlying iceberg-go catalog, for what this package

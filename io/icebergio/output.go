@@ -250,7 +250,10 @@ func (o *Output) Commit(ctx context.Context, c Commit) (int64, error) {
 	}
 	tbl, err := txn.Commit(ctx)
 	if err != nil {
-		if errors.Is(err, table.ErrCommitFailed) || errors.Is(err, table.ErrCommitDiverged) {
+		// iceberg-go v0.7.0 reports a failed table requirement (the fence on
+		// the snapshot this run started from, or a branch created meanwhile)
+		// with a plain error starting "requirement failed", no sentinel.
+		if errors.Is(err, table.ErrCommitFailed) || errors.Is(err, table.ErrCommitDiverged) || strings.Contains(err.Error(), "requirement failed") {
 			return 0, fmt.Errorf("icebergio: output table %s: this run started at snapshot %d, but another run committed since; nothing committed, rerun: %w (%w)", o.name, base, ErrConcurrentRun, err)
 		}
 		return 0, fmt.Errorf("icebergio: output table %s: commit: %w", o.name, err)
