@@ -219,7 +219,7 @@ func writeOutputFile(t *testing.T, dir, name string, c *schemas.Cleaned) string 
 		t.Fatal(err)
 	}
 	if err := shardio.WriteShard(context.Background(), fs, path, shardio.Parquet, []*schemas.Cleaned{c}, nil,
-		schemas.LabelInt32, nil, schemas.IDInt64); err != nil {
+		schemas.LabelInt32, nil, schemas.IDInt64, nil); err != nil {
 		t.Fatal(err)
 	}
 	return path
