@@ -197,7 +197,7 @@ func checkNotInput(out string, inputs []string) error {
 	o := norm(out)
 	for _, in := range inputs {
 		p := norm(in)
-		if p == o || blobio.Dir(p) == o || (!strings.Contains(p, "://") && filepath.Dir(p) == o) {
+		if p == o || blobio.Dir(p) == o {
 			return &OptionError{Flag: "output", Err: fmt.Errorf("%s: is the input's directory (%s): relabel never writes beside its inputs; choose another directory", out, in)}
 		}
 	}

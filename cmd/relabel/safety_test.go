@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -182,8 +181,8 @@ func TestRunCrash(t *testing.T) {
 	for _, point := range []string{"locked", "pipeline-done", "commit-journal", "commit-unmarked", "commit-file-0", "commit-file-1", "commit-summary"} {
 		t.Run(point, func(t *testing.T) {
 			out, spill := filepath.Join(t.TempDir(), "out"), t.TempDir()
-			r := relabelEnvCode(t, map[string]string{faults.Env: point}, crashArgs(out, spill)...)
-			if r.code != -1 {
+			r := relabelEnv(t, map[string]string{faults.Env: point}, crashArgs(out, spill)...)
+			if r.code != -1 { // -1: killed by a signal
 				t.Fatalf("RELABEL_FAULT=%s: exit %d, want killed by SIGKILL; stderr %s", point, r.code, tail(r.stderr, 500))
 			}
 			// What a reader sees after the crash: either no summary.json,
@@ -283,30 +282,4 @@ func TestRunSIGTERM(t *testing.T) {
 	if left := listDir(t, spill); len(left) != 0 {
 		t.Errorf("spill directory holds %q after SIGTERM", left)
 	}
-}
-
-// relabelEnvCode runs the binary with extra environment; code -1 means it
-// was killed by a signal.
-func relabelEnvCode(t *testing.T, env map[string]string, args ...string) result {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, relabelBin, args...)
-	cmd.Env = os.Environ()
-	for k, v := range env {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	r := result{stdout: out.String(), stderr: errb.String()}
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee):
-		r.code = ee.ExitCode()
-	default:
-		t.Fatal(err)
-	}
-	return r
 }
