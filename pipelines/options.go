@@ -90,6 +90,9 @@ type Options struct {
 	Workers Opt[int]
 	// Report writes report.html beside summary.json.
 	Report bool
+	// Verbose shows Beam's and Prism's own INFO log lines and the plain
+	// per-stage progress lines instead of the one live line.
+	Verbose bool
 }
 
 // Defaults returns every option's default: the method's chosen by
@@ -335,6 +338,8 @@ var Flags = []Flag{
 		}},
 	{Name: "workers", Group: GroupRun, Usage: "goroutines per stage", Default: "GOMAXPROCS",
 		bind: func(o *Options) flag.Value { return &optInt{p: &o.Workers} }, check: atLeast(1, func(o *Options) Opt[int] { return o.Workers })},
+	{Name: "verbose", Group: GroupRun, Usage: "show Beam's and Prism's own log lines (hidden by default; their warnings and errors always show)",
+		bind: func(o *Options) flag.Value { return (*boolValue)(&o.Verbose) }},
 }
 
 // Bind registers every flag on fs, bound to o's fields; o's current values

@@ -35,6 +35,9 @@ type Plan struct {
 	LabelKind  schemas.LabelKind
 	IDKind     schemas.IDKind
 	Rows       int64
+	// Skipped are input files left out (0 rows), each reported to the user
+	// and recorded in summary.json.
+	Skipped []shardio.Skipped
 	// Device describes the kernels the launcher's process resolved --device to.
 	Device string
 	// Spill is the run's own spill directory (Run makes it in
@@ -49,12 +52,12 @@ func MakePlan(ctx context.Context, cfg Options) (*Plan, error) {
 		return nil, err
 	}
 	ro := shardio.ReadOptions{Columns: cfg.Columns}
-	shards, err := shardio.Scan(ctx, cfg.Input, ro)
+	shards, skipped, err := shardio.ScanFiles(ctx, cfg.Input, ro)
 	if err != nil {
 		return nil, err
 	}
 	in := shards[0].Input
-	p := &Plan{Options: cfg, Shards: shards, LabelKind: in.LabelKind, IDKind: in.IDKind}
+	p := &Plan{Options: cfg, Shards: shards, Skipped: skipped, LabelKind: in.LabelKind, IDKind: in.IDKind}
 	ro.D = shards[0].D
 	switch {
 	case in.LabelKind == schemas.LabelString && cfg.ClassNames != nil:

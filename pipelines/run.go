@@ -13,6 +13,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 
 	"github.com/relabel/relabel/internal/faults"
+	"github.com/relabel/relabel/internal/progress"
 	"github.com/relabel/relabel/io/blobio"
 	"github.com/relabel/relabel/transforms/stages"
 )
@@ -40,6 +41,9 @@ type Summary struct {
 	// posteriors (only for C <= stages.MaxDenseClasses).
 	Transition [][]float64          `json:"transition,omitempty"`
 	Shards     []stages.ShardReport `json:"shards"`
+	// Skipped lists input files left out, with why ("x.parquet: no rows,
+	// skipped").
+	Skipped []string `json:"skipped,omitempty"`
 	// Metrics are the pipeline's Beam counters (namespace relabel), summed
 	// over steps.
 	Metrics map[string]int64   `json:"metrics,omitempty"`
@@ -61,6 +65,10 @@ func Run(ctx context.Context, cfg Options, exec Executor) (*Summary, error) {
 		return nil, err
 	}
 	cfg = plan.Options
+	for _, sk := range plan.Skipped {
+		progress.Notef("%s", sk)
+	}
+	progress.Report(progress.Event{Kind: progress.Planned, Rows: plan.Rows, Shards: len(plan.Shards), Rounds: plan.Engine.Rounds})
 	var inputs []string
 	for _, s := range plan.Shards {
 		inputs = append(inputs, s.Path)
@@ -129,6 +137,7 @@ func Run(ctx context.Context, cfg Options, exec Executor) (*Summary, error) {
 	p, s := beam.NewPipelineWithRoot()
 	Build(s, plan, tmp)
 	t1 := time.Now()
+	progress.StageStarted("reading")
 	res, err := exec(ctx, p)
 	if err != nil {
 		return nil, err
@@ -140,6 +149,10 @@ func Run(ctx context.Context, cfg Options, exec Executor) (*Summary, error) {
 		Version: Version, Input: cfg.Input, Output: cfg.Output, Rows: 0, Classes: plan.C,
 		ClassNames: plan.ClassNames, Neighbours: plan.Mode, Device: plan.Device, Options: plan.OptionMap(),
 		ChangedFrom: make([]int64, plan.C), ChangedTo: make([]int64, plan.C),
+	}
+	progress.StageStarted("committing")
+	for _, sk := range plan.Skipped {
+		sum.Skipped = append(sum.Skipped, sk.String())
 	}
 	var trans []float64
 	for _, sh := range plan.Shards {

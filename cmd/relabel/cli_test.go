@@ -145,15 +145,28 @@ func TestCLITestdataShards(t *testing.T) {
 		t.Errorf("stdout %q does not say how many rows were relabelled and where the output went", r.stdout)
 	}
 
-	// Progress: rows read (every unit) and rounds appear on stderr.
+	// Progress in a log (no terminal): a plain line per stage, per tenth
+	// of the rows read and per round; none of Beam's or Prism's INFO lines.
 	for _, p := range []string{
-		"relabel: read ../../testdata/digits/noisy-idn-0.4-part-0000.parquet rows 0..512",
-		"relabel: read ../../testdata/digits/noisy-idn-0.4-part-0001.parquet rows 512..898",
-		"relabel: round 1/10 started",
-		"relabel: round 10/10 started",
+		"relabel: 1,797 rows in 2 shard(s), 10 rounds\n",
+		"relabel: read 1,797/1,797 rows\n",
+		"relabel: round 1/10\n",
+		"relabel: round 10/10\n",
+		"relabel: committing\n",
 	} {
-		if !strings.Contains(r.stderr, p) {
-			t.Errorf("stderr lacks progress line %q:\n%s", p, tail(r.stderr, 3000))
+		if strings.Count(r.stderr, p) != 1 {
+			t.Errorf("stderr lacks exactly one progress line %q:\n%s", p, tail(r.stderr, 3000))
+		}
+	}
+	for _, noise := range []string{"level=INFO", "Staged binary", "job-001", "pipeline done"} {
+		if strings.Contains(r.stderr, noise) {
+			t.Errorf("stderr shows Beam's INFO noise %q without --verbose:\n%s", noise, tail(r.stderr, 3000))
+		}
+	}
+	// The text report: noisiest classes, pairs, suspects, where the page is.
+	for _, p := range []string{"Noisiest classes", "Most changed pairs", "Likeliest wrong labels", "relabel: report in " + filepath.Join(out, "report.html")} {
+		if !strings.Contains(r.stdout, p) {
+			t.Errorf("stdout lacks %q:\n%s", p, r.stdout)
 		}
 	}
 

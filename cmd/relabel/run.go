@@ -6,17 +6,29 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
+	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"golang.org/x/term"
 
+	"github.com/relabel/relabel/internal/progress"
 	"github.com/relabel/relabel/io/reportio"
 	"github.com/relabel/relabel/pipelines"
 	"github.com/relabel/relabel/runners"
 )
 
 func version() string { return pipelines.Version }
+
+// isTerminal reports whether w is a terminal (the live progress line is drawn
+// only there; a log gets plain lines).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
 
 // runFlags binds every option of `relabel run` to a pipelines.Options: the
 // flags themselves (names, docs, checks) are pipelines.Flags.
@@ -185,6 +197,17 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if !o.WaveMiB.Set && !ro.Waves() {
 		o.WaveMiB = pipelines.Some(-1)
 	}
+	disp := progress.NewDisplay(stderr, isTerminal(stderr) && !o.Verbose, time.Now)
+	if !o.Verbose {
+		// Beam and Prism log through slog's default logger: keep their
+		// warnings and errors (condensed) above the live line, drop the rest.
+		prev := slog.Default()
+		slog.SetDefault(slog.New(progress.NewQuiet(func(line string) { disp.Printf("%s", line) })))
+		defer slog.SetDefault(prev)
+	}
+	defer progress.Install(disp.Handle)()
+	disp.Start()
+	defer disp.Stop()
 	dryRun := ro.IsDryRun()
 	exec := func(ctx context.Context, p *beam.Pipeline) (beam.PipelineResult, error) {
 		res, err := runners.Run(ctx, p, ro)
@@ -194,6 +217,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return res, err
 	}
 	sum, err := pipelines.Run(ctx, o, exec)
+	disp.Stop()
 	if errors.Is(err, errDryRun) {
 		fmt.Fprintln(stdout, "relabel: dry run: the Dataflow job request is printed on stderr; nothing was submitted or written")
 		return nil
@@ -207,15 +231,23 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	fmt.Fprintf(stdout, "relabel: %d rows relabelled, %d labels changed (%.1f%%); output in %s (summary.json beside the shards)\n",
 		sum.Rows, sum.Changed, 100*float64(sum.Changed)/float64(max(sum.Rows, 1)), sum.Output)
+	// The text and HTML reports are derived from the committed output, after
+	// the commit, in one pass over it: `relabel report DIR` writes the page
+	// again at any time. A failure here leaves the output complete.
+	rep, err := reportio.Build(ctx, sum.Output, reportio.Options{})
+	if err != nil {
+		fmt.Fprintf(stderr, "relabel run: the output is complete, but no report could be made: %s\n", oneLine(err))
+		return nil
+	}
+	fmt.Fprintln(stdout)
+	rep.Text(stdout, 5)
 	if o.Report {
-		// The report is derived from the committed output, after the
-		// commit: `relabel report DIR` writes it again at any time.
-		path, err := reportio.Write(ctx, sum.Output, reportio.Options{})
+		path, err := rep.Save(ctx, "")
 		if err != nil {
 			fmt.Fprintf(stderr, "relabel run: the output is complete, but report.html was not written: %s\n", oneLine(err))
 			return nil
 		}
-		fmt.Fprintf(stdout, "relabel: report in %s\n", path)
+		fmt.Fprintf(stdout, "\nrelabel: report in %s\n", path)
 	}
 	return nil
 }

@@ -274,11 +274,17 @@ func Write(ctx context.Context, dir string, opts Options) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	return r.Save(ctx, opts.Out)
+}
+
+// Save renders the page and writes it to out (default r.Dir/report.html),
+// under a temporary name renamed into place, and returns the path written.
+func (r *Report) Save(ctx context.Context, out string) (string, error) {
+	dir := r.Dir
 	var buf bytes.Buffer
 	if err := r.Render(&buf); err != nil {
 		return "", err
 	}
-	out := opts.Out
 	if out == "" {
 		out = blobio.Join(dir, FileName)
 	}

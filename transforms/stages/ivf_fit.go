@@ -4,12 +4,12 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"log"
 	"slices"
 	"strconv"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
+	"github.com/relabel/relabel/internal/progress"
 	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/transforms/engine"
@@ -88,7 +88,7 @@ func (f *fitFn) ProcessElement(ctx context.Context, s ivf.Sample, st Stats, emit
 	if err != nil {
 		return fmt.Errorf("stages: %w", err)
 	}
-	log.Printf("relabel: ivf: %d partitions fitted on %d sampled rows of %d, %d blocks", m.P(), n, st.N, sum32(m.Blocks))
+	progress.Notef("ivf: %d partitions fitted on %d sampled rows of %d, %d blocks", m.P(), n, st.N, sum32(m.Blocks))
 	emit(*m)
 	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log"
 	"slices"
 	"sort"
 	"sync"
@@ -13,6 +12,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
+	"github.com/relabel/relabel/internal/progress"
 	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/internal/pool"
 	"github.com/relabel/relabel/transforms/mixture"
@@ -198,9 +198,7 @@ func (f *joinRoundFn) round(key int64, blocks func(*IVFBlock) bool, msgs func(*J
 	}
 	var dropErr error
 	f.once.Do(func() {
-		if f.Round == f.Rounds-1 || f.Round == 0 {
-			log.Printf("relabel: ivf round %d/%d started", f.Round+1, f.Rounds)
-		}
+		progress.RoundStarted(f.Round, f.Rounds)
 		// This round's join waited for all of the previous round (or
 		// routeFn), the last reader of the generation before its input.
 		dropErr = f.Spill.drop(genRouted + f.Round - 1)
