@@ -26,8 +26,8 @@ type Display struct {
 	shards  int
 	round   int
 	rounds  int
-	logged  int   // log mode: the read tenth last printed
-	drawn   int   // width of the live line now on screen
+	logged  int // log mode: the read tenth last printed
+	drawn   int // width of the live line now on screen
 	stopped bool
 	done    chan struct{}
 }
