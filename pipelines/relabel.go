@@ -68,7 +68,15 @@ func MakePlan(ctx context.Context, cfg Options) (*Plan, error) {
 		if p.ClassNames, err = shardio.ScanClassNames(ctx, shards, ro); err != nil {
 			return nil, err
 		}
+	case cfg.ClassNames != nil:
+		return nil, &OptionError{Flag: "class-names", Err: fmt.Errorf("given, but the labels of %s are %s class indices: class names are for string labels (use --classes for the count)", shards[0].Path, in.LabelKind)}
 	case cfg.Classes.Set:
+		// Scanned anyway: a label outside [0, C) or input with no label at
+		// all fails here, naming the file and row, before anything runs.
+		ro.Classes = cfg.Classes.V
+		if _, err = shardio.ScanNumClasses(ctx, shards, ro); err != nil {
+			return nil, err
+		}
 		p.C = cfg.Classes.V
 	default:
 		if p.C, err = shardio.ScanNumClasses(ctx, shards, ro); err != nil {

@@ -24,11 +24,14 @@ type Executor func(ctx context.Context, p *beam.Pipeline) (beam.PipelineResult, 
 
 // Summary is summary.json, written beside the output shards.
 type Summary struct {
-	Version    string            `json:"version"`
-	Input      string            `json:"input"`
-	Output     string            `json:"output"`
-	Rows       int64             `json:"rows"`
-	Changed    int64             `json:"changed"`
+	Version string `json:"version"`
+	Input   string `json:"input"`
+	Output  string `json:"output"`
+	Rows    int64  `json:"rows"`
+	Changed int64  `json:"changed"`
+	// Unresolved counts rows output without a clean label (null):
+	// unlabelled rows that no labelled row reached within the rounds.
+	Unresolved int64             `json:"unresolved,omitempty"`
 	Classes    int               `json:"classes"`
 	ClassNames []string          `json:"class_names,omitempty"`
 	Neighbours string            `json:"neighbours"`
@@ -163,6 +166,7 @@ func Run(ctx context.Context, cfg Options, exec Executor) (*Summary, error) {
 		}
 		sum.Rows += rep.Rows
 		sum.Changed += rep.Changed
+		sum.Unresolved += rep.Unresolved
 		for c := range rep.ChangedFrom {
 			sum.ChangedFrom[c] += rep.ChangedFrom[c]
 			sum.ChangedTo[c] += rep.ChangedTo[c]

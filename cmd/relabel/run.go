@@ -197,18 +197,22 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if !o.WaveMiB.Set && !ro.Waves() {
 		o.WaveMiB = pipelines.Some(-1)
 	}
-	disp := progress.NewDisplay(stderr, isTerminal(stderr) && !o.Verbose, time.Now)
-	if !o.Verbose {
+	dryRun := ro.IsDryRun()
+	// A dry run's product is the job request Beam logs: keep Beam's log.
+	verbose := o.Verbose || dryRun
+	disp := progress.NewDisplay(stderr, isTerminal(stderr) && !verbose, time.Now)
+	var quiet *progress.Quiet
+	if !verbose {
 		// Beam and Prism log through slog's default logger: keep their
 		// warnings and errors (condensed) above the live line, drop the rest.
+		quiet = progress.NewQuiet(func(line string) { disp.Printf("%s", line) })
 		prev := slog.Default()
-		slog.SetDefault(slog.New(progress.NewQuiet(func(line string) { disp.Printf("%s", line) })))
+		slog.SetDefault(slog.New(quiet))
 		defer slog.SetDefault(prev)
 	}
 	defer progress.Install(disp.Handle)()
 	disp.Start()
 	defer disp.Stop()
-	dryRun := ro.IsDryRun()
 	exec := func(ctx context.Context, p *beam.Pipeline) (beam.PipelineResult, error) {
 		res, err := runners.Run(ctx, p, ro)
 		if err == nil && dryRun {
@@ -217,6 +221,13 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return res, err
 	}
 	sum, err := pipelines.Run(ctx, o, exec)
+	if quiet != nil {
+		if err == nil {
+			quiet.Flush()
+		} else if n := quiet.Dropped(); n > 0 {
+			disp.Printf("relabel: (%d lines of Beam's own log about this failure hidden: --verbose shows them)", n)
+		}
+	}
 	disp.Stop()
 	if errors.Is(err, errDryRun) {
 		fmt.Fprintln(stdout, "relabel: dry run: the Dataflow job request is printed on stderr; nothing was submitted or written")

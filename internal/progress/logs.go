@@ -12,18 +12,42 @@ import (
 // package is routed there too): INFO and DEBUG records (job ids, staged
 // artifacts, worker start and stop) are dropped; warnings and errors are kept,
 // condensed to their message's first line (Beam's errors carry plan dumps and
-// stacks that relabel's own final message already sums up), each distinct
-// line once. With --verbose, relabel installs Beam's handler unchanged
-// instead.
+// stacks), each distinct line once. Errors are held until the run ends: when
+// it fails, relabel's own one-line message names the cause and Beam's echoes
+// of it (five or six per failed bundle) are dropped (Dropped says how many);
+// when it succeeds (a retried bundle), Flush shows them. With --verbose,
+// relabel keeps Beam's handler unchanged instead.
 type Quiet struct {
 	print func(string)
 	mu    *sync.Mutex
 	seen  map[string]bool
+	held  *[]string
 }
 
 // NewQuiet prints the kept lines with print (the display's Printf).
 func NewQuiet(print func(string)) *Quiet {
-	return &Quiet{print: print, mu: new(sync.Mutex), seen: map[string]bool{}}
+	return &Quiet{print: print, mu: new(sync.Mutex), seen: map[string]bool{}, held: new([]string)}
+}
+
+// Flush prints the held error lines (a run that succeeded despite them).
+func (q *Quiet) Flush() {
+	q.mu.Lock()
+	held := *q.held
+	*q.held = nil
+	q.mu.Unlock()
+	for _, l := range held {
+		q.print(l)
+	}
+}
+
+// Dropped forgets the held error lines and returns how many there were (a
+// failed run: its own error says what matters).
+func (q *Quiet) Dropped() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	n := len(*q.held)
+	*q.held = nil
+	return n
 }
 
 // MaxLine bounds a condensed line.
@@ -57,6 +81,10 @@ func (q *Quiet) Handle(_ context.Context, r slog.Record) error {
 	q.mu.Lock()
 	dup := q.seen[line]
 	q.seen[line] = true
+	if !dup && r.Level >= slog.LevelError {
+		*q.held = append(*q.held, line)
+		dup = true
+	}
 	q.mu.Unlock()
 	if !dup {
 		q.print(line)

@@ -133,11 +133,19 @@ func TestQuiet(t *testing.T) {
 	if !q.Enabled(context.Background(), slog.LevelWarn) || q.Enabled(context.Background(), slog.LevelInfo) {
 		t.Errorf("Enabled: want warn and above only")
 	}
+	if len(lines) != 1 || lines[0] != "relabel: beam warning: slow bundle …" {
+		t.Errorf("lines shown at once %q, want the warning only (errors are held)", lines)
+	}
+	q.Flush()
 	want := []string{
 		"relabel: beam warning: slow bundle …",
 		"relabel: beam error: job failed: stages: round 3: boom",
 	}
 	if len(lines) != 3 || lines[0] != want[0] || lines[1] != want[1] || len(lines[2]) > MaxLine+40 {
 		t.Errorf("kept lines %q, want %q and one bounded long line", lines, want)
+	}
+	l.Error("another")
+	if n := q.Dropped(); n != 1 || len(lines) != 3 {
+		t.Errorf("Dropped = %d with %d lines shown, want 1 held error dropped unseen", n, len(lines))
 	}
 }

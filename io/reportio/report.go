@@ -64,6 +64,9 @@ type Report struct {
 	// Rows and the counts below are counted from the shards (and checked
 	// against summary.json).
 	Rows, Labelled, Changed int64
+	// Unresolved counts rows without a clean label (null: unlabelled rows
+	// that no labelled row reached through neighbours within the rounds).
+	Unresolved int64
 	Classes                 []ClassRow
 	// Pairs are the most frequent changes given -> clean, most first.
 	Pairs []Pair
@@ -170,7 +173,7 @@ func Build(ctx context.Context, dir string, opts Options) (*Report, error) {
 	if a.rows != sum.Rows || a.changed != sum.Changed {
 		return nil, fmt.Errorf("reportio: %s says %d rows, %d changed; its shards hold %d rows, %d changed", sj, sum.Rows, sum.Changed, a.rows, a.changed)
 	}
-	r := &Report{Dir: dir, Summary: sum, Rows: a.rows, Labelled: a.labelled, Changed: a.changed, Hist: a.hist}
+	r := &Report{Dir: dir, Summary: sum, Rows: a.rows, Labelled: a.labelled, Changed: a.changed, Unresolved: a.unresolved, Hist: a.hist}
 	r.Names = sum.ClassNames
 	if r.Names == nil {
 		r.Names = make([]string, c)

@@ -20,7 +20,11 @@ func (r *Report) Text(w io.Writer, n int) error {
 	}
 	var b strings.Builder
 	if r.Labelled < r.Rows {
-		fmt.Fprintf(&b, "%s of %s rows were unlabelled.\n", plain(r.Rows-r.Labelled), plain(r.Rows))
+		fmt.Fprintf(&b, "%s of %s rows were unlabelled", plain(r.Rows-r.Labelled), plain(r.Rows))
+		if r.Unresolved > 0 {
+			fmt.Fprintf(&b, "; %s of them got no clean label (null: no labelled row within their neighbourhoods' reach; more --rounds reach further)", plain(r.Unresolved))
+		}
+		fmt.Fprintf(&b, ".\n\n")
 	}
 
 	classes := make([]ClassRow, 0, len(r.Classes))

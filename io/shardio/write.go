@@ -93,10 +93,16 @@ func appendCleaned(b *array.RecordBuilder, lw *labelWriter, c *schemas.Cleaned, 
 	if err := lw.appendGiven(b.Field(1), given, multi); err != nil {
 		return err
 	}
-	if err := lw.append(b.Field(2), c.CleanLabel[i]); err != nil {
-		return fmt.Errorf("clean label: %w", err)
+	if c.CleanLabel[i] == schemas.Unlabelled {
+		// An unlabelled row no labelled row reached: no clean label.
+		b.Field(2).AppendNull()
+		b.Field(3).AppendNull()
+	} else {
+		if err := lw.append(b.Field(2), c.CleanLabel[i]); err != nil {
+			return fmt.Errorf("clean label: %w", err)
+		}
+		b.Field(3).(*array.Float32Builder).Append(c.CleanProb[i])
 	}
-	b.Field(3).(*array.Float32Builder).Append(c.CleanProb[i])
 	if p := c.GivenProb[i]; math.IsNaN(float64(p)) {
 		b.Field(4).AppendNull()
 	} else {

@@ -79,6 +79,9 @@ type ShardReport struct {
 	Output  string `json:"output"`
 	Rows    int64  `json:"rows"`
 	Changed int64  `json:"changed"`
+	// Unresolved counts rows left without a clean label (null): unlabelled
+	// rows that no labelled row reached through neighbours within the rounds.
+	Unresolved int64 `json:"unresolved,omitempty"`
 	// ChangedTo[c] counts labels changed into class c; ChangedFrom[c] out of c.
 	ChangedFrom []int64 `json:"changed_from"`
 	ChangedTo   []int64 `json:"changed_to"`
@@ -159,6 +162,9 @@ func report(shard, name string, batches []*schemas.Cleaned, c int) ShardReport {
 	for _, b := range batches {
 		for i := range b.IDs {
 			r.Rows++
+			if b.CleanLabel[i] < 0 {
+				r.Unresolved++
+			}
 			given := GivenLabel(b.Labels[b.LabelOff[i]:b.LabelOff[i+1]])
 			if b.Changed[i] {
 				r.Changed++
