@@ -87,7 +87,7 @@ type accum struct {
 	truth    Truth
 
 	rows, labelled, changed int64
-	unresolved              int64 // rows with a null clean_label
+	unresolved              int64   // rows with a null clean_label
 	given, clean            []int64 // rows by given (majority) / clean class
 	changedFrom, changedTo  []int64
 	sumGivenProb            []float64

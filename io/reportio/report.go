@@ -67,7 +67,7 @@ type Report struct {
 	// Unresolved counts rows without a clean label (null: unlabelled rows
 	// that no labelled row reached through neighbours within the rounds).
 	Unresolved int64
-	Classes                 []ClassRow
+	Classes    []ClassRow
 	// Pairs are the most frequent changes given -> clean, most first.
 	Pairs []Pair
 	// Hist counts labelled rows by given_label_prob in HistBins equal bins
