@@ -73,8 +73,7 @@ func MakePlan(ctx context.Context, cfg Options) (*Plan, error) {
 	case cfg.Classes.Set:
 		// Scanned anyway: a label outside [0, C) or input with no label at
 		// all fails here, naming the file and row, before anything runs.
-		ro.Classes = cfg.Classes.V
-		if _, err = shardio.ScanNumClasses(ctx, shards, ro); err != nil {
+		if err = shardio.CheckClasses(ctx, shards, ro, cfg.Classes.V); err != nil {
 			return nil, err
 		}
 		p.C = cfg.Classes.V

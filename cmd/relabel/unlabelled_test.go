@@ -113,7 +113,7 @@ func TestRunUnlabelled(t *testing.T) {
 	}{
 		{"all unlabelled", []string{"--input", none}, 1, []string{"no labels", none}},
 		{"all unlabelled, classes given", []string{"--input", none, "--classes", "10"}, 1, []string{"no labels"}},
-		{"label outside classes", []string{"--input", in, "--classes", "5"}, 1, []string{in, "row", `column "label"`, "outside [0, 5)"}},
+		{"label outside classes", []string{"--input", in, "--classes", "5"}, 1, []string{in, "row", `column "label"`, "outside [0,5)"}},
 		{"class names with integer labels", []string{"--input", in, "--class-names", "a,b"}, 2, []string{"--class-names", "class indices"}},
 	} {
 		out := filepath.Join(dir, "bad-"+strings.ReplaceAll(c.name, " ", "-"))

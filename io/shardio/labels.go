@@ -44,9 +44,22 @@ func ScanClassNames(ctx context.Context, shards []Shard, opts ReadOptions) ([]st
 
 // ScanNumClasses reads only the label column of every unit of shards and
 // returns one more than the largest integer label: the number of classes
-// when the user gave none. A negative label is an error, and so is a label
-// >= opts.Classes when that is set.
+// when the user gave none. A negative label is an error.
 func ScanNumClasses(ctx context.Context, shards []Shard, opts ReadOptions) (int, error) {
+	return scanNumClasses(ctx, shards, opts, 0)
+}
+
+// CheckClasses reads only the label column of every unit of shards and checks
+// that every integer label is a class index in [0, c), naming the file, row
+// and column of the first that is not: the check a run with --classes makes
+// before its pipeline starts. Input whose labels are all null is an error.
+func CheckClasses(ctx context.Context, shards []Shard, opts ReadOptions, c int) error {
+	_, err := scanNumClasses(ctx, shards, opts, c)
+	return err
+}
+
+// scanNumClasses is ScanNumClasses, refusing labels >= limit when limit > 0.
+func scanNumClasses(ctx context.Context, shards []Shard, opts ReadOptions, limit int) (int, error) {
 	max := int64(-1)
 	err := scanLabels(ctx, shards, &opts, false, func(u Unit, row int64, col string, a arrow.Array, j int) error {
 		var v int64
@@ -64,8 +77,8 @@ func ScanNumClasses(ctx context.Context, shards []Shard, opts ReadOptions) (int,
 		if v >= 1<<31-1 {
 			return rowError(u.Path, row, col, "label %d too large for a class index", v)
 		}
-		if opts.Classes > 0 && v >= int64(opts.Classes) {
-			return rowError(u.Path, row, col, "label %d outside [0, %d) (--classes %d)", v, opts.Classes, opts.Classes)
+		if limit > 0 && v >= int64(limit) {
+			return rowError(u.Path, row, col, "label %d outside [0,%d) (--classes %d)", v, limit, limit)
 		}
 		max = maxInt64(max, v)
 		return nil

@@ -239,29 +239,31 @@ func scanShardUnguarded(ctx context.Context, fs blobio.FS, path string, opts *Re
 			rows = append(rows, pr.MetaData().RowGroup(i).NumRows())
 		}
 	case ArrowFile:
+		// relabel's own footer walk first: it bounds the schema arrow-go
+		// will decode (checkSchema).
+		if rows, err = ipcBatchRows(f, f.Size()); err != nil {
+			return s, fileError(path, err, "corrupt or truncated Arrow IPC file")
+		}
 		r, err := ipc.NewFileReader(blobio.Section(f), ipc.WithAllocator(mem))
 		if err != nil {
 			return s, fileError(path, err, "corrupt or truncated Arrow IPC file")
 		}
 		defer r.Close()
 		sc = r.Schema()
-		if rows, err = ipcBatchRows(f, f.Size()); err != nil {
-			return s, fileError(path, err, "corrupt or truncated Arrow IPC file")
-		}
 		if len(rows) != r.NumRecords() {
 			return s, fileError(path, nil, "corrupt Arrow IPC file: %d record batches in the footer, %d read", r.NumRecords(), len(rows))
 		}
 	case ArrowStream:
+		batches, err := streamBatchRows(f, f.Size()) // first: it bounds the schema (checkSchema)
+		if err != nil {
+			return s, fileError(path, err, "corrupt or truncated Arrow IPC stream")
+		}
 		r, err := ipc.NewReader(bufio.NewReader(blobio.Section(f)), ipc.WithAllocator(mem), ipc.WithMetadataSizeLimit(f.Size()))
 		if err != nil {
 			return s, fileError(path, err, "corrupt or truncated Arrow IPC stream")
 		}
 		sc = r.Schema()
 		r.Release()
-		batches, err := streamBatchRows(f, f.Size())
-		if err != nil {
-			return s, fileError(path, err, "corrupt or truncated Arrow IPC stream")
-		}
 		// A stream is read whole (it has no footer to seek by): one unit.
 		n := int64(0)
 		for _, b := range batches {
