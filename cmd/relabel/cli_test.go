@@ -110,6 +110,7 @@ func TestCLITestdataShards(t *testing.T) {
 			Rows          int64
 		} `json:"shards"`
 		Options map[string]string `json:"options"`
+		Metrics map[string]int64  `json:"metrics"`
 	}
 	b, err := os.ReadFile(filepath.Join(out, "summary.json"))
 	if err != nil {
@@ -137,6 +138,11 @@ func TestCLITestdataShards(t *testing.T) {
 	}
 	if len(sum.Shards) != 2 || sum.Shards[0].Rows+sum.Shards[1].Rows != 1797 {
 		t.Errorf("summary shards %+v, want two summing to 1797 rows", sum.Shards)
+	}
+	// Every item runs each of the 10 rounds once; each row is read and
+	// written once.
+	if m := sum.Metrics; m["item_rounds"] != 10*1797 || m["rows_read"] != 1797 || m["rows_written"] != 1797 || m["labels_changed"] != changed {
+		t.Errorf("summary metrics %v, want item_rounds 17970, rows_read and rows_written 1797, labels_changed %d", m, changed)
 	}
 	if sum.Options["seed"] != "1" || sum.Options["rounds"] != "10" {
 		t.Errorf("summary options %v, want the defaults seed 1 and rounds 10", sum.Options)
