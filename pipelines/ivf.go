@@ -4,7 +4,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 
 	"github.com/relabel/relabel/transforms/ivf"
-	"github.com/relabel/relabel/transforms/stages"
+	"github.com/relabel/relabel/transforms/ivfstages"
 )
 
 // Neighbour modes (Config.Neighbours, summary.json "neighbours").
@@ -58,20 +58,20 @@ func buildIVF(s beam.Scope, plan *Plan, units, rows beam.PCollection) beam.PColl
 	if plan.Spill != "" {
 		again = units
 	}
-	blocks := stages.IVFNeighbours(s, rows, stages.IVFParams{
-		IVF:         ivf.Params{Partitions: plan.Options.Partitions.Or(0), NProbe: plan.Options.NProbe.Or(0), Seed: e.Mixture.Seed},
-		Rows:        plan.Rows,
-		Standardise: e.Standardise,
-		Search:      stages.IVFSearchParams{K: e.K, Metric: e.Metric, Options: e, Device: plan.Options.Device},
-		IDColumn:    plan.Read.Columns.WithDefaults().ID,
-		D:           plan.Read.D,
-		WaveBytes:   wb,
-		Units:       again,
-		Read:        plan.Read,
-		Spill:       stages.Spill{Dir: plan.Spill},
+	blocks := ivfstages.Neighbours(s, rows, ivfstages.Params{
+		Partitioning: ivf.Params{Partitions: plan.Options.Partitions.Or(0), NProbe: plan.Options.NProbe.Or(0), Seed: e.Mixture.Seed},
+		Rows:         plan.Rows,
+		Standardise:  e.Standardise,
+		Search:       ivfstages.SearchParams{K: e.K, Metric: e.Metric, Options: e, Device: plan.Options.Device},
+		IDColumn:     plan.Read.Columns.WithDefaults().ID,
+		D:            plan.Read.D,
+		WaveBytes:    wb,
+		Units:        again,
+		Read:         plan.Read,
+		Spill:        ivfstages.Spill{Dir: plan.Spill},
 	})
-	return stages.JoinRounds(s, blocks, stages.JoinRoundsParams{
-		Rounds: e.Rounds, Workers: e.Workers, Waves: stages.RoundWaves(plan.Rows, e.K, e.Mixture, wb),
-		Spill: stages.Spill{Dir: plan.Spill}, Mixture: e.Mixture,
+	return ivfstages.JoinRounds(s, blocks, ivfstages.JoinRoundsParams{
+		Rounds: e.Rounds, Workers: e.Workers, Waves: ivfstages.RoundWaves(plan.Rows, e.K, e.Mixture, wb),
+		Spill: ivfstages.Spill{Dir: plan.Spill}, Mixture: e.Mixture,
 	})
 }

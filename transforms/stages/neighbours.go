@@ -17,9 +17,9 @@ import (
 	"github.com/relabel/relabel/transforms/mixture"
 )
 
-// standardised returns r's features z-scored with the global moments (a copy),
+// Standardised returns r's features z-scored with the global moments (a copy),
 // or r's own slice when standardisation is off.
-func standardised(r *schemas.Rows, st *Stats, on bool) []float32 {
+func Standardised(r *schemas.Rows, st *Stats, on bool) []float32 {
 	if !on {
 		return r.Features
 	}
@@ -38,7 +38,7 @@ func (f *candRowsFn) ProcessElement(r schemas.Rows, st Stats, emit func(Candidat
 	if st.Dup != "" {
 		return errors.New(st.Dup)
 	}
-	x := standardised(&r, &st, f.Standardise)
+	x := Standardised(&r, &st, f.Standardise)
 	out := Candidates{D: r.D}
 	for i, key := range r.IDs {
 		if st.CandIndex(key) < 0 {
@@ -143,7 +143,7 @@ func (f *neighboursFn) ProcessElement(ctx context.Context, r schemas.Rows, st St
 		}
 		f.idx, f.cands = idx, &cands.Features[0]
 	}
-	x := standardised(&r, &st, f.P.Standardise)
+	x := Standardised(&r, &st, f.P.Standardise)
 	n, k := r.Len(), f.P.K
 	q := knn.Matrix{Rows: n, Cols: r.D, Data: x}
 	if err := f.idx.Search(&f.res, q, r.IDs, k); err != nil {

@@ -1,4 +1,4 @@
-package stages
+package ivfstages
 
 import (
 	"fmt"
@@ -25,7 +25,7 @@ import (
 // over workers and disks, so spilling is off there (Dir empty).
 //
 // Spilled, the search needs no waves either: the items' copies for the
-// blocks (IVFPart) go to files too, one per input batch.
+// blocks (Part) go to files too, one per input batch.
 //
 // Files are named by generation and block key (or input batch), so a retried
 // bundle rewrites the same bytes. A generation is removed by the first stage
@@ -81,7 +81,7 @@ func (s Spill) genDir(gen int) string {
 func (s Spill) write(gen int, name string, encs ...[]byte) ([]spillRef, error) {
 	dir := s.genDir(gen)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("stages: ivf spill: %w", err)
+		return nil, fmt.Errorf("ivfstages: spill: %w", err)
 	}
 	path := filepath.Join(dir, name)
 	refs := make([]spillRef, len(encs))
@@ -92,10 +92,10 @@ func (s Spill) write(gen int, name string, encs ...[]byte) ([]spillRef, error) {
 	}
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, buf, 0o644); err != nil {
-		return nil, fmt.Errorf("stages: ivf spill: %w", err)
+		return nil, fmt.Errorf("ivfstages: spill: %w", err)
 	}
 	if err := os.Rename(tmp, path); err != nil {
-		return nil, fmt.Errorf("stages: ivf spill: %w", err)
+		return nil, fmt.Errorf("ivfstages: spill: %w", err)
 	}
 	return refs, nil
 }
@@ -106,15 +106,15 @@ func (s Spill) drop(gen int) error {
 		return nil
 	}
 	if err := os.RemoveAll(s.genDir(gen)); err != nil {
-		return fmt.Errorf("stages: ivf spill: %w", err)
+		return fmt.Errorf("ivfstages: spill: %w", err)
 	}
 	return nil
 }
 
 // put writes block b and the messages it sends (msgs) into one file of
 // generation gen and replaces them by references.
-func (s Spill) put(gen int, b *IVFBlock, msgs []JoinMsg) error {
-	encs := [][]byte{encodeIVFBlock(*b)}
+func (s Spill) put(gen int, b *Block, msgs []JoinMsg) error {
+	encs := [][]byte{encodeBlock(*b)}
 	for _, m := range msgs {
 		encs = append(encs, encodeJoinMsg(m))
 	}
@@ -122,7 +122,7 @@ func (s Spill) put(gen int, b *IVFBlock, msgs []JoinMsg) error {
 	if err != nil {
 		return err
 	}
-	*b = IVFBlock{Key: b.Key, Spilled: refs[0]}
+	*b = Block{Key: b.Key, Spilled: refs[0]}
 	for i := range msgs {
 		msgs[i] = JoinMsg{From: msgs[i].From, Spilled: refs[1+i]}
 	}
@@ -132,10 +132,10 @@ func (s Spill) put(gen int, b *IVFBlock, msgs []JoinMsg) error {
 // putParts writes the parts one input batch (shard, offset) sends to blocks
 // (wave w) into one file, named by the batch, and replaces them by
 // references.
-func (s Spill) putParts(shard string, offset int64, w int, parts []IVFPart) error {
+func (s Spill) putParts(shard string, offset int64, w int, parts []Part) error {
 	encs := make([][]byte, len(parts))
 	for i := range parts {
-		encs[i] = encodeIVFPart(parts[i])
+		encs[i] = encodePart(parts[i])
 	}
 	h := fnv.New64a()
 	h.Write([]byte(shard))
@@ -144,7 +144,7 @@ func (s Spill) putParts(shard string, offset int64, w int, parts []IVFPart) erro
 		return err
 	}
 	for i := range parts {
-		parts[i] = IVFPart{Spilled: refs[i]}
+		parts[i] = Part{Spilled: refs[i]}
 	}
 	return nil
 }
@@ -154,30 +154,30 @@ func load[T any](ref spillRef, decode func([]byte) (T, error), what string) (T, 
 	var v T
 	f, err := os.Open(ref.Path)
 	if err != nil {
-		return v, fmt.Errorf("stages: ivf spill: %s: %w (was the spill directory removed while the job ran?)", what, err)
+		return v, fmt.Errorf("ivfstages: spill: %s: %w (was the spill directory removed while the job ran?)", what, err)
 	}
 	defer f.Close()
 	b := make([]byte, ref.Len)
 	if _, err := f.ReadAt(b, ref.Off); err != nil {
-		return v, fmt.Errorf("stages: ivf spill: %s: reading %d bytes at %d of %s: %w", what, ref.Len, ref.Off, ref.Path, err)
+		return v, fmt.Errorf("ivfstages: spill: %s: reading %d bytes at %d of %s: %w", what, ref.Len, ref.Off, ref.Path, err)
 	}
 	if v, err = decode(b); err != nil {
-		return v, fmt.Errorf("stages: ivf spill: %s in %s at %d: %w", what, ref.Path, ref.Off, err)
+		return v, fmt.Errorf("ivfstages: spill: %s in %s at %d: %w", what, ref.Path, ref.Off, err)
 	}
 	return v, nil
 }
 
 // unspill replaces a spilled block by its contents; an inline block stays.
-func (b *IVFBlock) unspill() error {
+func (b *Block) unspill() error {
 	if b.Spilled.Path == "" {
 		return nil
 	}
-	nb, err := load(b.Spilled, decodeIVFBlock, fmt.Sprintf("block %d", b.Key))
+	nb, err := load(b.Spilled, decodeBlock, fmt.Sprintf("block %d", b.Key))
 	if err != nil {
 		return err
 	}
 	if nb.Key != b.Key {
-		return fmt.Errorf("stages: ivf spill: %s holds block %d, want %d", b.Spilled.Path, nb.Key, b.Key)
+		return fmt.Errorf("ivfstages: spill: %s holds block %d, want %d", b.Spilled.Path, nb.Key, b.Key)
 	}
 	*b = nb
 	return nil
@@ -193,16 +193,16 @@ func (m *JoinMsg) unspill() error {
 		return err
 	}
 	if nm.From != m.From {
-		return fmt.Errorf("stages: ivf spill: %s at %d holds a message from block %d, want %d", m.Spilled.Path, m.Spilled.Off, nm.From, m.From)
+		return fmt.Errorf("ivfstages: spill: %s at %d holds a message from block %d, want %d", m.Spilled.Path, m.Spilled.Off, nm.From, m.From)
 	}
 	*m = nm
 	return nil
 }
 
 // unspill replaces a spilled part by its contents; an inline one stays.
-func (p *IVFPart) unspill() (err error) {
+func (p *Part) unspill() (err error) {
 	if p.Spilled.Path != "" {
-		*p, err = load(p.Spilled, decodeIVFPart, "part")
+		*p, err = load(p.Spilled, decodePart, "part")
 	}
 	return err
 }
