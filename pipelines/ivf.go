@@ -52,17 +52,16 @@ func neighbourMode(o *Options, rows int64) string {
 // reads the units again rather than have Prism hold every row in memory
 // until the model is fitted.
 func buildIVF(s beam.Scope, plan *Plan, units, rows beam.PCollection) beam.PCollection {
-	e := plan.Engine
+	o := &plan.Options
 	wb := plan.WaveBytes
 	var again beam.PCollection // no second read: the rows wait in the runner's shuffle
 	if plan.Spill != "" {
 		again = units
 	}
 	blocks := ivfstages.Neighbours(s, rows, ivfstages.Params{
-		Partitioning: ivf.Params{Partitions: plan.Options.Partitions.Or(0), NProbe: plan.Options.NProbe.Or(0), Seed: e.Mixture.Seed},
+		Partitioning: ivf.Params{Partitions: o.Partitions.Or(0), NProbe: o.NProbe.Or(0), Seed: o.Seed},
 		Rows:         plan.Rows,
-		Standardise:  e.Standardise,
-		Search:       ivfstages.SearchParams{K: e.K, Metric: e.Metric, Options: e, Device: plan.Options.Device},
+		Search:       plan.NeighbourParams(),
 		IDColumn:     plan.Read.Columns.WithDefaults().ID,
 		D:            plan.Read.D,
 		WaveBytes:    wb,
@@ -71,7 +70,7 @@ func buildIVF(s beam.Scope, plan *Plan, units, rows beam.PCollection) beam.PColl
 		Spill:        ivfstages.Spill{Dir: plan.Spill},
 	})
 	return ivfstages.JoinRounds(s, blocks, ivfstages.JoinRoundsParams{
-		Rounds: e.Rounds, Workers: e.Workers, Waves: ivfstages.RoundWaves(plan.Rows, e.K, e.Mixture, wb),
-		Spill: ivfstages.Spill{Dir: plan.Spill}, Mixture: e.Mixture,
+		Rounds: o.Rounds, Workers: plan.Workers, Waves: ivfstages.RoundWaves(plan.Rows, o.K, plan.Mixture, wb),
+		Spill: ivfstages.Spill{Dir: plan.Spill}, Mixture: plan.Mixture,
 	})
 }

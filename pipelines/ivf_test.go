@@ -168,8 +168,8 @@ func TestNeighbourModes(t *testing.T) {
 			}
 		case err != nil:
 			t.Errorf("%s: %v", tc.name, err)
-		case plan.Mode != tc.want || plan.Engine.Candidates != tc.wantCand:
-			t.Errorf("%s: mode %q with %d candidates, want %q with %d", tc.name, plan.Mode, plan.Engine.Candidates, tc.want, tc.wantCand)
+		case plan.Mode != tc.want || plan.Candidates != tc.wantCand:
+			t.Errorf("%s: mode %q with %d candidates, want %q with %d", tc.name, plan.Mode, plan.Candidates, tc.want, tc.wantCand)
 		}
 	}
 }

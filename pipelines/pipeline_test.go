@@ -26,15 +26,11 @@ const digitsPart = "../testdata/digits/noisy-idn-0.4-part-0000.parquet"
 // before the writer.
 // Returns PCollection<stages.Items>.
 func relabelItems(s beam.Scope, plan *pipelines.Plan) beam.PCollection {
-	e := plan.Engine
 	units := beam.CreateList(s, plan.Units)
 	rows := stages.Read(s, units, plan.Read)
-	stats := stages.ComputeStats(s, rows, stages.StatsParams{Candidates: e.Candidates, Seed: e.Mixture.Seed, IDColumn: plan.Read.Columns.WithDefaults().ID})
-	items := stages.Neighbours(s, rows, stats, stages.NeighbourParams{
-		K: e.K, Metric: e.Metric, Standardise: e.Standardise, Weighting: e.Weighting, Options: e,
-		Device: plan.Options.Device,
-	})
-	return stages.Rounds(s, items, stages.RoundsParams{Rounds: e.Rounds, Workers: e.Workers, Mixture: e.Mixture})
+	stats := stages.ComputeStats(s, rows, stages.StatsParams{Candidates: plan.Candidates, Seed: plan.Options.Seed, IDColumn: plan.Read.Columns.WithDefaults().ID})
+	items := stages.Neighbours(s, rows, stats, plan.NeighbourParams())
+	return stages.Rounds(s, items, stages.RoundsParams{Rounds: plan.Options.Rounds, Workers: plan.Workers, Mixture: plan.Mixture})
 }
 
 func toCleaned(it stages.Items) schemas.Cleaned { return stages.ToCleaned(&it) }
@@ -185,7 +181,7 @@ func TestStagesDigits(t *testing.T) {
 		want[i] = int64(i)
 	}
 	passert.EqualsList(s, ids, want)
-	passert.Empty(s, beam.ParDo(s, &checkRowsFn{C: 10, C0: plan.Engine.Mixture.C0}, cleaned))
+	passert.Empty(s, beam.ParDo(s, &checkRowsFn{C: 10, C0: plan.Mixture.C0}, cleaned))
 	total := beam.Combine(s, addScores, beam.ParDo(s, &scoreFn{Truth: truth[:899]}, cleaned))
 	passert.True(s, total, cleanerThanGiven)
 	ptest.RunAndValidate(t, p)

@@ -350,7 +350,7 @@ func TestEval(t *testing.T) {
 			t.Skipf("development data absent (%v): this test reads ../shared/data", err)
 		}
 		cell := harness.Cell{Dataset: "sklearn_digits", Dir: dir, Noise: "idn-0.4", File: filepath.Join(dir, "noisy-idn-0.4.parquet")}
-		h, _, err := harness.RunCell(cell, pipelines.DefaultEngine())
+		h, _, err := harness.RunCell(cell, pipelines.Defaults())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,10 +5,13 @@ import (
 	"encoding/binary"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/transforms/engine"
+	"github.com/relabel/relabel/transforms/knn"
+	"github.com/relabel/relabel/transforms/llc"
 	"github.com/relabel/relabel/transforms/mixture"
 )
 
@@ -60,9 +63,13 @@ func accuracy(res *engine.Result, truth []int32) float64 {
 	return float64(ok) / float64(len(truth))
 }
 
+// options are the defaults with the paper's weighting and annotation weight,
+// fewer samples (L) and seed 1.
 func options() engine.Options {
-	return engine.Options{K: 10, Standardise: true, Weighting: engine.LLC, Rounds: 10,
-		Mixture: mixture.Params{C: 10, L: 100, Mu: 0.5, Gamma: 0.5, Seed: 1}}
+	m := mixture.DefaultParams(10)
+	m.L, m.AnnotationWeight, m.Seed = 100, 0, 1
+	return engine.Options{K: 10, Metric: knn.L2, Standardise: true, Weighting: engine.LLC, LLC: llc.DefaultParams(),
+		Rounds: 10, Workers: runtime.GOMAXPROCS(0), Mixture: m}
 }
 
 // TestRelabelDigits: the engine cleans the example well above its noisy

@@ -15,6 +15,7 @@ import (
 	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/ivf"
 	"github.com/relabel/relabel/transforms/knn"
+	"github.com/relabel/relabel/transforms/llc"
 	"github.com/relabel/relabel/transforms/mixture"
 	"github.com/relabel/relabel/transforms/stages"
 	"github.com/relabel/relabel/transforms/synth"
@@ -27,7 +28,8 @@ type fixture struct {
 	batches []schemas.Rows
 	stats   stages.Stats
 	model   ivf.Model
-	opts    engine.Options
+	nb      stages.NeighbourParams
+	rounds  int
 }
 
 func newFixture(t *testing.T, n, batch int) *fixture {
@@ -68,8 +70,10 @@ func newFixture(t *testing.T, n, batch int) *fixture {
 		t.Fatal(err)
 	}
 	f.model = models[0]
-	f.opts = engine.Options{K: 5, Weighting: engine.LLC, Rounds: 3,
-		Mixture: mixture.Params{C: c, L: 40, Mu: 0.5, Gamma: 0.5, EMIters: 3, Seed: 1}}.WithDefaults()
+	m := mixture.DefaultParams(c)
+	m.L, m.EMIters, m.AnnotationWeight, m.Seed = 40, 3, 0, 1
+	f.nb = stages.NeighbourParams{K: 5, Metric: knn.L2, Standardise: true, Weighting: engine.LLC, LLC: llc.DefaultParams(), Mixture: m, Device: "cpu"}
+	f.rounds = 3
 	return f
 }
 
@@ -136,7 +140,7 @@ func iterOf[T any](vs []T) func(*T) bool {
 // search runs the search DoFn on every key, the parts in the given order.
 func (f *fixture) search(t *testing.T, parts map[int64][]Part, shuffle *rand.Rand) map[int64]Block {
 	t.Helper()
-	s := &searchFn{P: SearchParams{K: f.opts.K, Options: f.opts, Device: "cpu"}}
+	s := &searchFn{P: f.nb}
 	if err := s.Setup(); err != nil {
 		t.Fatal(err)
 	}
@@ -234,9 +238,9 @@ func testJoinRounds(t *testing.T, sp Spill) {
 			states[key] = s
 		}
 	}
-	p := f.opts.Mixture
+	p := f.nb.Mixture
 	var before map[int64]mixture.State // after all rounds but the last
-	for r := 0; r < f.opts.Rounds; r++ {
+	for r := 0; r < f.rounds; r++ {
 		before = states
 		next := map[int64]mixture.State{}
 		var ws mixture.Workspace
@@ -328,7 +332,7 @@ func testJoinRounds(t *testing.T, sp Spill) {
 	})
 	cur := map[int64]Block{}
 	byBatch := map[string][]BatchItems{}
-	for r := 0; r < f.opts.Rounds; r++ {
+	for r := 0; r < f.rounds; r++ {
 		checkWaves(r)
 		checkSpilled(r)
 		in, inMsgs := own, msgs
@@ -341,11 +345,11 @@ func testJoinRounds(t *testing.T, sp Spill) {
 			}
 			cur[blockOf(o.k)] = b
 		}
-		jf := joinRoundFn{Round: r, Rounds: f.opts.Rounds, Mixture: p, Workers: 2, Waves: waves, Spill: sp}
+		jf := joinRoundFn{Round: r, Rounds: f.rounds, Mixture: p, Workers: 2, Waves: waves, Spill: sp}
 		cogroup(in, inMsgs, func(k int64, b func(*Block) bool, m func(*JoinMsg) bool) error {
-			if r == f.opts.Rounds-1 {
+			if r == f.rounds-1 {
 				// The last round sends the items back to their batches.
-				last := &lastRoundFn{joinRoundFn{Round: r, Rounds: f.opts.Rounds, Mixture: p, Workers: 2, Spill: sp}}
+				last := &lastRoundFn{joinRoundFn{Round: r, Rounds: f.rounds, Mixture: p, Workers: 2, Spill: sp}}
 				return last.ProcessElement(context.Background(), k, b, m, iterOf([]int64{1}),
 					func(bk string, rs BatchItems) { byBatch[bk] = append(byBatch[bk], rs) }, func(int64) {})
 			}
@@ -357,7 +361,7 @@ func testJoinRounds(t *testing.T, sp Spill) {
 				t.Errorf("round %d: generation %d still there (%v)", r, genRouted+r-1, err)
 			}
 			out := genRouted + r + 1 // the last round sends items to their batches instead
-			if r == f.opts.Rounds-1 {
+			if r == f.rounds-1 {
 				out = genRouted + r
 			}
 			if _, err := os.Stat(sp.genDir(out)); err != nil {

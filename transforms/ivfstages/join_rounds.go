@@ -399,10 +399,9 @@ func flatten(s beam.Scope, cols []beam.PCollection) beam.PCollection {
 // RoundWaves is how many waves JoinRounds needs for rows items so that one
 // wave's join input (blocks and the states sent to them) stays under about
 // waveBytes (as Waves takes it), with states at their largest (c0 classes,
-// rows of maxEntries entries, Params.WithDefaults) and k neighbours.
+// rows of p.MaxRowEntries entries) and k neighbours.
 func RoundWaves(rows int64, k int, p mixture.Params, waveBytes int64) int {
-	p = p.WithDefaults()
-	state := int64(p.C0) * int64(12+5*p.MaxRowEntries) // packed: ivf_states.go
+	state := int64(p.C0) * int64(12+5*p.MaxRowEntries) // packed: packed.go
 	perRow := 64 + 12*int64(k) + 2*state
 	return Waves(max(rows, 1)*perRow, waveBytes)
 }

@@ -20,10 +20,10 @@ type Params struct {
 	// size the k-means sample and the duplicate check before anything is
 	// read. Optional: 0 sizes them for ivf.MaxSample rows.
 	Rows int64
-	// Standardise z-scores features before partitioning and search.
-	Standardise bool
-	// Search configures the search and weights inside blocks. Required.
-	Search SearchParams
+	// Search configures the search inside blocks, the weights and the
+	// initial states, as for the exact path; Search.Standardise also
+	// z-scores the features the partitions are fitted on. Required.
+	Search stages.NeighbourParams
 	// IDColumn names the id column in duplicate errors. Optional.
 	IDColumn string
 	// D is the feature dimension, for sizing the waves. Optional.
@@ -82,6 +82,9 @@ func Neighbours(s beam.Scope, rows beam.PCollection, p Params) beam.PCollection 
 	if err := p.Partitioning.Validate(); err != nil {
 		panic(fmt.Sprintf("ivfstages: Neighbours: %v", err))
 	}
+	if err := p.Search.Validate(); err != nil {
+		panic(fmt.Sprintf("ivfstages: Neighbours: %v", err))
+	}
 	hint := p.Rows
 	if hint <= 0 {
 		hint = int64(ivf.MaxSample) * ivf.DefaultPartitionSize
@@ -95,7 +98,7 @@ func Neighbours(s beam.Scope, rows beam.PCollection, p Params) beam.PCollection 
 	}
 	stats := stages.ComputeMoments(s, rows)
 	sample := beam.Combine(s, &sampleFn{Cap: capRows, Seed: ip.Seed}, rows)
-	model := beam.ParDo(s, &fitFn{P: ip, Standardise: p.Standardise}, sample, beam.SideInput{Input: stats})
+	model := beam.ParDo(s, &fitFn{P: ip, Standardise: p.Search.Standardise}, sample, beam.SideInput{Input: stats})
 
 	buckets := int(max(1, (max(p.Rows, 1)+dupBucketRows-1)/dupBucketRows))
 	frags := beam.ParDo(s, &dupBucketFn{Buckets: buckets}, rows)
@@ -114,7 +117,7 @@ func Neighbours(s beam.Scope, rows beam.PCollection, p Params) beam.PCollection 
 		ready := beam.ParDo(s, &afterModelFn{}, p.Units, beam.SideInput{Input: model})
 		probeRows = stages.ReadAgain(s, ready, p.Read)
 	}
-	probed := beam.ParDo(s, &probeFn{NProbe: np, Standardise: p.Standardise}, probeRows,
+	probed := beam.ParDo(s, &probeFn{NProbe: np, Standardise: p.Search.Standardise}, probeRows,
 		beam.SideInput{Input: stats}, beam.SideInput{Input: model})
 	// Waves: each item goes to NProbe partitions, so the copies are NProbe
 	// times the input. An embedded runner holds a shuffle's input in memory

@@ -146,25 +146,13 @@ type modelTokenFn struct{}
 
 func (modelTokenFn) ProcessElement(_ ivf.Model, emit func(int64)) { emit(0) }
 
-// SearchParams configures the search inside blocks.
-type SearchParams struct {
-	// K is the number of neighbours. Required.
-	K int
-	// Metric ranks neighbours. Optional, default knn.L2.
-	Metric knn.Metric
-	// Options holds the weighting, LLC and mixture parameters. Required.
-	Options engine.Options
-	// Device selects the kernels (see Backends). Optional, default auto.
-	Device string
-}
-
 // searchFn searches one block: its home items against every item stored
 // in its partition (exact batched kNN, the item itself excluded), weights the
 // neighbours (LLC, with the stored features at hand), and emits the block
 // with initial states. Stored and searched items are sorted by key first, so
 // the output does not depend on the order the shuffle delivered the parts.
 type searchFn struct {
-	P SearchParams
+	P stages.NeighbourParams
 	// Spill: see Spill; the blocks go to a file each.
 	Spill Spill
 
@@ -258,8 +246,7 @@ func (f *searchFn) ProcessElement(ctx context.Context, key int64, iter func(*Par
 	if err != nil {
 		return fmt.Errorf("ivfstages: block %d: kNN of %d items: %w", key, n, err)
 	}
-	o := f.P.Options
-	if err := f.wb.Weights(b.Weight, q, cm, &f.res, o, f.coder); err != nil {
+	if err := f.wb.Weights(b.Weight, q, cm, &f.res, f.P.Weighting, f.P.LLC, f.coder); err != nil {
 		return fmt.Errorf("ivfstages: block %d: neighbour weights: %w", key, err)
 	}
 	// Neighbours: local items by index, others through the external table.
@@ -284,7 +271,7 @@ func (f *searchFn) ProcessElement(ctx context.Context, key int64, iter func(*Par
 			b.Nbr[j] = int32(-2 - search64(b.ExtKeys, cids[c]))
 		}
 	}
-	mp := o.Mixture
+	mp := &f.P.Mixture
 	var s mixture.State
 	b.State.Reset()
 	if mp.UsesInit() {
