@@ -14,6 +14,7 @@ import (
 
 	"github.com/relabel/relabel/internal/faults"
 	"github.com/relabel/relabel/io/blobio"
+	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/transforms/stages"
 )
 
@@ -145,7 +146,7 @@ func Run(ctx context.Context, cfg Options, exec Executor) (*Summary, error) {
 	for _, sh := range plan.Shards {
 		name := stages.OutputName(sh.Path, cfg.Format)
 		var rep stages.ShardReport
-		if err := readJSON(ctx, fs, blobio.Join(tmp, name+".report.json"), &rep); err != nil {
+		if err := readJSON(ctx, fs, blobio.Join(tmp, name+resultio.ReportSuffix), &rep); err != nil {
 			return nil, fmt.Errorf("relabel: shard %s produced no output: %w", sh.Path, err)
 		}
 		sum.Rows += rep.Rows
@@ -224,7 +225,7 @@ func removeAll(ctx context.Context, fs blobio.FS, tmp string, plan *Plan) {
 	for _, sh := range plan.Shards {
 		name := stages.OutputName(sh.Path, plan.Options.Format)
 		fs.Remove(ctx, blobio.Join(tmp, name))
-		fs.Remove(ctx, blobio.Join(tmp, name+".report.json"))
+		fs.Remove(ctx, blobio.Join(tmp, name+resultio.ReportSuffix))
 	}
 	fs.Remove(ctx, blobio.Join(tmp, summaryName))
 	fs.Remove(ctx, blobio.Join(tmp, journalName))

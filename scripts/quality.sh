@@ -7,4 +7,4 @@
 #   scripts/quality.sh -data /path/to/data              # another data folder
 set -eu
 cd "$(dirname "$0")/.."
-exec go test ./transforms/evaluate/harness -quality -run '^TestQuality$' -timeout 4h -v "$@"
+exec go test ./internal/quality -quality -run '^TestQuality$' -timeout 4h -v "$@"

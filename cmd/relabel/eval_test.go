@@ -9,12 +9,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/relabel/relabel/internal/quality"
 	"github.com/relabel/relabel/io/blobio"
 	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/pipelines"
 	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/transforms/evaluate"
-	"github.com/relabel/relabel/transforms/evaluate/harness"
 )
 
 // qEval is relabel eval's JSON output.
@@ -115,8 +115,8 @@ func TestEval(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, "clean.parquet")); err != nil {
 			t.Skipf("development data absent (%v): this test reads ../shared/data", err)
 		}
-		cell := harness.Cell{Dataset: "sklearn_digits", Dir: dir, Noise: "idn-0.4", File: filepath.Join(dir, "noisy-idn-0.4.parquet")}
-		h, _, err := harness.RunCell(cell, pipelines.Defaults())
+		cell := quality.Cell{Dataset: "sklearn_digits", Dir: dir, Noise: "idn-0.4", File: filepath.Join(dir, "noisy-idn-0.4.parquet")}
+		h, _, err := quality.RunCell(cell, pipelines.Defaults())
 		if err != nil {
 			t.Fatal(err)
 		}

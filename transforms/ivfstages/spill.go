@@ -3,10 +3,9 @@ package ivfstages
 import (
 	"fmt"
 	"hash/fnv"
-	"os"
-	"path/filepath"
 	"strconv"
 
+	"github.com/relabel/relabel/io/spillio"
 	"github.com/relabel/relabel/schemas/wire"
 )
 
@@ -41,12 +40,12 @@ type Spill struct {
 // On reports whether elements are spilled.
 func (s Spill) On() bool { return s.Dir != "" }
 
-// spillRef locates a spilled element: Len bytes at Off in the file Path.
-// The zero value means the element is inline.
-type spillRef struct {
-	Path     string
-	Off, Len int64
-}
+// files is where the spill's files are kept (io/spillio).
+func (s Spill) files() spillio.Dir { return spillio.Dir(s.Dir) }
+
+// spillRef locates a spilled element; the zero value means the element is
+// inline.
+type spillRef = spillio.Ref
 
 func putSpillRef(w *wire.Writer, r spillRef) {
 	w.String(r.Path)
@@ -71,30 +70,13 @@ const (
 	genRouted = 2
 )
 
-func (s Spill) genDir(gen int) string {
-	return filepath.Join(s.Dir, fmt.Sprintf("g%03d", gen))
-}
+func (s Spill) genDir(gen int) string { return s.files().Gen(gen) }
 
-// write stores the encodings encs one after the other as the file name of
-// generation gen, and returns a reference to each. The file is written under
-// a temporary name and renamed, so a reader never sees half of it.
+// write stores the encodings encs as the file name of generation gen
+// (spillio.Dir.Write) and returns a reference to each.
 func (s Spill) write(gen int, name string, encs ...[]byte) ([]spillRef, error) {
-	dir := s.genDir(gen)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("ivfstages: spill: %w", err)
-	}
-	path := filepath.Join(dir, name)
-	refs := make([]spillRef, len(encs))
-	var buf []byte
-	for i, e := range encs {
-		refs[i] = spillRef{Path: path, Off: int64(len(buf)), Len: int64(len(e))}
-		buf = append(buf, e...)
-	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, buf, 0o644); err != nil {
-		return nil, fmt.Errorf("ivfstages: spill: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	refs, err := s.files().Write(gen, name, encs...)
+	if err != nil {
 		return nil, fmt.Errorf("ivfstages: spill: %w", err)
 	}
 	return refs, nil
@@ -102,10 +84,7 @@ func (s Spill) write(gen int, name string, encs ...[]byte) ([]spillRef, error) {
 
 // drop removes generation gen (see Spill).
 func (s Spill) drop(gen int) error {
-	if !s.On() {
-		return nil
-	}
-	if err := os.RemoveAll(s.genDir(gen)); err != nil {
+	if err := s.files().Drop(gen); err != nil {
 		return fmt.Errorf("ivfstages: spill: %w", err)
 	}
 	return nil
@@ -152,14 +131,9 @@ func (s Spill) putParts(shard string, offset int64, w int, parts []Part) error {
 // load reads and decodes the element ref points to (what names it in errors).
 func load[T any](ref spillRef, decode func([]byte) (T, error), what string) (T, error) {
 	var v T
-	f, err := os.Open(ref.Path)
+	b, err := spillio.Read(ref)
 	if err != nil {
-		return v, fmt.Errorf("ivfstages: spill: %s: %w (was the spill directory removed while the job ran?)", what, err)
-	}
-	defer f.Close()
-	b := make([]byte, ref.Len)
-	if _, err := f.ReadAt(b, ref.Off); err != nil {
-		return v, fmt.Errorf("ivfstages: spill: %s: reading %d bytes at %d of %s: %w", what, ref.Len, ref.Off, ref.Path, err)
+		return v, fmt.Errorf("ivfstages: spill: %s: %w", what, err)
 	}
 	if v, err = decode(b); err != nil {
 		return v, fmt.Errorf("ivfstages: spill: %s in %s at %d: %w", what, ref.Path, ref.Off, err)

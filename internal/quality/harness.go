@@ -1,4 +1,4 @@
-package harness
+package quality
 
 import (
 	"fmt"
@@ -60,7 +60,7 @@ func DevGrid(dataDir string) ([]Cell, error) {
 	}
 	ents, err := os.ReadDir(dataDir)
 	if err != nil {
-		return nil, fmt.Errorf("harness: %w", err)
+		return nil, fmt.Errorf("quality: %w", err)
 	}
 	type ds struct {
 		name, dir string
@@ -106,7 +106,7 @@ func DevGrid(dataDir string) ([]Cell, error) {
 		}
 	}
 	if len(cells) == 0 {
-		return nil, fmt.Errorf("harness: no dataset folder with a clean.parquet in %s", dataDir)
+		return nil, fmt.Errorf("quality: no dataset folder with a clean.parquet in %s", dataDir)
 	}
 	return cells, nil
 }
@@ -164,13 +164,13 @@ func RunCell(cell Cell, opts pipelines.Options) (evaluate.Report, time.Duration,
 	}
 	eo, err := opts.Engine(ds.c)
 	if err != nil {
-		return evaluate.Report{}, 0, fmt.Errorf("harness: %s: %w", cell.Name(), err)
+		return evaluate.Report{}, 0, fmt.Errorf("quality: %s: %w", cell.Name(), err)
 	}
 	t0 := time.Now()
 	res, err := engine.Run(&engine.Data{Keys: ds.ids, D: ds.d, Features: ds.x, Labels: g.labels, LabelOff: g.off}, eo, engine.Backends{})
 	dt := time.Since(t0)
 	if err != nil {
-		return evaluate.Report{}, dt, fmt.Errorf("harness: %s: %w", cell.Name(), err)
+		return evaluate.Report{}, dt, fmt.Errorf("quality: %s: %w", cell.Name(), err)
 	}
 	in := Inputs(ds.c, ds.truth, g.single, &res.States)
 	if g.multi {
@@ -179,7 +179,7 @@ func RunCell(cell Cell, opts pipelines.Options) (evaluate.Report, time.Duration,
 	in.Baselines = []evaluate.Baseline{{Name: "knn", Labels: g.vote(ds)}}
 	rep, err := evaluate.Evaluate(in)
 	if err != nil {
-		return rep, dt, fmt.Errorf("harness: %s: %w", cell.Name(), err)
+		return rep, dt, fmt.Errorf("quality: %s: %w", cell.Name(), err)
 	}
 	return rep, dt, nil
 }

@@ -1,4 +1,4 @@
-package harness
+package quality
 
 import (
 	"bytes"
@@ -26,8 +26,8 @@ import (
 
 var (
 	quality        = flag.Bool("quality", false, "run the quality benchmark over the whole dev grid and write docs/QUALITY.md (slow: see docs/QUALITY.md for its time)")
-	dataDir        = flag.String("data", filepath.Join("..", "..", "..", "..", "shared", "data"), "the dev data folder (its README.md lists the peers)")
-	qualityOut     = flag.String("quality-out", filepath.Join("..", "..", "..", "docs", "QUALITY.md"), "the file whose generated section -quality rewrites")
+	dataDir        = flag.String("data", filepath.Join("..", "..", "..", "shared", "data"), "the dev data folder (its README.md lists the peers)")
+	qualityOut     = flag.String("quality-out", filepath.Join("..", "..", "docs", "QUALITY.md"), "the file whose generated section -quality rewrites")
 	without        = flag.String("without", "", "comma-separated datasets -quality leaves out (e.g. fashion_mnist_pca50 for a quick look)")
 	sweep          = flag.Bool("sweep", false, "run the parameter sweep of docs/QUALITY.md (TestSweep; slow)")
 	sweepPendigits = flag.Bool("sweep.pendigits", false, "TestSweep: add pendigits' idn-0.4 and sym-0.4 cells")
@@ -35,7 +35,7 @@ var (
 )
 
 // QualityCommand is the command docs/QUALITY.md says reproduces it.
-const QualityCommand = "go test ./transforms/evaluate/harness -quality -run Quality -timeout 4h -v   # or scripts/quality.sh"
+const QualityCommand = "go test ./internal/quality -quality -run Quality -timeout 4h -v   # or scripts/quality.sh"
 
 // TestQuality is the benchmark of issue 4: relabel with
 // pipelines.Defaults() over every cell of DevGrid, written to
