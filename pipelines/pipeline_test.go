@@ -2,10 +2,8 @@ package pipelines_test
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"math"
-	"os"
 	"testing"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -13,6 +11,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/passert"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 
+	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/pipelines"
 	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/transforms/stages"
@@ -190,13 +189,9 @@ func TestStagesDigits(t *testing.T) {
 // readI32 reads a raw little-endian int32 file (truth.i32).
 func readI32(t testing.TB, path string) []int32 {
 	t.Helper()
-	b, err := os.ReadFile(path)
+	x, err := resultio.ReadI32(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
-	}
-	x := make([]int32, len(b)/4)
-	for i := range x {
-		x[i] = int32(binary.LittleEndian.Uint32(b[4*i:]))
 	}
 	return x
 }

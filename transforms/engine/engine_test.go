@@ -2,12 +2,11 @@ package engine_test
 
 import (
 	"context"
-	"encoding/binary"
-	"os"
 	"path/filepath"
 	"runtime"
 	"testing"
 
+	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/knn"
@@ -42,13 +41,9 @@ func digits(t testing.TB) (*engine.Data, []int32) {
 			}
 		}
 	}
-	b, err := os.ReadFile(filepath.Join(dir, "truth.i32"))
+	truth, err := resultio.ReadI32(ctx, filepath.Join(dir, "truth.i32"))
 	if err != nil {
 		t.Fatal(err)
-	}
-	truth := make([]int32, len(b)/4)
-	for i := range truth {
-		truth[i] = int32(binary.LittleEndian.Uint32(b[4*i:]))
 	}
 	return d, truth
 }
