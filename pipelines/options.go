@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -95,32 +96,36 @@ type Options struct {
 	Verbose bool
 }
 
-// Defaults returns every option's default: the method's chosen by
-// measurement on the dev grid (docs/QUALITY.md). It is the only place a
-// default is written; the CLI's flags, the quality harness and the tests
-// start here, so what is measured is what users get.
+// Defaults returns every option's default. The method's (transforms/mixture,
+// transforms/llc) come from mixture.DefaultParams and llc.DefaultParams,
+// chosen by measurement on the dev grid (docs/QUALITY.md); the rest are
+// written here. No other layer defaults anything: the CLI's flags, the
+// quality harness and the tests start here, so what is measured is what
+// users get.
 func Defaults() Options {
+	m := mixture.DefaultParams(0) // the data-dependent c0, n stay unset (Opt)
+	l := llc.DefaultParams()
 	return Options{
-		Format:      shardio.ArrowFile,
-		Columns:     schemas.Columns{ID: schemas.ColID, Features: schemas.ColFeatures, Label: schemas.ColLabel, Labels: schemas.ColLabels},
-		K:           10,
-		Metric:      knn.L2,
-		Standardise: true,
-		Neighbours:  NeighboursAuto,
-		Weighting:   engine.Blend,
-		LLCLambda:   0,
-		LLCSigma:    llc.DefaultSigma,
-		Rounds:      10,
-		L:           250,
-		Mu:          0.5,
-		Gamma:       0.5,
-		Alpha:       1.1,
-		Beta:        1.1,
-		EMIters:     10,
-		Variant:     mixture.Paper,
-		Smooth:      0.1,
-		// Several annotations per item keep a say every round (docs/QUALITY.md).
-		AnnotationWeight: 0.05,
+		Format:           shardio.ArrowFile,
+		Columns:          schemas.Columns{ID: schemas.ColID, Features: schemas.ColFeatures, Label: schemas.ColLabel, Labels: schemas.ColLabels},
+		K:                10,
+		Metric:           knn.L2,
+		Standardise:      true,
+		Neighbours:       NeighboursAuto,
+		Weighting:        engine.Blend,
+		LLCLambda:        l.Lambda,
+		LLCSigma:         l.Sigma,
+		Rounds:           10,
+		L:                m.L,
+		Mu:               m.Mu,
+		Gamma:            m.Gamma,
+		Alpha:            m.Alpha,
+		Beta:             m.Beta,
+		EMIters:          m.EMIters,
+		Variant:          m.Variant,
+		Smooth:           m.Smooth,
+		Anchor:           m.Anchor,
+		AnnotationWeight: m.AnnotationWeight,
 		Seed:             1,
 		Device:           "auto",
 		Report:           true,
@@ -384,41 +389,65 @@ func (o *Options) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Engine resolves the data-dependent defaults for c classes and returns the
-// engine's options: the one hand-over from the option model to the stages.
-// An explicit value that the data makes impossible (c0 > C) is an error
-// naming the flag, never clamped.
-func (o *Options) Engine(c int) (engine.Options, error) {
+// Mixture resolves the method's parameters for c classes: c0 and n take
+// their data-dependent defaults (mixture.DefaultC0, DefaultN) unless given,
+// the stored rows are bounded at mixture.DefaultMaxRowEntries(c0), and Seed
+// is the job's seed. An explicit value the data makes impossible (c0 > C) is
+// an error naming the flag, never clamped.
+func (o *Options) Mixture(c int) (mixture.Params, error) {
 	if o.C0.Set && o.C0.V > c {
-		return engine.Options{}, &OptionError{Flag: "c0", Err: fmt.Errorf("%d: more than the input's %d classes", o.C0.V, c)}
+		return mixture.Params{}, &OptionError{Flag: "c0", Err: fmt.Errorf("%d: more than the input's %d classes", o.C0.V, c)}
 	}
-	c0 := o.C0.Or(min(c, 10))
+	c0 := o.C0.Or(mixture.DefaultC0(c))
+	return mixture.Params{
+		C:                c,
+		C0:               c0,
+		L:                o.L,
+		N:                o.N.Or(mixture.DefaultN(c0)),
+		Mu:               o.Mu,
+		Gamma:            o.Gamma,
+		Alpha:            o.Alpha,
+		Beta:             o.Beta,
+		EMIters:          o.EMIters,
+		Variant:          o.Variant,
+		Smooth:           o.Smooth,
+		MaxRowEntries:    mixture.DefaultMaxRowEntries(c0),
+		Anchor:           o.Anchor,
+		AnnotationWeight: o.AnnotationWeight,
+		Seed:             o.Seed,
+	}, nil
+}
+
+// LLC returns the LLC QP's parameters: --llc-lambda and --llc-sigma, and
+// the solver's own settings from llc.DefaultParams.
+func (o *Options) LLC() llc.Params {
+	p := llc.DefaultParams()
+	p.Lambda, p.Sigma = o.LLCLambda, o.LLCSigma
+	return p
+}
+
+// WorkerCount resolves --workers: GOMAXPROCS unless given.
+func (o *Options) WorkerCount() int { return o.Workers.Or(runtime.GOMAXPROCS(0)) }
+
+// Engine returns the in-process engine's options for c classes (the quality
+// harness, and tests comparing the engine with the pipeline): the values the
+// stages get, from the same resolution (Mixture, LLC, WorkerCount).
+// Candidates is --candidates as given (0: every item).
+func (o *Options) Engine(c int) (engine.Options, error) {
+	m, err := o.Mixture(c)
+	if err != nil {
+		return engine.Options{}, err
+	}
 	return engine.Options{
 		K:           o.K,
 		Metric:      o.Metric,
 		Standardise: o.Standardise,
 		Candidates:  o.Candidates.Or(0),
 		Weighting:   o.Weighting,
-		LLC:         llc.Params{Lambda: o.LLCLambda, Sigma: o.LLCSigma},
+		LLC:         o.LLC(),
 		Rounds:      o.Rounds,
-		Workers:     o.Workers.Or(runtime.GOMAXPROCS(0)),
-		Mixture: mixture.Params{
-			C:                c,
-			C0:               c0,
-			L:                o.L,
-			N:                o.N.Or(2*c0 - 1),
-			Mu:               o.Mu,
-			Gamma:            o.Gamma,
-			Alpha:            o.Alpha,
-			Beta:             o.Beta,
-			EMIters:          o.EMIters,
-			Variant:          o.Variant,
-			Smooth:           o.Smooth,
-			MaxRowEntries:    2 * c0,
-			Anchor:           o.Anchor,
-			AnnotationWeight: o.AnnotationWeight,
-			Seed:             o.Seed,
-		},
+		Workers:     o.WorkerCount(),
+		Mixture:     m,
 	}, nil
 }
 
@@ -644,19 +673,15 @@ func OptionsTable() string {
 	return b.String()
 }
 
-// DefaultEngine is Defaults() as the engine's options for datasets whose
-// class count is not known yet (the quality harness runs many): C, C0, N and
-// MaxRowEntries are left 0 for the engine to resolve per dataset.
-func DefaultEngine() engine.Options {
-	o := Defaults()
-	e, _ := o.Engine(0)
-	e.Mixture.C, e.Mixture.C0, e.Mixture.N, e.Mixture.MaxRowEntries = 0, 0, 0, 0
-	return e
-}
-
-// EngineOptionMap spells engine options as relabel run's flags do (the
-// quality harness records what it ran).
-func EngineOptionMap(e engine.Options) map[string]string {
-	p := Plan{Options: Defaults(), Engine: e}
-	return p.OptionMap()
+// FlagValues spells o as relabel run's flags of the given groups (all when
+// none): each flag's name and value, "" for a data-dependent option left
+// unset. The quality harness records what it ran with it.
+func (o *Options) FlagValues(groups ...string) map[string]string {
+	m := map[string]string{}
+	for _, f := range Flags {
+		if len(groups) == 0 || slices.Contains(groups, f.Group) {
+			m[f.Name] = f.bind(o).String()
+		}
+	}
+	return m
 }

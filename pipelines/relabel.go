@@ -10,7 +10,7 @@ import (
 
 	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/schemas"
-	"github.com/relabel/relabel/transforms/engine"
+	"github.com/relabel/relabel/transforms/mixture"
 	"github.com/relabel/relabel/transforms/stages"
 )
 
@@ -18,10 +18,15 @@ import (
 // and their units of work, the class set, and the options with data-dependent
 // defaults filled in.
 type Plan struct {
-	// Options are the job's options as given; Engine is what the stages
-	// get, with the data-dependent defaults resolved.
+	// Options are the job's options as given.
 	Options Options
-	Engine  engine.Options
+	// Mixture is the method's parameters resolved for the input's C classes
+	// (Options.Mixture); Candidates and Workers are --candidates (in sample
+	// mode PaperCandidates unless given; 0: every item) and --workers
+	// resolved.
+	Mixture    mixture.Params
+	Candidates int
+	Workers    int
 	// Mode is the resolved neighbour mode (exact, sample or ivf).
 	Mode string
 	// WaveBytes bounds one wave of ivf's unspilled shuffles (0: stages'
@@ -106,17 +111,19 @@ func MakePlan(ctx context.Context, cfg Options) (*Plan, error) {
 		return nil, fmt.Errorf("relabel: %s: %d row(s): relabelling needs at least 2 rows (an item's labels come from its neighbours)", cfg.Input, p.Rows)
 	}
 	p.Mode = neighbourMode(&cfg, p.Rows)
-	e, err := cfg.Engine(p.C)
-	if err != nil {
+	if p.Mixture, err = cfg.Mixture(p.C); err != nil {
 		return nil, err
 	}
+	p.Candidates = cfg.Candidates.Or(0)
 	if p.Mode == NeighboursSample && !cfg.Candidates.Set {
-		e.Candidates = PaperCandidates
+		p.Candidates = PaperCandidates
 	}
-	if err := e.Validate(); err != nil {
+	p.Workers = cfg.WorkerCount()
+	// The stages check their Params again while the graph is built; here
+	// the failure is an error before anything runs, not a panic.
+	if err := p.NeighbourParams().Validate(); err != nil {
 		return nil, err
 	}
-	p.Engine = e
 	if cfg.WaveMiB.Set { // unset: 0, stages' DefaultWaveBytes
 		p.WaveBytes = int64(cfg.WaveMiB.V) << 20
 		if cfg.WaveMiB.V < 0 {
@@ -134,41 +141,48 @@ func MakePlan(ctx context.Context, cfg Options) (*Plan, error) {
 // schemas.Cleaned (grouped by shard).
 func Build(s beam.Scope, plan *Plan, tmpDir string) {
 	s = s.Scope("relabel")
-	e := plan.Engine
+	o := &plan.Options
 	units := beam.CreateList(s, plan.Units)
 	rows := stages.Read(s, units, plan.Read)
 	var items beam.PCollection
 	if plan.Mode == NeighboursIVF {
 		items = buildIVF(s, plan, units, rows)
 	} else {
-		stats := stages.ComputeStats(s, rows, stages.StatsParams{Candidates: e.Candidates, Seed: e.Mixture.Seed, IDColumn: plan.Read.Columns.WithDefaults().ID})
-		items = stages.Neighbours(s, rows, stats, stages.NeighbourParams{
-			K: e.K, Metric: e.Metric, Standardise: e.Standardise, Weighting: e.Weighting, Options: e,
-			Device: plan.Options.Device,
-		})
-		items = stages.Rounds(s, items, stages.RoundsParams{Rounds: e.Rounds, Workers: e.Workers, Mixture: e.Mixture})
+		stats := stages.ComputeStats(s, rows, stages.StatsParams{Candidates: plan.Candidates, Seed: o.Seed, IDColumn: plan.Read.Columns.WithDefaults().ID})
+		items = stages.Neighbours(s, rows, stats, plan.NeighbourParams())
+		items = stages.Rounds(s, items, stages.RoundsParams{Rounds: o.Rounds, Workers: plan.Workers, Mixture: plan.Mixture})
 	}
 	stages.Write(s, items, stages.WriteParams{
-		TmpDir: tmpDir, Format: plan.Options.Format,
-		Meta:      schemas.Metadata(Version, e.Mixture.Seed, plan.OptionMap(), plan.ClassNames),
+		TmpDir: tmpDir, Format: o.Format,
+		Meta:      schemas.Metadata(Version, o.Seed, plan.OptionMap(), plan.ClassNames),
 		LabelKind: plan.LabelKind, ClassNames: plan.ClassNames, IDKind: plan.IDKind, C: plan.C,
 	})
+}
+
+// NeighbourParams is what both neighbour paths (stages.Neighbours, and
+// ivfstages.Neighbours inside its blocks) get: the options as given, the
+// mixture resolved for the class set.
+func (p *Plan) NeighbourParams() stages.NeighbourParams {
+	o := &p.Options
+	return stages.NeighbourParams{
+		K: o.K, Metric: o.Metric, Standardise: o.Standardise,
+		Weighting: o.Weighting, LLC: o.LLC(), Mixture: p.Mixture, Device: o.Device,
+	}
 }
 
 // OptionMap spells every resolved option as its flag would, for the output
 // metadata and summary.json: what the run used, defaults included.
 func (p *Plan) OptionMap() map[string]string {
-	o, e := &p.Options, p.Engine
-	m := e.Mixture
+	o, m := &p.Options, p.Mixture
 	return map[string]string{
-		"k":                 strconv.Itoa(e.K),
-		"metric":            e.Metric.String(),
-		"standardise":       strconv.FormatBool(e.Standardise),
-		"candidates":        strconv.Itoa(e.Candidates),
-		"weights":           e.Weighting.String(),
-		"llc-lambda":        fmtF(e.LLC.Lambda),
-		"llc-sigma":         fmtF(e.LLC.Sigma),
-		"rounds":            strconv.Itoa(e.Rounds),
+		"k":                 strconv.Itoa(o.K),
+		"metric":            o.Metric.String(),
+		"standardise":       strconv.FormatBool(o.Standardise),
+		"candidates":        strconv.Itoa(p.Candidates),
+		"weights":           o.Weighting.String(),
+		"llc-lambda":        fmtF(o.LLCLambda),
+		"llc-sigma":         fmtF(o.LLCSigma),
+		"rounds":            strconv.Itoa(o.Rounds),
 		"classes":           strconv.Itoa(m.C),
 		"c0":                strconv.Itoa(m.C0),
 		"l":                 strconv.Itoa(m.L),
@@ -183,7 +197,7 @@ func (p *Plan) OptionMap() map[string]string {
 		"anchor":            fmtF(m.Anchor),
 		"annotation-weight": fmtF(m.AnnotationWeight),
 		"max-row-terms":     strconv.Itoa(m.MaxRowEntries),
-		"seed":              strconv.FormatUint(m.Seed, 10),
+		"seed":              strconv.FormatUint(o.Seed, 10),
 		"format":            o.Format.String(),
 		"device":            o.Device,
 		"neighbours":        p.Mode,

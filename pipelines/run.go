@@ -15,6 +15,7 @@ import (
 	"github.com/relabel/relabel/internal/faults"
 	"github.com/relabel/relabel/internal/progress"
 	"github.com/relabel/relabel/io/blobio"
+	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/transforms/stages"
 )
 
@@ -71,7 +72,7 @@ func Run(ctx context.Context, cfg Options, exec Executor) (*Summary, error) {
 	for _, sk := range plan.Skipped {
 		progress.Notef("%s", sk)
 	}
-	progress.Report(progress.Event{Kind: progress.Planned, Rows: plan.Rows, Shards: len(plan.Shards), Rounds: plan.Engine.Rounds})
+	progress.Report(progress.Event{Kind: progress.Planned, Rows: plan.Rows, Shards: len(plan.Shards), Rounds: plan.Options.Rounds})
 	var inputs []string
 	for _, s := range plan.Shards {
 		inputs = append(inputs, s.Path)
@@ -161,7 +162,7 @@ func Run(ctx context.Context, cfg Options, exec Executor) (*Summary, error) {
 	for _, sh := range plan.Shards {
 		name := stages.OutputName(sh.Path, cfg.Format)
 		var rep stages.ShardReport
-		if err := readJSON(ctx, fs, blobio.Join(tmp, name+".report.json"), &rep); err != nil {
+		if err := readJSON(ctx, fs, blobio.Join(tmp, name+resultio.ReportSuffix), &rep); err != nil {
 			return nil, fmt.Errorf("relabel: shard %s produced no output: %w", sh.Path, err)
 		}
 		sum.Rows += rep.Rows
@@ -241,7 +242,7 @@ func removeAll(ctx context.Context, fs blobio.FS, tmp string, plan *Plan) {
 	for _, sh := range plan.Shards {
 		name := stages.OutputName(sh.Path, plan.Options.Format)
 		fs.Remove(ctx, blobio.Join(tmp, name))
-		fs.Remove(ctx, blobio.Join(tmp, name+".report.json"))
+		fs.Remove(ctx, blobio.Join(tmp, name+resultio.ReportSuffix))
 	}
 	fs.Remove(ctx, blobio.Join(tmp, summaryName))
 	fs.Remove(ctx, blobio.Join(tmp, journalName))

@@ -2,7 +2,6 @@ package stages
 
 import (
 	"context"
-	"encoding/json"
 	"math"
 	"path"
 	"strings"
@@ -10,7 +9,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
-	"github.com/relabel/relabel/io/blobio"
+	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/schemas"
 )
@@ -122,7 +121,8 @@ func (keyByShardFn) ProcessElement(it Items) (string, schemas.Cleaned) {
 }
 
 // writeFn writes one shard's rows to the temporary directory and a report
-// beside it; the launcher renames them into place once every shard is written.
+// beside it (resultio.WriteShard); the launcher renames them into place once
+// every shard is written.
 type writeFn struct {
 	P WriteParams
 }
@@ -135,23 +135,17 @@ func (f *writeFn) ProcessElement(ctx context.Context, shard string, iter func(*s
 		batches = append(batches, &cc)
 		c = schemas.Cleaned{}
 	}
-	fs, err := blobio.For(f.P.TmpDir)
+	name := OutputName(shard, f.P.Format)
+	rep := report(shard, name, batches, f.P.C)
+	err := resultio.WriteShard(ctx, f.P.TmpDir, name, batches, rep, resultio.ShardOptions{
+		Format: f.P.Format, Meta: f.P.Meta, LabelKind: f.P.LabelKind, ClassNames: f.P.ClassNames, IDKind: f.P.IDKind,
+	})
 	if err != nil {
 		return err
 	}
-	name := OutputName(shard, f.P.Format)
-	out := blobio.Join(f.P.TmpDir, name)
-	if err := shardio.WriteShard(ctx, fs, out, f.P.Format, batches, f.P.Meta, f.P.LabelKind, f.P.ClassNames, f.P.IDKind, nil); err != nil {
-		return err
-	}
-	rep := report(shard, name, batches, f.P.C)
 	rowsWritten.Inc(ctx, rep.Rows)
 	labelsChanged.Inc(ctx, rep.Changed)
-	b, err := json.Marshal(rep)
-	if err != nil {
-		return err
-	}
-	return blobio.WriteFile(ctx, fs, blobio.Join(f.P.TmpDir, name+".report.json"), b)
+	return nil
 }
 
 func report(shard, name string, batches []*schemas.Cleaned, c int) ShardReport {

@@ -1,4 +1,4 @@
-package harness
+package quality
 
 import (
 	"fmt"
@@ -11,34 +11,34 @@ import (
 	"github.com/relabel/relabel/transforms/mixture"
 )
 
-// sweepVariants are the one-at-a-time departures from pipelines.DefaultEngine
+// sweepVariants are the one-at-a-time departures from pipelines.Defaults
 // that docs/QUALITY.md records: every knob issue 4 names (K, mu, gamma,
 // rounds, L, N, C0, EM variant, standardisation) and the method extensions
 // (neighbour weights, annotation weight), each moved to both sides of its
 // default where it has two.
 func sweepVariants() []Variant {
-	vs := []Variant{{"default", pipelines.DefaultEngine()}}
-	add := func(name string, change func(*engine.Options)) {
-		o := pipelines.DefaultEngine()
+	vs := []Variant{{"default", pipelines.Defaults()}}
+	add := func(name string, change func(*pipelines.Options)) {
+		o := pipelines.Defaults()
 		change(&o)
 		vs = append(vs, Variant{name, o})
 	}
-	add("k=5", func(o *engine.Options) { o.K = 5 })
-	add("k=20", func(o *engine.Options) { o.K = 20 })
-	add("mu=0.3", func(o *engine.Options) { o.Mixture.Mu = 0.3 })
-	add("mu=0.7", func(o *engine.Options) { o.Mixture.Mu = 0.7 })
-	add("gamma=0.95 (paper)", func(o *engine.Options) { o.Mixture.Gamma = 0.95 })
-	add("gamma=0 (authors' code)", func(o *engine.Options) { o.Mixture.Gamma = 0 })
-	add("rounds=3", func(o *engine.Options) { o.Rounds = 3 })
-	add("rounds=20", func(o *engine.Options) { o.Rounds = 20 })
-	add("l=100", func(o *engine.Options) { o.Mixture.L = 100 })
-	add("n=29 (default 2 c0 - 1)", func(o *engine.Options) { o.Mixture.N = 29 })
-	add("c0=5", func(o *engine.Options) { o.Mixture.C0 = 5 })
-	add("em=authors", func(o *engine.Options) { o.Mixture.Variant = mixture.Code })
-	add("standardise=false", func(o *engine.Options) { o.Standardise = false })
-	add("weights=llc (paper)", func(o *engine.Options) { o.Weighting = engine.LLC })
-	add("weights=uniform", func(o *engine.Options) { o.Weighting = engine.Uniform })
-	add("annotation-weight=0 (paper)", func(o *engine.Options) { o.Mixture.AnnotationWeight = 0 })
+	add("k=5", func(o *pipelines.Options) { o.K = 5 })
+	add("k=20", func(o *pipelines.Options) { o.K = 20 })
+	add("mu=0.3", func(o *pipelines.Options) { o.Mu = 0.3 })
+	add("mu=0.7", func(o *pipelines.Options) { o.Mu = 0.7 })
+	add("gamma=0.95 (paper)", func(o *pipelines.Options) { o.Gamma = 0.95 })
+	add("gamma=0 (authors' code)", func(o *pipelines.Options) { o.Gamma = 0 })
+	add("rounds=3", func(o *pipelines.Options) { o.Rounds = 3 })
+	add("rounds=20", func(o *pipelines.Options) { o.Rounds = 20 })
+	add("l=100", func(o *pipelines.Options) { o.L = 100 })
+	add("n=29 (default 2 c0 - 1)", func(o *pipelines.Options) { o.N = pipelines.Some(29) })
+	add("c0=5", func(o *pipelines.Options) { o.C0 = pipelines.Some(5) })
+	add("em=authors", func(o *pipelines.Options) { o.Variant = mixture.Code })
+	add("standardise=false", func(o *pipelines.Options) { o.Standardise = false })
+	add("weights=llc (paper)", func(o *pipelines.Options) { o.Weighting = engine.LLC })
+	add("weights=uniform", func(o *pipelines.Options) { o.Weighting = engine.Uniform })
+	add("annotation-weight=0 (paper)", func(o *pipelines.Options) { o.AnnotationWeight = 0 })
 	return vs
 }
 

@@ -1,10 +1,11 @@
-package stages
+package ivfstages
 
 import (
 	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/relabel/relabel/transforms/knn"
 	"github.com/relabel/relabel/transforms/llc"
 	"github.com/relabel/relabel/transforms/mixture"
+	"github.com/relabel/relabel/transforms/stages"
 )
 
 // BlockKey is the shuffle key of block b of partition p.
@@ -24,10 +26,10 @@ func BlockKey(p, b int32) int64 { return int64(p)<<24 | int64(b) }
 // maxBlocks bounds a partition's blocks so that BlockKey stays unique.
 const maxBlocks = 1 << 24
 
-// ivfProbeFn standardises a batch and finds every item's NProbe nearest
+// probeFn standardises a batch and finds every item's NProbe nearest
 // partitions and the block of its home partition (the nearest) it will be
 // searched in.
-type ivfProbeFn struct {
+type probeFn struct {
 	NProbe      int
 	Standardise bool
 
@@ -36,15 +38,15 @@ type ivfProbeFn struct {
 	res  knn.Result
 }
 
-func (f *ivfProbeFn) Teardown() {
+func (f *probeFn) Teardown() {
 	if f.idx != nil {
 		f.idx.Close()
 	}
 }
 
-func (f *ivfProbeFn) ProcessElement(ctx context.Context, r schemas.Rows, st Stats, m ivf.Model, emit func(IVFProbed)) error {
+func (f *probeFn) ProcessElement(ctx context.Context, r schemas.Rows, st stages.Stats, m ivf.Model, emit func(Probed)) error {
 	if m.P() == 0 {
-		return errors.New("stages: ivf: empty partitioning")
+		return errors.New("ivfstages: empty partitioning")
 	}
 	// Side inputs are decoded once per bundle: index the centroids once.
 	if f.idx == nil || f.cent != &m.Centroids[0] {
@@ -53,17 +55,17 @@ func (f *ivfProbeFn) ProcessElement(ctx context.Context, r schemas.Rows, st Stat
 		}
 		idx, err := m.Index(knn.CPU{})
 		if err != nil {
-			return fmt.Errorf("stages: ivf: %w", err)
+			return fmt.Errorf("ivfstages: %w", err)
 		}
 		f.idx, f.cent = idx, &m.Centroids[0]
 	}
 	n, d := r.Len(), r.D
-	x := standardised(&r, &st, f.Standardise)
+	x := stages.Standardised(&r, &st, f.Standardise)
 	np := min(f.NProbe, m.P())
 	if err := f.idx.Search(&f.res, knn.Matrix{Rows: n, Cols: d, Data: x}, nil, np); err != nil {
-		return fmt.Errorf("stages: %s rows %d..%d: ivf probe: %w", r.Shard, r.Offset, r.Offset+int64(n), err)
+		return fmt.Errorf("ivfstages: %s rows %d..%d: ivf probe: %w", r.Shard, r.Offset, r.Offset+int64(n), err)
 	}
-	out := IVFProbed{NProbe: np, Probe: append([]int32(nil), f.res.Index...), Block: make([]int32, n), Rows: r}
+	out := Probed{NProbe: np, Probe: append([]int32(nil), f.res.Index...), Block: make([]int32, n), Rows: r}
 	out.Rows.Features = x
 	for i := 0; i < n; i++ {
 		out.Block[i] = m.Block(out.Probe[i*np], r.IDs[i])
@@ -72,26 +74,26 @@ func (f *ivfProbeFn) ProcessElement(ctx context.Context, r schemas.Rows, st Stat
 	return nil
 }
 
-// ivfEmitFn sends the items of a probed batch to the blocks of one wave's
+// emitFn sends the items of a probed batch to the blocks of one wave's
 // partitions (p % Waves == Wave): to every block of each of its probed
 // partitions as a stored item, and to its home block as a searched one, one
-// IVFPart per destination block. The side input, the previous wave's
+// Part per destination block. The side input, the previous wave's
 // blocks (or the model, for the first), only orders the waves: Prism holds
 // one wave's copies at a time.
-type ivfEmitFn struct {
+type emitFn struct {
 	Wave, Waves int
 	// Spill: see Spill; the parts go to one file per batch.
 	Spill Spill
 }
 
-func (f *ivfEmitFn) ProcessElement(pr IVFProbed, m ivf.Model, _ func(*int64) bool, emit func(int64, IVFPart)) error {
+func (f *emitFn) ProcessElement(pr Probed, m ivf.Model, _ func(*int64) bool, emit func(int64, Part)) error {
 	r := &pr.Rows
 	n, d, np := r.Len(), r.D, pr.NProbe
-	parts := map[int64]*IVFPart{}
-	part := func(key int64) *IVFPart {
+	parts := map[int64]*Part{}
+	part := func(key int64) *Part {
 		p := parts[key]
 		if p == nil {
-			p = &IVFPart{D: d, Shard: r.Shard, Offset: r.Offset, IDKind: r.IDKind, Multi: r.Multi, LabelOff: []int32{0}}
+			p = &Part{D: d, Shard: r.Shard, Offset: r.Offset, IDKind: r.IDKind, Multi: r.Multi, LabelOff: []int32{0}}
 			parts[key] = p
 		}
 		return p
@@ -123,8 +125,8 @@ func (f *ivfEmitFn) ProcessElement(pr IVFProbed, m ivf.Model, _ func(*int64) boo
 			}
 		}
 	}
-	keys := slices.Sorted(mapKeys(parts))
-	out := make([]IVFPart, len(keys))
+	keys := slices.Sorted(maps.Keys(parts))
+	out := make([]Part, len(keys))
 	for i, k := range keys {
 		out[i] = *parts[k]
 	}
@@ -144,25 +146,13 @@ type modelTokenFn struct{}
 
 func (modelTokenFn) ProcessElement(_ ivf.Model, emit func(int64)) { emit(0) }
 
-// IVFSearchParams configures the search inside blocks.
-type IVFSearchParams struct {
-	// K is the number of neighbours. Required.
-	K int
-	// Metric ranks neighbours. Optional, default knn.L2.
-	Metric knn.Metric
-	// Options holds the weighting, LLC and mixture parameters. Required.
-	Options engine.Options
-	// Device selects the kernels (see Backends). Optional, default auto.
-	Device string
-}
-
-// ivfSearchFn searches one block: its home items against every item stored
+// searchFn searches one block: its home items against every item stored
 // in its partition (exact batched kNN, the item itself excluded), weights the
 // neighbours (LLC, with the stored features at hand), and emits the block
 // with initial states. Stored and searched items are sorted by key first, so
 // the output does not depend on the order the shuffle delivered the parts.
-type ivfSearchFn struct {
-	P IVFSearchParams
+type searchFn struct {
+	P stages.NeighbourParams
 	// Spill: see Spill; the blocks go to a file each.
 	Spill Spill
 
@@ -172,9 +162,9 @@ type ivfSearchFn struct {
 	wb       engine.WeightBuffer
 }
 
-func (f *ivfSearchFn) Setup() error {
+func (f *searchFn) Setup() error {
 	var err error
-	f.searcher, f.coder, _, err = Backends(f.P.Device)
+	f.searcher, f.coder, _, err = stages.Backends(f.P.Device)
 	return err
 }
 
@@ -182,18 +172,18 @@ type storedRef struct {
 	part, i int32
 }
 
-func (f *ivfSearchFn) ProcessElement(ctx context.Context, key int64, iter func(*IVFPart) bool, dup string, emit func(IVFBlock), done func(int64)) error {
+func (f *searchFn) ProcessElement(ctx context.Context, key int64, iter func(*Part) bool, dup string, emit func(Block), done func(int64)) error {
 	if dup != "" {
 		return errors.New(dupMessage(dup))
 	}
-	var parts []IVFPart
-	var p IVFPart
+	var parts []Part
+	var p Part
 	for iter(&p) {
 		if err := p.unspill(); err != nil {
 			return err
 		}
 		parts = append(parts, p)
-		p = IVFPart{}
+		p = Part{}
 	}
 	if len(parts) == 0 {
 		return nil
@@ -225,7 +215,7 @@ func (f *ivfSearchFn) ProcessElement(ctx context.Context, key int64, iter func(*
 	}
 	n, k := len(queries), f.P.K
 	q := knn.Matrix{Rows: n, Cols: d, Data: make([]float32, 0, n*d)}
-	b := IVFBlock{Key: key, Keys: make([]int64, n), Src: make([]int32, n), Offset: make([]int64, n), Row: make([]int32, n),
+	b := Block{Key: key, Keys: make([]int64, n), Src: make([]int32, n), Offset: make([]int64, n), Row: make([]int32, n),
 		LabelOff: make([]int32, 1, n+1), K: k, Nbr: make([]int32, n*k), Weight: make([]float64, n*k)}
 	shardIdx := map[string]int32{}
 	for a, r := range queries {
@@ -249,16 +239,15 @@ func (f *ivfSearchFn) ProcessElement(ctx context.Context, key int64, iter func(*
 	}
 	idx, err := f.searcher.Index(cm, cids, f.P.Metric)
 	if err != nil {
-		return fmt.Errorf("stages: ivf block %d: indexing %d stored items: %w", key, len(cids), err)
+		return fmt.Errorf("ivfstages: block %d: indexing %d stored items: %w", key, len(cids), err)
 	}
 	err = idx.Search(&f.res, q, b.Keys, k)
 	idx.Close()
 	if err != nil {
-		return fmt.Errorf("stages: ivf block %d: kNN of %d items: %w", key, n, err)
+		return fmt.Errorf("ivfstages: block %d: kNN of %d items: %w", key, n, err)
 	}
-	o := f.P.Options
-	if err := f.wb.Weights(b.Weight, q, cm, &f.res, o, f.coder); err != nil {
-		return fmt.Errorf("stages: ivf block %d: neighbour weights: %w", key, err)
+	if err := f.wb.Weights(b.Weight, q, cm, &f.res, f.P.Weighting, f.P.LLC, f.coder); err != nil {
+		return fmt.Errorf("ivfstages: block %d: neighbour weights: %w", key, err)
 	}
 	// Neighbours: local items by index, others through the external table.
 	ext := map[int64]int64{}
@@ -267,7 +256,7 @@ func (f *ivfSearchFn) ProcessElement(ctx context.Context, key int64, iter func(*
 			ext[cids[c]] = chome[c]
 		}
 	}
-	b.ExtKeys = slices.Sorted(mapKeys(ext))
+	b.ExtKeys = slices.Sorted(maps.Keys(ext))
 	b.ExtHome = make([]int64, len(b.ExtKeys))
 	for e, nk := range b.ExtKeys {
 		b.ExtHome[e] = ext[nk]
@@ -282,7 +271,7 @@ func (f *ivfSearchFn) ProcessElement(ctx context.Context, key int64, iter func(*
 			b.Nbr[j] = int32(-2 - search64(b.ExtKeys, cids[c]))
 		}
 	}
-	mp := o.Mixture
+	mp := &f.P.Mixture
 	var s mixture.State
 	b.State.Reset()
 	if mp.UsesInit() {
@@ -309,20 +298,20 @@ func (f *ivfSearchFn) ProcessElement(ctx context.Context, key int64, iter func(*
 func search64(s []int64, x int64) int {
 	i := sort.Search(len(s), func(i int) bool { return s[i] >= x })
 	if i == len(s) || s[i] != x {
-		panic(fmt.Sprintf("stages: key %d missing from its block", x))
+		panic(fmt.Sprintf("ivfstages: key %d missing from its block", x))
 	}
 	return i
 }
 
 func init() {
-	register.DoFn5x1[context.Context, schemas.Rows, Stats, ivf.Model, func(IVFProbed), error](&ivfProbeFn{})
-	register.Emitter1[IVFProbed]()
-	register.DoFn4x1[IVFProbed, ivf.Model, func(*int64) bool, func(int64, IVFPart), error](&ivfEmitFn{})
+	register.DoFn5x1[context.Context, schemas.Rows, stages.Stats, ivf.Model, func(Probed), error](&probeFn{})
+	register.Emitter1[Probed]()
+	register.DoFn4x1[Probed, ivf.Model, func(*int64) bool, func(int64, Part), error](&emitFn{})
 	register.Iter1[int64]()
-	register.Emitter2[int64, IVFPart]()
-	register.DoFn6x1[context.Context, int64, func(*IVFPart) bool, string, func(IVFBlock), func(int64), error](&ivfSearchFn{})
+	register.Emitter2[int64, Part]()
+	register.DoFn6x1[context.Context, int64, func(*Part) bool, string, func(Block), func(int64), error](&searchFn{})
 	register.DoFn2x0[ivf.Model, func(int64)](&modelTokenFn{})
 	register.Emitter1[int64]()
-	register.Iter1[IVFPart]()
-	register.Emitter1[IVFBlock]()
+	register.Iter1[Part]()
+	register.Emitter1[Block]()
 }

@@ -1,4 +1,4 @@
-package stages
+package ivfstages
 
 import (
 	"os"
@@ -12,7 +12,7 @@ import (
 // names the spill, never a silently empty block.
 func TestSpillRoundTrip(t *testing.T) {
 	sp := Spill{Dir: t.TempDir()}
-	b := IVFBlock{Key: 7<<24 | 1, Keys: []int64{3, 5, 9}, Shards: []string{"a.parquet"}, Src: []int32{0, 0, 0},
+	b := Block{Key: 7<<24 | 1, Keys: []int64{3, 5, 9}, Shards: []string{"a.parquet"}, Src: []int32{0, 0, 0},
 		Offset: []int64{0, 0, 0}, Row: []int32{2, 0, 1}, Labels: []int32{1, 2, 0}, LabelOff: []int32{0, 1, 2, 3},
 		K: 1, Nbr: []int32{1, -2, 0}, Weight: []float64{1, 1, 1}, ExtKeys: []int64{11}, ExtHome: []int64{8 << 24}}
 	b.State.Reset()
@@ -23,7 +23,7 @@ func TestSpillRoundTrip(t *testing.T) {
 	}
 	wantB, wantM := b, append([]JoinMsg(nil), msgs...)
 	// What the coders keep of an empty-but-reset state, for the comparison.
-	wantB, _ = decodeIVFBlock(encodeIVFBlock(wantB))
+	wantB, _ = decodeBlock(encodeBlock(wantB))
 	for i := range wantM {
 		wantM[i], _ = decodeJoinMsg(encodeJoinMsg(wantM[i]))
 	}
@@ -54,7 +54,7 @@ func TestSpillRoundTrip(t *testing.T) {
 	if _, err := os.Stat(sp.genDir(3)); !os.IsNotExist(err) {
 		t.Errorf("generation 3 after drop: %v", err)
 	}
-	if err := handle.unspill(); err == nil || !strings.Contains(err.Error(), "stages: ivf spill") {
+	if err := handle.unspill(); err == nil || !strings.Contains(err.Error(), "ivfstages: spill") {
 		t.Errorf("block whose file is gone: err %v, want a spill error", err)
 	}
 }

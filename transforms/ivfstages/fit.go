@@ -1,9 +1,10 @@
-package stages
+package ivfstages
 
 import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 
@@ -15,29 +16,8 @@ import (
 	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/ivf"
 	"github.com/relabel/relabel/transforms/knn"
+	"github.com/relabel/relabel/transforms/stages"
 )
-
-// momentsFn is statsFn without the keys: the global moments for
-// standardisation, in the same fixed order (so the same values), but O(batches
-// x D) instead of O(rows): ivf mode checks duplicate ids with a keyed shuffle
-// (dupBucketFn) rather than on one worker.
-type momentsFn struct{}
-
-func (momentsFn) CreateAccumulator() Stats { return Stats{} }
-
-func (momentsFn) AddInput(a Stats, r schemas.Rows) Stats {
-	a = (&statsFn{}).AddInput(a, r)
-	a.Keys, a.Pos = nil, nil
-	return a
-}
-
-func (momentsFn) MergeAccumulators(a, b Stats) Stats {
-	a = (&statsFn{}).MergeAccumulators(a, b)
-	a.Keys, a.Pos = nil, nil
-	return a
-}
-
-func (momentsFn) ExtractOutput(a Stats) Stats { return (&statsFn{}).ExtractOutput(a) }
 
 // sampleFn keeps the k-means sample: the Cap rows with the smallest
 // ivf.Hash(Seed, key), raw features (standardised by fitFn, once the moments
@@ -76,7 +56,7 @@ type fitFn struct {
 	Standardise bool
 }
 
-func (f *fitFn) ProcessElement(ctx context.Context, s ivf.Sample, st Stats, emit func(ivf.Model)) error {
+func (f *fitFn) ProcessElement(ctx context.Context, s ivf.Sample, st stages.Stats, emit func(ivf.Model)) error {
 	p := f.P.WithDefaults(st.N)
 	n := min(s.Len(), p.Sample)
 	x := s.Features[:n*s.D]
@@ -86,7 +66,7 @@ func (f *fitFn) ProcessElement(ctx context.Context, s ivf.Sample, st Stats, emit
 	}
 	m, err := ivf.Fit(knn.Matrix{Rows: n, Cols: s.D, Data: x}, st.N, p, knn.CPU{})
 	if err != nil {
-		return fmt.Errorf("stages: %w", err)
+		return fmt.Errorf("ivfstages: %w", err)
 	}
 	progress.Notef("ivf: %d partitions fitted on %d sampled rows of %d, %d blocks", m.P(), n, st.N, sum32(m.Blocks))
 	emit(*m)
@@ -122,7 +102,7 @@ func (f *dupBucketFn) ProcessElement(r schemas.Rows, emit func(int64, DupFrag)) 
 			fr.StrIDs = append(fr.StrIDs, r.StrIDs[i])
 		}
 	}
-	for _, b := range slices.Sorted(mapKeys(frags)) {
+	for _, b := range slices.Sorted(maps.Keys(frags)) {
 		emit(b, *frags[b])
 	}
 }
@@ -203,9 +183,8 @@ func dupMessage(a string) string {
 }
 
 func init() {
-	register.Combiner3[Stats, schemas.Rows, Stats](&momentsFn{})
 	register.Combiner3[ivf.Sample, schemas.Rows, ivf.Sample](&sampleFn{})
-	register.DoFn4x1[context.Context, ivf.Sample, Stats, func(ivf.Model), error](&fitFn{})
+	register.DoFn4x1[context.Context, ivf.Sample, stages.Stats, func(ivf.Model), error](&fitFn{})
 	register.Emitter1[ivf.Model]()
 	register.DoFn2x0[schemas.Rows, func(int64, DupFrag)](&dupBucketFn{})
 	register.Emitter2[int64, DupFrag]()

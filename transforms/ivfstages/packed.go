@@ -1,4 +1,4 @@
-package stages
+package ivfstages
 
 import (
 	"encoding/binary"
@@ -8,7 +8,7 @@ import (
 	"github.com/relabel/relabel/transforms/mixture"
 )
 
-// The ivf rounds ship every item's state each round (IVFBlock, JoinMsg), so
+// The ivf rounds ship every item's state each round (Block, JoinMsg), so
 // their coders pack states tighter than putStates: offsets as per-item and
 // per-class counts and class/category indices, each in the fewest bytes
 // (1, 2 or 4) their largest value needs. With C <= 256 and C0 = 10 a full
@@ -43,7 +43,7 @@ func putSmall(w *wire.Writer, n int, at func(i int) int32) {
 	}
 }
 
-var errSmall = errors.New("stages: truncated packed state")
+var errSmall = errors.New("ivfstages: truncated packed state")
 
 // getSmall reads putSmall's ints, calling set for each.
 func getSmall(r *wire.Reader, set func(n, i int, v int32)) error {

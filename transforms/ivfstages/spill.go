@@ -1,12 +1,11 @@
-package stages
+package ivfstages
 
 import (
 	"fmt"
 	"hash/fnv"
-	"os"
-	"path/filepath"
 	"strconv"
 
+	"github.com/relabel/relabel/io/spillio"
 	"github.com/relabel/relabel/schemas/wire"
 )
 
@@ -25,7 +24,7 @@ import (
 // over workers and disks, so spilling is off there (Dir empty).
 //
 // Spilled, the search needs no waves either: the items' copies for the
-// blocks (IVFPart) go to files too, one per input batch.
+// blocks (Part) go to files too, one per input batch.
 //
 // Files are named by generation and block key (or input batch), so a retried
 // bundle rewrites the same bytes. A generation is removed by the first stage
@@ -41,12 +40,12 @@ type Spill struct {
 // On reports whether elements are spilled.
 func (s Spill) On() bool { return s.Dir != "" }
 
-// spillRef locates a spilled element: Len bytes at Off in the file Path.
-// The zero value means the element is inline.
-type spillRef struct {
-	Path     string
-	Off, Len int64
-}
+// files is where the spill's files are kept (io/spillio).
+func (s Spill) files() spillio.Dir { return spillio.Dir(s.Dir) }
+
+// spillRef locates a spilled element; the zero value means the element is
+// inline.
+type spillRef = spillio.Ref
 
 func putSpillRef(w *wire.Writer, r spillRef) {
 	w.String(r.Path)
@@ -71,50 +70,30 @@ const (
 	genRouted = 2
 )
 
-func (s Spill) genDir(gen int) string {
-	return filepath.Join(s.Dir, fmt.Sprintf("g%03d", gen))
-}
+func (s Spill) genDir(gen int) string { return s.files().Gen(gen) }
 
-// write stores the encodings encs one after the other as the file name of
-// generation gen, and returns a reference to each. The file is written under
-// a temporary name and renamed, so a reader never sees half of it.
+// write stores the encodings encs as the file name of generation gen
+// (spillio.Dir.Write) and returns a reference to each.
 func (s Spill) write(gen int, name string, encs ...[]byte) ([]spillRef, error) {
-	dir := s.genDir(gen)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("stages: ivf spill: %w", err)
-	}
-	path := filepath.Join(dir, name)
-	refs := make([]spillRef, len(encs))
-	var buf []byte
-	for i, e := range encs {
-		refs[i] = spillRef{Path: path, Off: int64(len(buf)), Len: int64(len(e))}
-		buf = append(buf, e...)
-	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, buf, 0o644); err != nil {
-		return nil, fmt.Errorf("stages: ivf spill: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return nil, fmt.Errorf("stages: ivf spill: %w", err)
+	refs, err := s.files().Write(gen, name, encs...)
+	if err != nil {
+		return nil, fmt.Errorf("ivfstages: spill: %w", err)
 	}
 	return refs, nil
 }
 
 // drop removes generation gen (see Spill).
 func (s Spill) drop(gen int) error {
-	if !s.On() {
-		return nil
-	}
-	if err := os.RemoveAll(s.genDir(gen)); err != nil {
-		return fmt.Errorf("stages: ivf spill: %w", err)
+	if err := s.files().Drop(gen); err != nil {
+		return fmt.Errorf("ivfstages: spill: %w", err)
 	}
 	return nil
 }
 
 // put writes block b and the messages it sends (msgs) into one file of
 // generation gen and replaces them by references.
-func (s Spill) put(gen int, b *IVFBlock, msgs []JoinMsg) error {
-	encs := [][]byte{encodeIVFBlock(*b)}
+func (s Spill) put(gen int, b *Block, msgs []JoinMsg) error {
+	encs := [][]byte{encodeBlock(*b)}
 	for _, m := range msgs {
 		encs = append(encs, encodeJoinMsg(m))
 	}
@@ -122,7 +101,7 @@ func (s Spill) put(gen int, b *IVFBlock, msgs []JoinMsg) error {
 	if err != nil {
 		return err
 	}
-	*b = IVFBlock{Key: b.Key, Spilled: refs[0]}
+	*b = Block{Key: b.Key, Spilled: refs[0]}
 	for i := range msgs {
 		msgs[i] = JoinMsg{From: msgs[i].From, Spilled: refs[1+i]}
 	}
@@ -132,10 +111,10 @@ func (s Spill) put(gen int, b *IVFBlock, msgs []JoinMsg) error {
 // putParts writes the parts one input batch (shard, offset) sends to blocks
 // (wave w) into one file, named by the batch, and replaces them by
 // references.
-func (s Spill) putParts(shard string, offset int64, w int, parts []IVFPart) error {
+func (s Spill) putParts(shard string, offset int64, w int, parts []Part) error {
 	encs := make([][]byte, len(parts))
 	for i := range parts {
-		encs[i] = encodeIVFPart(parts[i])
+		encs[i] = encodePart(parts[i])
 	}
 	h := fnv.New64a()
 	h.Write([]byte(shard))
@@ -144,7 +123,7 @@ func (s Spill) putParts(shard string, offset int64, w int, parts []IVFPart) erro
 		return err
 	}
 	for i := range parts {
-		parts[i] = IVFPart{Spilled: refs[i]}
+		parts[i] = Part{Spilled: refs[i]}
 	}
 	return nil
 }
@@ -152,32 +131,27 @@ func (s Spill) putParts(shard string, offset int64, w int, parts []IVFPart) erro
 // load reads and decodes the element ref points to (what names it in errors).
 func load[T any](ref spillRef, decode func([]byte) (T, error), what string) (T, error) {
 	var v T
-	f, err := os.Open(ref.Path)
+	b, err := spillio.Read(ref)
 	if err != nil {
-		return v, fmt.Errorf("stages: ivf spill: %s: %w (was the spill directory removed while the job ran?)", what, err)
-	}
-	defer f.Close()
-	b := make([]byte, ref.Len)
-	if _, err := f.ReadAt(b, ref.Off); err != nil {
-		return v, fmt.Errorf("stages: ivf spill: %s: reading %d bytes at %d of %s: %w", what, ref.Len, ref.Off, ref.Path, err)
+		return v, fmt.Errorf("ivfstages: spill: %s: %w", what, err)
 	}
 	if v, err = decode(b); err != nil {
-		return v, fmt.Errorf("stages: ivf spill: %s in %s at %d: %w", what, ref.Path, ref.Off, err)
+		return v, fmt.Errorf("ivfstages: spill: %s in %s at %d: %w", what, ref.Path, ref.Off, err)
 	}
 	return v, nil
 }
 
 // unspill replaces a spilled block by its contents; an inline block stays.
-func (b *IVFBlock) unspill() error {
+func (b *Block) unspill() error {
 	if b.Spilled.Path == "" {
 		return nil
 	}
-	nb, err := load(b.Spilled, decodeIVFBlock, fmt.Sprintf("block %d", b.Key))
+	nb, err := load(b.Spilled, decodeBlock, fmt.Sprintf("block %d", b.Key))
 	if err != nil {
 		return err
 	}
 	if nb.Key != b.Key {
-		return fmt.Errorf("stages: ivf spill: %s holds block %d, want %d", b.Spilled.Path, nb.Key, b.Key)
+		return fmt.Errorf("ivfstages: spill: %s holds block %d, want %d", b.Spilled.Path, nb.Key, b.Key)
 	}
 	*b = nb
 	return nil
@@ -193,16 +167,16 @@ func (m *JoinMsg) unspill() error {
 		return err
 	}
 	if nm.From != m.From {
-		return fmt.Errorf("stages: ivf spill: %s at %d holds a message from block %d, want %d", m.Spilled.Path, m.Spilled.Off, nm.From, m.From)
+		return fmt.Errorf("ivfstages: spill: %s at %d holds a message from block %d, want %d", m.Spilled.Path, m.Spilled.Off, nm.From, m.From)
 	}
 	*m = nm
 	return nil
 }
 
 // unspill replaces a spilled part by its contents; an inline one stays.
-func (p *IVFPart) unspill() (err error) {
+func (p *Part) unspill() (err error) {
 	if p.Spilled.Path != "" {
-		*p, err = load(p.Spilled, decodeIVFPart, "part")
+		*p, err = load(p.Spilled, decodePart, "part")
 	}
 	return err
 }

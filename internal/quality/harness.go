@@ -1,4 +1,4 @@
-package harness
+package quality
 
 import (
 	"fmt"
@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/relabel/relabel/pipelines"
 	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/evaluate"
 	"github.com/relabel/relabel/transforms/mixture"
@@ -59,7 +60,7 @@ func DevGrid(dataDir string) ([]Cell, error) {
 	}
 	ents, err := os.ReadDir(dataDir)
 	if err != nil {
-		return nil, fmt.Errorf("harness: %w", err)
+		return nil, fmt.Errorf("quality: %w", err)
 	}
 	type ds struct {
 		name, dir string
@@ -105,7 +106,7 @@ func DevGrid(dataDir string) ([]Cell, error) {
 		}
 	}
 	if len(cells) == 0 {
-		return nil, fmt.Errorf("harness: no dataset folder with a clean.parquet in %s", dataDir)
+		return nil, fmt.Errorf("quality: no dataset folder with a clean.parquet in %s", dataDir)
 	}
 	return cells, nil
 }
@@ -147,12 +148,12 @@ func Only(cells []Cell, noises ...string) []Cell {
 	return out
 }
 
-// RunCell relabels cell's labels with opts (Mixture.C is set from the data),
-// in process with the CPU kernels, and evaluates the result against the truth
+// RunCell relabels cell's labels with opts (resolved for the data's class
+// count as relabel run resolves them: pipelines.Options.Engine), in process with the CPU kernels, and evaluates the result against the truth
 // with the kNN vote (VoteK, z-scored) as baseline "knn". It returns the
 // report and the time engine.Run took (loading and the baseline excluded:
 // both are cached across calls).
-func RunCell(cell Cell, opts engine.Options) (evaluate.Report, time.Duration, error) {
+func RunCell(cell Cell, opts pipelines.Options) (evaluate.Report, time.Duration, error) {
 	ds, err := loadDataset(cell.Dir)
 	if err != nil {
 		return evaluate.Report{}, 0, err
@@ -161,12 +162,15 @@ func RunCell(cell Cell, opts engine.Options) (evaluate.Report, time.Duration, er
 	if err != nil {
 		return evaluate.Report{}, 0, err
 	}
-	opts.Mixture.C = ds.c
+	eo, err := opts.Engine(ds.c)
+	if err != nil {
+		return evaluate.Report{}, 0, fmt.Errorf("quality: %s: %w", cell.Name(), err)
+	}
 	t0 := time.Now()
-	res, err := engine.Run(&engine.Data{Keys: ds.ids, D: ds.d, Features: ds.x, Labels: g.labels, LabelOff: g.off}, opts, engine.Backends{})
+	res, err := engine.Run(&engine.Data{Keys: ds.ids, D: ds.d, Features: ds.x, Labels: g.labels, LabelOff: g.off}, eo, engine.Backends{})
 	dt := time.Since(t0)
 	if err != nil {
-		return evaluate.Report{}, dt, fmt.Errorf("harness: %s: %w", cell.Name(), err)
+		return evaluate.Report{}, dt, fmt.Errorf("quality: %s: %w", cell.Name(), err)
 	}
 	in := Inputs(ds.c, ds.truth, g.single, &res.States)
 	if g.multi {
@@ -175,7 +179,7 @@ func RunCell(cell Cell, opts engine.Options) (evaluate.Report, time.Duration, er
 	in.Baselines = []evaluate.Baseline{{Name: "knn", Labels: g.vote(ds)}}
 	rep, err := evaluate.Evaluate(in)
 	if err != nil {
-		return rep, dt, fmt.Errorf("harness: %s: %w", cell.Name(), err)
+		return rep, dt, fmt.Errorf("quality: %s: %w", cell.Name(), err)
 	}
 	return rep, dt, nil
 }
@@ -217,7 +221,7 @@ type Result struct {
 	// Time is engine.Run's wall time.
 	Time time.Duration
 	// NoFeatures, for annotator cells, is the report of the same options with
-	// Mixture.Mu = 1: every item's mixture is its own state alone, so the
+	// Mu = 1: every item's mixture is its own state alone, so the
 	// method sees the annotations but no neighbour, i.e. no feature.
 	NoFeatures *evaluate.Report
 }
@@ -236,7 +240,7 @@ func (r Result) KNN() float64 {
 }
 
 // Run runs every cell with opts, logging a line per cell to log (nil: none).
-func Run(cells []Cell, opts engine.Options, log io.Writer) ([]Result, error) {
+func Run(cells []Cell, opts pipelines.Options, log io.Writer) ([]Result, error) {
 	if log == nil {
 		log = io.Discard
 	}
@@ -249,7 +253,7 @@ func Run(cells []Cell, opts engine.Options, log io.Writer) ([]Result, error) {
 		r := Result{Cell: c, Report: rep, Time: dt}
 		if c.Annotators() {
 			o := opts
-			o.Mixture.Mu = 1
+			o.Mu = 1
 			nf, _, err := RunCell(c, o)
 			if err != nil {
 				return out, err

@@ -1,4 +1,4 @@
-package stages
+package ivfstages
 
 import (
 	"fmt"
@@ -8,21 +8,22 @@ import (
 
 	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/transforms/ivf"
+	"github.com/relabel/relabel/transforms/stages"
 )
 
-// IVFParams configures IVFNeighbours.
-type IVFParams struct {
-	// IVF configures the partitioning; zero fields get ivf's defaults for
-	// the true row count. IVF.Seed is required (0 is a seed).
-	IVF ivf.Params
+// Params configures Neighbours.
+type Params struct {
+	// Partitioning configures the k-means partitions; zero fields get ivf's defaults for
+	// the true row count. Partitioning.Seed is required (0 is a seed).
+	Partitioning ivf.Params
 	// Rows is the expected row count (the plan's, from the shard footers), to
 	// size the k-means sample and the duplicate check before anything is
 	// read. Optional: 0 sizes them for ivf.MaxSample rows.
 	Rows int64
-	// Standardise z-scores features before partitioning and search.
-	Standardise bool
-	// Search configures the search and weights inside blocks. Required.
-	Search IVFSearchParams
+	// Search configures the search inside blocks, the weights and the
+	// initial states, as for the exact path; Search.Standardise also
+	// z-scores the features the partitions are fitted on. Required.
+	Search stages.NeighbourParams
 	// IDColumn names the id column in duplicate errors. Optional.
 	IDColumn string
 	// D is the feature dimension, for sizing the waves. Optional.
@@ -31,7 +32,7 @@ type IVFParams struct {
 	// (Waves). Optional: 0 means DefaultWaveBytes, negative means one wave.
 	WaveBytes int64
 	// Units (PCollection<shardio.Unit>), when valid, are read again with
-	// Read (ReadAgain) for the probe, which waits for the model fitted on
+	// stages.ReadAgain for the probe, which waits for the model fitted on
 	// all of rows, once the model is ready. Optional: without them the probe
 	// takes rows, which the runner then holds until the model is fitted.
 	Units beam.PCollection
@@ -66,35 +67,38 @@ const DefaultWaveBytes = 128 << 20
 // dupBucketRows is the mean number of keys per duplicate-check bucket.
 const dupBucketRows = 1 << 16
 
-// IVFNeighbours finds every item's neighbours with an inverted-file index
+// Neighbours finds every item's neighbours with an inverted-file index
 // (transforms/ivf) and emits the items grouped by block with their
 // neighbourhoods and initial states. rows: PCollection<schemas.Rows>.
-// Returns PCollection<IVFBlock>.
+// Returns PCollection<Block>.
 //
 // The global steps are small: the moments (O(batches x D)), a k-means sample
 // (O(ivf.MaxSample x D)) and the centroids (O(P x D)). Everything O(rows) is
 // keyed: duplicate ids meet in hash buckets, and items are shuffled to their
 // blocks, each searched on its own (exact kNN of its home items against the
 // items stored in its partition).
-func IVFNeighbours(s beam.Scope, rows beam.PCollection, p IVFParams) beam.PCollection {
-	s = s.Scope("relabel.IVFNeighbours")
-	if err := p.IVF.Validate(); err != nil {
-		panic(fmt.Sprintf("stages: IVFNeighbours: %v", err))
+func Neighbours(s beam.Scope, rows beam.PCollection, p Params) beam.PCollection {
+	s = s.Scope("relabel.ivf.Neighbours")
+	if err := p.Partitioning.Validate(); err != nil {
+		panic(fmt.Sprintf("ivfstages: Neighbours: %v", err))
+	}
+	if err := p.Search.Validate(); err != nil {
+		panic(fmt.Sprintf("ivfstages: Neighbours: %v", err))
 	}
 	hint := p.Rows
 	if hint <= 0 {
 		hint = int64(ivf.MaxSample) * ivf.DefaultPartitionSize
 	}
-	ip := p.IVF
+	ip := p.Partitioning
 	ip.Metric = p.Search.Metric
 	capRows := ip.WithDefaults(hint).Sample
-	if p.IVF.Partitions == 0 && p.IVF.Sample == 0 {
+	if p.Partitioning.Partitions == 0 && p.Partitioning.Sample == 0 {
 		// Room for the sample the true row count may ask for.
 		capRows = ivf.Params{Seed: ip.Seed}.WithDefaults(hint + hint/4).Sample
 	}
-	stats := beam.Combine(s, &momentsFn{}, rows)
+	stats := stages.ComputeMoments(s, rows)
 	sample := beam.Combine(s, &sampleFn{Cap: capRows, Seed: ip.Seed}, rows)
-	model := beam.ParDo(s, &fitFn{P: ip, Standardise: p.Standardise}, sample, beam.SideInput{Input: stats})
+	model := beam.ParDo(s, &fitFn{P: ip, Standardise: p.Search.Standardise}, sample, beam.SideInput{Input: stats})
 
 	buckets := int(max(1, (max(p.Rows, 1)+dupBucketRows-1)/dupBucketRows))
 	frags := beam.ParDo(s, &dupBucketFn{Buckets: buckets}, rows)
@@ -111,9 +115,9 @@ func IVFNeighbours(s beam.Scope, rows beam.PCollection, p IVFParams) beam.PColle
 		// is fitted, so the read fuses with the probe and the search's
 		// copies: no row waits in the runner.
 		ready := beam.ParDo(s, &afterModelFn{}, p.Units, beam.SideInput{Input: model})
-		probeRows = ReadAgain(s, ready, p.Read)
+		probeRows = stages.ReadAgain(s, ready, p.Read)
 	}
-	probed := beam.ParDo(s, &ivfProbeFn{NProbe: np, Standardise: p.Standardise}, probeRows,
+	probed := beam.ParDo(s, &probeFn{NProbe: np, Standardise: p.Search.Standardise}, probeRows,
 		beam.SideInput{Input: stats}, beam.SideInput{Input: model})
 	// Waves: each item goes to NProbe partitions, so the copies are NProbe
 	// times the input. An embedded runner holds a shuffle's input in memory
@@ -128,9 +132,9 @@ func IVFNeighbours(s beam.Scope, rows beam.PCollection, p IVFParams) beam.PColle
 	var all []beam.PCollection
 	for w := 0; w < waves; w++ {
 		ws := s.Scope(fmt.Sprintf("wave%02d", w))
-		parts := beam.ParDo(ws, &ivfEmitFn{Wave: w, Waves: waves, Spill: p.Spill}, probed, beam.SideInput{Input: model}, beam.SideInput{Input: token})
+		parts := beam.ParDo(ws, &emitFn{Wave: w, Waves: waves, Spill: p.Spill}, probed, beam.SideInput{Input: model}, beam.SideInput{Input: token})
 		var blocks beam.PCollection
-		blocks, token = beam.ParDo2(ws, &ivfSearchFn{P: p.Search, Spill: p.Spill}, beam.GroupByKey(ws, parts), beam.SideInput{Input: dup})
+		blocks, token = beam.ParDo2(ws, &searchFn{P: p.Search, Spill: p.Spill}, beam.GroupByKey(ws, parts), beam.SideInput{Input: dup})
 		all = append(all, blocks)
 	}
 	if len(all) == 1 {
@@ -149,8 +153,8 @@ func init() {
 	register.Emitter1[shardio.Unit]()
 }
 
-// rebatch groups IVFRows (PCollection<KV<string, IVFRows>>, by input batch)
-// into the batches' Items. Returns PCollection<Items>.
+// rebatch groups BatchItems (PCollection<KV<string, BatchItems>>, by input batch)
+// into the batches' stages.Items. Returns PCollection<stages.Items>.
 func rebatch(s beam.Scope, rows beam.PCollection) beam.PCollection {
 	return beam.ParDo(s, &rebatchFn{}, beam.GroupByKey(s, rows))
 }

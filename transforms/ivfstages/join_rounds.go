@@ -1,10 +1,11 @@
-package stages
+package ivfstages
 
 import (
 	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"sync"
@@ -23,7 +24,7 @@ import (
 // A spilled block goes on as its reference.
 type requestFn struct{}
 
-func (requestFn) ProcessElement(b IVFBlock, emitBlock func(int64, IVFBlock), emitMsg func(int64, JoinMsg)) error {
+func (requestFn) ProcessElement(b Block, emitBlock func(int64, Block), emitMsg func(int64, JoinMsg)) error {
 	full := b
 	if err := full.unspill(); err != nil {
 		return err
@@ -32,7 +33,7 @@ func (requestFn) ProcessElement(b IVFBlock, emitBlock func(int64, IVFBlock), emi
 	for e, h := range full.ExtHome {
 		ask[h] = append(ask[h], full.ExtKeys[e])
 	}
-	for _, h := range slices.Sorted(mapKeys(ask)) {
+	for _, h := range slices.Sorted(maps.Keys(ask)) {
 		emitMsg(h, JoinMsg{From: b.Key, Keys: ask[h]})
 	}
 	emitBlock(b.Key, b)
@@ -48,7 +49,7 @@ type routeFn struct {
 	once sync.Once
 }
 
-func (f *routeFn) ProcessElement(key int64, blocks func(*IVFBlock) bool, msgs func(*JoinMsg) bool, emitBlock func(int64, IVFBlock), emitMsg func(int64, JoinMsg), done func(int64)) error {
+func (f *routeFn) ProcessElement(key int64, blocks func(*Block) bool, msgs func(*JoinMsg) bool, emitBlock func(int64, Block), emitMsg func(int64, JoinMsg), done func(int64)) error {
 	// The join waited for every block of the search, the last reader of
 	// the search's input.
 	var dropErr error
@@ -86,13 +87,13 @@ func (f *routeFn) ProcessElement(key int64, blocks func(*IVFBlock) bool, msgs fu
 }
 
 // oneBlock reads the one block under key, unspilled.
-func oneBlock(key int64, blocks func(*IVFBlock) bool) (IVFBlock, error) {
-	var b, extra IVFBlock
+func oneBlock(key int64, blocks func(*Block) bool) (Block, error) {
+	var b, extra Block
 	if !blocks(&b) {
-		return b, fmt.Errorf("stages: ivf block %d: asked for states but absent", key)
+		return b, fmt.Errorf("ivfstages: block %d: asked for states but absent", key)
 	}
 	if blocks(&extra) {
-		return b, fmt.Errorf("stages: ivf block %d: two blocks under one key", key)
+		return b, fmt.Errorf("ivfstages: block %d: two blocks under one key", key)
 	}
 	return b, b.unspill()
 }
@@ -103,7 +104,7 @@ func oneBlock(key int64, blocks func(*IVFBlock) bool) (IVFBlock, error) {
 // the states (routeFn, joinRoundFn), one wave at a time, so no stage holds
 // a whole round's output at once. With sp on, the block and its messages
 // go to generation gen of the spill, and only their references are emitted.
-func send(b *IVFBlock, waves int, sp Spill, gen int, emitBlock func(int64, IVFBlock), emitMsg func(int64, JoinMsg)) error {
+func send(b *Block, waves int, sp Spill, gen int, emitBlock func(int64, Block), emitMsg func(int64, JoinMsg)) error {
 	msgs := make([]JoinMsg, len(b.DestKey))
 	for d := range b.DestKey {
 		m := &msgs[d]
@@ -136,8 +137,8 @@ func waveKey(block int64, waves int) int64 {
 // blockOf strips waveKey's prefix.
 func blockOf(key int64) int64 { return key & (1<<56 - 1) }
 
-func waveOfBlock(key int64, _ IVFBlock) int { return int(key >> 56) }
-func waveOfMsg(key int64, _ JoinMsg) int    { return int(key >> 56) }
+func waveOfBlock(key int64, _ Block) int { return int(key >> 56) }
+func waveOfMsg(key int64, _ JoinMsg) int { return int(key >> 56) }
 
 // joinRoundFn runs one round (mixture.Round) for every item of a block, with
 // its neighbours' states of the previous round: local ones from the block,
@@ -157,7 +158,7 @@ type joinRoundFn struct {
 	once    sync.Once
 }
 
-func (f *joinRoundFn) ProcessElement(ctx context.Context, key int64, blocks func(*IVFBlock) bool, msgs func(*JoinMsg) bool, _ func(*int64) bool, emitBlock func(int64, IVFBlock), emitMsg func(int64, JoinMsg), done func(int64)) error {
+func (f *joinRoundFn) ProcessElement(ctx context.Context, key int64, blocks func(*Block) bool, msgs func(*JoinMsg) bool, _ func(*int64) bool, emitBlock func(int64, Block), emitMsg func(int64, JoinMsg), done func(int64)) error {
 	b, err := f.round(blockOf(key), blocks, msgs)
 	if err != nil {
 		return err
@@ -177,7 +178,7 @@ type lastRoundFn struct {
 	joinRoundFn
 }
 
-func (f *lastRoundFn) ProcessElement(ctx context.Context, key int64, blocks func(*IVFBlock) bool, msgs func(*JoinMsg) bool, _ func(*int64) bool, emit func(string, IVFRows), done func(int64)) error {
+func (f *lastRoundFn) ProcessElement(ctx context.Context, key int64, blocks func(*Block) bool, msgs func(*JoinMsg) bool, _ func(*int64) bool, emit func(string, BatchItems), done func(int64)) error {
 	b, err := f.round(blockOf(key), blocks, msgs)
 	if err != nil {
 		return err
@@ -191,7 +192,7 @@ func (f *lastRoundFn) ProcessElement(ctx context.Context, key int64, blocks func
 }
 
 // round runs the round for the block under key.
-func (f *joinRoundFn) round(key int64, blocks func(*IVFBlock) bool, msgs func(*JoinMsg) bool) (IVFBlock, error) {
+func (f *joinRoundFn) round(key int64, blocks func(*Block) bool, msgs func(*JoinMsg) bool) (Block, error) {
 	b, err := oneBlock(key, blocks)
 	if err != nil {
 		return b, err
@@ -221,7 +222,7 @@ func (f *joinRoundFn) round(key int64, blocks func(*IVFBlock) bool, msgs func(*J
 		for i, k := range m.Keys {
 			e := sort.Search(len(b.ExtKeys), func(e int) bool { return b.ExtKeys[e] >= k })
 			if e == len(b.ExtKeys) || b.ExtKeys[e] != k {
-				return b, fmt.Errorf("stages: ivf block %d round %d: state of %d not asked for", key, f.Round, k)
+				return b, fmt.Errorf("ivfstages: block %d round %d: state of %d not asked for", key, f.Round, k)
 			}
 			ext[e] = loc{int32(len(got)), int32(i)}
 		}
@@ -230,7 +231,7 @@ func (f *joinRoundFn) round(key int64, blocks func(*IVFBlock) bool, msgs func(*J
 	}
 	for e, l := range ext {
 		if l.m < 0 {
-			return b, fmt.Errorf("stages: ivf block %d round %d: no state for neighbour %d (block %d)", key, f.Round, b.ExtKeys[e], b.ExtHome[e])
+			return b, fmt.Errorf("ivfstages: block %d round %d: no state for neighbour %d (block %d)", key, f.Round, b.ExtKeys[e], b.ExtHome[e])
 		}
 	}
 	n, k := b.Len(), b.K
@@ -265,16 +266,20 @@ func (f *joinRoundFn) round(key int64, blocks func(*IVFBlock) bool, msgs func(*J
 	return b, nil
 }
 
+// itemRounds adds this path's items times rounds to summary.json's
+// item_rounds: a counter is one by its name, so it sums with stages.Rounds'.
+var itemRounds = beam.NewCounter("relabel", "item_rounds")
+
 func init() {
-	register.DoFn3x1[IVFBlock, func(int64, IVFBlock), func(int64, JoinMsg), error](&requestFn{})
+	register.DoFn3x1[Block, func(int64, Block), func(int64, JoinMsg), error](&requestFn{})
 	register.Function2x1(waveOfBlock)
 	register.Function2x1(waveOfMsg)
-	register.Emitter2[int64, IVFBlock]()
+	register.Emitter2[int64, Block]()
 	register.Emitter2[int64, JoinMsg]()
-	register.DoFn6x1[int64, func(*IVFBlock) bool, func(*JoinMsg) bool, func(int64, IVFBlock), func(int64, JoinMsg), func(int64), error](&routeFn{})
-	register.DoFn8x1[context.Context, int64, func(*IVFBlock) bool, func(*JoinMsg) bool, func(*int64) bool, func(int64, IVFBlock), func(int64, JoinMsg), func(int64), error](&joinRoundFn{})
-	register.DoFn7x1[context.Context, int64, func(*IVFBlock) bool, func(*JoinMsg) bool, func(*int64) bool, func(string, IVFRows), func(int64), error](&lastRoundFn{})
-	register.Iter1[IVFBlock]()
+	register.DoFn6x1[int64, func(*Block) bool, func(*JoinMsg) bool, func(int64, Block), func(int64, JoinMsg), func(int64), error](&routeFn{})
+	register.DoFn8x1[context.Context, int64, func(*Block) bool, func(*JoinMsg) bool, func(*int64) bool, func(int64, Block), func(int64, JoinMsg), func(int64), error](&joinRoundFn{})
+	register.DoFn7x1[context.Context, int64, func(*Block) bool, func(*JoinMsg) bool, func(*int64) bool, func(string, BatchItems), func(int64), error](&lastRoundFn{})
+	register.Iter1[Block]()
 	register.Iter1[JoinMsg]()
 }
 
@@ -301,22 +306,22 @@ type JoinRoundsParams struct {
 func (p JoinRoundsParams) Validate() error {
 	var errs []error
 	if p.Rounds < 0 {
-		errs = append(errs, fmt.Errorf("stages: JoinRounds: Rounds = %d, want >= 0", p.Rounds))
+		errs = append(errs, fmt.Errorf("ivfstages: JoinRounds: Rounds = %d, want >= 0", p.Rounds))
 	}
 	if p.Workers < 0 {
-		errs = append(errs, fmt.Errorf("stages: JoinRounds: Workers = %d, want >= 0 (0: GOMAXPROCS)", p.Workers))
+		errs = append(errs, fmt.Errorf("ivfstages: JoinRounds: Workers = %d, want >= 0 (0: GOMAXPROCS)", p.Workers))
 	}
 	if p.Waves < 0 {
-		errs = append(errs, fmt.Errorf("stages: JoinRounds: Waves = %d, want >= 0", p.Waves))
+		errs = append(errs, fmt.Errorf("ivfstages: JoinRounds: Waves = %d, want >= 0", p.Waves))
 	}
 	if err := p.Mixture.Validate(); err != nil {
-		errs = append(errs, fmt.Errorf("stages: JoinRounds: %w", err))
+		errs = append(errs, fmt.Errorf("ivfstages: JoinRounds: %w", err))
 	}
 	return errors.Join(errs...)
 }
 
-// JoinRounds runs jp.Rounds rounds over blocks (PCollection<IVFBlock>, from
-// IVFNeighbours), joining to each block, every round, the previous round's
+// JoinRounds runs jp.Rounds rounds over blocks (PCollection<Block>, from
+// Neighbours), joining to each block, every round, the previous round's
 // states of its neighbours in other blocks by key (CoGroupByKey): a worker
 // holds one block and the states sent to it, never the whole dataset. Which
 // states go where is worked out once, before the first round. Each round's
@@ -326,10 +331,10 @@ func (p JoinRoundsParams) Validate() error {
 // The final states go back to their input batches, in row order. With
 // Spill on, blocks and states wait in spill files and the joins carry only their
 // references, so no waves are needed (Waves is ignored).
-// Returns PCollection<Items>, as Rounds does, for Write. It panics on
+// Returns PCollection<stages.Items>, as Rounds does, for Write. It panics on
 // invalid jp, while the pipeline is built.
 func JoinRounds(s beam.Scope, blocks beam.PCollection, jp JoinRoundsParams) beam.PCollection {
-	s = s.Scope("relabel.JoinRounds")
+	s = s.Scope("relabel.ivf.JoinRounds")
 	if err := jp.Validate(); err != nil {
 		panic(err)
 	}
@@ -392,10 +397,9 @@ func flatten(s beam.Scope, cols []beam.PCollection) beam.PCollection {
 // RoundWaves is how many waves JoinRounds needs for rows items so that one
 // wave's join input (blocks and the states sent to them) stays under about
 // waveBytes (as Waves takes it), with states at their largest (c0 classes,
-// rows of maxEntries entries, Params.WithDefaults) and k neighbours.
+// rows of p.MaxRowEntries entries) and k neighbours.
 func RoundWaves(rows int64, k int, p mixture.Params, waveBytes int64) int {
-	p = p.WithDefaults()
-	state := int64(p.C0) * int64(12+5*p.MaxRowEntries) // packed: ivf_states.go
+	state := int64(p.C0) * int64(12+5*p.MaxRowEntries) // packed: packed.go
 	perRow := 64 + 12*int64(k) + 2*state
 	return Waves(max(rows, 1)*perRow, waveBytes)
 }

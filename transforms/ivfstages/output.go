@@ -1,21 +1,23 @@
-package stages
+package ivfstages
 
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
 	"github.com/relabel/relabel/transforms/mixture"
+	"github.com/relabel/relabel/transforms/stages"
 )
 
 // unblockFn sends each item of a block back towards the input batch it came
-// from: one IVFRows per (shard, batch offset), keyed by both.
+// from: one BatchItems per (shard, batch offset), keyed by both.
 type unblockFn struct{}
 
-func (unblockFn) ProcessElement(b IVFBlock, emit func(string, IVFRows)) error {
+func (unblockFn) ProcessElement(b Block, emit func(string, BatchItems)) error {
 	if err := b.unspill(); err != nil {
 		return err
 	}
@@ -28,12 +30,12 @@ func (unblockFn) ProcessElement(b IVFBlock, emit func(string, IVFRows)) error {
 		o := origin{b.Src[i], b.Offset[i]}
 		groups[o] = append(groups[o], i)
 	}
-	keys := slices.SortedFunc(mapKeys(groups), func(x, y origin) int {
+	keys := slices.SortedFunc(maps.Keys(groups), func(x, y origin) int {
 		return cmp.Or(cmp.Compare(b.Shards[x.src], b.Shards[y.src]), cmp.Compare(x.offset, y.offset))
 	})
 	for _, o := range keys {
 		idx := groups[o]
-		r := IVFRows{Row: make([]int32, len(idx))}
+		r := BatchItems{Row: make([]int32, len(idx))}
 		it := &r.Items
 		it.Shard, it.Offset, it.IDKind, it.Multi = b.Shards[o.src], o.offset, b.IDKind, b.Multi
 		it.LabelOff = []int32{0}
@@ -77,14 +79,14 @@ func batchKey(shard string, offset int64) string {
 // writer takes.
 type rebatchFn struct{}
 
-func (rebatchFn) ProcessElement(key string, iter func(*IVFRows) bool, emit func(Items)) error {
-	var parts []IVFRows
-	var r IVFRows
+func (rebatchFn) ProcessElement(key string, iter func(*BatchItems) bool, emit func(stages.Items)) error {
+	var parts []BatchItems
+	var r BatchItems
 	n := 0
 	for iter(&r) {
 		parts = append(parts, r)
 		n += len(r.Row)
-		r = IVFRows{}
+		r = BatchItems{}
 	}
 	if len(parts) == 0 {
 		return nil
@@ -95,14 +97,14 @@ func (rebatchFn) ProcessElement(key string, iter func(*IVFRows) bool, emit func(
 	for p := range parts {
 		for i, row := range parts[p].Row {
 			if int(row) >= n || seen[row] {
-				return fmt.Errorf("stages: ivf: batch %s: row %d missing or repeated", parts[p].Items.Shard, row)
+				return fmt.Errorf("ivfstages: batch %s: row %d missing or repeated", parts[p].Items.Shard, row)
 			}
 			seen[row] = true
 			pos[row] = ref{int32(p), int32(i)}
 		}
 	}
 	f := &parts[0].Items
-	out := Items{Shard: f.Shard, Offset: f.Offset, IDKind: f.IDKind, Multi: f.Multi,
+	out := stages.Items{Shard: f.Shard, Offset: f.Offset, IDKind: f.IDKind, Multi: f.Multi,
 		IDs: make([]int64, n), LabelOff: make([]int32, 1, n+1)}
 	out.State = mixture.States{}
 	out.State.Reset()
@@ -121,8 +123,8 @@ func (rebatchFn) ProcessElement(key string, iter func(*IVFRows) bool, emit func(
 }
 
 func init() {
-	register.DoFn2x1[IVFBlock, func(string, IVFRows), error](&unblockFn{})
-	register.Emitter2[string, IVFRows]()
-	register.DoFn3x1[string, func(*IVFRows) bool, func(Items), error](&rebatchFn{})
-	register.Iter1[IVFRows]()
+	register.DoFn2x1[Block, func(string, BatchItems), error](&unblockFn{})
+	register.Emitter2[string, BatchItems]()
+	register.DoFn3x1[string, func(*BatchItems) bool, func(stages.Items), error](&rebatchFn{})
+	register.Iter1[BatchItems]()
 }

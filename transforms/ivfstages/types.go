@@ -1,4 +1,4 @@
-package stages
+package ivfstages
 
 import (
 	"errors"
@@ -12,13 +12,14 @@ import (
 	"github.com/relabel/relabel/transforms/ivf"
 	"github.com/relabel/relabel/transforms/knn"
 	"github.com/relabel/relabel/transforms/mixture"
+	"github.com/relabel/relabel/transforms/stages"
 )
 
-// IVFPart is what one input batch sends to one block (transforms/ivf): the
+// Part is what one input batch sends to one block (transforms/ivf): the
 // batch's items stored in the block's partition (for the search) and, among
 // them, those whose home is this block (searched here; they bring their
 // given labels and where they came from, for the output).
-type IVFPart struct {
+type Part struct {
 	D int
 	// Stored items: keys, the block key of each item's home (where its state
 	// lives during the rounds) and features (standardised), Keys[i]'s at
@@ -42,7 +43,7 @@ type IVFPart struct {
 	Spilled spillRef
 }
 
-func encodeIVFPart(p IVFPart) []byte {
+func encodePart(p Part) []byte {
 	w := wire.Writer{B: make([]byte, 0, 64+len(p.Keys)*16+4*len(p.X)+len(p.Q)*16)}
 	w.Uvarint(uint64(p.D))
 	wire.Slice(&w, p.Keys)
@@ -61,9 +62,9 @@ func encodeIVFPart(p IVFPart) []byte {
 	return w.B
 }
 
-func decodeIVFPart(b []byte) (IVFPart, error) {
+func decodePart(b []byte) (Part, error) {
 	r := wire.Reader{B: b}
-	var p IVFPart
+	var p Part
 	p.D = int(r.Uvarint())
 	p.Keys = wire.ReadSlice[int64](&r)
 	p.Home = wire.ReadSlice[int64](&r)
@@ -81,12 +82,12 @@ func decodeIVFPart(b []byte) (IVFPart, error) {
 	return p, r.Err()
 }
 
-// IVFBlock is the items of one block (one partition, or one block of an
+// Block is the items of one block (one partition, or one block of an
 // oversized partition) from the search to the output, keyed by Key: their
 // neighbourhoods, their state, and what the output needs. Neighbours living
 // in other blocks are named in Ext; the rounds join their states to the block
 // by key (JoinRounds), so a worker holds one block, never the whole dataset.
-type IVFBlock struct {
+type Block struct {
 	Key int64
 	// Keys are the items' keys, ascending.
 	Keys []int64
@@ -125,9 +126,9 @@ type IVFBlock struct {
 }
 
 // Len is the number of items.
-func (b *IVFBlock) Len() int { return len(b.Keys) }
+func (b *Block) Len() int { return len(b.Keys) }
 
-func encodeIVFBlock(b IVFBlock) []byte {
+func encodeBlock(b Block) []byte {
 	w := wire.Writer{B: make([]byte, 0, 128+len(b.Keys)*(40+b.K*12)+len(b.State.Cat)*12)}
 	w.Varint(b.Key)
 	wire.Slice(&w, b.Keys)
@@ -154,9 +155,9 @@ func encodeIVFBlock(b IVFBlock) []byte {
 	return w.B
 }
 
-func decodeIVFBlock(p []byte) (IVFBlock, error) {
+func decodeBlock(p []byte) (Block, error) {
 	r := wire.Reader{B: p}
-	var b IVFBlock
+	var b Block
 	b.Key = r.Varint()
 	b.Keys = wire.ReadSlice[int64](&r)
 	b.Shards = r.Strings()
@@ -216,7 +217,7 @@ func decodeJoinMsg(b []byte) (JoinMsg, error) {
 	return m, r.Err()
 }
 
-func encodeIVFModel(m ivf.Model) []byte {
+func encodeModel(m ivf.Model) []byte {
 	w := wire.Writer{B: make([]byte, 0, 32+4*len(m.Centroids)+4*len(m.Blocks))}
 	w.Uvarint(uint64(m.D))
 	wire.Slice(&w, m.Centroids)
@@ -226,7 +227,7 @@ func encodeIVFModel(m ivf.Model) []byte {
 	return w.B
 }
 
-func decodeIVFModel(b []byte) (ivf.Model, error) {
+func decodeModel(b []byte) (ivf.Model, error) {
 	r := wire.Reader{B: b}
 	var m ivf.Model
 	m.D = int(r.Uvarint())
@@ -237,7 +238,7 @@ func decodeIVFModel(b []byte) (ivf.Model, error) {
 	return m, r.Err()
 }
 
-func encodeIVFSample(s ivf.Sample) []byte {
+func encodeSample(s ivf.Sample) []byte {
 	w := wire.Writer{B: make([]byte, 0, 32+16*len(s.Keys)+4*len(s.Features))}
 	w.Uvarint(uint64(s.Cap))
 	w.Uvarint(uint64(s.D))
@@ -247,7 +248,7 @@ func encodeIVFSample(s ivf.Sample) []byte {
 	return w.B
 }
 
-func decodeIVFSample(b []byte) (ivf.Sample, error) {
+func decodeSample(b []byte) (ivf.Sample, error) {
 	r := wire.Reader{B: b}
 	var s ivf.Sample
 	s.Cap = int(r.Uvarint())
@@ -256,14 +257,6 @@ func decodeIVFSample(b []byte) (ivf.Sample, error) {
 	s.Keys = wire.ReadSlice[int64](&r)
 	s.Features = wire.ReadSlice[float32](&r)
 	return s, r.Err()
-}
-
-func init() {
-	beam.RegisterCoder(reflect.TypeOf(IVFPart{}), encodeIVFPart, decodeIVFPart)
-	beam.RegisterCoder(reflect.TypeOf(IVFBlock{}), encodeIVFBlock, decodeIVFBlock)
-	beam.RegisterCoder(reflect.TypeOf(JoinMsg{}), encodeJoinMsg, decodeJoinMsg)
-	beam.RegisterCoder(reflect.TypeOf(ivf.Model{}), encodeIVFModel, decodeIVFModel)
-	beam.RegisterCoder(reflect.TypeOf(ivf.Sample{}), encodeIVFSample, decodeIVFSample)
 }
 
 // DupFrag is the keys of one input batch that fall in one duplicate-check
@@ -295,45 +288,37 @@ func decodeDupFrag(b []byte) (DupFrag, error) {
 	return f, r.Err()
 }
 
-func init() {
-	beam.RegisterCoder(reflect.TypeOf(DupFrag{}), encodeDupFrag, decodeDupFrag)
-}
-
-// IVFRows is the items of one block that came from one input batch, on their
+// BatchItems is the items of one block that came from one input batch, on their
 // way back to that batch: Row[i] is item i's row within it.
-type IVFRows struct {
+type BatchItems struct {
 	Row   []int32
-	Items Items
+	Items stages.Items
 }
 
 // The items go as one length-prefixed string (Items' own encoding): this
 // element passes once, at the end, so the extra copy is immaterial.
-func encodeIVFRows(r IVFRows) []byte {
+func encodeBatchItems(r BatchItems) []byte {
 	var w wire.Writer
 	wire.Slice(&w, r.Row)
-	w.String(string(encodeItems(r.Items)))
+	w.String(string(stages.EncodeItems(r.Items)))
 	return w.B
 }
 
-func decodeIVFRows(b []byte) (IVFRows, error) {
+func decodeBatchItems(b []byte) (BatchItems, error) {
 	r := wire.Reader{B: b}
 	rows := wire.ReadSlice[int32](&r)
 	items := r.String()
 	if err := r.Err(); err != nil {
-		return IVFRows{}, err
+		return BatchItems{}, err
 	}
-	it, err := decodeItems([]byte(items))
-	return IVFRows{Row: rows, Items: it}, err
+	it, err := stages.DecodeItems([]byte(items))
+	return BatchItems{Row: rows, Items: it}, err
 }
 
-func init() {
-	beam.RegisterCoder(reflect.TypeOf(IVFRows{}), encodeIVFRows, decodeIVFRows)
-}
-
-// IVFProbed is an input batch ready for the waves of the search: features
+// Probed is an input batch ready for the waves of the search: features
 // standardised, each item's NProbe nearest partitions (Probe[i*NProbe:]) and
 // the block of its home partition it is searched in.
-type IVFProbed struct {
+type Probed struct {
 	NProbe int
 	Probe  []int32
 	Block  []int32
@@ -342,7 +327,7 @@ type IVFProbed struct {
 
 // The rows go last, in schemas' own encoding, so that they are written and
 // read in place.
-func encodeIVFProbed(p IVFProbed) []byte {
+func encodeProbed(p Probed) []byte {
 	w := wire.Writer{B: make([]byte, 0, 96+4*(len(p.Probe)+len(p.Block))+8*len(p.Rows.IDs)+4*len(p.Rows.Features)+8*len(p.Rows.Labels))}
 	w.Uvarint(uint64(p.NProbe))
 	wire.Slice(&w, p.Probe)
@@ -350,13 +335,13 @@ func encodeIVFProbed(p IVFProbed) []byte {
 	return schemas.AppendRows(w.B, &p.Rows)
 }
 
-func decodeIVFProbed(b []byte) (IVFProbed, error) {
+func decodeProbed(b []byte) (Probed, error) {
 	r := wire.Reader{B: b}
-	p := IVFProbed{NProbe: int(r.Uvarint())}
+	p := Probed{NProbe: int(r.Uvarint())}
 	p.Probe = wire.ReadSlice[int32](&r)
 	p.Block = wire.ReadSlice[int32](&r)
 	if len(r.B) == 0 {
-		return IVFProbed{}, fmt.Errorf("stages: decoding IVFProbed: truncated")
+		return Probed{}, fmt.Errorf("ivfstages: decoding Probed: truncated")
 	}
 	var err error
 	p.Rows, err = schemas.DecodeRows(r.B)
@@ -364,5 +349,12 @@ func decodeIVFProbed(b []byte) (IVFProbed, error) {
 }
 
 func init() {
-	beam.RegisterCoder(reflect.TypeOf(IVFProbed{}), encodeIVFProbed, decodeIVFProbed)
+	beam.RegisterCoder(reflect.TypeOf(Part{}), encodePart, decodePart)
+	beam.RegisterCoder(reflect.TypeOf(Block{}), encodeBlock, decodeBlock)
+	beam.RegisterCoder(reflect.TypeOf(JoinMsg{}), encodeJoinMsg, decodeJoinMsg)
+	beam.RegisterCoder(reflect.TypeOf(ivf.Model{}), encodeModel, decodeModel)
+	beam.RegisterCoder(reflect.TypeOf(ivf.Sample{}), encodeSample, decodeSample)
+	beam.RegisterCoder(reflect.TypeOf(DupFrag{}), encodeDupFrag, decodeDupFrag)
+	beam.RegisterCoder(reflect.TypeOf(BatchItems{}), encodeBatchItems, decodeBatchItems)
+	beam.RegisterCoder(reflect.TypeOf(Probed{}), encodeProbed, decodeProbed)
 }

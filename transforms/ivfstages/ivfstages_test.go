@@ -1,4 +1,4 @@
-package stages
+package ivfstages
 
 import (
 	"bytes"
@@ -15,30 +15,32 @@ import (
 	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/ivf"
 	"github.com/relabel/relabel/transforms/knn"
+	"github.com/relabel/relabel/transforms/llc"
 	"github.com/relabel/relabel/transforms/mixture"
+	"github.com/relabel/relabel/transforms/stages"
 	"github.com/relabel/relabel/transforms/synth"
 )
 
-// ivfFixture is a small synthetic dataset in input batches, with its moments
+// fixture is a small synthetic dataset in input batches, with its moments
 // and a fitted partitioning small enough to have several blocks and
 // external neighbours.
-type ivfFixture struct {
+type fixture struct {
 	batches []schemas.Rows
-	stats   Stats
+	stats   stages.Stats
 	model   ivf.Model
-	opts    engine.Options
+	nb      stages.NeighbourParams
+	rounds  int
 }
 
-func newIVFFixture(t *testing.T, n, batch int) *ivfFixture {
+func newFixture(t *testing.T, n, batch int) *fixture {
 	t.Helper()
 	const d, c = 8, 5
 	g, err := synth.New(synth.Params{Rows: int64(n), D: d, Classes: c, Noise: 0.3, Seed: 7})
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &ivfFixture{}
-	mom := momentsFn{}
-	acc := mom.CreateAccumulator()
+	f := &fixture{}
+	var all []float32
 	sf := &sampleFn{Cap: 200, Seed: 1}
 	sacc := sf.CreateAccumulator()
 	for lo := 0; lo < n; lo += batch {
@@ -54,10 +56,13 @@ func newIVFFixture(t *testing.T, n, batch int) *ivfFixture {
 		}
 		g.Rows(int64(lo), int64(hi), r.IDs, r.Features, make([]int32, hi-lo), r.Labels)
 		f.batches = append(f.batches, r)
-		acc = mom.AddInput(acc, r)
+		all = append(all, r.Features...)
 		sacc = sf.AddInput(sacc, r)
 	}
-	f.stats = mom.ExtractOutput(acc)
+	// The global moments, as stages.ComputeMoments gives them (up to the
+	// order of the float sums, which the fixture does not depend on).
+	mean, std := engine.Moments(all, n, d)
+	f.stats = stages.Stats{N: int64(n), D: d, Mean: mean, M2: std}
 	sample := sf.ExtractOutput(sacc)
 	fit := &fitFn{P: ivf.Params{Partitions: 8, NProbe: 3, BlockRows: 40, Seed: 1}, Standardise: true}
 	var models []ivf.Model
@@ -65,31 +70,33 @@ func newIVFFixture(t *testing.T, n, batch int) *ivfFixture {
 		t.Fatal(err)
 	}
 	f.model = models[0]
-	f.opts = engine.Options{K: 5, Weighting: engine.LLC, Rounds: 3,
-		Mixture: mixture.Params{C: c, L: 40, Mu: 0.5, Gamma: 0.5, EMIters: 3, Seed: 1}}.WithDefaults()
+	m := mixture.DefaultParams(c)
+	m.L, m.EMIters, m.AnnotationWeight, m.Seed = 40, 3, 0, 1
+	f.nb = stages.NeighbourParams{K: 5, Metric: knn.L2, Standardise: true, Weighting: engine.LLC, LLC: llc.DefaultParams(), Mixture: m, Device: "cpu"}
+	f.rounds = 3
 	return f
 }
 
 // parts probes every batch and emits it in the given number of waves: the
 // shuffle's input, by key. Every batch is emitted a second time spilled to
 // files, which must give references to the same parts.
-func (f *ivfFixture) parts(t *testing.T, waves int) map[int64][]IVFPart {
+func (f *fixture) parts(t *testing.T, waves int) map[int64][]Part {
 	t.Helper()
-	out := map[int64][]IVFPart{}
-	pf := &ivfProbeFn{NProbe: 3, Standardise: true}
+	out := map[int64][]Part{}
+	pf := &probeFn{NProbe: 3, Standardise: true}
 	sp := Spill{Dir: t.TempDir()}
 	for _, r := range f.batches {
-		var pr IVFProbed
-		if err := pf.ProcessElement(context.Background(), r, f.stats, f.model, func(p IVFProbed) { pr = p }); err != nil {
+		var pr Probed
+		if err := pf.ProcessElement(context.Background(), r, f.stats, f.model, func(p Probed) { pr = p }); err != nil {
 			t.Fatal(err)
 		}
-		if got, err := decodeIVFProbed(encodeIVFProbed(pr)); err != nil || !reflect.DeepEqual(got, pr) {
-			t.Fatalf("IVFProbed coder: err %v", err)
+		if got, err := decodeProbed(encodeProbed(pr)); err != nil || !reflect.DeepEqual(got, pr) {
+			t.Fatalf("Probed coder: err %v", err)
 		}
 		for w := 0; w < waves; w++ {
-			ef := &ivfEmitFn{Wave: w, Waves: waves}
-			var inline, spilled []IVFPart
-			if err := ef.ProcessElement(pr, f.model, iterOf([]int64{1}), func(k int64, p IVFPart) {
+			ef := &emitFn{Wave: w, Waves: waves}
+			var inline, spilled []Part
+			if err := ef.ProcessElement(pr, f.model, iterOf([]int64{1}), func(k int64, p Part) {
 				if int(k>>24)%waves != w {
 					t.Fatalf("wave %d of %d emitted to partition %d", w, waves, k>>24)
 				}
@@ -98,10 +105,10 @@ func (f *ivfFixture) parts(t *testing.T, waves int) map[int64][]IVFPart {
 			}); err != nil {
 				t.Fatal(err)
 			}
-			sef := &ivfEmitFn{Wave: w, Waves: waves, Spill: sp}
-			if err := sef.ProcessElement(pr, f.model, iterOf([]int64{1}), func(_ int64, p IVFPart) {
-				if p.Keys != nil || len(encodeIVFPart(p)) > 256 {
-					t.Fatalf("batch %s@%d: part not spilled (%d bytes encoded)", r.Shard, r.Offset, len(encodeIVFPart(p)))
+			sef := &emitFn{Wave: w, Waves: waves, Spill: sp}
+			if err := sef.ProcessElement(pr, f.model, iterOf([]int64{1}), func(_ int64, p Part) {
+				if p.Keys != nil || len(encodePart(p)) > 256 {
+					t.Fatalf("batch %s@%d: part not spilled (%d bytes encoded)", r.Shard, r.Offset, len(encodePart(p)))
 				}
 				if err := p.unspill(); err != nil {
 					t.Fatal(err)
@@ -131,30 +138,30 @@ func iterOf[T any](vs []T) func(*T) bool {
 }
 
 // search runs the search DoFn on every key, the parts in the given order.
-func (f *ivfFixture) search(t *testing.T, parts map[int64][]IVFPart, shuffle *rand.Rand) map[int64]IVFBlock {
+func (f *fixture) search(t *testing.T, parts map[int64][]Part, shuffle *rand.Rand) map[int64]Block {
 	t.Helper()
-	s := &ivfSearchFn{P: IVFSearchParams{K: f.opts.K, Options: f.opts, Device: "cpu"}}
+	s := &searchFn{P: f.nb}
 	if err := s.Setup(); err != nil {
 		t.Fatal(err)
 	}
-	out := map[int64]IVFBlock{}
+	out := map[int64]Block{}
 	for k, ps := range parts {
 		ps = slices.Clone(ps)
 		if shuffle != nil {
 			shuffle.Shuffle(len(ps), func(i, j int) { ps[i], ps[j] = ps[j], ps[i] })
 		}
-		if err := s.ProcessElement(context.Background(), k, iterOf(ps), "", func(b IVFBlock) { out[k] = b }, func(int64) {}); err != nil {
+		if err := s.ProcessElement(context.Background(), k, iterOf(ps), "", func(b Block) { out[k] = b }, func(int64) {}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	return out
 }
 
-// TestIVFSearchOrder: a block does not depend on the number of waves nor on
+// TestSearchOrder: a block does not depend on the number of waves nor on
 // the order the shuffle delivers its parts in; every item is searched in exactly one block; the
 // partitioning has several blocks per partition and external neighbours.
-func TestIVFSearchOrder(t *testing.T) {
-	f := newIVFFixture(t, 600, 70)
+func TestSearchOrder(t *testing.T) {
+	f := newFixture(t, 600, 70)
 	a := f.search(t, f.parts(t, 1), nil)
 	b := f.search(t, f.parts(t, 3), rand.New(rand.NewPCG(1, 2)))
 	if len(a) != len(b) {
@@ -163,7 +170,7 @@ func TestIVFSearchOrder(t *testing.T) {
 	seen := map[int64]int{}
 	ext := 0
 	for k, ba := range a {
-		if !bytes.Equal(encodeIVFBlock(ba), encodeIVFBlock(b[k])) {
+		if !bytes.Equal(encodeBlock(ba), encodeBlock(b[k])) {
 			t.Errorf("block %d differs when searched in another wave or its parts arrive in another order", k)
 		}
 		for _, key := range ba.Keys {
@@ -202,7 +209,7 @@ func TestJoinRounds(t *testing.T) {
 }
 
 func testJoinRounds(t *testing.T, sp Spill) {
-	f := newIVFFixture(t, 500, 64)
+	f := newFixture(t, 500, 64)
 	blocks := f.search(t, f.parts(t, 2), nil)
 	rng := rand.New(rand.NewPCG(3, 4))
 
@@ -217,7 +224,7 @@ func testJoinRounds(t *testing.T, sp Spill) {
 			where[key] = ref{k, i}
 		}
 	}
-	keyOf := func(b *IVFBlock, c int32) int64 {
+	keyOf := func(b *Block, c int32) int64 {
 		if c >= 0 {
 			return b.Keys[c]
 		}
@@ -231,9 +238,9 @@ func testJoinRounds(t *testing.T, sp Spill) {
 			states[key] = s
 		}
 	}
-	p := f.opts.Mixture
+	p := f.nb.Mixture
 	var before map[int64]mixture.State // after all rounds but the last
-	for r := 0; r < f.opts.Rounds; r++ {
+	for r := 0; r < f.rounds; r++ {
 		before = states
 		next := map[int64]mixture.State{}
 		var ws mixture.Workspace
@@ -266,7 +273,7 @@ func testJoinRounds(t *testing.T, sp Spill) {
 		k int64
 		v T
 	}
-	cogroup := func(own []kv[IVFBlock], msgs []kv[JoinMsg], fn func(int64, func(*IVFBlock) bool, func(*JoinMsg) bool) error) {
+	cogroup := func(own []kv[Block], msgs []kv[JoinMsg], fn func(int64, func(*Block) bool, func(*JoinMsg) bool) error) {
 		byKey := map[int64][]JoinMsg{}
 		for _, m := range msgs {
 			byKey[m.k] = append(byKey[m.k], m.v)
@@ -274,14 +281,14 @@ func testJoinRounds(t *testing.T, sp Spill) {
 		for _, o := range own {
 			ms := byKey[o.k]
 			rng.Shuffle(len(ms), func(i, j int) { ms[i], ms[j] = ms[j], ms[i] })
-			if err := fn(o.k, iterOf([]IVFBlock{o.v}), iterOf(ms)); err != nil {
+			if err := fn(o.k, iterOf([]Block{o.v}), iterOf(ms)); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	var own []kv[IVFBlock]
+	var own []kv[Block]
 	var msgs []kv[JoinMsg]
-	emitOwn := func(k int64, b IVFBlock) { own = append(own, kv[IVFBlock]{k, b}) }
+	emitOwn := func(k int64, b Block) { own = append(own, kv[Block]{k, b}) }
 	emitMsg := func(k int64, m JoinMsg) { msgs = append(msgs, kv[JoinMsg]{k, m}) }
 	for _, b := range blocks {
 		if sp.On() { // as the search emits them
@@ -299,8 +306,8 @@ func testJoinRounds(t *testing.T, sp Spill) {
 			return
 		}
 		for _, o := range own {
-			if o.v.Keys != nil || o.v.Spilled.Path == "" || len(encodeIVFBlock(o.v)) > 128 {
-				t.Fatalf("round %d: block %d not spilled (%d bytes encoded)", r, blockOf(o.k), len(encodeIVFBlock(o.v)))
+			if o.v.Keys != nil || o.v.Spilled.Path == "" || len(encodeBlock(o.v)) > 128 {
+				t.Fatalf("round %d: block %d not spilled (%d bytes encoded)", r, blockOf(o.k), len(encodeBlock(o.v)))
 			}
 		}
 		for _, m := range msgs {
@@ -320,17 +327,17 @@ func testJoinRounds(t *testing.T, sp Spill) {
 	}
 	in, inMsgs := own, msgs
 	own, msgs = nil, nil
-	cogroup(in, inMsgs, func(k int64, b func(*IVFBlock) bool, m func(*JoinMsg) bool) error {
+	cogroup(in, inMsgs, func(k int64, b func(*Block) bool, m func(*JoinMsg) bool) error {
 		return (&routeFn{Waves: waves, Spill: sp}).ProcessElement(k, b, m, emitOwn, emitMsg, func(int64) {})
 	})
-	cur := map[int64]IVFBlock{}
-	byBatch := map[string][]IVFRows{}
-	for r := 0; r < f.opts.Rounds; r++ {
+	cur := map[int64]Block{}
+	byBatch := map[string][]BatchItems{}
+	for r := 0; r < f.rounds; r++ {
 		checkWaves(r)
 		checkSpilled(r)
 		in, inMsgs := own, msgs
 		own, msgs = nil, nil
-		cur = map[int64]IVFBlock{}
+		cur = map[int64]Block{}
 		for _, o := range in {
 			b := o.v
 			if err := b.unspill(); err != nil {
@@ -338,13 +345,13 @@ func testJoinRounds(t *testing.T, sp Spill) {
 			}
 			cur[blockOf(o.k)] = b
 		}
-		jf := joinRoundFn{Round: r, Rounds: f.opts.Rounds, Mixture: p, Workers: 2, Waves: waves, Spill: sp}
-		cogroup(in, inMsgs, func(k int64, b func(*IVFBlock) bool, m func(*JoinMsg) bool) error {
-			if r == f.opts.Rounds-1 {
+		jf := joinRoundFn{Round: r, Rounds: f.rounds, Mixture: p, Workers: 2, Waves: waves, Spill: sp}
+		cogroup(in, inMsgs, func(k int64, b func(*Block) bool, m func(*JoinMsg) bool) error {
+			if r == f.rounds-1 {
 				// The last round sends the items back to their batches.
-				last := &lastRoundFn{joinRoundFn{Round: r, Rounds: f.opts.Rounds, Mixture: p, Workers: 2, Spill: sp}}
+				last := &lastRoundFn{joinRoundFn{Round: r, Rounds: f.rounds, Mixture: p, Workers: 2, Spill: sp}}
 				return last.ProcessElement(context.Background(), k, b, m, iterOf([]int64{1}),
-					func(bk string, rs IVFRows) { byBatch[bk] = append(byBatch[bk], rs) }, func(int64) {})
+					func(bk string, rs BatchItems) { byBatch[bk] = append(byBatch[bk], rs) }, func(int64) {})
 			}
 			return jf.ProcessElement(context.Background(), k, b, m, iterOf([]int64{1}), emitOwn, emitMsg, func(int64) {})
 		})
@@ -354,7 +361,7 @@ func testJoinRounds(t *testing.T, sp Spill) {
 				t.Errorf("round %d: generation %d still there (%v)", r, genRouted+r-1, err)
 			}
 			out := genRouted + r + 1 // the last round sends items to their batches instead
-			if r == f.opts.Rounds-1 {
+			if r == f.rounds-1 {
 				out = genRouted + r
 			}
 			if _, err := os.Stat(sp.genDir(out)); err != nil {
@@ -365,7 +372,7 @@ func testJoinRounds(t *testing.T, sp Spill) {
 	// cur holds the blocks the last round started from: after all rounds
 	// but the last.
 	for k, b := range cur {
-		if got, err := decodeIVFBlock(encodeIVFBlock(b)); err != nil || !reflect.DeepEqual(got, b) {
+		if got, err := decodeBlock(encodeBlock(b)); err != nil || !reflect.DeepEqual(got, b) {
 			t.Fatalf("block %d after a round: coder round trip differs (err %v)", k, err)
 		}
 	}
@@ -387,8 +394,8 @@ func testJoinRounds(t *testing.T, sp Spill) {
 	for _, in := range f.batches {
 		rs := byBatch[batchKey(in.Shard, in.Offset)]
 		rng.Shuffle(len(rs), func(i, j int) { rs[i], rs[j] = rs[j], rs[i] })
-		var got Items
-		if err := (rebatchFn{}).ProcessElement("", iterOf(rs), func(it Items) { got = it }); err != nil {
+		var got stages.Items
+		if err := (rebatchFn{}).ProcessElement("", iterOf(rs), func(it stages.Items) { got = it }); err != nil {
 			t.Fatal(err)
 		}
 		if got.Shard != in.Shard || got.Offset != in.Offset || !slices.Equal(got.IDs, in.IDs) || !slices.Equal(got.Labels, in.Labels) {
@@ -439,24 +446,24 @@ func TestDupCheck(t *testing.T) {
 	}
 }
 
-// TestIVFCoders: every ivf element type survives its bulk coder exactly,
+// TestCoders: every ivf element type survives its bulk coder exactly,
 // nil and empty slices included.
-func TestIVFCoders(t *testing.T) {
-	f := newIVFFixture(t, 300, 64)
+func TestCoders(t *testing.T) {
+	f := newFixture(t, 300, 64)
 	parts := f.parts(t, 1)
 	blocks := f.search(t, parts, nil)
 	for k, ps := range parts {
 		for _, p := range ps {
-			got, err := decodeIVFPart(encodeIVFPart(p))
+			got, err := decodePart(encodePart(p))
 			if err != nil || !reflect.DeepEqual(got, p) {
-				t.Fatalf("IVFPart of block %d: err %v, differs %v", k, err, !reflect.DeepEqual(got, p))
+				t.Fatalf("Part of block %d: err %v, differs %v", k, err, !reflect.DeepEqual(got, p))
 			}
 		}
 	}
 	for k, b := range blocks {
-		got, err := decodeIVFBlock(encodeIVFBlock(b))
+		got, err := decodeBlock(encodeBlock(b))
 		if err != nil || !reflect.DeepEqual(got, b) {
-			t.Fatalf("IVFBlock %d: err %v, differs %v", k, err, !reflect.DeepEqual(got, b))
+			t.Fatalf("Block %d: err %v, differs %v", k, err, !reflect.DeepEqual(got, b))
 		}
 	}
 	var st mixture.States
@@ -470,21 +477,21 @@ func TestIVFCoders(t *testing.T) {
 		JoinMsg{},
 		DupFrag{Shard: "x", Offset: 5, Keys: []int64{1}, Row: []int32{0}, StrIDs: []string{"a"}},
 		DupFrag{Keys: []int64{}},
-		IVFRows{Row: []int32{2, 0}, Items: Items{Shard: "s", IDs: []int64{1, 2}, State: st}},
+		BatchItems{Row: []int32{2, 0}, Items: stages.Items{Shard: "s", IDs: []int64{1, 2}, State: st}},
 	} {
 		var got any
 		var err error
 		switch x := v.(type) {
 		case ivf.Model:
-			got, err = decodeIVFModel(encodeIVFModel(x))
+			got, err = decodeModel(encodeModel(x))
 		case ivf.Sample:
-			got, err = decodeIVFSample(encodeIVFSample(x))
+			got, err = decodeSample(encodeSample(x))
 		case JoinMsg:
 			got, err = decodeJoinMsg(encodeJoinMsg(x))
 		case DupFrag:
 			got, err = decodeDupFrag(encodeDupFrag(x))
-		case IVFRows:
-			got, err = decodeIVFRows(encodeIVFRows(x))
+		case BatchItems:
+			got, err = decodeBatchItems(encodeBatchItems(x))
 		}
 		if err != nil || !reflect.DeepEqual(got, v) {
 			t.Errorf("%T: err %v; got %+v, want %+v", v, err, got, v)

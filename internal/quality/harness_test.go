@@ -1,4 +1,4 @@
-package harness
+package quality
 
 import (
 	"bytes"
@@ -26,8 +26,8 @@ import (
 
 var (
 	quality        = flag.Bool("quality", false, "run the quality benchmark over the whole dev grid and write docs/QUALITY.md (slow: see docs/QUALITY.md for its time)")
-	dataDir        = flag.String("data", filepath.Join("..", "..", "..", "..", "shared", "data"), "the dev data folder (its README.md lists the peers)")
-	qualityOut     = flag.String("quality-out", filepath.Join("..", "..", "..", "docs", "QUALITY.md"), "the file whose generated section -quality rewrites")
+	dataDir        = flag.String("data", filepath.Join("..", "..", "..", "shared", "data"), "the dev data folder (its README.md lists the peers)")
+	qualityOut     = flag.String("quality-out", filepath.Join("..", "..", "docs", "QUALITY.md"), "the file whose generated section -quality rewrites")
 	without        = flag.String("without", "", "comma-separated datasets -quality leaves out (e.g. fashion_mnist_pca50 for a quick look)")
 	sweep          = flag.Bool("sweep", false, "run the parameter sweep of docs/QUALITY.md (TestSweep; slow)")
 	sweepPendigits = flag.Bool("sweep.pendigits", false, "TestSweep: add pendigits' idn-0.4 and sym-0.4 cells")
@@ -35,10 +35,10 @@ var (
 )
 
 // QualityCommand is the command docs/QUALITY.md says reproduces it.
-const QualityCommand = "go test ./transforms/evaluate/harness -quality -run Quality -timeout 4h -v   # or scripts/quality.sh"
+const QualityCommand = "go test ./internal/quality -quality -run Quality -timeout 4h -v   # or scripts/quality.sh"
 
 // TestQuality is the benchmark of issue 4: relabel with
-// pipelines.DefaultEngine() over every cell of DevGrid, written to
+// pipelines.Defaults() over every cell of DevGrid, written to
 // docs/QUALITY.md. It checks that every cell was scored and that the
 // measured kNN vote reproduces the data README's where it lists one (the
 // harness reads the same labels the peers were run on).
@@ -51,7 +51,7 @@ func TestQuality(t *testing.T) {
 		cells = Without(cells, strings.Split(*without, ",")...)
 	}
 	t0 := time.Now()
-	rs, err := Run(cells, pipelines.DefaultEngine(), &testWriter{t: t})
+	rs, err := Run(cells, pipelines.Defaults(), &testWriter{t: t})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,10 +63,11 @@ func TestQuality(t *testing.T) {
 			t.Errorf("%s: kNN vote %.4f, the data README's %.3f", r.Cell.Name(), r.KNN(), r.Cell.Peers.KNN)
 		}
 	}
-	opts := pipelines.EngineOptionMap(pipelines.DefaultEngine())
-	// Options of the pipeline's I/O and neighbour stage, which the in-process
-	// engine does not have, and C, which each dataset sets.
-	for _, k := range []string{"format", "device", "neighbours", "partitions", "nprobe", "classes"} {
+	d := pipelines.Defaults()
+	opts := d.FlagValues(pipelines.GroupMethod, pipelines.GroupNeighbours)
+	// The pipeline's neighbour modes, which the in-process engine (exact
+	// neighbours) does not have.
+	for _, k := range []string{"neighbours", "partitions", "nprobe", "wave-mib", "spill-dir"} {
 		delete(opts, k)
 	}
 	cmd := QualityCommand
@@ -214,7 +215,7 @@ func TestDevData(t *testing.T) {
 func TestRunCellDigits(t *testing.T) {
 	cells := devGrid(t)
 	cell := Only(Without(cells, "satellite", "pendigits", "letter", "fashion_mnist_pca50"), "idn-0.4")[0]
-	rep, dt, err := RunCell(cell, pipelines.DefaultEngine())
+	rep, dt, err := RunCell(cell, pipelines.Defaults())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +232,7 @@ func TestRunCellDigits(t *testing.T) {
 		t.Errorf("relabel %.4f against noisy %.4f; F1 %v AUC %v ECE %v", r.Cleaned(), float64(rep.NoisyAccuracy), rep.F1, rep.AUC, rep.ECE)
 	}
 
-	o := pipelines.DefaultEngine()
+	o := pipelines.Defaults()
 	o.Rounds = 0
 	rep0, _, err := RunCell(cell, o)
 	if err != nil {
@@ -264,8 +265,8 @@ func TestSynthetic(t *testing.T) {
 		t.Errorf("peers of %s: %+v (target %v); of %s: target %v", cells[0].Name(), p, cells[0].Target(), cells[1].Name(), cells[1].Target())
 	}
 
-	opts := pipelines.DefaultEngine()
-	opts.Mixture.L = 50
+	opts := pipelines.Defaults()
+	opts.L = 50
 	a, _, err := RunCell(cells[0], opts)
 	if err != nil {
 		t.Fatal(err)
@@ -488,8 +489,8 @@ func Example() {
 	cells = Without(cells, "fashion_mnist_pca50")
 	var variants []Variant
 	for _, mu := range []float64{0.3, 0.5, 0.7} {
-		o := pipelines.DefaultEngine()
-		o.Mixture.Mu = mu
+		o := pipelines.Defaults()
+		o.Mu = mu
 		variants = append(variants, Variant{Name: fmt.Sprintf("mu=%g", mu), Options: o})
 	}
 	if _, err := Sweep(os.Stdout, cells, variants); err != nil {
