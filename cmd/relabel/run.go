@@ -225,6 +225,11 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		if err == nil {
 			quiet.Flush()
 		} else if n := quiet.Dropped(); n > 0 {
+			if !hasCause(err) {
+				if c := quiet.Cause(causePrefixes...); c != "" {
+					err = fmt.Errorf("%w: %s", err, c)
+				}
+			}
 			disp.Printf("relabel: (%d lines of Beam's own log about this failure hidden: --verbose shows them)", n)
 		}
 	}
@@ -263,13 +268,27 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	return nil
 }
 
+// causePrefixes start relabel's own error messages, which name the file,
+// row and column where they can.
+var causePrefixes = []string{"shardio: ", "relabel: ", "stages: ", "ivfstages: ", "crowdstages: ", "blobio: ", "engine: ", "mixture: ", "schemas: ", "resultio: "}
+
+// hasCause reports whether err carries one of relabel's own messages.
+func hasCause(err error) bool {
+	for _, p := range causePrefixes {
+		if strings.Contains(err.Error(), p) {
+			return true
+		}
+	}
+	return false
+}
+
 // oneLine reduces an error to the line a user needs: Beam wraps DoFn errors in
 // stack and stage context, but relabel's own messages start with a package
 // prefix and name the file, row and column.
 func oneLine(err error) string {
 	msg := err.Error()
 	best := -1
-	for _, p := range []string{"shardio: ", "relabel: ", "stages: ", "blobio: ", "engine: ", "mixture: ", "schemas: "} {
+	for _, p := range causePrefixes {
 		if i := strings.Index(msg, p); i >= 0 && (best < 0 || i < best) {
 			best = i
 		}

@@ -22,11 +22,12 @@ type Quiet struct {
 	mu    *sync.Mutex
 	seen  map[string]bool
 	held  *[]string
+	full  *[]string // the held errors' whole messages, for Cause
 }
 
 // NewQuiet prints the kept lines with print (the display's Printf).
 func NewQuiet(print func(string)) *Quiet {
-	return &Quiet{print: print, mu: new(sync.Mutex), seen: map[string]bool{}, held: new([]string)}
+	return &Quiet{print: print, mu: new(sync.Mutex), seen: map[string]bool{}, held: new([]string), full: new([]string)}
 }
 
 // Flush prints the held error lines (a run that succeeded despite them).
@@ -38,6 +39,28 @@ func (q *Quiet) Flush() {
 	for _, l := range held {
 		q.print(l)
 	}
+}
+
+// Cause returns the first held error message that contains one of the
+// prefixes, from that prefix to the end of its line: relabel's own error
+// (shardio: file row column: why) as a worker raised it, for a failure
+// whose returned error lost it (Prism sometimes reports a failed job before
+// the bundle's error reaches the job's result).
+func (q *Quiet) Cause(prefixes ...string) string {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, m := range *q.full {
+		for _, p := range prefixes {
+			if i := strings.Index(m, p); i >= 0 {
+				m = m[i:]
+				if j := strings.IndexByte(m, '\n'); j >= 0 {
+					m = m[:j]
+				}
+				return strings.TrimSpace(m)
+			}
+		}
+	}
+	return ""
 }
 
 // Dropped forgets the held error lines and returns how many there were (a
@@ -67,6 +90,7 @@ func (q *Quiet) Handle(_ context.Context, r slog.Record) error {
 		return true
 	})
 	msg = strings.TrimSpace(msg)
+	whole := msg
 	if i := strings.IndexByte(msg, '\n'); i >= 0 {
 		msg = strings.TrimSpace(msg[:i]) + " …"
 	}
@@ -81,6 +105,9 @@ func (q *Quiet) Handle(_ context.Context, r slog.Record) error {
 	q.mu.Lock()
 	dup := q.seen[line]
 	q.seen[line] = true
+	if r.Level >= slog.LevelError {
+		*q.full = append(*q.full, whole)
+	}
 	if !dup && r.Level >= slog.LevelError {
 		*q.held = append(*q.held, line)
 		dup = true

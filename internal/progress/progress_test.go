@@ -144,8 +144,15 @@ func TestQuiet(t *testing.T) {
 	if len(lines) != 3 || lines[0] != want[0] || lines[1] != want[1] || len(lines[2]) > MaxLine+40 {
 		t.Errorf("kept lines %q, want %q and one bounded long line", lines, want)
 	}
+	if c := q.Cause("stages: "); c != "stages: round 3: boom" {
+		t.Errorf("Cause = %q, want the held error's own message", c)
+	}
+	l.Error("bundle failed: while executing Process for Plan[x]: shardio: a.parquet row 3 column \"id\": duplicate id 8\nstack...")
+	if c := q.Cause("shardio: "); c != `shardio: a.parquet row 3 column "id": duplicate id 8` {
+		t.Errorf("Cause = %q, want the shardio message's first line", c)
+	}
 	l.Error("another")
-	if n := q.Dropped(); n != 1 || len(lines) != 3 {
-		t.Errorf("Dropped = %d with %d lines shown, want 1 held error dropped unseen", n, len(lines))
+	if n := q.Dropped(); n != 2 || len(lines) != 3 {
+		t.Errorf("Dropped = %d with %d lines shown, want 2 held errors dropped unseen", n, len(lines))
 	}
 }
