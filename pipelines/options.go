@@ -82,6 +82,11 @@ type Options struct {
 	Smooth           float64
 	Anchor           float64
 	AnnotationWeight float64
+	// Temperature calibrates the output's probabilities (pi^(1/T)
+	// renormalised); MinConfidence changes a label only where the
+	// calibrated clean_prob reaches it (stages.Calibration).
+	Temperature   float64
+	MinConfidence float64
 
 	// Seed seeds all sampling (with the item id and the round).
 	Seed uint64
@@ -126,6 +131,7 @@ func Defaults() Options {
 		Smooth:           m.Smooth,
 		Anchor:           m.Anchor,
 		AnnotationWeight: m.AnnotationWeight,
+		Temperature:      mixture.DefaultTemperature,
 		Seed:             1,
 		Device:           "auto",
 		Report:           true,
@@ -235,6 +241,15 @@ var Flags = []Flag{
 		bind: func(o *Options) flag.Value { return (*floatValue)(&o.Anchor) }, check: floatAtLeast(0, func(o *Options) float64 { return o.Anchor })},
 	{Name: "annotation-weight", Group: GroupMethod, Usage: "weight per extra annotation of an item's given labels as a mixture component, >= 0",
 		bind: func(o *Options) flag.Value { return (*floatValue)(&o.AnnotationWeight) }, check: floatAtLeast(0, func(o *Options) float64 { return o.AnnotationWeight })},
+	{Name: "temperature", Group: GroupMethod, Usage: "calibration of the output probabilities: pi^(1/T) renormalised, > 0 (1: uncalibrated mixture weights)",
+		bind: func(o *Options) flag.Value { return (*floatValue)(&o.Temperature) }, check: func(o *Options) error {
+			if !(o.Temperature > 0) || o.Temperature > 100 {
+				return fmt.Errorf("%v: want a temperature in (0, 100]", o.Temperature)
+			}
+			return nil
+		}},
+	{Name: "min-confidence", Group: GroupMethod, Usage: "change a label only where the calibrated clean_prob is at least this, in [0,1] (0: always take the most probable class)",
+		bind: func(o *Options) flag.Value { return (*floatValue)(&o.MinConfidence) }, check: inRange(0, 1, true, func(o *Options) float64 { return o.MinConfidence })},
 	{Name: "seed", Group: GroupMethod, Usage: "seed of all sampling (with item id and round)",
 		bind: func(o *Options) flag.Value { return (*uint64Value)(&o.Seed) }},
 

@@ -32,7 +32,9 @@ func relabelItems(s beam.Scope, plan *pipelines.Plan) beam.PCollection {
 	return stages.Rounds(s, items, stages.RoundsParams{Rounds: plan.Options.Rounds, Workers: plan.Workers, Mixture: plan.Mixture})
 }
 
-func toCleaned(it stages.Items) schemas.Cleaned { return stages.ToCleaned(&it) }
+func toCleaned(it stages.Items) schemas.Cleaned {
+	return stages.ToCleaned(&it, stages.Calibration{Temperature: pipelines.Defaults().Temperature})
+}
 
 func emitIDs(c schemas.Cleaned, emit func(int64)) {
 	for _, id := range c.IDs {

@@ -156,7 +156,13 @@ func Build(s beam.Scope, plan *Plan, tmpDir string) {
 		TmpDir: tmpDir, Format: o.Format,
 		Meta:      schemas.Metadata(Version, o.Seed, plan.OptionMap(), plan.ClassNames),
 		LabelKind: plan.LabelKind, ClassNames: plan.ClassNames, IDKind: plan.IDKind, C: plan.C,
+		Cal: plan.Calibration(),
 	})
+}
+
+// Calibration is what the writer stage makes of the final states.
+func (p *Plan) Calibration() stages.Calibration {
+	return stages.Calibration{Temperature: p.Options.Temperature, MinConfidence: p.Options.MinConfidence}
 }
 
 // NeighbourParams is what both neighbour paths (stages.Neighbours, and
@@ -196,6 +202,8 @@ func (p *Plan) OptionMap() map[string]string {
 		"smooth":            fmtF(m.Smooth),
 		"anchor":            fmtF(m.Anchor),
 		"annotation-weight": fmtF(m.AnnotationWeight),
+		"temperature":       fmtF(o.Temperature),
+		"min-confidence":    fmtF(o.MinConfidence),
 		"max-row-terms":     strconv.Itoa(m.MaxRowEntries),
 		"seed":              strconv.FormatUint(o.Seed, 10),
 		"format":            o.Format.String(),

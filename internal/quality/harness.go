@@ -14,6 +14,7 @@ import (
 	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/evaluate"
 	"github.com/relabel/relabel/transforms/mixture"
+	"github.com/relabel/relabel/transforms/stages"
 	"github.com/relabel/relabel/transforms/noise"
 )
 
@@ -172,7 +173,7 @@ func RunCell(cell Cell, opts pipelines.Options) (evaluate.Report, time.Duration,
 	if err != nil {
 		return evaluate.Report{}, dt, fmt.Errorf("quality: %s: %w", cell.Name(), err)
 	}
-	in := Inputs(ds.c, ds.truth, g.single, &res.States)
+	in := Inputs(ds.c, ds.truth, g.single, &res.States, stages.Calibration{Temperature: opts.Temperature, MinConfidence: opts.MinConfidence})
 	if g.multi {
 		in.Given, in.GivenMulti, in.GivenOffsets = nil, g.labels, g.off
 	}
@@ -185,28 +186,29 @@ func RunCell(cell Cell, opts pipelines.Options) (evaluate.Report, time.Duration,
 }
 
 // Inputs turns final engine states into the evaluation inputs the way relabel
-// writes its output (stages.ToCleaned): clean_label and clean_prob are the
-// top class of pi and its mass, given_label_prob is pi's mass on the given
-// label (the majority annotation when several), and changed is clean_label
-// != given. An empty state (no information) keeps the given label with
-// probability 0.
-func Inputs(c int, truth, given []int32, st *mixture.States) evaluate.Inputs {
+// writes its output (stages.Calibration.Clean, the writer's): clean_label and
+// clean_prob are the top class of the calibrated pi and its mass,
+// given_label_prob is its mass on the given label (the majority annotation
+// when several), and changed is clean_label != given. An empty state (no
+// information; the output's null) keeps the given label with probability 0.
+func Inputs(c int, truth, given []int32, st *mixture.States, cal stages.Calibration) evaluate.Inputs {
 	n := len(truth)
 	in := evaluate.Inputs{
 		C: c, Truth: truth, Given: given,
 		Clean: make([]int32, n), CleanProb: make([]float32, n), GivenProb: make([]float32, n),
 	}
+	var post []float32
 	for i := range n {
-		top, p := st.Top(i)
+		var top int32
+		var p, gp float32
+		top, p, gp, _, post = cal.Clean(st, i, given[i], post)
 		if top < 0 {
 			top, p = given[i], 0
 		}
-		in.Clean[i], in.CleanProb[i] = top, clamp01(p)
-		for e := st.ItemOff[i]; e < st.ItemOff[i+1]; e++ {
-			if st.Class[e] == given[i] {
-				in.GivenProb[i] = clamp01(st.Pi[e])
-			}
+		if gp != gp { // NaN: unlabelled
+			gp = 0
 		}
+		in.Clean[i], in.CleanProb[i], in.GivenProb[i] = top, clamp01(p), clamp01(gp)
 	}
 	return in
 }
