@@ -109,7 +109,7 @@ var lakeFlags = []Flag{
 			}
 			return nil
 		}},
-	{Name: "incremental", Group: GroupLake, Usage: "relabel only what is new since the last run (with --output-table: the rows appended to --input-table since the snapshot the output table last covered; with --input/--output: new or changed files); the first run is a full one",
+	{Name: "incremental", Group: GroupLake, Usage: "relabel only the rows appended to --input-table since the input snapshot --output-table last covered, and the old rows they became neighbours of (the first run is a full one; nothing new: nothing committed)",
 		bind: func(o *Options) flag.Value { return (*boolValue)(&o.Lake.Incremental) },
 		check: func(o *Options) error {
 			l := &o.Lake
@@ -119,8 +119,10 @@ var lakeFlags = []Flag{
 			if l.InputTable != "" && l.OutputTable == "" {
 				return errors.New("with --input-table needs --output-table (the output table records what was covered)")
 			}
-			if l.InputTable == "" && o.Output == "" {
-				return errors.New("needs --output (the output directory records what was covered)")
+			if l.OutputTable == "" {
+				// Directory lakes (a manifest of covered files in the
+				// output directory) are not built yet.
+				return errors.New("needs --input-table and --output-table (incremental runs over a glob and an output directory are not supported yet)")
 			}
 			return nil
 		}},

@@ -113,9 +113,11 @@ func (l *testLake) appendRows(t testing.TB, r *schemas.Rows) {
 	l.tbl = tbl
 }
 
+var lakeRounds = 10
+
 func (l *testLake) config(out string) pipelines.Options {
 	o := pipelines.Defaults()
-	o.Rounds, o.L = 4, 100
+	o.Rounds, o.L = lakeRounds, 100
 	o.Lake = pipelines.LakeOptions{Catalog: l.uri, InputTable: "ns.items", OutputTable: out}
 	return o
 }
