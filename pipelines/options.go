@@ -53,6 +53,8 @@ type Options struct {
 	Columns    schemas.Columns
 	Classes    Opt[int]
 	ClassNames []string
+	// Lake: Iceberg tables in and out, incremental runs (lake.go).
+	Lake LakeOptions
 
 	// Neighbours.
 	K           int
@@ -167,16 +169,16 @@ var Flags = []Flag{
 	{Name: "input", Group: GroupIO, Usage: "input shards: a glob of Parquet or Arrow IPC files, local or gs:// (required)",
 		bind: func(o *Options) flag.Value { return (*stringValue)(&o.Input) },
 		check: func(o *Options) error {
-			if o.Input == "" {
-				return errors.New("is required")
+			if o.Input == "" && o.Lake.InputTable == "" {
+				return errors.New("is required (or --input-table)")
 			}
 			return nil
 		}},
 	{Name: "output", Group: GroupIO, Usage: "output directory, local or gs:// (required)",
 		bind: func(o *Options) flag.Value { return (*stringValue)(&o.Output) },
 		check: func(o *Options) error {
-			if o.Output == "" {
-				return errors.New("is required")
+			if o.Output == "" && o.Lake.OutputTable == "" {
+				return errors.New("is required (or --output-table)")
 			}
 			return nil
 		}},

@@ -56,11 +56,21 @@ func MakePlan(ctx context.Context, cfg Options) (*Plan, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if cfg.Lake.InputTable != "" {
+		return planTableInput(ctx, cfg)
+	}
 	ro := shardio.ReadOptions{Columns: cfg.Columns}
 	shards, skipped, err := shardio.ScanFiles(ctx, cfg.Input, ro)
 	if err != nil {
 		return nil, err
 	}
+	return planShards(ctx, cfg, ro, shards, skipped)
+}
+
+// planShards is MakePlan past the scan: the class set, units and options of
+// scanned shards (from a glob, or the files a table's scan planned).
+func planShards(ctx context.Context, cfg Options, ro shardio.ReadOptions, shards []shardio.Shard, skipped []shardio.Skipped) (*Plan, error) {
+	var err error
 	in := shards[0].Input
 	p := &Plan{Options: cfg, Shards: shards, Skipped: skipped, LabelKind: in.LabelKind, IDKind: in.IDKind}
 	ro.D = shards[0].D

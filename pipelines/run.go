@@ -52,6 +52,8 @@ type Summary struct {
 	// over steps.
 	Metrics map[string]int64   `json:"metrics,omitempty"`
 	Timings map[string]float64 `json:"timings_seconds"`
+	// Lake says what a table or incremental run covered (lake.go).
+	Lake *LakeSummary `json:"lake,omitempty"`
 }
 
 // Run plans, builds and executes one relabelling, then commits its output
@@ -63,6 +65,9 @@ type Summary struct {
 // finished output, or any other file the run would replace, is replaced only
 // with Options.Overwrite.
 func Run(ctx context.Context, cfg Options, exec Executor) (*Summary, error) {
+	if cfg.lakeRun() {
+		return runTable(ctx, cfg, exec)
+	}
 	t0 := time.Now()
 	plan, err := MakePlan(ctx, cfg)
 	if err != nil {
@@ -149,12 +154,40 @@ func Run(ctx context.Context, cfg Options, exec Executor) (*Summary, error) {
 	tRun := time.Since(t1)
 	faults.Point("pipeline-done")
 
+	progress.StageStarted("committing")
+	sum, err := summarise(ctx, fs, tmp, plan, res)
+	if err != nil {
+		return nil, err
+	}
+	sum.Timings = map[string]float64{
+		"plan":     tPlan.Seconds(),
+		"pipeline": tRun.Seconds(),
+		"total":    time.Since(t0).Seconds(),
+	}
+	b, err := json.MarshalIndent(sum, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	if err := blobio.WriteFile(ctx, fs, blobio.Join(tmp, summaryName), b); err != nil {
+		return nil, err
+	}
+	if err := commit(ctx, fs, tmp, cfg.Output, files, tok); err != nil {
+		return nil, err
+	}
+	committed = true
+	removeAll(ctx, fs, tmp, plan)
+	return sum, nil
+}
+
+// summarise gathers the shard reports the pipeline wrote into tmp, and its
+// counters, into a summary.
+func summarise(ctx context.Context, fs blobio.FS, tmp string, plan *Plan, res beam.PipelineResult) (*Summary, error) {
+	cfg := plan.Options
 	sum := &Summary{
 		Version: Version, Input: cfg.Input, Output: cfg.Output, Rows: 0, Classes: plan.C,
 		ClassNames: plan.ClassNames, Neighbours: plan.Mode, Device: plan.Device, Options: plan.OptionMap(),
 		ChangedFrom: make([]int64, plan.C), ChangedTo: make([]int64, plan.C),
 	}
-	progress.StageStarted("committing")
 	for _, sk := range plan.Skipped {
 		sum.Skipped = append(sum.Skipped, sk.String())
 	}
@@ -208,23 +241,6 @@ func Run(ctx context.Context, cfg Options, exec Executor) (*Summary, error) {
 			}
 		}
 	}
-	sum.Timings = map[string]float64{
-		"plan":     tPlan.Seconds(),
-		"pipeline": tRun.Seconds(),
-		"total":    time.Since(t0).Seconds(),
-	}
-	b, err := json.MarshalIndent(sum, "", "  ")
-	if err != nil {
-		return nil, err
-	}
-	if err := blobio.WriteFile(ctx, fs, blobio.Join(tmp, summaryName), b); err != nil {
-		return nil, err
-	}
-	if err := commit(ctx, fs, tmp, cfg.Output, files, tok); err != nil {
-		return nil, err
-	}
-	committed = true
-	removeAll(ctx, fs, tmp, plan)
 	return sum, nil
 }
 

@@ -63,6 +63,7 @@ func newRunFlags(stdout io.Writer) *runFlags {
 // usage prints relabel's own flags by group, then Beam's runner flags apart.
 func (f *runFlags) usage(w io.Writer) {
 	fmt.Fprintf(w, "Usage: relabel run --input GLOB --output DIR [options]\n")
+	fmt.Fprintf(w, "       relabel run --catalog sqlite:///PATH/catalog.db --input-table NS.T --output-table NS.T [--incremental] [options]\n")
 	for _, g := range pipelines.Groups {
 		fmt.Fprintf(w, "\n%s:\n", g)
 		for _, fl := range pipelines.Flags {
@@ -245,6 +246,10 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
+	if sum.Lake != nil {
+		printLake(stdout, sum)
+		return nil
+	}
 	fmt.Fprintf(stdout, "relabel: %d rows relabelled, %d labels changed (%.1f%%); output in %s (summary.json beside the shards)\n",
 		sum.Rows, sum.Changed, 100*float64(sum.Changed)/float64(max(sum.Rows, 1)), sum.Output)
 	// The text and HTML reports are derived from the committed output, after
@@ -300,4 +305,20 @@ func oneLine(err error) string {
 		msg = msg[:i]
 	}
 	return strings.TrimSpace(msg)
+}
+
+// printLake says what a table run covered and committed (the report is for
+// output directories; the table's files are read by any Iceberg reader).
+func printLake(w io.Writer, sum *pipelines.Summary) {
+	l := sum.Lake
+	if l.NothingNew {
+		fmt.Fprintf(w, "relabel: nothing appended to %s since snapshot %d, which %s covers; nothing committed\n", l.InputTable, l.InputSnapshot, l.OutputTable)
+		return
+	}
+	kind := "full run"
+	if l.Incremental {
+		kind = fmt.Sprintf("incremental run from input snapshot %d: %d new rows in %d new files, %d old rows re-scored", l.FromSnapshot, l.NewRows, l.NewFiles, l.Rescored)
+	}
+	fmt.Fprintf(w, "relabel: %s; %d rows relabelled, %d labels changed; committed snapshot %d of %s covering %s snapshot %d\n",
+		kind, sum.Rows, sum.Changed, l.OutputSnapshot, l.OutputTable, l.InputTable, l.InputSnapshot)
 }

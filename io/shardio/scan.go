@@ -114,6 +114,25 @@ func ScanFiles(ctx context.Context, pattern string, opts ReadOptions) ([]Shard, 
 	if len(paths) == 0 {
 		return nil, nil, fmt.Errorf("shardio: no files match %s", pattern)
 	}
+	return scanPaths(ctx, fs, paths, pattern, opts)
+}
+
+// ScanPaths is ScanFiles over a list of files instead of a glob: the data
+// files an Iceberg table's scan planned (io/icebergio), in the order given.
+// Every path must be of one file system (all local, or all gs://).
+func ScanPaths(ctx context.Context, paths []string, opts ReadOptions) ([]Shard, []Skipped, error) {
+	if len(paths) == 0 {
+		return nil, nil, fmt.Errorf("shardio: no files to scan")
+	}
+	fs, err := blobio.For(paths[0])
+	if err != nil {
+		return nil, nil, fmt.Errorf("shardio: %w", err)
+	}
+	return scanPaths(ctx, fs, paths, fmt.Sprintf("the %d planned files", len(paths)), opts)
+}
+
+func scanPaths(ctx context.Context, fs blobio.FS, paths []string, pattern string, opts ReadOptions) ([]Shard, []Skipped, error) {
+	var err error
 	all := make([]Shard, len(paths))
 	for i, p := range paths {
 		if all[i], err = scanShard(ctx, fs, p, &opts); err != nil {
