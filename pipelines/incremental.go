@@ -297,7 +297,7 @@ func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.
 	if len(app.Tasks) == 0 {
 		lake.NothingNew = true
 		lake.InputSnapshot = last.InputSnapshotID
-		progress.Notef("relabel: --incremental: nothing appended to %s since snapshot %d, which %s covers; nothing committed", full.Table, last.InputSnapshotID, out.Name())
+		progress.Notef("--incremental: nothing appended to %s since snapshot %d, which %s covers; nothing committed", full.Table, last.InputSnapshotID, out.Name())
 		sum.Timings = map[string]float64{"total": time.Since(t0).Seconds()}
 		return sum, nil
 	}

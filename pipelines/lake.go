@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-
 	"github.com/relabel/relabel/internal/faults"
 	"github.com/relabel/relabel/internal/progress"
 	"github.com/relabel/relabel/io/blobio"
@@ -235,7 +233,7 @@ func runTable(ctx context.Context, cfg Options, exec Executor) (*Summary, error)
 		}
 		switch {
 		case !ok:
-			progress.Notef("relabel: --incremental: output table %s covers no input snapshot yet: this first run is a full one", out.Name())
+			progress.Notef("--incremental: output table %s covers no input snapshot yet: this first run is a full one", out.Name())
 		case last.InputTable != in.Table:
 			return nil, &OptionError{Flag: "output-table", Err: fmt.Errorf("%s: its last run covered input table %s, not %s", out.Name(), last.InputTable, in.Table)}
 		default:
@@ -265,18 +263,7 @@ func runTable(ctx context.Context, cfg Options, exec Executor) (*Summary, error)
 		}
 	}()
 	tPlan := time.Since(t0)
-	p, s := beam.NewPipelineWithRoot()
-	Build(s, plan, tmp)
-	t1 := time.Now()
-	progress.StageStarted("reading")
-	res, err := exec(ctx, p)
-	if err != nil {
-		return nil, err
-	}
-	tRun := time.Since(t1)
-	faults.Point("pipeline-done")
-	progress.StageStarted("committing")
-	sum, err := summarise(ctx, fs, tmp, plan, res)
+	sum, tRun, err := execute(ctx, fs, plan, tmp, exec)
 	if err != nil {
 		return nil, err
 	}

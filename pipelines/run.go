@@ -143,19 +143,7 @@ func Run(ctx context.Context, cfg Options, exec Executor) (*Summary, error) {
 	}
 	tPlan := time.Since(t0)
 
-	p, s := beam.NewPipelineWithRoot()
-	Build(s, plan, tmp)
-	t1 := time.Now()
-	progress.StageStarted("reading")
-	res, err := exec(ctx, p)
-	if err != nil {
-		return nil, err
-	}
-	tRun := time.Since(t1)
-	faults.Point("pipeline-done")
-
-	progress.StageStarted("committing")
-	sum, err := summarise(ctx, fs, tmp, plan, res)
+	sum, tRun, err := execute(ctx, fs, plan, tmp, exec)
 	if err != nil {
 		return nil, err
 	}
@@ -271,4 +259,22 @@ func readJSON(ctx context.Context, fs blobio.FS, path string, v any) error {
 		return err
 	}
 	return json.Unmarshal(b, v)
+}
+
+// execute builds plan's pipeline writing into tmp, runs it with exec and
+// sums its shards' reports into the run's summary (without timings).
+func execute(ctx context.Context, fs blobio.FS, plan *Plan, tmp string, exec Executor) (*Summary, time.Duration, error) {
+	p, s := beam.NewPipelineWithRoot()
+	Build(s, plan, tmp)
+	t1 := time.Now()
+	progress.StageStarted("reading")
+	res, err := exec(ctx, p)
+	if err != nil {
+		return nil, 0, err
+	}
+	tRun := time.Since(t1)
+	faults.Point("pipeline-done")
+	progress.StageStarted("committing")
+	sum, err := summarise(ctx, fs, tmp, plan, res)
+	return sum, tRun, err
 }
