@@ -21,7 +21,8 @@ import (
 type Model struct {
 	C        int
 	Strength float64
-	// Prior is the class prior, (sum_i T_i(c) + ClassPrior) / (n + C ClassPrior).
+	// Prior is the class prior: ClassBalance / C plus (1 - ClassBalance)
+	// times (sum_i T_i(c) + ClassPrior) / (n + C ClassPrior).
 	Prior []float64
 	// Pooled is the pooled matrix, row-major: P(c, l) = Pooled[c*C+l].
 	Pooled []float64
@@ -60,7 +61,7 @@ func Estimate(s *Stats, p Params) *Model {
 		tot += m.Prior[c]
 	}
 	for c := range m.Prior {
-		m.Prior[c] /= tot
+		m.Prior[c] = (1-p.ClassBalance)*m.Prior[c]/tot + p.ClassBalance/float64(C)
 	}
 	cells := s.SortedCells()
 	for i := 0; i < len(cells); {
@@ -99,6 +100,11 @@ func Estimate(s *Stats, p Params) *Model {
 		for l := range row {
 			row[l] /= n
 		}
+	}
+	if p.Strength == 0 {
+		m.Strength = 1
+		m.finish()
+		m.Strength = FitStrength(m, MinStrength, MaxStrength)
 	}
 	m.finish()
 	return m

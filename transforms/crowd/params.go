@@ -6,6 +6,12 @@ import (
 	"math"
 )
 
+// The range FitStrength searches when Params.Strength is 0.
+const (
+	MinStrength = 0.1
+	MaxStrength = 1000
+)
+
 // Params configures the model. The zero value is valid: every field has a
 // default, chosen on the crowd sets of docs/QUALITY_CROWD.md and used for
 // all of them.
@@ -17,8 +23,8 @@ type Params struct {
 	// Strength is the weight, in labels, of the Dirichlet prior on each row
 	// of an annotator's confusion matrix, centred on the pooled row: an
 	// annotator with n labels of items of class c keeps n / (n + Strength)
-	// of its own evidence. Optional, default 4; 0 is not allowed (a zero
-	// count would veto a class).
+	// of its own evidence. Optional, default 0: chosen from the data every
+	// M step (FitStrength, empirical Bayes) within [MinStrength, MaxStrength].
 	Strength float64
 	// Smooth is the pseudo-count added to every cell of the pooled matrix.
 	// Optional, default 0.01.
@@ -28,13 +34,18 @@ type Params struct {
 	ClassPrior float64
 	// NeighbourWeight is lambda, the share of an item's prior given to its
 	// neighbours' posteriors where items have neighbours (the rest goes to
-	// the class prior). Optional, default 0.8; set.NeighbourWeight to a
-	// negative value for 0.
+	// the class prior). Optional, default 0.8; set it negative for 0.
 	NeighbourWeight float64
 	// SpammerLift: an annotator whose labels raise the accuracy of guessing
 	// the true class by less than this share of what a perfect annotator
 	// would (Summary.Lift) is flagged as a spammer. Optional, default 0.2.
 	SpammerLift float64
+	// ClassBalance is the share of the class prior that is uniform, the rest
+	// being the estimate sum_i T_i(c) / n. EM's estimate alone is
+	// self-reinforcing (a class that takes the uncertain items grows, and so
+	// takes more); a uniform share stops the drift. Optional, default 0.5;
+	// set it negative for 0.
+	ClassBalance float64
 }
 
 // WithDefaults fills unset optional fields.
@@ -42,11 +53,14 @@ func (p Params) WithDefaults() Params {
 	if p.Iterations == 0 {
 		p.Iterations = 30
 	}
-	if p.Strength == 0 {
-		p.Strength = 4
-	}
 	if p.Smooth == 0 {
 		p.Smooth = 0.01
+	}
+	switch {
+	case p.ClassBalance == 0:
+		p.ClassBalance = 0.5
+	case p.ClassBalance < 0:
+		p.ClassBalance = 0
 	}
 	if p.ClassPrior == 0 {
 		p.ClassPrior = 1
@@ -76,14 +90,17 @@ func (p Params) Validate() error {
 	if p.Iterations < 0 {
 		errs = append(errs, fmt.Errorf("crowd: iterations = %d, want >= 0", p.Iterations))
 	}
-	if bad(p.Strength) || p.Strength <= 0 {
-		errs = append(errs, fmt.Errorf("crowd: strength = %g, want > 0", p.Strength))
+	if bad(p.Strength) || p.Strength < 0 {
+		errs = append(errs, fmt.Errorf("crowd: strength = %g, want >= 0 (0: from the data)", p.Strength))
 	}
 	if bad(p.Smooth) || p.Smooth <= 0 {
 		errs = append(errs, fmt.Errorf("crowd: smooth = %g, want > 0", p.Smooth))
 	}
 	if bad(p.ClassPrior) || p.ClassPrior <= 0 {
 		errs = append(errs, fmt.Errorf("crowd: class prior = %g, want > 0", p.ClassPrior))
+	}
+	if bad(p.ClassBalance) || p.ClassBalance > 1 {
+		errs = append(errs, fmt.Errorf("crowd: class balance = %g, want in [0,1]", p.ClassBalance))
 	}
 	if bad(p.NeighbourWeight) || p.NeighbourWeight < 0 || p.NeighbourWeight >= 1 {
 		errs = append(errs, fmt.Errorf("crowd: neighbour weight = %g, want in [0,1)", p.NeighbourWeight))
