@@ -319,3 +319,35 @@ func TestItemsValidate(t *testing.T) {
 		}
 	}
 }
+
+func TestEncode(t *testing.T) {
+	const C = 4
+	cr := Simulate(500, C, 3, testCrowd(), 8)
+	res, err := Fit(&cr.Items, nil, Params{C: C})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := stats(&cr.Items, res.Posterior, C)
+	b, _ := st.MarshalBinary()
+	var st2 Stats
+	if err := st2.UnmarshalBinary(b); err != nil {
+		t.Fatal(err)
+	}
+	b2, _ := st2.MarshalBinary()
+	if !slices.Equal(b, b2) || st2.Items != st.Items || len(st2.Cells) != len(st.Cells) {
+		t.Fatalf("statistics do not round-trip")
+	}
+	mb, _ := res.Model.MarshalBinary()
+	var m2 Model
+	if err := m2.UnmarshalBinary(mb); err != nil {
+		t.Fatal(err)
+	}
+	for a := range int64(len(testCrowd())) {
+		if !slices.Equal(res.Model.Matrix(a), m2.Matrix(a)) {
+			t.Fatalf("annotator %d: matrix does not round-trip", a)
+		}
+	}
+	if err := m2.UnmarshalBinary(mb[:len(mb)/2]); err == nil {
+		t.Errorf("truncated model decoded")
+	}
+}
