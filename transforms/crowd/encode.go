@@ -133,4 +133,3 @@ func (m *Model) UnmarshalBinary(b []byte) error {
 	m.finish()
 	return nil
 }
-

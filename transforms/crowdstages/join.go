@@ -264,7 +264,10 @@ func (f *attachFn) ProcessElement(ctx context.Context, key string, items func(*s
 	}
 	it = got
 	n := it.Len()
-	type span struct{ ann []int64; lab []int32 }
+	type span struct {
+		ann []int64
+		lab []int32
+	}
 	per := make([]span, n)
 	has := make([]bool, n)
 	var a ItemAnns
