@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/relabel/relabel/io/annotio"
 	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/transforms/engine"
@@ -90,6 +91,15 @@ type Options struct {
 	Workers Opt[int]
 	// Report writes report.html beside summary.json.
 	Report bool
+
+	// Annotators (crowd.go): who gave each label.
+	Annotations       string
+	AnnotationColumns annotio.Columns
+	AnnotatorsColumn  string
+	CrowdIters        int
+	AnnotatorPrior    Opt[float64]
+	NeighbourPrior    float64
+	ClassBalance      float64
 }
 
 // Defaults returns every option's default: the method's chosen by
@@ -121,6 +131,12 @@ func Defaults() Options {
 		Seed:             1,
 		Device:           "auto",
 		Report:           true,
+
+		AnnotationColumns: annotio.Columns{ID: annotio.ColID, Annotator: annotio.ColAnnotator, Label: annotio.ColLabel},
+		AnnotatorsColumn:  annotio.ColAnnotators,
+		CrowdIters:        30,
+		NeighbourPrior:    0.8,
+		ClassBalance:      0.5,
 	}
 }
 
@@ -150,11 +166,11 @@ type Flag struct {
 
 // Flags are relabel run's own flags, in help order within each group.
 var Flags = []Flag{
-	{Name: "input", Group: GroupIO, Usage: "input shards: a glob of Parquet or Arrow IPC files, local or gs:// (required)",
+	{Name: "input", Group: GroupIO, Usage: "input shards: a glob of Parquet or Arrow IPC files, local or gs:// (required, but for label-only --annotations)",
 		bind: func(o *Options) flag.Value { return (*stringValue)(&o.Input) },
 		check: func(o *Options) error {
-			if o.Input == "" {
-				return errors.New("is required")
+			if o.Input == "" && o.Annotations == "" {
+				return errors.New("is required (or --annotations alone, for label-only mode)")
 			}
 			return nil
 		}},

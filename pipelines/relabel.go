@@ -40,6 +40,8 @@ type Plan struct {
 	// Spill is the run's own spill directory (Run makes it in
 	// Options.SpillDir for ivf mode); empty: no spilling.
 	Spill string
+	// Crowd is the annotator-aware part (crowd.go); nil without annotators.
+	Crowd *CrowdPlan
 }
 
 // MakePlan scans the input (footers and schemas only, plus the label column
@@ -47,6 +49,9 @@ type Plan struct {
 func MakePlan(ctx context.Context, cfg Options) (*Plan, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	if cfg.Input == "" {
+		return makeLabelOnlyPlan(ctx, cfg)
 	}
 	ro := shardio.ReadOptions{Columns: cfg.Columns}
 	shards, err := shardio.Scan(ctx, cfg.Input, ro)
@@ -116,6 +121,9 @@ func MakePlan(ctx context.Context, cfg Options) (*Plan, error) {
 	if _, _, p.Device, err = stages.Backends(cfg.Device); err != nil {
 		return nil, err
 	}
+	if err := planCrowd(ctx, &cfg, p); err != nil {
+		return nil, err
+	}
 	return p, nil
 }
 
@@ -124,6 +132,10 @@ func MakePlan(ctx context.Context, cfg Options) (*Plan, error) {
 // schemas.Cleaned (grouped by shard).
 func Build(s beam.Scope, plan *Plan, tmpDir string) {
 	s = s.Scope("relabel")
+	if plan.Crowd != nil && plan.Crowd.LabelOnly {
+		buildLabelOnly(s, plan, tmpDir)
+		return
+	}
 	e := plan.Engine
 	units := beam.CreateList(s, plan.Units)
 	rows := stages.Read(s, units, plan.Read)
@@ -136,7 +148,11 @@ func Build(s beam.Scope, plan *Plan, tmpDir string) {
 			K: e.K, Metric: e.Metric, Standardise: e.Standardise, Weighting: e.Weighting, Options: e,
 			Device: plan.Options.Device,
 		})
-		items = stages.Rounds(s, items, stages.RoundsParams{Rounds: e.Rounds, Workers: e.Workers, Mixture: e.Mixture})
+		if plan.Crowd != nil {
+			items = buildCrowdFeatures(s, plan, units, items, tmpDir)
+		} else {
+			items = stages.Rounds(s, items, stages.RoundsParams{Rounds: e.Rounds, Workers: e.Workers, Mixture: e.Mixture})
+		}
 	}
 	stages.Write(s, items, stages.WriteParams{
 		TmpDir: tmpDir, Format: plan.Options.Format,
@@ -150,7 +166,7 @@ func Build(s beam.Scope, plan *Plan, tmpDir string) {
 func (p *Plan) OptionMap() map[string]string {
 	o, e := &p.Options, p.Engine
 	m := e.Mixture
-	return map[string]string{
+	opts := map[string]string{
 		"k":                 strconv.Itoa(e.K),
 		"metric":            e.Metric.String(),
 		"standardise":       strconv.FormatBool(e.Standardise),
@@ -180,4 +196,6 @@ func (p *Plan) OptionMap() map[string]string {
 		"partitions":        strconv.Itoa(o.Partitions.Or(0)),
 		"nprobe":            strconv.Itoa(o.NProbe.Or(0)),
 	}
+	p.crowdOptions(opts)
+	return opts
 }

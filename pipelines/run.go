@@ -14,6 +14,7 @@ import (
 
 	"github.com/relabel/relabel/internal/faults"
 	"github.com/relabel/relabel/io/blobio"
+	"github.com/relabel/relabel/transforms/crowdstages"
 	"github.com/relabel/relabel/transforms/stages"
 )
 
@@ -44,6 +45,8 @@ type Summary struct {
 	// over steps.
 	Metrics map[string]int64   `json:"metrics,omitempty"`
 	Timings map[string]float64 `json:"timings_seconds"`
+	// Annotators describes the annotators file of an annotator-aware run.
+	Annotators *crowdstages.AnnotatorsReport `json:"annotators,omitempty"`
 }
 
 // Run plans, builds and executes one relabelling, then commits its output
@@ -61,11 +64,7 @@ func Run(ctx context.Context, cfg Options, exec Executor) (*Summary, error) {
 		return nil, err
 	}
 	cfg = plan.Options
-	var inputs []string
-	for _, s := range plan.Shards {
-		inputs = append(inputs, s.Path)
-	}
-	if err := checkNotInput(cfg.Output, inputs); err != nil {
+	if err := checkNotInput(cfg.Output, plan.inputPaths()); err != nil {
 		return nil, err
 	}
 	fs, err := blobio.For(cfg.Output)
@@ -87,10 +86,7 @@ func Run(ctx context.Context, cfg Options, exec Executor) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	var files []string
-	for _, s := range plan.Shards {
-		files = append(files, stages.OutputName(s.Path, cfg.Format))
-	}
+	files := plan.OutputNames()
 	if !cfg.Overwrite {
 		guarded := append(append([]string(nil), files...), summaryName)
 		if cfg.Report {
@@ -136,18 +132,34 @@ func Run(ctx context.Context, cfg Options, exec Executor) (*Summary, error) {
 	tRun := time.Since(t1)
 	faults.Point("pipeline-done")
 
+	input := cfg.Input
+	if input == "" {
+		input = cfg.Annotations
+	}
 	sum := &Summary{
-		Version: Version, Input: cfg.Input, Output: cfg.Output, Rows: 0, Classes: plan.C,
+		Version: Version, Input: input, Output: cfg.Output, Rows: 0, Classes: plan.C,
 		ClassNames: plan.ClassNames, Neighbours: plan.Mode, Device: plan.Device, Options: plan.OptionMap(),
 		ChangedFrom: make([]int64, plan.C), ChangedTo: make([]int64, plan.C),
 	}
 	var trans []float64
-	for _, sh := range plan.Shards {
-		name := stages.OutputName(sh.Path, cfg.Format)
+	var written []string
+	for _, name := range files {
 		var rep stages.ShardReport
-		if err := readJSON(ctx, fs, blobio.Join(tmp, name+".report.json"), &rep); err != nil {
-			return nil, fmt.Errorf("relabel: shard %s produced no output: %w", sh.Path, err)
+		if plan.Crowd != nil && name == crowdstages.AnnotatorsName(cfg.Format) {
+			sum.Annotators = &crowdstages.AnnotatorsReport{}
+			if err := readJSON(ctx, fs, blobio.Join(tmp, name+".report.json"), sum.Annotators); err != nil {
+				return nil, fmt.Errorf("relabel: no annotators file: %w", err)
+			}
+			written = append(written, name)
+			continue
 		}
+		if err := readJSON(ctx, fs, blobio.Join(tmp, name+".report.json"), &rep); err != nil {
+			if plan.Crowd != nil && plan.Crowd.LabelOnly {
+				continue // an empty bucket writes no shard
+			}
+			return nil, fmt.Errorf("relabel: shard %s produced no output: %w", name, err)
+		}
+		written = append(written, name)
 		sum.Rows += rep.Rows
 		sum.Changed += rep.Changed
 		for c := range rep.ChangedFrom {
@@ -202,7 +214,7 @@ func Run(ctx context.Context, cfg Options, exec Executor) (*Summary, error) {
 	if err := blobio.WriteFile(ctx, fs, blobio.Join(tmp, summaryName), b); err != nil {
 		return nil, err
 	}
-	if err := commit(ctx, fs, tmp, cfg.Output, files, tok); err != nil {
+	if err := commit(ctx, fs, tmp, cfg.Output, written, tok); err != nil {
 		return nil, err
 	}
 	committed = true
@@ -221,8 +233,7 @@ func token() string {
 
 // removeAll deletes the temporary directory's known files and the directory.
 func removeAll(ctx context.Context, fs blobio.FS, tmp string, plan *Plan) {
-	for _, sh := range plan.Shards {
-		name := stages.OutputName(sh.Path, plan.Options.Format)
+	for _, name := range plan.OutputNames() {
 		fs.Remove(ctx, blobio.Join(tmp, name))
 		fs.Remove(ctx, blobio.Join(tmp, name+".report.json"))
 	}

@@ -285,3 +285,19 @@ func readKeys(u Unit, col, what string, chunks []arrow.Array, n int64) (schemas.
 	}
 	return kind, keys, strs, nil
 }
+
+// MaxLabel reads every unit's labels and returns the largest (-1 when
+// there are none): label-only mode's class count is one more, unless given.
+func MaxLabel(ctx context.Context, units []Unit, opts Options) (int32, error) {
+	top := int32(-1)
+	for _, u := range units {
+		b, err := ReadUnit(ctx, u, opts)
+		if err != nil {
+			return 0, err
+		}
+		for _, l := range b.Labels {
+			top = max(top, l)
+		}
+	}
+	return top, nil
+}
