@@ -21,6 +21,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/relabel/relabel/io/blobio"
+	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/transforms/evaluate"
@@ -474,7 +475,11 @@ func readEvalOutput(ctx context.Context, dir string) (*evalOutput, error) {
 		if err != nil {
 			return nil, err
 		}
-		paths = append(paths, m...)
+		for _, p := range m {
+			if blobio.Base(p) != resultio.AnnotatorsBase+ext { // not a shard
+				paths = append(paths, p)
+			}
+		}
 	}
 	if len(paths) == 0 {
 		return nil, fmt.Errorf("relabel: no output shards (*.arrow, *.parquet) in %s", dir)
