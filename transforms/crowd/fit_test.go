@@ -351,3 +351,27 @@ func TestEncode(t *testing.T) {
 		t.Errorf("truncated model decoded")
 	}
 }
+
+// TestDefaultsIdempotent: an explicit 0 (given as a negative value)
+// survives WithDefaults applied twice, as Fit and Estimate both apply it.
+func TestDefaultsIdempotent(t *testing.T) {
+	p := Params{C: 3, ClassBalance: -1, NeighbourWeight: -1}.WithDefaults().WithDefaults()
+	if p.Balance() != 0 || p.Lambda() != 0 {
+		t.Errorf("balance %g, lambda %g, want 0, 0", p.Balance(), p.Lambda())
+	}
+	if err := p.Validate(); err != nil {
+		t.Error(err)
+	}
+	q := Params{C: 3}.WithDefaults()
+	if q.WithDefaults() != q || q.Balance() != 0.5 || q.Lambda() != 0.8 {
+		t.Errorf("defaults %+v", q)
+	}
+	// The estimated class prior alone, with balance 0.
+	s := NewStats(3)
+	s.Add([]float64{1, 0, 0}, []int64{1}, []int32{0})
+	s.Add([]float64{1, 0, 0}, []int64{1}, []int32{0})
+	m := Estimate(s, Params{C: 3, ClassBalance: -1, ClassPrior: 1})
+	if want := 3.0 / 5; math.Abs(m.Prior[0]-want) > 1e-12 {
+		t.Errorf("prior %v, want %g for class 0", m.Prior, want)
+	}
+}

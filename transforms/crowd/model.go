@@ -61,7 +61,7 @@ func Estimate(s *Stats, p Params) *Model {
 		tot += m.Prior[c]
 	}
 	for c := range m.Prior {
-		m.Prior[c] = (1-p.ClassBalance)*m.Prior[c]/tot + p.ClassBalance/float64(C)
+		m.Prior[c] = (1-p.Balance())*m.Prior[c]/tot + p.Balance()/float64(C)
 	}
 	cells := s.SortedCells()
 	for i := 0; i < len(cells); {

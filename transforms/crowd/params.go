@@ -56,26 +56,28 @@ func (p Params) WithDefaults() Params {
 	if p.Smooth == 0 {
 		p.Smooth = 0.01
 	}
-	switch {
-	case p.ClassBalance == 0:
+	if p.ClassBalance == 0 {
 		p.ClassBalance = 0.5
-	case p.ClassBalance < 0:
-		p.ClassBalance = 0
 	}
 	if p.ClassPrior == 0 {
 		p.ClassPrior = 1
 	}
-	switch {
-	case p.NeighbourWeight == 0:
+	if p.NeighbourWeight == 0 {
 		p.NeighbourWeight = 0.8
-	case p.NeighbourWeight < 0:
-		p.NeighbourWeight = 0
 	}
 	if p.SpammerLift == 0 {
 		p.SpammerLift = 0.2
 	}
 	return p
 }
+
+// Lambda is the neighbour weight in use: NeighbourWeight, 0 when negative.
+// (WithDefaults keeps a negative value negative, so that applying it twice
+// changes nothing.)
+func (p Params) Lambda() float64 { return max(0, p.NeighbourWeight) }
+
+// Balance is the class balance in use: ClassBalance, 0 when negative.
+func (p Params) Balance() float64 { return max(0, p.ClassBalance) }
 
 // Validate checks p once defaults are applied.
 func (p Params) Validate() error {
@@ -99,10 +101,10 @@ func (p Params) Validate() error {
 	if bad(p.ClassPrior) || p.ClassPrior <= 0 {
 		errs = append(errs, fmt.Errorf("crowd: class prior = %g, want > 0", p.ClassPrior))
 	}
-	if bad(p.ClassBalance) || p.ClassBalance > 1 {
+	if bad(p.ClassBalance) || p.ClassBalance > 1 { // negative: 0
 		errs = append(errs, fmt.Errorf("crowd: class balance = %g, want in [0,1]", p.ClassBalance))
 	}
-	if bad(p.NeighbourWeight) || p.NeighbourWeight < 0 || p.NeighbourWeight >= 1 {
+	if bad(p.NeighbourWeight) || p.NeighbourWeight >= 1 { // negative: 0
 		errs = append(errs, fmt.Errorf("crowd: neighbour weight = %g, want in [0,1)", p.NeighbourWeight))
 	}
 	if bad(p.SpammerLift) || p.SpammerLift < 0 || p.SpammerLift > 1 {

@@ -130,7 +130,7 @@ func (f *eStepNbFn) ProcessElement(b Batch, m crowd.Model, cp CandPosts, emit fu
 	if len(f.prior) != C {
 		f.prior = make([]float64, C)
 	}
-	lambda := f.Params.WithDefaults().NeighbourWeight
+	lambda := f.Params.WithDefaults().Lambda()
 	next := b
 	next.Post = make([]float64, len(b.Post))
 	for i := 0; i < b.Len(); i++ {
