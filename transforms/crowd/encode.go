@@ -2,64 +2,72 @@ package crowd
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/relabel/relabel/schemas/wire"
 )
 
-// MarshalBinary encodes s, cells in SortedCells order (so equal statistics
-// encode to equal bytes).
+// MarshalBinary encodes s: annotators ascending, each one's nonzero
+// counts by (label, class), so equal statistics encode to equal bytes.
 func (s *Stats) MarshalBinary() ([]byte, error) {
 	var w wire.Writer
 	w.Uvarint(uint64(s.C))
 	w.Varint(s.Items)
 	wire.Slice(&w, s.Class)
-	cells := s.SortedCells()
-	a := make([]int64, len(cells))
-	cl := make([]int32, 2*len(cells))
-	v := make([]int64, len(cells))
-	for k, c := range cells {
-		a[k], cl[2*k], cl[2*k+1], v[k] = c.Annotator, c.Class, c.Label, s.Cells[c]
-	}
-	wire.Slice(&w, a)
-	wire.Slice(&w, cl)
-	wire.Slice(&w, v)
-	keys := make([]int64, 0, len(s.Given))
-	for k := range s.Given {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	g := make([]int64, len(keys))
+	keys := s.Annotators()
+	given := make([]int64, len(keys))
+	off := make([]int32, 1, len(keys)+1)
+	var cl []int32
+	var v []int64
 	for k, a := range keys {
-		g[k] = s.Given[a]
+		given[k] = s.Given(a)
+		s.Cells(a, func(c, l int32, x int64) {
+			cl = append(cl, c, l)
+			v = append(v, x)
+		})
+		off = append(off, int32(len(v)))
 	}
 	wire.Slice(&w, keys)
-	wire.Slice(&w, g)
+	wire.Slice(&w, given)
+	wire.Slice(&w, off)
+	wire.Slice(&w, cl)
+	wire.Slice(&w, v)
 	return w.B, nil
 }
 
 // UnmarshalBinary decodes what MarshalBinary encoded.
 func (s *Stats) UnmarshalBinary(b []byte) error {
 	r := wire.Reader{B: b}
-	*s = *NewStats(int(r.Uvarint()))
+	C := int(r.Uvarint())
+	if C < 1 || C > 1<<20 {
+		return fmt.Errorf("crowd: decoding statistics: C = %d", C)
+	}
+	*s = *NewStats(C)
 	s.Items = r.Varint()
 	s.Class = wire.ReadSlice[int64](&r)
-	a := wire.ReadSlice[int64](&r)
+	keys := wire.ReadSlice[int64](&r)
+	given := wire.ReadSlice[int64](&r)
+	off := wire.ReadSlice[int32](&r)
 	cl := wire.ReadSlice[int32](&r)
 	v := wire.ReadSlice[int64](&r)
-	keys := wire.ReadSlice[int64](&r)
-	g := wire.ReadSlice[int64](&r)
 	if err := r.Err(); err != nil {
 		return fmt.Errorf("crowd: decoding statistics: %w", err)
 	}
-	if len(cl) != 2*len(a) || len(v) != len(a) || len(g) != len(keys) || len(s.Class) != s.C {
+	if len(s.Class) != C || len(given) != len(keys) || len(off) != len(keys)+1 || len(cl) != 2*len(v) || off[0] != 0 || int(off[len(keys)]) != len(v) {
 		return fmt.Errorf("crowd: decoding statistics: inconsistent lengths")
 	}
-	for k := range a {
-		s.Cells[Cell{a[k], cl[2*k], cl[2*k+1]}] = v[k]
-	}
-	for k, key := range keys {
-		s.Given[key] = g[k]
+	for k, a := range keys {
+		x := s.of(a)
+		x.given = given[k]
+		if off[k+1] < off[k] {
+			return fmt.Errorf("crowd: decoding statistics: offsets decrease")
+		}
+		for e := off[k]; e < off[k+1]; e++ {
+			c, l := cl[2*e], cl[2*e+1]
+			if c < 0 || int(c) >= C || l < 0 || int(l) >= C {
+				return fmt.Errorf("crowd: decoding statistics: cell (%d, %d) for C = %d", c, l, C)
+			}
+			x.add(c, l, C, v[e])
+		}
 	}
 	return nil
 }

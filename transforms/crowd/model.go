@@ -63,31 +63,21 @@ func Estimate(s *Stats, p Params) *Model {
 	for c := range m.Prior {
 		m.Prior[c] = (1-p.Balance())*m.Prior[c]/tot + p.Balance()/float64(C)
 	}
-	cells := s.SortedCells()
-	for i := 0; i < len(cells); {
-		a := cells[i].Annotator
-		an := Annotator{Key: a, Given: s.Given[a], Row: make([]float64, C)}
-		for ; i < len(cells) && cells[i].Annotator == a; i++ {
-			k := cells[i]
-			if len(an.Labels) == 0 || an.Labels[len(an.Labels)-1] != k.Label {
-				an.Labels = append(an.Labels, k.Label)
+	for _, a := range s.Annotators() {
+		an := Annotator{Key: a, Given: s.Given(a), Row: make([]float64, C)}
+		s.Cells(a, func(c, l int32, q int64) {
+			if len(an.Labels) == 0 || an.Labels[len(an.Labels)-1] != l {
+				an.Labels = append(an.Labels, l)
 				an.Off = append(an.Off, int32(len(an.Class)))
 			}
-			v := float64(s.Cells[k]) / One
-			an.Class = append(an.Class, k.Class)
+			v := float64(q) / One
+			an.Class = append(an.Class, c)
 			an.Count = append(an.Count, v)
-			an.Row[k.Class] += v
-			m.Pooled[int(k.Class)*C+int(k.Label)] += v
-		}
+			an.Row[c] += v
+			m.Pooled[int(c)*C+int(l)] += v
+		})
 		an.Off = append(an.Off, int32(len(an.Class)))
 		m.Annotators = append(m.Annotators, an)
-	}
-	// Annotators whose every label fell on items with no posterior mass
-	// (none in practice) still get an entry, so that Summary lists them.
-	for a, g := range s.Given {
-		if _, ok := slices.BinarySearchFunc(m.Annotators, a, func(x Annotator, k int64) int { return cmpInt64(x.Key, k) }); !ok {
-			m.Annotators = append(m.Annotators, Annotator{Key: a, Given: g, Row: make([]float64, C), Off: []int32{0}})
-		}
 	}
 	slices.SortFunc(m.Annotators, func(x, y Annotator) int { return cmpInt64(x.Key, y.Key) })
 	for c := 0; c < C; c++ {
