@@ -44,7 +44,7 @@ func FitStrength(m *Model, lo, hi float64) float64 {
 	const g = 0.6180339887498949
 	x1, x2 := b-g*(b-a), a+g*(b-a)
 	f1, f2 := f(x1), f(x2)
-	for it := 0; it < 40 && b-a > 1e-2; it++ {
+	for it := 0; it < 40 && b-a > 0.05; it++ {
 		if f1 < f2 {
 			a, x1, f1 = x1, x2, f2
 			x2 = a + g*(b-a)
