@@ -378,3 +378,50 @@ func TestUnknownID(t *testing.T) {
 }
 
 var _ = math.NaN
+
+// TestLabelOnlyStringIDs: string item ids come out one row each, each shard
+// in id order.
+func TestLabelOnlyStringIDs(t *testing.T) {
+	cr := crowd.Simulate(200, testC, 3, testAnnotators(), 15)
+	var ids, anns []int64
+	var strs []string
+	var labs []int32
+	for i := 0; i < cr.Items.Len(); i++ {
+		a, l := cr.Items.Item(i)
+		for k := range a {
+			strs = append(strs, fmt.Sprintf("item-%03d", i))
+			ids = append(ids, 0)
+			anns = append(anns, a[k])
+			labs = append(labs, l[k])
+		}
+	}
+	in, out := t.TempDir(), t.TempDir()
+	if err := annotio.WriteAnnotations(context.Background(), blobio.Local{}, filepath.Join(in, "a.arrow"), shardio.ArrowFile, ids, strs, anns, nil, labs, 100); err != nil {
+		t.Fatal(err)
+	}
+	units, lay, err := annotio.Scan(context.Background(), filepath.Join(in, "a.arrow"), annotio.Options{Classes: testC})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, s := beam.NewPipelineWithRoot()
+	items := LabelOnly(s, ReadAnnotations(s, beam.CreateList(s, units), annotio.Options{Classes: testC}, 2),
+		Params{Crowd: crowd.Params{C: testC, Iterations: 3}, Buckets: 2, IDKind: lay.IDKind, AnnotatorKind: lay.AnnotatorKind})
+	stages.Write(s, items, stages.WriteParams{TmpDir: out, Format: shardio.Parquet, LabelKind: schemas.LabelInt32, IDKind: schemas.IDString, C: testC})
+	if err := ptest.Run(p); err != nil {
+		t.Fatal(err)
+	}
+	o, err := resultio.ReadOutput(context.Background(), out, memory.DefaultAllocator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(o.StrIDs) != 200 {
+		t.Fatalf("%d rows, want 200", len(o.StrIDs))
+	}
+	seen := map[string]bool{}
+	for r, id := range o.StrIDs {
+		if seen[id] || !strings.HasPrefix(id, "item-") {
+			t.Fatalf("row %d: id %q repeated or unknown", r, id)
+		}
+		seen[id] = true
+	}
+}
