@@ -13,6 +13,7 @@ require (
 	github.com/uptrace/bun/driver/sqliteshim v1.2.18
 	golang.org/x/oauth2 v0.37.0
 	golang.org/x/sys v0.49.0
+	golang.org/x/term v0.47.0
 	gonum.org/v1/gonum v0.17.0
 	gonum.org/v1/netlib v0.0.0-20201012070519-2390d26c3658
 	google.golang.org/api v0.307.0

@@ -58,7 +58,10 @@ func BenchmarkFashionPipelineVsEngine(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	opts := plan.Engine // the options the pipeline runs with, defaults filled in
+	opts, err := exact.Engine(plan.C) // the options the pipeline runs with, defaults resolved
+	if err != nil {
+		b.Fatal(err)
+	}
 	b.Logf("%d rows in %d units; GOMAXPROCS %d; options %v", plan.Rows, len(plan.Units), runtime.GOMAXPROCS(0), plan.OptionMap())
 	auto := exact
 	auto.Neighbours = pipelines.NeighboursAuto

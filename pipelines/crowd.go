@@ -10,6 +10,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 
 	"github.com/relabel/relabel/io/annotio"
+	"github.com/relabel/relabel/io/blobio"
 	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/transforms/crowd"
@@ -147,10 +148,10 @@ func makeLabelOnlyPlan(ctx context.Context, cfg Options) (*Plan, error) {
 	}
 	cp.Read.Classes = p.C
 	cp.LabelOnly = true
-	if p.Engine, err = cfg.Engine(p.C); err != nil {
+	if p.Mixture, err = cfg.Mixture(p.C); err != nil {
 		return nil, err
 	}
-	cp.Params = crowdstages.Params{Crowd: cfg.crowdParams(p.C), Buckets: buckets(lay.Rows), C0: p.Engine.Mixture.C0,
+	cp.Params = crowdstages.Params{Crowd: cfg.crowdParams(p.C), Buckets: buckets(lay.Rows), C0: p.Mixture.C0,
 		IDKind: lay.IDKind, AnnotatorKind: lay.AnnotatorKind, Format: cfg.Format}
 	if err := cp.Params.WithDefaults().Validate(); err != nil {
 		return nil, err
@@ -194,7 +195,7 @@ func planCrowd(ctx context.Context, cfg *Options, p *Plan) error {
 	if p.Mode == NeighboursIVF {
 		return &OptionError{Flag: "neighbours", Err: errors.New("ivf: annotator-aware relabelling runs with exact or sample neighbours (give --neighbours exact or sample)")}
 	}
-	cp.Params = crowdstages.Params{Crowd: cfg.crowdParams(p.C), Buckets: buckets(rows), C0: p.Engine.Mixture.C0,
+	cp.Params = crowdstages.Params{Crowd: cfg.crowdParams(p.C), Buckets: buckets(rows), C0: p.Mixture.C0,
 		IDKind: p.IDKind, AnnotatorKind: annKind, Format: cfg.Format}
 	if err := cp.Params.WithDefaults().Validate(); err != nil {
 		return err
@@ -287,13 +288,45 @@ func (p *Plan) crowdOptions(m map[string]string) {
 	m["class-balance"] = fmtF(o.ClassBalance)
 }
 
-// writeParams configures stages.Write for the plan.
+// writeParams configures stages.Write for the plan, as Build does.
 func (p *Plan) writeParams(tmpDir string) stages.WriteParams {
 	return stages.WriteParams{
 		TmpDir: tmpDir, Format: p.Options.Format,
-		Meta:      schemas.Metadata(Version, p.Engine.Mixture.Seed, p.OptionMap(), p.ClassNames),
+		Meta:      schemas.Metadata(Version, p.Options.Seed, p.OptionMap(), p.ClassNames),
 		LabelKind: p.LabelKind, ClassNames: p.ClassNames, IDKind: p.IDKind, C: p.C,
+		Cal: p.Calibration(),
 	}
+}
+
+// shardFiles are the output shards' names and the inputs they come from
+// (label-only: the bucket's name).
+func (p *Plan) shardFiles() (names, inputs []string) {
+	if p.Crowd != nil && p.Crowd.LabelOnly {
+		for b := 0; b < p.Crowd.Params.WithDefaults().Buckets; b++ {
+			names = append(names, stages.OutputName(crowdstages.ShardName(b), p.Options.Format))
+		}
+		return names, names
+	}
+	for _, s := range p.Shards {
+		names = append(names, stages.OutputName(s.Path, p.Options.Format))
+		inputs = append(inputs, s.Path)
+	}
+	return names, inputs
+}
+
+// written are the files of OutputNames the pipeline wrote into tmp: all of
+// them, but in label-only mode, where an empty bucket writes no shard.
+func (p *Plan) written(ctx context.Context, fs blobio.FS, tmp string, files []string) []string {
+	if p.Crowd == nil || !p.Crowd.LabelOnly {
+		return files
+	}
+	var out []string
+	for _, name := range files {
+		if ok, err := fs.Exists(ctx, blobio.Join(tmp, name)); err == nil && ok {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 var _ = shardio.Parquet

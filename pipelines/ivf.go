@@ -4,7 +4,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 
 	"github.com/relabel/relabel/transforms/ivf"
-	"github.com/relabel/relabel/transforms/stages"
+	"github.com/relabel/relabel/transforms/ivfstages"
 )
 
 // Neighbour modes (Config.Neighbours, summary.json "neighbours").
@@ -52,26 +52,25 @@ func neighbourMode(o *Options, rows int64) string {
 // reads the units again rather than have Prism hold every row in memory
 // until the model is fitted.
 func buildIVF(s beam.Scope, plan *Plan, units, rows beam.PCollection) beam.PCollection {
-	e := plan.Engine
+	o := &plan.Options
 	wb := plan.WaveBytes
 	var again beam.PCollection // no second read: the rows wait in the runner's shuffle
 	if plan.Spill != "" {
 		again = units
 	}
-	blocks := stages.IVFNeighbours(s, rows, stages.IVFParams{
-		IVF:         ivf.Params{Partitions: plan.Options.Partitions.Or(0), NProbe: plan.Options.NProbe.Or(0), Seed: e.Mixture.Seed},
-		Rows:        plan.Rows,
-		Standardise: e.Standardise,
-		Search:      stages.IVFSearchParams{K: e.K, Metric: e.Metric, Options: e, Device: plan.Options.Device},
-		IDColumn:    plan.Read.Columns.WithDefaults().ID,
-		D:           plan.Read.D,
-		WaveBytes:   wb,
-		Units:       again,
-		Read:        plan.Read,
-		Spill:       stages.Spill{Dir: plan.Spill},
+	blocks := ivfstages.Neighbours(s, rows, ivfstages.Params{
+		Partitioning: ivf.Params{Partitions: o.Partitions.Or(0), NProbe: o.NProbe.Or(0), Seed: o.Seed},
+		Rows:         plan.Rows,
+		Search:       plan.NeighbourParams(),
+		IDColumn:     plan.Read.Columns.WithDefaults().ID,
+		D:            plan.Read.D,
+		WaveBytes:    wb,
+		Units:        again,
+		Read:         plan.Read,
+		Spill:        ivfstages.Spill{Dir: plan.Spill},
 	})
-	return stages.JoinRounds(s, blocks, stages.JoinRoundsParams{
-		Rounds: e.Rounds, Workers: e.Workers, Waves: stages.RoundWaves(plan.Rows, e.K, e.Mixture, wb),
-		Spill: stages.Spill{Dir: plan.Spill}, Mixture: e.Mixture,
+	return ivfstages.JoinRounds(s, blocks, ivfstages.JoinRoundsParams{
+		Rounds: o.Rounds, Workers: plan.Workers, Waves: ivfstages.RoundWaves(plan.Rows, o.K, plan.Mixture, wb),
+		Spill: ivfstages.Spill{Dir: plan.Spill}, Mixture: plan.Mixture,
 	})
 }

@@ -3,7 +3,6 @@ package pipelines_test
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"os"
 	"path/filepath"
@@ -26,19 +25,6 @@ func ivfExec(ctx context.Context, p *beam.Pipeline) (beam.PipelineResult, error)
 		beam.Init()
 	}
 	return runners.Run(ctx, p, runners.Options{})
-}
-
-func ivfReadI32(t *testing.T, path string) []int32 {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := make([]int32, len(b)/4)
-	if _, err := binary.Decode(b, binary.LittleEndian, out); err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 // cleanLabels reads id -> clean_label from every Arrow output shard in dir.
@@ -85,7 +71,7 @@ func cleanLabels(t *testing.T, dir string) map[int64]int32 {
 // engine-level comparison on the whole dev grid is transforms/ivf's
 // TestQualityVsExact).
 func TestIVFDigits(t *testing.T) {
-	truth := ivfReadI32(t, "../testdata/digits/truth.i32")
+	truth := readI32(t, "../testdata/digits/truth.i32")
 	acc := map[string]float64{}
 	for _, mode := range []string{pipelines.NeighboursIVF, pipelines.NeighboursExact} {
 		out := t.TempDir()
@@ -168,8 +154,8 @@ func TestNeighbourModes(t *testing.T) {
 			}
 		case err != nil:
 			t.Errorf("%s: %v", tc.name, err)
-		case plan.Mode != tc.want || plan.Engine.Candidates != tc.wantCand:
-			t.Errorf("%s: mode %q with %d candidates, want %q with %d", tc.name, plan.Mode, plan.Engine.Candidates, tc.want, tc.wantCand)
+		case plan.Mode != tc.want || plan.Candidates != tc.wantCand:
+			t.Errorf("%s: mode %q with %d candidates, want %q with %d", tc.name, plan.Mode, plan.Candidates, tc.want, tc.wantCand)
 		}
 	}
 }

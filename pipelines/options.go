@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -53,6 +54,8 @@ type Options struct {
 	Columns    schemas.Columns
 	Classes    Opt[int]
 	ClassNames []string
+	// Lake: Iceberg tables in and out, incremental runs (lake.go).
+	Lake LakeOptions
 
 	// Neighbours.
 	K           int
@@ -82,6 +85,11 @@ type Options struct {
 	Smooth           float64
 	Anchor           float64
 	AnnotationWeight float64
+	// Temperature calibrates the output's probabilities (pi^(1/T)
+	// renormalised); MinConfidence changes a label only where the
+	// calibrated clean_prob reaches it (stages.Calibration).
+	Temperature   float64
+	MinConfidence float64
 
 	// Seed seeds all sampling (with the item id and the round).
 	Seed uint64
@@ -91,6 +99,9 @@ type Options struct {
 	Workers Opt[int]
 	// Report writes report.html beside summary.json.
 	Report bool
+	// Verbose shows Beam's and Prism's own INFO log lines and the plain
+	// per-stage progress lines instead of the one live line.
+	Verbose bool
 
 	// Annotators (crowd.go): who gave each label.
 	Annotations       string
@@ -102,32 +113,37 @@ type Options struct {
 	ClassBalance      float64
 }
 
-// Defaults returns every option's default: the method's chosen by
-// measurement on the dev grid (docs/QUALITY.md). It is the only place a
-// default is written; the CLI's flags, the quality harness and the tests
-// start here, so what is measured is what users get.
+// Defaults returns every option's default. The method's (transforms/mixture,
+// transforms/llc) come from mixture.DefaultParams and llc.DefaultParams,
+// chosen by measurement on the dev grid (docs/QUALITY.md); the rest are
+// written here. No other layer defaults anything: the CLI's flags, the
+// quality harness and the tests start here, so what is measured is what
+// users get.
 func Defaults() Options {
+	m := mixture.DefaultParams(0) // the data-dependent c0, n stay unset (Opt)
+	l := llc.DefaultParams()
 	return Options{
-		Format:      shardio.ArrowFile,
-		Columns:     schemas.Columns{ID: schemas.ColID, Features: schemas.ColFeatures, Label: schemas.ColLabel, Labels: schemas.ColLabels},
-		K:           10,
-		Metric:      knn.L2,
-		Standardise: true,
-		Neighbours:  NeighboursAuto,
-		Weighting:   engine.Blend,
-		LLCLambda:   0,
-		LLCSigma:    llc.DefaultSigma,
-		Rounds:      10,
-		L:           250,
-		Mu:          0.5,
-		Gamma:       0.5,
-		Alpha:       1.1,
-		Beta:        1.1,
-		EMIters:     10,
-		Variant:     mixture.Paper,
-		Smooth:      0.1,
-		// Several annotations per item keep a say every round (docs/QUALITY.md).
-		AnnotationWeight: 0.05,
+		Format:           shardio.ArrowFile,
+		Columns:          schemas.Columns{ID: schemas.ColID, Features: schemas.ColFeatures, Label: schemas.ColLabel, Labels: schemas.ColLabels},
+		K:                10,
+		Metric:           knn.L2,
+		Standardise:      true,
+		Neighbours:       NeighboursAuto,
+		Weighting:        engine.Blend,
+		LLCLambda:        l.Lambda,
+		LLCSigma:         l.Sigma,
+		Rounds:           10,
+		L:                m.L,
+		Mu:               m.Mu,
+		Gamma:            m.Gamma,
+		Alpha:            m.Alpha,
+		Beta:             m.Beta,
+		EMIters:          m.EMIters,
+		Variant:          m.Variant,
+		Smooth:           m.Smooth,
+		Anchor:           m.Anchor,
+		AnnotationWeight: m.AnnotationWeight,
+		Temperature:      mixture.DefaultTemperature,
 		Seed:             1,
 		Device:           "auto",
 		Report:           true,
@@ -169,16 +185,16 @@ var Flags = []Flag{
 	{Name: "input", Group: GroupIO, Usage: "input shards: a glob of Parquet or Arrow IPC files, local or gs:// (required, but for label-only --annotations)",
 		bind: func(o *Options) flag.Value { return (*stringValue)(&o.Input) },
 		check: func(o *Options) error {
-			if o.Input == "" && o.Annotations == "" {
-				return errors.New("is required (or --annotations alone, for label-only mode)")
+			if o.Input == "" && o.Lake.InputTable == "" && o.Annotations == "" {
+				return errors.New("is required (or --input-table, or --annotations alone for label-only mode)")
 			}
 			return nil
 		}},
 	{Name: "output", Group: GroupIO, Usage: "output directory, local or gs:// (required)",
 		bind: func(o *Options) flag.Value { return (*stringValue)(&o.Output) },
 		check: func(o *Options) error {
-			if o.Output == "" {
-				return errors.New("is required")
+			if o.Output == "" && o.Lake.OutputTable == "" {
+				return errors.New("is required (or --output-table)")
 			}
 			return nil
 		}},
@@ -243,6 +259,15 @@ var Flags = []Flag{
 		bind: func(o *Options) flag.Value { return (*floatValue)(&o.Anchor) }, check: floatAtLeast(0, func(o *Options) float64 { return o.Anchor })},
 	{Name: "annotation-weight", Group: GroupMethod, Usage: "weight per extra annotation of an item's given labels as a mixture component, >= 0",
 		bind: func(o *Options) flag.Value { return (*floatValue)(&o.AnnotationWeight) }, check: floatAtLeast(0, func(o *Options) float64 { return o.AnnotationWeight })},
+	{Name: "temperature", Group: GroupMethod, Usage: "calibration of the output probabilities: pi^(1/T) renormalised, > 0 (1: uncalibrated mixture weights)",
+		bind: func(o *Options) flag.Value { return (*floatValue)(&o.Temperature) }, check: func(o *Options) error {
+			if !(o.Temperature > 0) || o.Temperature > 100 {
+				return fmt.Errorf("%v: want a temperature in (0, 100]", o.Temperature)
+			}
+			return nil
+		}},
+	{Name: "min-confidence", Group: GroupMethod, Usage: "change a label only where the calibrated clean_prob is at least this, in [0,1] (0: always take the most probable class)",
+		bind: func(o *Options) flag.Value { return (*floatValue)(&o.MinConfidence) }, check: inRange(0, 1, true, func(o *Options) float64 { return o.MinConfidence })},
 	{Name: "seed", Group: GroupMethod, Usage: "seed of all sampling (with item id and round)",
 		bind: func(o *Options) flag.Value { return (*uint64Value)(&o.Seed) }},
 
@@ -351,6 +376,8 @@ var Flags = []Flag{
 		}},
 	{Name: "workers", Group: GroupRun, Usage: "goroutines per stage", Default: "GOMAXPROCS",
 		bind: func(o *Options) flag.Value { return &optInt{p: &o.Workers} }, check: atLeast(1, func(o *Options) Opt[int] { return o.Workers })},
+	{Name: "verbose", Group: GroupRun, Usage: "show Beam's and Prism's own log lines (hidden by default; their warnings and errors always show)",
+		bind: func(o *Options) flag.Value { return (*boolValue)(&o.Verbose) }},
 }
 
 // Bind registers every flag on fs, bound to o's fields; o's current values
@@ -395,41 +422,65 @@ func (o *Options) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Engine resolves the data-dependent defaults for c classes and returns the
-// engine's options: the one hand-over from the option model to the stages.
-// An explicit value that the data makes impossible (c0 > C) is an error
-// naming the flag, never clamped.
-func (o *Options) Engine(c int) (engine.Options, error) {
+// Mixture resolves the method's parameters for c classes: c0 and n take
+// their data-dependent defaults (mixture.DefaultC0, DefaultN) unless given,
+// the stored rows are bounded at mixture.DefaultMaxRowEntries(c0), and Seed
+// is the job's seed. An explicit value the data makes impossible (c0 > C) is
+// an error naming the flag, never clamped.
+func (o *Options) Mixture(c int) (mixture.Params, error) {
 	if o.C0.Set && o.C0.V > c {
-		return engine.Options{}, &OptionError{Flag: "c0", Err: fmt.Errorf("%d: more than the input's %d classes", o.C0.V, c)}
+		return mixture.Params{}, &OptionError{Flag: "c0", Err: fmt.Errorf("%d: more than the input's %d classes", o.C0.V, c)}
 	}
-	c0 := o.C0.Or(min(c, 10))
+	c0 := o.C0.Or(mixture.DefaultC0(c))
+	return mixture.Params{
+		C:                c,
+		C0:               c0,
+		L:                o.L,
+		N:                o.N.Or(mixture.DefaultN(c0)),
+		Mu:               o.Mu,
+		Gamma:            o.Gamma,
+		Alpha:            o.Alpha,
+		Beta:             o.Beta,
+		EMIters:          o.EMIters,
+		Variant:          o.Variant,
+		Smooth:           o.Smooth,
+		MaxRowEntries:    mixture.DefaultMaxRowEntries(c0),
+		Anchor:           o.Anchor,
+		AnnotationWeight: o.AnnotationWeight,
+		Seed:             o.Seed,
+	}, nil
+}
+
+// LLC returns the LLC QP's parameters: --llc-lambda and --llc-sigma, and
+// the solver's own settings from llc.DefaultParams.
+func (o *Options) LLC() llc.Params {
+	p := llc.DefaultParams()
+	p.Lambda, p.Sigma = o.LLCLambda, o.LLCSigma
+	return p
+}
+
+// WorkerCount resolves --workers: GOMAXPROCS unless given.
+func (o *Options) WorkerCount() int { return o.Workers.Or(runtime.GOMAXPROCS(0)) }
+
+// Engine returns the in-process engine's options for c classes (the quality
+// harness, and tests comparing the engine with the pipeline): the values the
+// stages get, from the same resolution (Mixture, LLC, WorkerCount).
+// Candidates is --candidates as given (0: every item).
+func (o *Options) Engine(c int) (engine.Options, error) {
+	m, err := o.Mixture(c)
+	if err != nil {
+		return engine.Options{}, err
+	}
 	return engine.Options{
 		K:           o.K,
 		Metric:      o.Metric,
 		Standardise: o.Standardise,
 		Candidates:  o.Candidates.Or(0),
 		Weighting:   o.Weighting,
-		LLC:         llc.Params{Lambda: o.LLCLambda, Sigma: o.LLCSigma},
+		LLC:         o.LLC(),
 		Rounds:      o.Rounds,
-		Workers:     o.Workers.Or(runtime.GOMAXPROCS(0)),
-		Mixture: mixture.Params{
-			C:                c,
-			C0:               c0,
-			L:                o.L,
-			N:                o.N.Or(2*c0 - 1),
-			Mu:               o.Mu,
-			Gamma:            o.Gamma,
-			Alpha:            o.Alpha,
-			Beta:             o.Beta,
-			EMIters:          o.EMIters,
-			Variant:          o.Variant,
-			Smooth:           o.Smooth,
-			MaxRowEntries:    2 * c0,
-			Anchor:           o.Anchor,
-			AnnotationWeight: o.AnnotationWeight,
-			Seed:             o.Seed,
-		},
+		Workers:     o.WorkerCount(),
+		Mixture:     m,
 	}, nil
 }
 
@@ -655,19 +706,15 @@ func OptionsTable() string {
 	return b.String()
 }
 
-// DefaultEngine is Defaults() as the engine's options for datasets whose
-// class count is not known yet (the quality harness runs many): C, C0, N and
-// MaxRowEntries are left 0 for the engine to resolve per dataset.
-func DefaultEngine() engine.Options {
-	o := Defaults()
-	e, _ := o.Engine(0)
-	e.Mixture.C, e.Mixture.C0, e.Mixture.N, e.Mixture.MaxRowEntries = 0, 0, 0, 0
-	return e
-}
-
-// EngineOptionMap spells engine options as relabel run's flags do (the
-// quality harness records what it ran).
-func EngineOptionMap(e engine.Options) map[string]string {
-	p := Plan{Options: Defaults(), Engine: e}
-	return p.OptionMap()
+// FlagValues spells o as relabel run's flags of the given groups (all when
+// none): each flag's name and value, "" for a data-dependent option left
+// unset. The quality harness records what it ran with it.
+func (o *Options) FlagValues(groups ...string) map[string]string {
+	m := map[string]string{}
+	for _, f := range Flags {
+		if len(groups) == 0 || slices.Contains(groups, f.Group) {
+			m[f.Name] = f.bind(o).String()
+		}
+	}
+	return m
 }

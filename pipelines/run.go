@@ -13,7 +13,9 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 
 	"github.com/relabel/relabel/internal/faults"
+	"github.com/relabel/relabel/internal/progress"
 	"github.com/relabel/relabel/io/blobio"
+	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/transforms/crowdstages"
 	"github.com/relabel/relabel/transforms/stages"
 )
@@ -24,11 +26,14 @@ type Executor func(ctx context.Context, p *beam.Pipeline) (beam.PipelineResult, 
 
 // Summary is summary.json, written beside the output shards.
 type Summary struct {
-	Version    string            `json:"version"`
-	Input      string            `json:"input"`
-	Output     string            `json:"output"`
-	Rows       int64             `json:"rows"`
-	Changed    int64             `json:"changed"`
+	Version string `json:"version"`
+	Input   string `json:"input"`
+	Output  string `json:"output"`
+	Rows    int64  `json:"rows"`
+	Changed int64  `json:"changed"`
+	// Unresolved counts rows output without a clean label (null):
+	// unlabelled rows that no labelled row reached within the rounds.
+	Unresolved int64             `json:"unresolved,omitempty"`
 	Classes    int               `json:"classes"`
 	ClassNames []string          `json:"class_names,omitempty"`
 	Neighbours string            `json:"neighbours"`
@@ -41,10 +46,15 @@ type Summary struct {
 	// posteriors (only for C <= stages.MaxDenseClasses).
 	Transition [][]float64          `json:"transition,omitempty"`
 	Shards     []stages.ShardReport `json:"shards"`
+	// Skipped lists input files left out, with why ("x.parquet: no rows,
+	// skipped").
+	Skipped []string `json:"skipped,omitempty"`
 	// Metrics are the pipeline's Beam counters (namespace relabel), summed
 	// over steps.
 	Metrics map[string]int64   `json:"metrics,omitempty"`
 	Timings map[string]float64 `json:"timings_seconds"`
+	// Lake says what a table or incremental run covered (lake.go).
+	Lake *LakeSummary `json:"lake,omitempty"`
 	// Annotators describes the annotators file of an annotator-aware run.
 	Annotators *crowdstages.AnnotatorsReport `json:"annotators,omitempty"`
 }
@@ -58,12 +68,19 @@ type Summary struct {
 // finished output, or any other file the run would replace, is replaced only
 // with Options.Overwrite.
 func Run(ctx context.Context, cfg Options, exec Executor) (*Summary, error) {
+	if cfg.lakeRun() {
+		return runTable(ctx, cfg, exec)
+	}
 	t0 := time.Now()
 	plan, err := MakePlan(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
 	cfg = plan.Options
+	for _, sk := range plan.Skipped {
+		progress.Notef("%s", sk)
+	}
+	progress.Report(progress.Event{Kind: progress.Planned, Rows: plan.Rows, Shards: len(plan.Shards), Rounds: plan.Options.Rounds})
 	if err := checkNotInput(cfg.Output, plan.inputPaths()); err != nil {
 		return nil, err
 	}
@@ -125,6 +142,7 @@ func Run(ctx context.Context, cfg Options, exec Executor) (*Summary, error) {
 	p, s := beam.NewPipelineWithRoot()
 	Build(s, plan, tmp)
 	t1 := time.Now()
+	progress.StageStarted("reading")
 	res, err := exec(ctx, p)
 	if err != nil {
 		return nil, err
@@ -132,6 +150,35 @@ func Run(ctx context.Context, cfg Options, exec Executor) (*Summary, error) {
 	tRun := time.Since(t1)
 	faults.Point("pipeline-done")
 
+	progress.StageStarted("committing")
+	sum, err := summarise(ctx, fs, tmp, plan, res)
+	if err != nil {
+		return nil, err
+	}
+	sum.Timings = map[string]float64{
+		"plan":     tPlan.Seconds(),
+		"pipeline": tRun.Seconds(),
+		"total":    time.Since(t0).Seconds(),
+	}
+	b, err := json.MarshalIndent(sum, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	if err := blobio.WriteFile(ctx, fs, blobio.Join(tmp, summaryName), b); err != nil {
+		return nil, err
+	}
+	if err := commit(ctx, fs, tmp, cfg.Output, plan.written(ctx, fs, tmp, files), tok); err != nil {
+		return nil, err
+	}
+	committed = true
+	removeAll(ctx, fs, tmp, plan)
+	return sum, nil
+}
+
+// summarise gathers the shard reports the pipeline wrote into tmp, and its
+// counters, into a summary.
+func summarise(ctx context.Context, fs blobio.FS, tmp string, plan *Plan, res beam.PipelineResult) (*Summary, error) {
+	cfg := plan.Options
 	input := cfg.Input
 	if input == "" {
 		input = cfg.Annotations
@@ -141,27 +188,22 @@ func Run(ctx context.Context, cfg Options, exec Executor) (*Summary, error) {
 		ClassNames: plan.ClassNames, Neighbours: plan.Mode, Device: plan.Device, Options: plan.OptionMap(),
 		ChangedFrom: make([]int64, plan.C), ChangedTo: make([]int64, plan.C),
 	}
+	for _, sk := range plan.Skipped {
+		sum.Skipped = append(sum.Skipped, sk.String())
+	}
 	var trans []float64
-	var written []string
-	for _, name := range files {
+	names, inputs := plan.shardFiles()
+	for k, name := range names {
 		var rep stages.ShardReport
-		if plan.Crowd != nil && name == crowdstages.AnnotatorsName(cfg.Format) {
-			sum.Annotators = &crowdstages.AnnotatorsReport{}
-			if err := readJSON(ctx, fs, blobio.Join(tmp, name+".report.json"), sum.Annotators); err != nil {
-				return nil, fmt.Errorf("relabel: no annotators file: %w", err)
-			}
-			written = append(written, name)
-			continue
-		}
-		if err := readJSON(ctx, fs, blobio.Join(tmp, name+".report.json"), &rep); err != nil {
+		if err := readJSON(ctx, fs, blobio.Join(tmp, name+resultio.ReportSuffix), &rep); err != nil {
 			if plan.Crowd != nil && plan.Crowd.LabelOnly {
 				continue // an empty bucket writes no shard
 			}
-			return nil, fmt.Errorf("relabel: shard %s produced no output: %w", name, err)
+			return nil, fmt.Errorf("relabel: shard %s produced no output: %w", inputs[k], err)
 		}
-		written = append(written, name)
 		sum.Rows += rep.Rows
 		sum.Changed += rep.Changed
+		sum.Unresolved += rep.Unresolved
 		for c := range rep.ChangedFrom {
 			sum.ChangedFrom[c] += rep.ChangedFrom[c]
 			sum.ChangedTo[c] += rep.ChangedTo[c]
@@ -202,23 +244,13 @@ func Run(ctx context.Context, cfg Options, exec Executor) (*Summary, error) {
 			}
 		}
 	}
-	sum.Timings = map[string]float64{
-		"plan":     tPlan.Seconds(),
-		"pipeline": tRun.Seconds(),
-		"total":    time.Since(t0).Seconds(),
+	if plan.Crowd != nil {
+		name := crowdstages.AnnotatorsName(cfg.Format)
+		sum.Annotators = &crowdstages.AnnotatorsReport{}
+		if err := readJSON(ctx, fs, blobio.Join(tmp, name+resultio.ReportSuffix), sum.Annotators); err != nil {
+			return nil, fmt.Errorf("relabel: no annotators file: %w", err)
+		}
 	}
-	b, err := json.MarshalIndent(sum, "", "  ")
-	if err != nil {
-		return nil, err
-	}
-	if err := blobio.WriteFile(ctx, fs, blobio.Join(tmp, summaryName), b); err != nil {
-		return nil, err
-	}
-	if err := commit(ctx, fs, tmp, cfg.Output, written, tok); err != nil {
-		return nil, err
-	}
-	committed = true
-	removeAll(ctx, fs, tmp, plan)
 	return sum, nil
 }
 
@@ -235,7 +267,7 @@ func token() string {
 func removeAll(ctx context.Context, fs blobio.FS, tmp string, plan *Plan) {
 	for _, name := range plan.OutputNames() {
 		fs.Remove(ctx, blobio.Join(tmp, name))
-		fs.Remove(ctx, blobio.Join(tmp, name+".report.json"))
+		fs.Remove(ctx, blobio.Join(tmp, name+resultio.ReportSuffix))
 	}
 	fs.Remove(ctx, blobio.Join(tmp, summaryName))
 	fs.Remove(ctx, blobio.Join(tmp, journalName))

@@ -1,7 +1,12 @@
 // Command relabel finds and fixes wrong class labels in Parquet/Arrow datasets
 // of embeddings. `relabel run` runs the relabelling pipeline (Apache Beam; the
 // embedded Prism runner by default), `relabel noise` writes a noisy copy of a
-// clean dataset, `relabel eval` scores cleaned output against the truth.
+// clean dataset, `relabel eval` scores cleaned output against the truth,
+// `relabel report` writes report.html for an output, `relabel synth` writes a
+// synthetic dataset for scale runs. One file per command (run.go, noise.go,
+// eval.go, report.go, synth.go); this one dispatches and holds what they
+// share. Files are read and written through io/ (shardio, resultio,
+// reportio): the only Arrow here is the allocator eval hands resultio.
 package main
 
 import (
@@ -16,6 +21,9 @@ import (
 	"syscall"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+
+	"github.com/relabel/relabel/io/blobio"
+	"github.com/relabel/relabel/io/shardio"
 )
 
 const usage = `relabel finds and fixes wrong class labels in datasets of embeddings.
@@ -25,6 +33,7 @@ Usage:
   relabel noise --input FILE --output FILE [options]  write a noisy copy of a clean dataset
   relabel eval  --output DIR --truth FILE [options]   score cleaned output against the truth
   relabel report DIR [--out FILE] [--top N]          write report.html for an output directory
+  relabel synth --output DIR [options]               write a synthetic dataset (for scale runs)
   relabel version
 `
 
@@ -127,3 +136,46 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 }
 
 type usageError struct{ error }
+
+// parseFlags parses args into fs and rejects positional arguments.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return err
+		}
+		return usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
+	}
+	return nil
+}
+
+// formatFor picks the output format: the flag, else the path's extension.
+func formatFor(path, flagValue string) (shardio.Format, error) {
+	if flagValue != "" {
+		return shardio.ParseFormat(flagValue)
+	}
+	switch ext := strings.ToLower(path[strings.LastIndex(path, ".")+1:]); ext {
+	case "arrow", "ipc", "feather":
+		return shardio.ArrowFile, nil
+	}
+	return shardio.Parquet, nil
+}
+
+// notExists fails when path exists (the commands that write a file refuse
+// to replace one unless told).
+func notExists(ctx context.Context, path string) error {
+	fsys, err := blobio.For(path)
+	if err != nil {
+		return err
+	}
+	ok, err := fsys.Exists(ctx, path)
+	if err != nil {
+		return err
+	}
+	if ok {
+		return fmt.Errorf("relabel: %s exists (pass --overwrite to replace it)", path)
+	}
+	return nil
+}

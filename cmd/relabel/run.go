@@ -6,17 +6,29 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
+	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"golang.org/x/term"
 
+	"github.com/relabel/relabel/internal/progress"
 	"github.com/relabel/relabel/io/reportio"
 	"github.com/relabel/relabel/pipelines"
 	"github.com/relabel/relabel/runners"
 )
 
 func version() string { return pipelines.Version }
+
+// isTerminal reports whether w is a terminal (the live progress line is drawn
+// only there; a log gets plain lines).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
 
 // runFlags binds every option of `relabel run` to a pipelines.Options: the
 // flags themselves (names, docs, checks) are pipelines.Flags.
@@ -51,6 +63,7 @@ func newRunFlags(stdout io.Writer) *runFlags {
 // usage prints relabel's own flags by group, then Beam's runner flags apart.
 func (f *runFlags) usage(w io.Writer) {
 	fmt.Fprintf(w, "Usage: relabel run --input GLOB --output DIR [options]\n")
+	fmt.Fprintf(w, "       relabel run --catalog sqlite:///PATH/catalog.db --input-table NS.T --output-table NS.T [--incremental] [options]\n")
 	for _, g := range pipelines.Groups {
 		fmt.Fprintf(w, "\n%s:\n", g)
 		for _, fl := range pipelines.Flags {
@@ -186,6 +199,21 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		o.WaveMiB = pipelines.Some(-1)
 	}
 	dryRun := ro.IsDryRun()
+	// A dry run's product is the job request Beam logs: keep Beam's log.
+	verbose := o.Verbose || dryRun
+	disp := progress.NewDisplay(stderr, isTerminal(stderr) && !verbose, time.Now)
+	var quiet *progress.Quiet
+	if !verbose {
+		// Beam and Prism log through slog's default logger: keep their
+		// warnings and errors (condensed) above the live line, drop the rest.
+		quiet = progress.NewQuiet(func(line string) { disp.Printf("%s", line) })
+		prev := slog.Default()
+		slog.SetDefault(slog.New(quiet))
+		defer slog.SetDefault(prev)
+	}
+	defer progress.Install(disp.Handle)()
+	disp.Start()
+	defer disp.Stop()
 	exec := func(ctx context.Context, p *beam.Pipeline) (beam.PipelineResult, error) {
 		res, err := runners.Run(ctx, p, ro)
 		if err == nil && dryRun {
@@ -194,6 +222,19 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return res, err
 	}
 	sum, err := pipelines.Run(ctx, o, exec)
+	if quiet != nil {
+		if err == nil {
+			quiet.Flush()
+		} else if n := quiet.Dropped(); n > 0 {
+			if !hasCause(err) {
+				if c := quiet.Cause(causePrefixes...); c != "" {
+					err = fmt.Errorf("%w: %s", err, c)
+				}
+			}
+			disp.Printf("relabel: (%d lines of Beam's own log about this failure hidden: --verbose shows them)", n)
+		}
+	}
+	disp.Stop()
 	if errors.Is(err, errDryRun) {
 		fmt.Fprintln(stdout, "relabel: dry run: the Dataflow job request is printed on stderr; nothing was submitted or written")
 		return nil
@@ -205,19 +246,45 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
+	if sum.Lake != nil {
+		printLake(stdout, sum)
+		return nil
+	}
 	fmt.Fprintf(stdout, "relabel: %d rows relabelled, %d labels changed (%.1f%%); output in %s (summary.json beside the shards)\n",
 		sum.Rows, sum.Changed, 100*float64(sum.Changed)/float64(max(sum.Rows, 1)), sum.Output)
+	// The text and HTML reports are derived from the committed output, after
+	// the commit, in one pass over it: `relabel report DIR` writes the page
+	// again at any time. A failure here leaves the output complete.
+	rep, err := reportio.Build(ctx, sum.Output, reportio.Options{})
+	if err != nil {
+		fmt.Fprintf(stderr, "relabel run: the output is complete, but no report could be made: %s\n", oneLine(err))
+		return nil
+	}
+	fmt.Fprintln(stdout)
+	rep.Text(stdout, 5)
 	if o.Report {
-		// The report is derived from the committed output, after the
-		// commit: `relabel report DIR` writes it again at any time.
-		path, err := reportio.Write(ctx, sum.Output, reportio.Options{})
+		path, err := rep.Save(ctx, "")
 		if err != nil {
 			fmt.Fprintf(stderr, "relabel run: the output is complete, but report.html was not written: %s\n", oneLine(err))
 			return nil
 		}
-		fmt.Fprintf(stdout, "relabel: report in %s\n", path)
+		fmt.Fprintf(stdout, "\nrelabel: report in %s\n", path)
 	}
 	return nil
+}
+
+// causePrefixes start relabel's own error messages, which name the file,
+// row and column where they can.
+var causePrefixes = []string{"shardio: ", "relabel: ", "stages: ", "ivfstages: ", "crowdstages: ", "blobio: ", "engine: ", "mixture: ", "schemas: ", "resultio: "}
+
+// hasCause reports whether err carries one of relabel's own messages.
+func hasCause(err error) bool {
+	for _, p := range causePrefixes {
+		if strings.Contains(err.Error(), p) {
+			return true
+		}
+	}
+	return false
 }
 
 // oneLine reduces an error to the line a user needs: Beam wraps DoFn errors in
@@ -226,7 +293,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 func oneLine(err error) string {
 	msg := err.Error()
 	best := -1
-	for _, p := range []string{"shardio: ", "relabel: ", "stages: ", "blobio: ", "engine: ", "mixture: ", "schemas: "} {
+	for _, p := range causePrefixes {
 		if i := strings.Index(msg, p); i >= 0 && (best < 0 || i < best) {
 			best = i
 		}
@@ -238,4 +305,20 @@ func oneLine(err error) string {
 		msg = msg[:i]
 	}
 	return strings.TrimSpace(msg)
+}
+
+// printLake says what a table run covered and committed (the report is for
+// output directories; the table's files are read by any Iceberg reader).
+func printLake(w io.Writer, sum *pipelines.Summary) {
+	l := sum.Lake
+	if l.NothingNew {
+		fmt.Fprintf(w, "relabel: nothing appended to %s since snapshot %d, which %s covers; nothing committed\n", l.InputTable, l.InputSnapshot, l.OutputTable)
+		return
+	}
+	kind := "full run"
+	if l.Incremental {
+		kind = fmt.Sprintf("incremental run from input snapshot %d: %d new rows in %d new files, %d old rows re-scored", l.FromSnapshot, l.NewRows, l.NewFiles, l.Rescored)
+	}
+	fmt.Fprintf(w, "relabel: %s; %d rows relabelled, %d labels changed; committed snapshot %d of %s covering %s snapshot %d\n",
+		kind, sum.Rows, sum.Changed, l.OutputSnapshot, l.OutputTable, l.InputTable, l.InputSnapshot)
 }

@@ -179,7 +179,7 @@ func TestRunBadInput(t *testing.T) {
 			r.Labels[9] = 7
 			writeRows(t, filepath.Join(dir, "a.parquet"), schemas.LabelInt32, nil, r)
 		}, "*.parquet", []string{"--classes", "3"},
-			`relabel run: shardio: DIR/a.parquet row 9 column "label": label 7 outside [0,3)`},
+			`relabel run: shardio: DIR/a.parquet row 9 column "label": label 7 outside [0,3) (--classes 3)`},
 		{"label not in the class set", func(t *testing.T, dir string) {
 			r := synthRows(0, 60)
 			r.Labels[12] = 3
@@ -252,14 +252,15 @@ func TestRunBadInput(t *testing.T) {
 	}
 }
 
-// errorLines returns the lines of stderr that are not log records (Beam's and
-// relabel's progress log, prefixed by a timestamp "time=..."): what the
+// errorLines returns the lines of stderr that are not log records (Beam's
+// log, prefixed by a timestamp "time=...", and relabel's progress lines,
+// "relabel: ..."; its errors read "relabel run: ..."): what the
 // program itself says about the failure. Prism also logs the failed bundle at
 // level ERROR, with Beam's whole stage plan in one quoted record.
 func errorLines(stderr string) []string {
 	var out []string
 	for _, l := range strings.Split(stderr, "\n") {
-		if l == "" || strings.HasPrefix(l, "time=") {
+		if l == "" || strings.HasPrefix(l, "time=") || strings.HasPrefix(l, "relabel: ") {
 			continue
 		}
 		out = append(out, l)

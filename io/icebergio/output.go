@@ -30,6 +30,10 @@ const (
 	Append Mode = iota
 	// Replace makes the commit's rows the whole table: a full run.
 	Replace
+	// Rewrite removes the data files Commit.Remove and adds Commit.Files in
+	// one snapshot: an incremental run's new rows, and the output files
+	// holding old rows it re-scored, rewritten.
+	Rewrite
 )
 
 func (m Mode) String() string {
@@ -38,6 +42,8 @@ func (m Mode) String() string {
 		return "append"
 	case Replace:
 		return "replace"
+	case Rewrite:
+		return "rewrite"
 	}
 	return fmt.Sprintf("Mode(%d)", uint8(m))
 }
@@ -57,6 +63,9 @@ type Commit struct {
 	// Records are rows that iceberg-go writes as Parquet data files under the
 	// table's location. Exactly one of Files and Records is required.
 	Records []arrow.RecordBatch
+	// Remove are data files of the table that a Rewrite commit removes, as
+	// the table records them (OutputFile.Path). Only with Rewrite and Files.
+	Remove []string
 }
 
 // Output is a relabel output table, opened at the snapshot a run starts from.
@@ -198,6 +207,9 @@ func (o *Output) Commit(ctx context.Context, c Commit) (int64, error) {
 	if err := c.Run.validate(); err != nil {
 		return 0, fmt.Errorf("icebergio: output table %s: %w", o.name, err)
 	}
+	if len(c.Remove) > 0 && (c.Mode != Rewrite || len(c.Files) == 0) {
+		return 0, fmt.Errorf("icebergio: output table %s: Commit.Remove is for a Rewrite of Files", o.name)
+	}
 	if (len(c.Files) == 0) == (len(c.Records) == 0) {
 		return 0, fmt.Errorf("icebergio: output table %s: a commit takes Files or Records (%d files, %d record batches)", o.name, len(c.Files), len(c.Records))
 	}
@@ -223,6 +235,12 @@ func (o *Output) Commit(ctx context.Context, c Commit) (int64, error) {
 			var old []string
 			if old, err = o.dataFiles(ctx); err == nil {
 				err = txn.ReplaceDataFiles(ctx, old, files, props)
+			}
+		case Rewrite:
+			if len(c.Remove) == 0 {
+				err = txn.AddFiles(ctx, files, props, false)
+			} else {
+				err = txn.ReplaceDataFiles(ctx, c.Remove, files, props)
 			}
 		default:
 			err = fmt.Errorf("unknown mode %s", c.Mode)
@@ -293,4 +311,15 @@ func fileURI(p string) (string, error) {
 		return "", fmt.Errorf("data file %s: %w", p, err)
 	}
 	return "file://" + filepath.ToSlash(abs), nil
+}
+
+// DataFiles lists the data files of the snapshot the Output is at, as the
+// table records them (file:// or gs:// URIs); Task{Path: f}.ReaderPath() is
+// the form relabel's readers open.
+func (o *Output) DataFiles(ctx context.Context) ([]string, error) {
+	files, err := o.dataFiles(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("icebergio: output table %s: %w", o.name, err)
+	}
+	return files, nil
 }

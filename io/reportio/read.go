@@ -87,6 +87,7 @@ type accum struct {
 	truth    Truth
 
 	rows, labelled, changed int64
+	unresolved              int64   // rows with a null clean_label
 	given, clean            []int64 // rows by given (majority) / clean class
 	changedFrom, changedTo  []int64
 	sumGivenProb            []float64
@@ -396,7 +397,16 @@ func (a *accum) addBatch(path string, row int64, rec arrow.RecordBatch) error {
 			return rowErr(i, schemas.ColCleanLabel, err)
 		}
 		if cl < 0 {
-			return rowErr(i, schemas.ColCleanLabel, fmt.Errorf("null clean label"))
+			// Null: an unlabelled row no labelled row reached. A labelled
+			// row always has a clean label.
+			if g >= 0 {
+				return rowErr(i, schemas.ColCleanLabel, fmt.Errorf("null clean label on a labelled row"))
+			}
+			if c.changed.IsValid(i) && c.changed.Value(i) {
+				return rowErr(i, schemas.ColChanged, fmt.Errorf("a row without a clean label marked changed"))
+			}
+			a.unresolved++
+			continue
 		}
 		cp := cleanProb.Value(i)
 		if cleanProb.IsNull(i) || !(cp >= 0 && cp <= 1+1e-5) {

@@ -64,7 +64,10 @@ type Report struct {
 	// Rows and the counts below are counted from the shards (and checked
 	// against summary.json).
 	Rows, Labelled, Changed int64
-	Classes                 []ClassRow
+	// Unresolved counts rows without a clean label (null: unlabelled rows
+	// that no labelled row reached through neighbours within the rounds).
+	Unresolved int64
+	Classes    []ClassRow
 	// Pairs are the most frequent changes given -> clean, most first.
 	Pairs []Pair
 	// Hist counts labelled rows by given_label_prob in HistBins equal bins
@@ -170,7 +173,7 @@ func Build(ctx context.Context, dir string, opts Options) (*Report, error) {
 	if a.rows != sum.Rows || a.changed != sum.Changed {
 		return nil, fmt.Errorf("reportio: %s says %d rows, %d changed; its shards hold %d rows, %d changed", sj, sum.Rows, sum.Changed, a.rows, a.changed)
 	}
-	r := &Report{Dir: dir, Summary: sum, Rows: a.rows, Labelled: a.labelled, Changed: a.changed, Hist: a.hist}
+	r := &Report{Dir: dir, Summary: sum, Rows: a.rows, Labelled: a.labelled, Changed: a.changed, Unresolved: a.unresolved, Hist: a.hist}
 	r.Names = sum.ClassNames
 	if r.Names == nil {
 		r.Names = make([]string, c)
@@ -274,11 +277,17 @@ func Write(ctx context.Context, dir string, opts Options) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	return r.Save(ctx, opts.Out)
+}
+
+// Save renders the page and writes it to out (default r.Dir/report.html),
+// under a temporary name renamed into place, and returns the path written.
+func (r *Report) Save(ctx context.Context, out string) (string, error) {
+	dir := r.Dir
 	var buf bytes.Buffer
 	if err := r.Render(&buf); err != nil {
 		return "", err
 	}
-	out := opts.Out
 	if out == "" {
 		out = blobio.Join(dir, FileName)
 	}

@@ -33,6 +33,9 @@ func ipcBatchRows(r io.ReaderAt, size int64) ([]int64, error) {
 	if _, err := r.ReadAt(footer, size-tail-flen); err != nil {
 		return nil, err
 	}
+	if err := footerSchema(footer); err != nil {
+		return nil, fmt.Errorf("footer schema: %w", err)
+	}
 	blocks, err := footerBlocks(footer)
 	if err != nil {
 		return nil, fmt.Errorf("footer: %w", err)
@@ -292,6 +295,11 @@ func streamBatchRows(r io.ReaderAt, size int64) ([]int64, error) {
 		if off == 0 && typ != headerSchema {
 			return nil, errors.New("the stream does not start with a schema")
 		}
+		if off == 0 {
+			if err := schemaMessage(meta); err != nil {
+				return nil, fmt.Errorf("schema: %w", err)
+			}
+		}
 		if body > size-off-prefix-metaLen {
 			return nil, fmt.Errorf("message at byte %d: a body of %d bytes runs past the end of the file (truncated?)", off, body)
 		}
@@ -300,4 +308,110 @@ func streamBatchRows(r io.ReaderAt, size int64) ([]int64, error) {
 		}
 		off += prefix + metaLen + body
 	}
+}
+
+// checkSchema bounds what arrow-go would allocate decoding the Schema table
+// at t.pos (format/Schema.fbs): arrow-go sizes its slices by the vector
+// lengths the flatbuffer states (Schema.fields, Field.children, the
+// custom_metadata vectors) without checking them against the buffer, so a
+// few crafted bytes could ask for gigabytes, and shared sub-tables could make
+// a small buffer describe an exponentially large tree. Every vector must fit
+// in the buffer, the tree may not nest deeper than maxSchemaDepth, and the
+// fields of the expanded tree may not outnumber the buffer's bytes.
+func checkSchema(t fb) error {
+	budget := len(t.b)
+	return checkFields(t, 1, 2, 0, &budget)
+}
+
+const maxSchemaDepth = 64
+
+// checkFields checks the table's field vector (slot fieldsSlot: Schema.fields
+// or Field.children) and its custom_metadata vector (slot metaSlot), then
+// every field, recursively.
+func checkFields(t fb, fieldsSlot, metaSlot, depth int, budget *int) error {
+	if depth > maxSchemaDepth {
+		return fmt.Errorf("schema nested deeper than %d", maxSchemaDepth)
+	}
+	if _, err := vector(t, metaSlot); err != nil {
+		return err
+	}
+	fields, err := vector(t, fieldsSlot)
+	if err != nil {
+		return err
+	}
+	for _, pos := range fields {
+		if *budget--; *budget < 0 {
+			return errors.New("schema describes more fields than its bytes can hold")
+		}
+		f, err := t.indirect(pos)
+		if err != nil {
+			return err
+		}
+		// Field {name: 0, nullable: 1, type_type: 2, type: 3, dictionary: 4,
+		// children: 5, custom_metadata: 6}.
+		if err := checkFields(fb{b: t.b, pos: f}, 5, 6, depth+1, budget); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// vector returns the element positions of the table's vector field slot of
+// 4-byte offsets (none when absent), checking that it fits in the buffer.
+func vector(t fb, slot int) ([]int, error) {
+	at, err := t.field(slot)
+	if err != nil || at < 0 {
+		return nil, err
+	}
+	vec, err := t.indirect(at)
+	if err != nil {
+		return nil, err
+	}
+	n, err := t.u32(vec)
+	if err != nil {
+		return nil, err
+	}
+	if int64(n) > int64(len(t.b)-vec-4)/4 {
+		return nil, fmt.Errorf("%w: a vector of %d entries in %d bytes", errCorrupt, n, len(t.b))
+	}
+	pos := make([]int, n)
+	for i := range pos {
+		pos[i] = vec + 4 + 4*i
+	}
+	return pos, nil
+}
+
+// schemaMessage checks the Schema of a stream's first message.
+func schemaMessage(msg []byte) error {
+	t, err := root(msg)
+	if err != nil {
+		return err
+	}
+	at, err := t.field(2) // header
+	if err != nil || at < 0 {
+		return errCorrupt
+	}
+	s, err := t.indirect(at)
+	if err != nil {
+		return err
+	}
+	return checkSchema(fb{b: msg, pos: s})
+}
+
+// footerSchema checks the Schema of an Arrow file's footer (Footer {version:
+// 0, schema: 1, dictionaries: 2, recordBatches: 3}).
+func footerSchema(footer []byte) error {
+	t, err := root(footer)
+	if err != nil {
+		return err
+	}
+	at, err := t.field(1)
+	if err != nil || at < 0 {
+		return errCorrupt
+	}
+	s, err := t.indirect(at)
+	if err != nil {
+		return err
+	}
+	return checkSchema(fb{b: footer, pos: s})
 }

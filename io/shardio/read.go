@@ -16,6 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/relabel/relabel/io/blobio"
@@ -146,6 +147,9 @@ func readColumnsUnguarded(ctx context.Context, u Unit, opts *ReadOptions, pick f
 		for _, fi := range fields {
 			leaves = appendLeaves(leaves, &fr.Manifest.Fields[fi])
 		}
+		if err := checkPageCRCs(pr, u.Index, leaves, f); err != nil {
+			return nil, fileError(u.Path, err, "corrupt Parquet (%s)", where)
+		}
 		tbl, err := fr.ReadRowGroups(ctx, leaves, []int{u.Index})
 		if err != nil {
 			return nil, fileError(u.Path, err, "reading %s", where)
@@ -257,6 +261,35 @@ func readProps(mem memory.Allocator, size int64) *parquet.ReaderProperties {
 	return p
 }
 
+// checkPageCRCs verifies the page checksums (where the writer stored them) of
+// the column chunks of row group rg that will be read (pagecrc.go). It reads
+// those chunks' bytes once more: the price of catching bit-rot in relabel's
+// own process, since arrow-go's reader does not look at the checksums.
+func checkPageCRCs(pr *file.Reader, rg int, leaves []int, r io.ReaderAt) error {
+	md := pr.MetaData().RowGroup(rg)
+	for _, j := range leaves {
+		c, err := md.ColumnChunk(j)
+		if err != nil {
+			return fmt.Errorf("row group %d column chunk %d: %w", rg, j, err)
+		}
+		if err := verifyPageCRCs(r, chunkStart(c), c.TotalCompressedSize()); err != nil {
+			return fmt.Errorf("row group %d column %q: %w", rg, c.PathInSchema().String(), err)
+		}
+	}
+	return nil
+}
+
+// chunkStart is where a column chunk's first page lies: its dictionary page
+// when it has one, else its first data page (a chunk of 0 rows may have a
+// dictionary page and no data page, whose offset is then 0).
+func chunkStart(c *metadata.ColumnChunkMetaData) int64 {
+	start := c.DataPageOffset()
+	if d := c.DictionaryPageOffset(); c.HasDictionaryPage() && d > 0 && (d < start || start == 0) {
+		start = d
+	}
+	return start
+}
+
 // checkChunks checks that every column chunk of row group rg lies within the
 // file: arrow-go allocates a chunk's length, as the footer gives it, before
 // reading it, so a corrupt footer could otherwise ask for any amount.
@@ -267,10 +300,7 @@ func checkChunks(pr *file.Reader, rg int, size int64) error {
 		if err != nil {
 			return fmt.Errorf("row group %d column chunk %d: %w", rg, j, err)
 		}
-		start := c.DataPageOffset()
-		if c.HasDictionaryPage() && c.DictionaryPageOffset() > 0 && c.DictionaryPageOffset() < start {
-			start = c.DictionaryPageOffset()
-		}
+		start := chunkStart(c)
 		if n := c.TotalCompressedSize(); start < int64(len(magicParquet)) || n < 0 || n > size-start {
 			return fmt.Errorf("row group %d column chunk %d: %d bytes at %d, outside the file of %d bytes", rg, j, n, start, size)
 		}

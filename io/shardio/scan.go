@@ -114,6 +114,25 @@ func ScanFiles(ctx context.Context, pattern string, opts ReadOptions) ([]Shard, 
 	if len(paths) == 0 {
 		return nil, nil, fmt.Errorf("shardio: no files match %s", pattern)
 	}
+	return scanPaths(ctx, fs, paths, pattern, opts)
+}
+
+// ScanPaths is ScanFiles over a list of files instead of a glob: the data
+// files an Iceberg table's scan planned (io/icebergio), in the order given.
+// Every path must be of one file system (all local, or all gs://).
+func ScanPaths(ctx context.Context, paths []string, opts ReadOptions) ([]Shard, []Skipped, error) {
+	if len(paths) == 0 {
+		return nil, nil, fmt.Errorf("shardio: no files to scan")
+	}
+	fs, err := blobio.For(paths[0])
+	if err != nil {
+		return nil, nil, fmt.Errorf("shardio: %w", err)
+	}
+	return scanPaths(ctx, fs, paths, fmt.Sprintf("the %d planned files", len(paths)), opts)
+}
+
+func scanPaths(ctx context.Context, fs blobio.FS, paths []string, pattern string, opts ReadOptions) ([]Shard, []Skipped, error) {
+	var err error
 	all := make([]Shard, len(paths))
 	for i, p := range paths {
 		if all[i], err = scanShard(ctx, fs, p, &opts); err != nil {
@@ -239,29 +258,31 @@ func scanShardUnguarded(ctx context.Context, fs blobio.FS, path string, opts *Re
 			rows = append(rows, pr.MetaData().RowGroup(i).NumRows())
 		}
 	case ArrowFile:
+		// relabel's own footer walk first: it bounds the schema arrow-go
+		// will decode (checkSchema).
+		if rows, err = ipcBatchRows(f, f.Size()); err != nil {
+			return s, fileError(path, err, "corrupt or truncated Arrow IPC file")
+		}
 		r, err := ipc.NewFileReader(blobio.Section(f), ipc.WithAllocator(mem))
 		if err != nil {
 			return s, fileError(path, err, "corrupt or truncated Arrow IPC file")
 		}
 		defer r.Close()
 		sc = r.Schema()
-		if rows, err = ipcBatchRows(f, f.Size()); err != nil {
-			return s, fileError(path, err, "corrupt or truncated Arrow IPC file")
-		}
 		if len(rows) != r.NumRecords() {
 			return s, fileError(path, nil, "corrupt Arrow IPC file: %d record batches in the footer, %d read", r.NumRecords(), len(rows))
 		}
 	case ArrowStream:
+		batches, err := streamBatchRows(f, f.Size()) // first: it bounds the schema (checkSchema)
+		if err != nil {
+			return s, fileError(path, err, "corrupt or truncated Arrow IPC stream")
+		}
 		r, err := ipc.NewReader(bufio.NewReader(blobio.Section(f)), ipc.WithAllocator(mem), ipc.WithMetadataSizeLimit(f.Size()))
 		if err != nil {
 			return s, fileError(path, err, "corrupt or truncated Arrow IPC stream")
 		}
 		sc = r.Schema()
 		r.Release()
-		batches, err := streamBatchRows(f, f.Size())
-		if err != nil {
-			return s, fileError(path, err, "corrupt or truncated Arrow IPC stream")
-		}
 		// A stream is read whole (it has no footer to seek by): one unit.
 		n := int64(0)
 		for _, b := range batches {

@@ -2,6 +2,7 @@ package shardio
 
 import (
 	"bufio"
+	"bytes"
 	"cmp"
 	"context"
 	"fmt"
@@ -93,10 +94,16 @@ func appendCleaned(b *array.RecordBuilder, lw *labelWriter, c *schemas.Cleaned, 
 	if err := lw.appendGiven(b.Field(1), given, multi); err != nil {
 		return err
 	}
-	if err := lw.append(b.Field(2), c.CleanLabel[i]); err != nil {
-		return fmt.Errorf("clean label: %w", err)
+	if c.CleanLabel[i] == schemas.Unlabelled {
+		// An unlabelled row no labelled row reached: no clean label.
+		b.Field(2).AppendNull()
+		b.Field(3).AppendNull()
+	} else {
+		if err := lw.append(b.Field(2), c.CleanLabel[i]); err != nil {
+			return fmt.Errorf("clean label: %w", err)
+		}
+		b.Field(3).(*array.Float32Builder).Append(c.CleanProb[i])
 	}
-	b.Field(3).(*array.Float32Builder).Append(c.CleanProb[i])
 	if p := c.GivenProb[i]; math.IsNaN(float64(p)) {
 		b.Field(4).AppendNull()
 	} else {
@@ -264,13 +271,41 @@ func newSink(w io.Writer, format Format, sc *arrow.Schema, mem memory.Allocator)
 		)
 		// Storing the Arrow schema keeps the types exact on reading
 		// (fixed_size_list, int32 vs int64, the schema metadata).
-		return pqarrow.NewFileWriter(sc, w, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithAllocator(mem)))
+		s := &crcSink{w: w}
+		fw, err := pqarrow.NewFileWriter(sc, &s.buf, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithAllocator(mem)))
+		if err != nil {
+			return nil, err
+		}
+		s.FileWriter = fw
+		return s, nil
 	case ArrowFile:
 		return ipc.NewFileWriter(w, ipc.WithSchema(sc), ipc.WithAllocator(mem))
 	case ArrowStream:
 		return ipc.NewWriter(w, ipc.WithSchema(sc), ipc.WithAllocator(mem)), nil
 	}
 	return nil, fmt.Errorf("format %v", format)
+}
+
+// crcSink writes a Parquet file whole in memory, then gives every page its
+// checksum (pagecrc.go) as it goes out to w: the rewrite needs the footer,
+// which comes last. Outputs are one input shard's rows without features.
+type crcSink struct {
+	*pqarrow.FileWriter
+	buf bytes.Buffer
+	w   io.Writer
+}
+
+func (s *crcSink) Close() error {
+	if err := s.FileWriter.Close(); err != nil {
+		return err
+	}
+	b, err := addPageCRCs(s.buf.Bytes())
+	if err != nil {
+		return err
+	}
+	s.buf = bytes.Buffer{}
+	_, err = s.w.Write(b)
+	return err
 }
 
 // WriteInput writes rows as an input shard in the canonical input form

@@ -104,7 +104,7 @@ func (f *writeAnnotatorsFn) ProcessElement(ctx context.Context, m crowd.Model, n
 	if err != nil {
 		return err
 	}
-	return blobio.WriteFile(ctx, fs, blobio.Join(f.TmpDir, name+".report.json"), b)
+	return blobio.WriteFile(ctx, fs, blobio.Join(f.TmpDir, name+resultio.ReportSuffix), b)
 }
 
 // Summaries are the annotators file's rows of model m: every annotator in

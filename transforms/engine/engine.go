@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"runtime"
 
 	"github.com/relabel/relabel/transforms/internal/pool"
 	"github.com/relabel/relabel/transforms/knn"
@@ -52,11 +51,12 @@ func ParseWeighting(s string) (Weighting, error) {
 	return 0, fmt.Errorf("engine: unknown weighting %q (want llc, uniform or blend)", s)
 }
 
-// Options configures a relabelling.
+// Options configures an in-process relabelling (Run). Every field is
+// required: pipelines.Options.Engine fills them from the one option model.
 type Options struct {
-	// K is the number of neighbours. Optional, default 10.
+	// K is the number of neighbours, >= 1.
 	K int
-	// Metric ranks neighbours. Optional, default knn.L2.
+	// Metric ranks neighbours.
 	Metric knn.Metric
 	// Standardise z-scores every feature (mean 0, variance 1 over all items)
 	// before the search: raw features on different scales (pixels, integer
@@ -65,39 +65,33 @@ type Options struct {
 	// Candidates bounds the candidate set neighbours are searched in; 0 or >= n
 	// means all items. Otherwise the items with the smallest hash of (seed, key).
 	Candidates int
-	// Weighting of neighbours. Optional, default LLC.
+	// Weighting of neighbours.
 	Weighting Weighting
-	// LLC configures the QP when Weighting is LLC.
+	// LLC configures the QP when Weighting is LLC or Blend.
 	LLC llc.Params
-	// Rounds of sample + EM. Optional, default 10.
+	// Rounds of sample + EM, >= 0.
 	Rounds int
-	// Mixture configures each round; Mixture.C is required.
+	// Mixture configures each round.
 	Mixture mixture.Params
-	// Workers bounds goroutines. Optional, default GOMAXPROCS.
+	// Workers bounds goroutines, >= 1.
 	Workers int
 }
 
-// WithDefaults fills unset optional fields.
-func (o Options) WithDefaults() Options {
-	if o.K <= 0 {
-		o.K = 10
-	}
-	if o.Rounds < 0 {
-		o.Rounds = 0
-	}
-	if o.Workers <= 0 {
-		o.Workers = runtime.GOMAXPROCS(0)
-	}
-	o.LLC = o.LLC.WithDefaults()
-	o.Mixture = o.Mixture.WithDefaults()
-	return o
-}
-
-// Validate checks the options once defaults are applied.
+// Validate checks every field: the options are complete (pipelines.Options
+// resolves them), nothing here is defaulted.
 func (o Options) Validate() error {
 	var errs []error
 	if o.K < 1 {
 		errs = append(errs, fmt.Errorf("engine: K = %d, want >= 1", o.K))
+	}
+	if o.Rounds < 0 {
+		errs = append(errs, fmt.Errorf("engine: rounds = %d, want >= 0", o.Rounds))
+	}
+	if o.Workers < 1 {
+		errs = append(errs, fmt.Errorf("engine: workers = %d, want >= 1", o.Workers))
+	}
+	if o.Weighting != LLC && o.Weighting != Uniform && o.Weighting != Blend {
+		errs = append(errs, fmt.Errorf("engine: weighting %v unknown", o.Weighting))
 	}
 	if o.Candidates < 0 {
 		errs = append(errs, fmt.Errorf("engine: candidates = %d, want >= 0", o.Candidates))
@@ -141,7 +135,6 @@ type Backends struct {
 // Run relabels d. It is deterministic for fixed options: every random draw is
 // seeded from (seed, item key, round).
 func Run(d *Data, o Options, be Backends) (*Result, error) {
-	o = o.WithDefaults()
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}

@@ -5,13 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log"
 	"slices"
 	"sync"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
+	"github.com/relabel/relabel/internal/progress"
 	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/internal/pool"
 	"github.com/relabel/relabel/transforms/mixture"
@@ -79,11 +79,7 @@ func (f *roundFn) ProcessElement(ctx context.Context, it Items, cs CandStates, e
 	if cs.States.Len() == 0 && len(it.Neigh) > 0 {
 		return fmt.Errorf("stages: round %d: empty candidate states", f.Round)
 	}
-	f.once.Do(func() {
-		if f.Round == f.Rounds-1 || f.Round == 0 {
-			log.Printf("relabel: round %d/%d started", f.Round+1, f.Rounds)
-		}
-	})
+	f.once.Do(func() { progress.RoundStarted(f.Round, f.Rounds) })
 	out := make([]mixture.State, n)
 	pool.Each(n, f.Workers, &f.scratch, func(w *engine.RoundScratch, i int) {
 		w.Reset(k)

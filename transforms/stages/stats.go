@@ -227,8 +227,31 @@ func (s *Stats) CandIndex(key int64) int32 {
 	return -1
 }
 
+// momentsFn is statsFn without the keys: the global moments for
+// standardisation, in the same fixed order (so the same values), but O(batches
+// x D) instead of O(rows), for a mode that checks duplicate ids with a keyed
+// shuffle (transforms/ivfstages) rather than on one worker.
+type momentsFn struct{}
+
+func (momentsFn) CreateAccumulator() Stats { return Stats{} }
+
+func (momentsFn) AddInput(a Stats, r schemas.Rows) Stats {
+	a = (&statsFn{}).AddInput(a, r)
+	a.Keys, a.Pos = nil, nil
+	return a
+}
+
+func (momentsFn) MergeAccumulators(a, b Stats) Stats {
+	a = (&statsFn{}).MergeAccumulators(a, b)
+	a.Keys, a.Pos = nil, nil
+	return a
+}
+
+func (momentsFn) ExtractOutput(a Stats) Stats { return (&statsFn{}).ExtractOutput(a) }
+
 func init() {
 	register.Combiner3[Stats, schemas.Rows, Stats](&statsFn{})
+	register.Combiner3[Stats, schemas.Rows, Stats](&momentsFn{})
 }
 
 // StatsParams configures ComputeStats.
@@ -262,4 +285,15 @@ func ComputeStats(s beam.Scope, rows beam.PCollection, p StatsParams) beam.PColl
 		panic(err)
 	}
 	return beam.Combine(s, &statsFn{Candidates: p.Candidates, Seed: p.Seed, IDColumn: p.IDColumn}, rows)
+}
+
+// ComputeMoments is ComputeStats without the keys: rows
+// (PCollection<schemas.Rows>) to a singleton PCollection<Stats> holding N, D
+// and the global moments only (no candidate keys, no duplicate check). It
+// costs O(batches x D) on one worker, so it suits inputs too large for
+// ComputeStats' one-worker key set; the moments are the same values
+// ComputeStats gives.
+func ComputeMoments(s beam.Scope, rows beam.PCollection) beam.PCollection {
+	s = s.Scope("relabel.Moments")
+	return beam.Combine(s, &momentsFn{}, rows)
 }
