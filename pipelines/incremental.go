@@ -348,6 +348,7 @@ func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.
 			return nil, err
 		}
 		p := posts[f]
+		var raw []float32
 		for j := 0; j < p.Len(); j++ {
 			i, ok := keyRow[p.Key(j)]
 			if !ok {
@@ -356,7 +357,10 @@ func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.
 			if d.isNew[i] {
 				return nil, fmt.Errorf("relabel: output table %s already holds row %d of %s, which input table %s appended after snapshot %d", out.Name(), j, file, full.Table, last.InputSnapshotID)
 			}
-			stateFromPosterior(&fixed[i], p.Class[p.Off[j]:p.Off[j+1]], p.Prob[p.Off[j]:p.Off[j+1]], plan.C, m.Smooth)
+			// The stored posterior is calibrated (pi^(1/T), renormalised):
+			// the state's pi is its inverse, q^T renormalised.
+			raw = mixture.Temper(raw, p.Prob[p.Off[j]:p.Off[j+1]], 1/plan.Options.Temperature)
+			stateFromPosterior(&fixed[i], p.Class[p.Off[j]:p.Off[j+1]], raw, plan.C, m.Smooth)
 			have[i] = true
 		}
 	}
@@ -405,7 +409,7 @@ func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.
 	}()
 	meta := schemas.Metadata(Version, cfg.Seed, sum.Options, plan.ClassNames)
 	write := func(name string, rowsOf []int, count func(i int) bool) error {
-		c := cleanedOf(d, rowsOf, state)
+		c := cleanedOf(d, rowsOf, state, plan.Calibration())
 		for j, i := range rowsOf {
 			if !count(i) {
 				continue
@@ -466,7 +470,7 @@ func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.
 }
 
 // cleanedOf makes the output rows of rows (in that order) from their states.
-func cleanedOf(d *incData, rows []int, state func(i int) *mixture.State) *schemas.Cleaned {
+func cleanedOf(d *incData, rows []int, state func(i int) *mixture.State, cal stages.Calibration) *schemas.Cleaned {
 	it := stages.Items{IDKind: d.idKind, Multi: d.multi, LabelOff: []int32{0}}
 	it.State.Reset()
 	for _, i := range rows {
@@ -478,7 +482,7 @@ func cleanedOf(d *incData, rows []int, state func(i int) *mixture.State) *schema
 		it.LabelOff = append(it.LabelOff, int32(len(it.Labels)))
 		it.State.Append(state(i))
 	}
-	c := stages.ToCleaned(&it)
+	c := stages.ToCleaned(&it, cal)
 	return &c
 }
 

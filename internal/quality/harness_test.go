@@ -21,8 +21,8 @@ import (
 	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/transforms/evaluate"
 	"github.com/relabel/relabel/transforms/mixture"
-	"github.com/relabel/relabel/transforms/stages"
 	"github.com/relabel/relabel/transforms/noise"
+	"github.com/relabel/relabel/transforms/stages"
 )
 
 var (

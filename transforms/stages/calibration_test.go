@@ -23,7 +23,7 @@ func TestCalibrationClean(t *testing.T) {
 	}
 	add([]int32{2, 0, 1}, []float32{0.5, 0.3, 0.2}) // 0: given 0, top 2
 	add([]int32{1, 3}, []float32{0.9, 0.1})         // 1: given 1, unchanged
-	add(nil, nil)                                  // 2: empty state
+	add(nil, nil)                                   // 2: empty state
 	for _, tc := range []struct {
 		name      string
 		cal       Calibration
