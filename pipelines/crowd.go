@@ -330,3 +330,11 @@ func (p *Plan) written(ctx context.Context, fs blobio.FS, tmp string, files []st
 }
 
 var _ = shardio.Parquet
+
+// calibration is the writer's calibration of an annotator-aware run: the
+// crowd model's posteriors are written as they are (temperature 1;
+// --temperature calibrates relabel's mixture posteriors, docs/QUALITY.md),
+// --min-confidence applies.
+func (cp *CrowdPlan) calibration(o *Options) stages.Calibration {
+	return stages.Calibration{Temperature: 1, MinConfidence: o.MinConfidence}
+}

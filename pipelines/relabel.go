@@ -188,6 +188,9 @@ func Build(s beam.Scope, plan *Plan, tmpDir string) {
 
 // Calibration is what the writer stage makes of the final states.
 func (p *Plan) Calibration() stages.Calibration {
+	if p.Crowd != nil {
+		return p.Crowd.calibration(&p.Options)
+	}
 	return stages.Calibration{Temperature: p.Options.Temperature, MinConfidence: p.Options.MinConfidence}
 }
 

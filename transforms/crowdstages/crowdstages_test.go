@@ -96,7 +96,7 @@ func runLabelOnly(t *testing.T, pattern, out string, kind schemas.IDKind, iterat
 	p, s := beam.NewPipelineWithRoot()
 	anns := ReadAnnotations(s, beam.CreateList(s, units), annotio.Options{Classes: testC}, 3)
 	items := LabelOnly(s, anns, Params{Crowd: crowd.Params{C: testC, Iterations: iterations}, Buckets: 3, AnnotatorKind: kind, TmpDir: out, Format: shardio.ArrowFile})
-	stages.Write(s, items, stages.WriteParams{TmpDir: out, Format: shardio.ArrowFile, LabelKind: schemas.LabelInt32, IDKind: schemas.IDInt64, C: testC})
+	stages.Write(s, items, stages.WriteParams{TmpDir: out, Format: shardio.ArrowFile, LabelKind: schemas.LabelInt32, IDKind: schemas.IDInt64, C: testC, Cal: stages.Calibration{Temperature: 1}})
 	return ptest.Run(p)
 }
 
@@ -406,7 +406,7 @@ func TestLabelOnlyStringIDs(t *testing.T) {
 	p, s := beam.NewPipelineWithRoot()
 	items := LabelOnly(s, ReadAnnotations(s, beam.CreateList(s, units), annotio.Options{Classes: testC}, 2),
 		Params{Crowd: crowd.Params{C: testC, Iterations: 3}, Buckets: 2, IDKind: lay.IDKind, AnnotatorKind: lay.AnnotatorKind})
-	stages.Write(s, items, stages.WriteParams{TmpDir: out, Format: shardio.Parquet, LabelKind: schemas.LabelInt32, IDKind: schemas.IDString, C: testC})
+	stages.Write(s, items, stages.WriteParams{TmpDir: out, Format: shardio.Parquet, LabelKind: schemas.LabelInt32, IDKind: schemas.IDString, C: testC, Cal: stages.Calibration{Temperature: 1}})
 	if err := ptest.Run(p); err != nil {
 		t.Fatal(err)
 	}
