@@ -180,7 +180,10 @@ func planCrowd(ctx context.Context, cfg *Options, p *Plan) error {
 		}
 		annKind, rows = lay.AnnotatorKind, lay.Rows
 	} else {
-		ok, err := annotio.HasColumn(ctx, cfg.Input, cfg.AnnotatorsColumn)
+		if len(p.Units) == 0 {
+			return nil
+		}
+		ok, err := annotio.HasColumn(ctx, p.Units[0].Path, cfg.AnnotatorsColumn)
 		if err != nil || !ok {
 			return err
 		}

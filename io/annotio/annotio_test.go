@@ -230,8 +230,11 @@ func TestItemAnnotators(t *testing.T) {
 	if _, err := ReadItemAnnotators(ctx, u, "id", nil); err == nil || !strings.Contains(err.Error(), `column "id": type int64, want a list`) {
 		t.Errorf("a non-list column: %v", err)
 	}
-	if ok, err := HasColumn(ctx, path, "annotators"); err == nil {
-		_ = ok // items.parquet has no features: shardio.Scan refuses it
+	if ok, err := HasColumn(ctx, path, "annotators"); err != nil || !ok {
+		t.Errorf("HasColumn(annotators) = %v, %v", ok, err)
+	}
+	if ok, err := HasColumn(ctx, path, "labels"); err != nil || ok {
+		t.Errorf("HasColumn(labels) = %v, %v", ok, err)
 	}
 	os.Remove(path)
 }

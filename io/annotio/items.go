@@ -22,14 +22,10 @@ type ItemAnnotators struct {
 	Name []string
 }
 
-// HasColumn reports whether the first file matching pattern has a column
-// named column (the annotators column is used when present).
-func HasColumn(ctx context.Context, pattern, column string) (bool, error) {
-	shards, err := shardio.Scan(ctx, pattern, shardio.ReadOptions{})
-	if err != nil {
-		return false, err
-	}
-	sc, _, err := scanFile(ctx, shards[0].Path, memory.DefaultAllocator)
+// HasColumn reports whether the file at path has a column named column
+// (an item shard's annotators column is used when present).
+func HasColumn(ctx context.Context, path, column string) (bool, error) {
+	sc, _, err := scanFile(ctx, path, memory.DefaultAllocator)
 	if err != nil {
 		return false, err
 	}
