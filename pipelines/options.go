@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/relabel/relabel/io/annotio"
 	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/transforms/engine"
@@ -101,6 +102,15 @@ type Options struct {
 	// Verbose shows Beam's and Prism's own INFO log lines and the plain
 	// per-stage progress lines instead of the one live line.
 	Verbose bool
+
+	// Annotators (crowd.go): who gave each label.
+	Annotations       string
+	AnnotationColumns annotio.Columns
+	AnnotatorsColumn  string
+	CrowdIters        int
+	AnnotatorPrior    Opt[float64]
+	NeighbourPrior    float64
+	ClassBalance      float64
 }
 
 // Defaults returns every option's default. The method's (transforms/mixture,
@@ -137,6 +147,12 @@ func Defaults() Options {
 		Seed:             1,
 		Device:           "auto",
 		Report:           true,
+
+		AnnotationColumns: annotio.Columns{ID: annotio.ColID, Annotator: annotio.ColAnnotator, Label: annotio.ColLabel},
+		AnnotatorsColumn:  annotio.ColAnnotators,
+		CrowdIters:        30,
+		NeighbourPrior:    0.8,
+		ClassBalance:      0.5,
 	}
 }
 
@@ -166,11 +182,11 @@ type Flag struct {
 
 // Flags are relabel run's own flags, in help order within each group.
 var Flags = []Flag{
-	{Name: "input", Group: GroupIO, Usage: "input shards: a glob of Parquet or Arrow IPC files, local or gs:// (required)",
+	{Name: "input", Group: GroupIO, Usage: "input shards: a glob of Parquet or Arrow IPC files, local or gs:// (required, but for label-only --annotations)",
 		bind: func(o *Options) flag.Value { return (*stringValue)(&o.Input) },
 		check: func(o *Options) error {
-			if o.Input == "" && o.Lake.InputTable == "" {
-				return errors.New("is required (or --input-table)")
+			if o.Input == "" && o.Lake.InputTable == "" && o.Annotations == "" {
+				return errors.New("is required (or --input-table, or --annotations alone for label-only mode)")
 			}
 			return nil
 		}},

@@ -48,6 +48,8 @@ type Plan struct {
 	// Spill is the run's own spill directory (Run makes it in
 	// Options.SpillDir for ivf mode); empty: no spilling.
 	Spill string
+	// Crowd is the annotator-aware part (crowd.go); nil without annotators.
+	Crowd *CrowdPlan
 }
 
 // MakePlan scans the input (footers and schemas only, plus the label column
@@ -58,6 +60,9 @@ func MakePlan(ctx context.Context, cfg Options) (*Plan, error) {
 	}
 	if cfg.Lake.InputTable != "" {
 		return planTableInput(ctx, cfg)
+	}
+	if cfg.Input == "" {
+		return makeLabelOnlyPlan(ctx, cfg)
 	}
 	ro := shardio.ReadOptions{Columns: cfg.Columns}
 	shards, skipped, err := shardio.ScanFiles(ctx, cfg.Input, ro)
@@ -143,6 +148,9 @@ func planShards(ctx context.Context, cfg Options, ro shardio.ReadOptions, shards
 	if _, _, p.Device, err = stages.Backends(cfg.Device); err != nil {
 		return nil, err
 	}
+	if err := planCrowd(ctx, &cfg, p); err != nil {
+		return nil, err
+	}
 	return p, nil
 }
 
@@ -151,6 +159,10 @@ func planShards(ctx context.Context, cfg Options, ro shardio.ReadOptions, shards
 // schemas.Cleaned (grouped by shard).
 func Build(s beam.Scope, plan *Plan, tmpDir string) {
 	s = s.Scope("relabel")
+	if plan.Crowd != nil && plan.Crowd.LabelOnly {
+		buildLabelOnly(s, plan, tmpDir)
+		return
+	}
 	o := &plan.Options
 	units := beam.CreateList(s, plan.Units)
 	rows := stages.Read(s, units, plan.Read)
@@ -160,7 +172,11 @@ func Build(s beam.Scope, plan *Plan, tmpDir string) {
 	} else {
 		stats := stages.ComputeStats(s, rows, stages.StatsParams{Candidates: plan.Candidates, Seed: o.Seed, IDColumn: plan.Read.Columns.WithDefaults().ID})
 		items = stages.Neighbours(s, rows, stats, plan.NeighbourParams())
-		items = stages.Rounds(s, items, stages.RoundsParams{Rounds: o.Rounds, Workers: plan.Workers, Mixture: plan.Mixture})
+		if plan.Crowd != nil {
+			items = buildCrowdFeatures(s, plan, units, items, tmpDir)
+		} else {
+			items = stages.Rounds(s, items, stages.RoundsParams{Rounds: o.Rounds, Workers: plan.Workers, Mixture: plan.Mixture})
+		}
 	}
 	stages.Write(s, items, stages.WriteParams{
 		TmpDir: tmpDir, Format: o.Format,
@@ -172,6 +188,9 @@ func Build(s beam.Scope, plan *Plan, tmpDir string) {
 
 // Calibration is what the writer stage makes of the final states.
 func (p *Plan) Calibration() stages.Calibration {
+	if p.Crowd != nil {
+		return p.Crowd.calibration(&p.Options)
+	}
 	return stages.Calibration{Temperature: p.Options.Temperature, MinConfidence: p.Options.MinConfidence}
 }
 
@@ -190,7 +209,7 @@ func (p *Plan) NeighbourParams() stages.NeighbourParams {
 // metadata and summary.json: what the run used, defaults included.
 func (p *Plan) OptionMap() map[string]string {
 	o, m := &p.Options, p.Mixture
-	return map[string]string{
+	opts := map[string]string{
 		"k":                 strconv.Itoa(o.K),
 		"metric":            o.Metric.String(),
 		"standardise":       strconv.FormatBool(o.Standardise),
@@ -222,4 +241,6 @@ func (p *Plan) OptionMap() map[string]string {
 		"partitions":        strconv.Itoa(o.Partitions.Or(0)),
 		"nprobe":            strconv.Itoa(o.NProbe.Or(0)),
 	}
+	p.crowdOptions(opts)
+	return opts
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/relabel/relabel/internal/progress"
 	"github.com/relabel/relabel/io/blobio"
 	"github.com/relabel/relabel/io/resultio"
+	"github.com/relabel/relabel/transforms/crowdstages"
 	"github.com/relabel/relabel/transforms/stages"
 )
 
@@ -54,6 +55,8 @@ type Summary struct {
 	Timings map[string]float64 `json:"timings_seconds"`
 	// Lake says what a table or incremental run covered (lake.go).
 	Lake *LakeSummary `json:"lake,omitempty"`
+	// Annotators describes the annotators file of an annotator-aware run.
+	Annotators *crowdstages.AnnotatorsReport `json:"annotators,omitempty"`
 }
 
 // Run plans, builds and executes one relabelling, then commits its output
@@ -78,11 +81,7 @@ func Run(ctx context.Context, cfg Options, exec Executor) (*Summary, error) {
 		progress.Notef("%s", sk)
 	}
 	progress.Report(progress.Event{Kind: progress.Planned, Rows: plan.Rows, Shards: len(plan.Shards), Rounds: plan.Options.Rounds})
-	var inputs []string
-	for _, s := range plan.Shards {
-		inputs = append(inputs, s.Path)
-	}
-	if err := checkNotInput(cfg.Output, inputs); err != nil {
+	if err := checkNotInput(cfg.Output, plan.inputPaths()); err != nil {
 		return nil, err
 	}
 	fs, err := blobio.For(cfg.Output)
@@ -104,10 +103,7 @@ func Run(ctx context.Context, cfg Options, exec Executor) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	var files []string
-	for _, s := range plan.Shards {
-		files = append(files, stages.OutputName(s.Path, cfg.Format))
-	}
+	files := plan.OutputNames()
 	if !cfg.Overwrite {
 		guarded := append(append([]string(nil), files...), summaryName)
 		if cfg.Report {
@@ -159,7 +155,7 @@ func Run(ctx context.Context, cfg Options, exec Executor) (*Summary, error) {
 	if err := blobio.WriteFile(ctx, fs, blobio.Join(tmp, summaryName), b); err != nil {
 		return nil, err
 	}
-	if err := commit(ctx, fs, tmp, cfg.Output, files, tok); err != nil {
+	if err := commit(ctx, fs, tmp, cfg.Output, plan.written(ctx, fs, tmp, files), tok); err != nil {
 		return nil, err
 	}
 	committed = true
@@ -171,8 +167,12 @@ func Run(ctx context.Context, cfg Options, exec Executor) (*Summary, error) {
 // counters, into a summary.
 func summarise(ctx context.Context, fs blobio.FS, tmp string, plan *Plan, res beam.PipelineResult) (*Summary, error) {
 	cfg := plan.Options
+	input := cfg.Input
+	if input == "" {
+		input = cfg.Annotations
+	}
 	sum := &Summary{
-		Version: Version, Input: cfg.Input, Output: cfg.Output, Rows: 0, Classes: plan.C,
+		Version: Version, Input: input, Output: cfg.Output, Rows: 0, Classes: plan.C,
 		ClassNames: plan.ClassNames, Neighbours: plan.Mode, Device: plan.Device, Options: plan.OptionMap(),
 		ChangedFrom: make([]int64, plan.C), ChangedTo: make([]int64, plan.C),
 	}
@@ -180,11 +180,14 @@ func summarise(ctx context.Context, fs blobio.FS, tmp string, plan *Plan, res be
 		sum.Skipped = append(sum.Skipped, sk.String())
 	}
 	var trans []float64
-	for _, sh := range plan.Shards {
-		name := stages.OutputName(sh.Path, cfg.Format)
+	names, inputs := plan.shardFiles()
+	for k, name := range names {
 		var rep stages.ShardReport
 		if err := readJSON(ctx, fs, blobio.Join(tmp, name+resultio.ReportSuffix), &rep); err != nil {
-			return nil, fmt.Errorf("relabel: shard %s produced no output: %w", sh.Path, err)
+			if plan.Crowd != nil && plan.Crowd.LabelOnly {
+				continue // an empty bucket writes no shard
+			}
+			return nil, fmt.Errorf("relabel: shard %s produced no output: %w", inputs[k], err)
 		}
 		sum.Rows += rep.Rows
 		sum.Changed += rep.Changed
@@ -229,6 +232,13 @@ func summarise(ctx context.Context, fs blobio.FS, tmp string, plan *Plan, res be
 			}
 		}
 	}
+	if plan.Crowd != nil {
+		name := crowdstages.AnnotatorsName(cfg.Format)
+		sum.Annotators = &crowdstages.AnnotatorsReport{}
+		if err := readJSON(ctx, fs, blobio.Join(tmp, name+resultio.ReportSuffix), sum.Annotators); err != nil {
+			return nil, fmt.Errorf("relabel: no annotators file: %w", err)
+		}
+	}
 	return sum, nil
 }
 
@@ -243,8 +253,7 @@ func token() string {
 
 // removeAll deletes the temporary directory's known files and the directory.
 func removeAll(ctx context.Context, fs blobio.FS, tmp string, plan *Plan) {
-	for _, sh := range plan.Shards {
-		name := stages.OutputName(sh.Path, plan.Options.Format)
+	for _, name := range plan.OutputNames() {
 		fs.Remove(ctx, blobio.Join(tmp, name))
 		fs.Remove(ctx, blobio.Join(tmp, name+resultio.ReportSuffix))
 	}

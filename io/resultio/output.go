@@ -45,6 +45,11 @@ type Output struct {
 // Len is the number of rows.
 func (o *Output) Len() int { return len(o.Clean) }
 
+// AnnotatorsBase is the name, before its extension, of the annotators file
+// an annotator-aware run writes beside its shards (transforms/crowdstages):
+// not a shard, so ReadOutput passes it by.
+const AnnotatorsBase = "annotators"
+
 // ReadOutput reads every output shard (*.arrow, *.parquet) of dir, a local or
 // blobio path, with mem allocating the Arrow buffers while each is decoded.
 // Every shard must carry the same class names.
@@ -59,7 +64,11 @@ func ReadOutput(ctx context.Context, dir string, mem memory.Allocator) (*Output,
 		if err != nil {
 			return nil, fmt.Errorf("resultio: %w", err)
 		}
-		paths = append(paths, m...)
+		for _, p := range m {
+			if blobio.Base(p) != AnnotatorsBase+ext {
+				paths = append(paths, p)
+			}
+		}
 	}
 	if len(paths) == 0 {
 		return nil, fmt.Errorf("resultio: no output shards (*.arrow, *.parquet) in %s", dir)
