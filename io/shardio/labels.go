@@ -118,7 +118,13 @@ func scanLabels(ctx context.Context, shards []Shard, opts *ReadOptions, wantStri
 			if err != nil {
 				return err
 			}
-			err = visitLabels(u, c, visit)
+			// Corrupt data can make arrow-go's accessors panic (a string
+			// array whose offsets pass its reader: testdata/fuzz/
+			// FuzzArrowStream/2aad852dcb68e59b): an error naming the file.
+			err = func() (err error) {
+				defer corrupt(u.Path, &err)
+				return visitLabels(u, c, visit)
+			}()
 			c.release()
 			if err != nil {
 				return err
