@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"os"
@@ -256,22 +257,46 @@ func TestRunConcurrent(t *testing.T) {
 // saying nothing was committed, and no lock, temporary or spill file left.
 func TestRunSIGTERM(t *testing.T) {
 	out, spill := filepath.Join(t.TempDir(), "out"), t.TempDir()
-	cmd := exec.Command(relabelBin, crashArgs(out, spill)...)
-	var errb bytes.Buffer
-	cmd.Stderr = &errb
+	// Many rounds, and the signal sent once the rounds are running (the
+	// progress line says so): the run is surely under way, its spill
+	// directory in use, however fast the machine.
+	args := append(crashArgs(out, spill), "--rounds", "400")
+	cmd := exec.Command(relabelBin, args...)
+	pipe, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(2 * time.Minute)
-	for time.Now().Before(deadline) {
-		if ents, _ := os.ReadDir(spill); len(ents) > 0 {
-			break // the run is under way: its spill directory exists
+	var errb bytes.Buffer
+	running := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(pipe)
+		signalled := false
+		for sc.Scan() {
+			errb.WriteString(sc.Text() + "\n")
+			if !signalled && strings.Contains(sc.Text(), "round 1/") {
+				signalled = true
+				close(running)
+			}
 		}
-		time.Sleep(20 * time.Millisecond)
+	}()
+	select {
+	case <-running:
+	case <-done:
+		t.Fatalf("the run ended before its rounds started: %s", tail(errb.String(), 500))
+	case <-time.After(2 * time.Minute):
+		t.Fatal("no round started in 2 minutes")
 	}
-	time.Sleep(300 * time.Millisecond)
+	if ents, _ := os.ReadDir(spill); len(ents) == 0 {
+		t.Errorf("no spill directory while the rounds run")
+	}
 	cmd.Process.Signal(syscall.SIGTERM)
-	err := cmd.Wait()
+	<-done // stderr read to its end before Wait closes the pipe
+	err = cmd.Wait()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 143 || !strings.Contains(errb.String(), "SIGTERM") {
 		t.Fatalf("after SIGTERM: %v, stderr %q; want exit 143 naming SIGTERM", err, tail(errb.String(), 500))
