@@ -275,7 +275,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 
 // causePrefixes start relabel's own error messages, which name the file,
 // row and column where they can.
-var causePrefixes = []string{"shardio: ", "relabel: ", "stages: ", "ivfstages: ", "crowdstages: ", "blobio: ", "engine: ", "mixture: ", "schemas: ", "resultio: "}
+var causePrefixes = []string{"shardio: ", "annotio: ", "relabel: ", "stages: ", "ivfstages: ", "crowdstages: ", "blobio: ", "engine: ", "mixture: ", "schemas: ", "resultio: "}
 
 // hasCause reports whether err carries one of relabel's own messages.
 func hasCause(err error) bool {

@@ -1,45 +1,34 @@
 package annotio
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/relabel/relabel/io/shardio"
+)
 
 // InputError is a problem with the input data: the file, the row within it
 // (counted from 0 at its first row; -1 when the problem is not one row's)
-// and the column ("" when not one column's).
-type InputError struct {
-	Path   string
-	Row    int64
-	Column string
-	Msg    string
-	Err    error
-}
+// and the column ("" when not one column's). It is shardio's type, named
+// "annotio" in its message (Pkg).
+type InputError = shardio.InputError
 
-func (e *InputError) Error() string {
-	s := "annotio: " + e.Path
-	if e.Row >= 0 {
-		s += fmt.Sprintf(" row %d", e.Row)
-	}
-	if e.Column != "" {
-		s += fmt.Sprintf(" column %q", e.Column)
-	}
-	return s + ": " + e.Msg
-}
-
-func (e *InputError) Unwrap() error { return e.Err }
+// Pkg is InputError.Pkg for annotio's errors.
+const Pkg = "annotio"
 
 func fileError(path string, err error, format string, args ...any) *InputError {
 	msg := fmt.Sprintf(format, args...)
 	if err != nil {
 		msg += ": " + err.Error()
 	}
-	return &InputError{Path: path, Row: -1, Msg: msg, Err: err}
+	return &InputError{Path: path, Row: -1, Msg: msg, Err: err, Pkg: Pkg}
 }
 
 func columnError(path, column, format string, args ...any) *InputError {
-	return &InputError{Path: path, Row: -1, Column: column, Msg: fmt.Sprintf(format, args...)}
+	return &InputError{Path: path, Row: -1, Column: column, Msg: fmt.Sprintf(format, args...), Pkg: Pkg}
 }
 
 func rowError(path string, row int64, column, format string, args ...any) *InputError {
-	return &InputError{Path: path, Row: row, Column: column, Msg: fmt.Sprintf(format, args...)}
+	return &InputError{Path: path, Row: row, Column: column, Msg: fmt.Sprintf(format, args...), Pkg: Pkg}
 }
 
 // corrupt turns a panic of the Arrow readers on a corrupt file into an error.

@@ -74,14 +74,14 @@ func gather(iter func(*AnnRows) bool) ([]ann, error) {
 		if len(out) > 0 {
 			p := &out[len(out)-1]
 			if p.key == x.key && p.strItem != x.strItem {
-				return nil, &annotio.InputError{Path: x.file, Row: x.row, Column: x.column,
+				return nil, &annotio.InputError{Path: x.file, Row: x.row, Column: x.column, Pkg: annotio.Pkg,
 					Msg: fmt.Sprintf("ids %q and %q (at %s) have the same 64-bit key; rename one", x.strItem, p.strItem, p.where())}
 			}
 			if p.key == x.key && p.annotator == x.annotator {
 				if p.label == x.label {
 					continue // the same annotation again: counted once
 				}
-				return nil, &annotio.InputError{Path: x.file, Row: x.row, Column: x.column,
+				return nil, &annotio.InputError{Path: x.file, Row: x.row, Column: x.column, Pkg: annotio.Pkg,
 					Msg: fmt.Sprintf("item %s: its annotator gave label %d here and label %d at %s; an annotator gives an item one label", itemName(x), x.label, p.label, p.where())}
 			}
 		}
@@ -215,7 +215,7 @@ func (f *matchFn) ProcessElement(bucket int, refs func(*ItemRefs) bool, anns fun
 		x := &all[k]
 		p, ok := where[x.key]
 		if !ok || p.str != x.strItem {
-			return &annotio.InputError{Path: x.file, Row: x.row, Column: x.column,
+			return &annotio.InputError{Path: x.file, Row: x.row, Column: x.column, Pkg: annotio.Pkg,
 				Msg: fmt.Sprintf("annotation of item %s, which is not in the input", itemName(x))}
 		}
 		ia := per[p.batch]

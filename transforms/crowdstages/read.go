@@ -101,7 +101,7 @@ func (f *itemAnnFn) ProcessElement(ctx context.Context, u shardio.Unit, emit fun
 			labels = nil
 		}
 		if int(hi-lo) != len(labels) {
-			return &annotio.InputError{Path: u.Path, Row: r.Offset + int64(i), Column: f.Column,
+			return &annotio.InputError{Path: u.Path, Row: r.Offset + int64(i), Column: f.Column, Pkg: annotio.Pkg,
 				Msg: fmt.Sprintf("annotators not aligned with the labels: %d annotators for %d labels", hi-lo, len(labels))}
 		}
 		for k, l := range labels {
