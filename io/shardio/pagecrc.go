@@ -248,9 +248,6 @@ func addPageCRCs(f []byte) ([]byte, error) {
 					}
 				}
 			}
-			if grown == 0 && len(chunks) == 0 {
-				continue
-			}
 			if err := move(rg.field(rgFileOffset)); err != nil {
 				return nil, err
 			}
