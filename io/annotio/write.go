@@ -1,18 +1,12 @@
 package annotio
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet"
-	"github.com/apache/arrow-go/v18/parquet/compress"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/relabel/relabel/io/blobio"
 	"github.com/relabel/relabel/io/shardio"
@@ -146,56 +140,8 @@ func WriteAnnotations(ctx context.Context, fs blobio.FS, path string, format sha
 	return writeRecord(ctx, fs, path, format, sc, recs...)
 }
 
-func writeRecord(ctx context.Context, fs blobio.FS, path string, format shardio.Format, sc *arrow.Schema, recs ...arrow.RecordBatch) (err error) {
-	mem := memory.DefaultAllocator
-	wc, err := fs.Create(ctx, path)
-	if err != nil {
-		return fmt.Errorf("annotio: writing %s: %w", path, err)
-	}
-	defer func() {
-		if err != nil {
-			wc.Close()
-			_ = fs.Remove(context.WithoutCancel(ctx), path)
-		}
-	}()
-	bw := bufio.NewWriterSize(wc, 1<<20)
-	var sink interface {
-		Write(arrow.RecordBatch) error
-		Close() error
-	}
-	switch format {
-	case shardio.Parquet:
-		props := parquet.NewWriterProperties(parquet.WithAllocator(mem), parquet.WithCompression(compress.Codecs.Snappy),
-			parquet.WithCreatedBy("relabel (arrow-go parquet v18)"))
-		sink, err = pqarrow.NewFileWriter(sc, nopCloser{bw}, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithAllocator(mem)))
-	case shardio.ArrowFile:
-		sink, err = ipc.NewFileWriter(bw, ipc.WithSchema(sc), ipc.WithAllocator(mem))
-	case shardio.ArrowStream:
-		sink = ipc.NewWriter(bw, ipc.WithSchema(sc), ipc.WithAllocator(mem))
-	default:
-		err = fmt.Errorf("format %v", format)
-	}
-	if err != nil {
-		return fmt.Errorf("annotio: writing %s: %w", path, err)
-	}
-	for _, rec := range recs {
-		if err := sink.Write(rec); err != nil {
-			sink.Close()
-			return fmt.Errorf("annotio: writing %s: %w", path, err)
-		}
-	}
-	if err := sink.Close(); err != nil {
-		return fmt.Errorf("annotio: writing %s: %w", path, err)
-	}
-	if err := bw.Flush(); err != nil {
-		return fmt.Errorf("annotio: writing %s: %w", path, err)
-	}
-	if err := wc.Close(); err != nil {
-		return fmt.Errorf("annotio: writing %s: %w", path, err)
-	}
-	return nil
+// writeRecord writes recs to path through shardio's writers (Parquet with
+// page checksums, as every Parquet file relabel writes).
+func writeRecord(ctx context.Context, fs blobio.FS, path string, format shardio.Format, sc *arrow.Schema, recs ...arrow.RecordBatch) error {
+	return shardio.WriteRecords(ctx, fs, path, format, sc, memory.DefaultAllocator, recs...)
 }
-
-// nopCloser keeps the Parquet writer from closing the buffered writer's
-// sink before it is flushed.
-type nopCloser struct{ io.Writer }

@@ -193,7 +193,60 @@ func (w *labelWriter) appendGiven(b array.Builder, given []int32, multi bool) er
 // always built, never sliced: arrow-go v18 rewrites the first rows of a
 // sliced record with a fixed_size_list column when writing it to Parquet.
 func writeRecords(ctx context.Context, fs blobio.FS, path string, format Format, sc *arrow.Schema, mem memory.Allocator,
-	fill func(b *array.RecordBuilder, emit func() error) error) (err error) {
+	fill func(b *array.RecordBuilder, emit func() error) error) error {
+	return writeFile(ctx, fs, path, format, sc, mem, func(sink recordSink) error {
+		b := array.NewRecordBuilder(mem, sc)
+		defer b.Release()
+		pending := 0
+		flush := func() error {
+			if pending == 0 {
+				return nil
+			}
+			rec := b.NewRecordBatch()
+			defer rec.Release()
+			pending = 0
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if err := sink.Write(rec); err != nil {
+				return fmt.Errorf("shardio: writing %s: %w", path, err)
+			}
+			return nil
+		}
+		err := fill(b, func() error {
+			if pending++; pending == maxRecordRows {
+				return flush()
+			}
+			return nil
+		})
+		if err == nil {
+			err = flush()
+		}
+		return err
+	})
+}
+
+// WriteRecords writes recs, records of schema sc, to path in format, in
+// order, through the writers the shards use (Parquet with page checksums,
+// row groups of at most 65,536 rows); a failure leaves no file. For files
+// beside the shards built by other io packages (annotio's).
+func WriteRecords(ctx context.Context, fs blobio.FS, path string, format Format, sc *arrow.Schema, mem memory.Allocator, recs ...arrow.RecordBatch) error {
+	return writeFile(ctx, fs, path, format, sc, mem, func(sink recordSink) error {
+		for _, rec := range recs {
+			if err := sink.Write(rec); err != nil {
+				return fmt.Errorf("shardio: writing %s: %w", path, err)
+			}
+		}
+		return nil
+	})
+}
+
+// writeFile creates path, opens a record writer of format on it and hands it
+// to write; the file is complete when writeFile returns nil. When anything
+// fails the file is removed, leaving nothing half-written behind, and the
+// first error is the one reported (write's as it returns it).
+func writeFile(ctx context.Context, fs blobio.FS, path string, format Format, sc *arrow.Schema, mem memory.Allocator,
+	write func(sink recordSink) error) (err error) {
 	wc, err := fs.Create(ctx, path)
 	if err != nil {
 		return fmt.Errorf("shardio: writing %s: %w", path, err)
@@ -201,7 +254,6 @@ func writeRecords(ctx context.Context, fs blobio.FS, path string, format Format,
 	defer func() {
 		if err != nil {
 			wc.Close()
-			// Leave nothing half-written behind; the first error is the one to report.
 			_ = fs.Remove(context.WithoutCancel(ctx), path)
 		}
 	}()
@@ -210,34 +262,7 @@ func writeRecords(ctx context.Context, fs blobio.FS, path string, format Format,
 	if err != nil {
 		return fmt.Errorf("shardio: writing %s: %w", path, err)
 	}
-	b := array.NewRecordBuilder(mem, sc)
-	defer b.Release()
-	pending := 0
-	flush := func() error {
-		if pending == 0 {
-			return nil
-		}
-		rec := b.NewRecordBatch()
-		defer rec.Release()
-		pending = 0
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if err := sink.Write(rec); err != nil {
-			return fmt.Errorf("shardio: writing %s: %w", path, err)
-		}
-		return nil
-	}
-	err = fill(b, func() error {
-		if pending++; pending == maxRecordRows {
-			return flush()
-		}
-		return nil
-	})
-	if err == nil {
-		err = flush()
-	}
-	if err != nil {
+	if err := write(sink); err != nil {
 		sink.Close()
 		return err
 	}
@@ -333,18 +358,9 @@ func WriteInput(ctx context.Context, fs blobio.FS, path string, format Format, r
 	}
 	lw := labelWriter{kind: labelKind, names: classNames}
 	sc := schemas.InputSchema(first.IDKind, labelKind, first.Multi, first.D)
-	wc, err := fs.Create(ctx, path)
-	if err != nil {
-		return fmt.Errorf("shardio: writing %s: %w", path, err)
-	}
 	// One record per batch, so that tests control the units; writeRecords
 	// cuts at fixed counts instead, hence this loop of its own.
-	err = func() error {
-		bw := bufio.NewWriterSize(wc, 1<<20)
-		sink, err := newSink(bw, format, sc, mem)
-		if err != nil {
-			return err
-		}
+	return writeFile(ctx, fs, path, format, sc, mem, func(sink recordSink) error {
 		b := array.NewRecordBuilder(mem, sc)
 		defer b.Release()
 		for _, r := range rows {
@@ -359,31 +375,16 @@ func WriteInput(ctx context.Context, fs blobio.FS, path string, format Format, r
 				fl.Append(true)
 				vb.AppendValues(r.Features[i*r.D:(i+1)*r.D], nil)
 				if err := lw.appendGiven(b.Field(2), r.Labels[r.LabelOff[i]:r.LabelOff[i+1]], r.Multi); err != nil {
-					sink.Close()
-					return fmt.Errorf("row %d: %w", r.Offset+int64(i), err)
+					return fmt.Errorf("shardio: writing %s: row %d: %w", path, r.Offset+int64(i), err)
 				}
 			}
 			rec := b.NewRecordBatch()
 			err := sink.Write(rec)
 			rec.Release()
 			if err != nil {
-				sink.Close()
-				return err
+				return fmt.Errorf("shardio: writing %s: %w", path, err)
 			}
 		}
-		if err := sink.Close(); err != nil {
-			return err
-		}
-		return bw.Flush()
-	}()
-	if err == nil {
-		err = wc.Close()
-	} else {
-		wc.Close()
-		_ = fs.Remove(context.WithoutCancel(ctx), path)
-	}
-	if err != nil {
-		return fmt.Errorf("shardio: writing %s: %w", path, err)
-	}
-	return nil
+		return nil
+	})
 }
