@@ -84,14 +84,46 @@ func (c *columns) rows() int64 {
 	return n
 }
 
-// readColumns reads the fields that pick chooses of unit u, and only those
-// where the format allows (Parquet).
+// readColumns reads the fields that pick chooses of unit u (after checking
+// the schema against the item columns' contract), and only those where the
+// format allows (Parquet).
 func readColumns(ctx context.Context, u Unit, opts *ReadOptions, pick func(schemas.Input) []int) (c *columns, err error) {
 	defer corrupt(u.Path, &err)
-	return readColumnsUnguarded(ctx, u, opts, pick)
+	var in schemas.Input
+	resolve := func(sc *arrow.Schema) ([]int, error) {
+		var err error
+		if in, err = schemas.ResolveInput(sc, opts.Columns); err != nil {
+			var ce *schemas.ColumnError
+			if errors.As(err, &ce) {
+				return nil, &InputError{Path: u.Path, Row: -1, Column: ce.Column, Msg: ce.Msg, Err: err}
+			}
+			return nil, fileError(u.Path, err, "schema")
+		}
+		return pick(in), nil
+	}
+	c, err = readPicked(ctx, u, opts.mem(), resolve)
+	if err != nil {
+		return nil, err
+	}
+	c.in = in
+	return c, nil
 }
 
-func readColumnsUnguarded(ctx context.Context, u Unit, opts *ReadOptions, pick func(schemas.Input) []int) (*columns, error) {
+// ReadColumns reads the fields that pick chooses from unit u's schema, each
+// as its chunks, with every guard relabel's item reader has (a Parquet
+// chunk's bounds and page checksums, an Arrow stream's end marker, a corrupt
+// file's decoder panic turned into an error naming it). release frees the
+// chunks. io/annotio reads annotation shards with it.
+func ReadColumns(ctx context.Context, u Unit, mem memory.Allocator, pick func(*arrow.Schema) ([]int, error)) (cols [][]arrow.Array, release func(), err error) {
+	defer corrupt(u.Path, &err)
+	c, err := readPicked(ctx, u, mem, pick)
+	if err != nil {
+		return nil, nil, err
+	}
+	return c.chunks, c.release, nil
+}
+
+func readPicked(ctx context.Context, u Unit, mem memory.Allocator, resolve func(*arrow.Schema) ([]int, error)) (*columns, error) {
 	fs, err := blobio.For(u.Path)
 	if err != nil {
 		return nil, fmt.Errorf("shardio: %w", err)
@@ -101,19 +133,7 @@ func readColumnsUnguarded(ctx context.Context, u Unit, opts *ReadOptions, pick f
 		return nil, fileError(u.Path, err, "open")
 	}
 	defer f.Close()
-	mem := opts.mem()
 	c := &columns{}
-	resolve := func(sc *arrow.Schema) ([]int, error) {
-		var err error
-		if c.in, err = schemas.ResolveInput(sc, opts.Columns); err != nil {
-			var ce *schemas.ColumnError
-			if errors.As(err, &ce) {
-				return nil, &InputError{Path: u.Path, Row: -1, Column: ce.Column, Msg: ce.Msg, Err: err}
-			}
-			return nil, fileError(u.Path, err, "schema")
-		}
-		return pick(c.in), nil
-	}
 	where := fmt.Sprintf("%s unit %d (rows %d..)", u.Format, u.Index, u.Offset)
 
 	switch u.Format {

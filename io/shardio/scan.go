@@ -225,34 +225,87 @@ func scanShard(ctx context.Context, fs blobio.FS, path string, opts *ReadOptions
 
 func scanShardUnguarded(ctx context.Context, fs blobio.FS, path string, opts *ReadOptions) (Shard, error) {
 	s := Shard{Path: path}
+	sc, format, rows, err := fileLayout(ctx, fs, path, opts.mem())
+	if err != nil {
+		return s, err
+	}
+	s.Format = format
+	if s.Input, err = schemas.ResolveInput(sc, opts.Columns); err != nil {
+		var ce *schemas.ColumnError
+		if errors.As(err, &ce) {
+			return s, &InputError{Path: path, Row: -1, Column: ce.Column, Msg: ce.Msg, Err: err}
+		}
+		return s, fileError(path, err, "schema")
+	}
+	s.Units = unitsOf(path, format, rows)
+	for _, u := range s.Units {
+		s.Rows += u.Rows
+	}
+	return s, nil
+}
+
+// FileUnits opens path (local or gs://), checks its footer the way Scan does
+// (for Arrow IPC, relabel's own walk bounds the schema before arrow-go
+// decodes it) and returns its Arrow schema, format and units of work, those
+// of 0 rows left out. Unlike Scan it knows nothing of the item columns'
+// contract: io/annotio cuts annotation shards with it, so that every file
+// relabel reads gets the same guards.
+func FileUnits(ctx context.Context, path string, mem memory.Allocator) (sc *arrow.Schema, format Format, units []Unit, err error) {
+	defer corrupt(path, &err)
+	fs, err := blobio.For(path)
+	if err != nil {
+		return nil, 0, nil, fmt.Errorf("shardio: %w", err)
+	}
+	sc, format, rows, err := fileLayout(ctx, fs, path, mem)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	return sc, format, unitsOf(path, format, rows), nil
+}
+
+// unitsOf cuts a file of units of rows rows each into Units, leaving out
+// those of 0 rows (an empty row group or batch is no work).
+func unitsOf(path string, format Format, rows []int64) []Unit {
+	var units []Unit
+	off := int64(0)
+	for i, n := range rows {
+		if n == 0 {
+			continue
+		}
+		units = append(units, Unit{Path: path, Format: format, Index: i, Offset: off, Rows: n})
+		off += n
+	}
+	return units
+}
+
+// fileLayout reads one file's format, schema and rows per unit (row group,
+// record batch, or the whole stream).
+func fileLayout(ctx context.Context, fs blobio.FS, path string, mem memory.Allocator) (sc *arrow.Schema, format Format, rows []int64, err error) {
 	f, err := fs.Open(ctx, path)
 	if err != nil {
-		return s, fileError(path, err, "open")
+		return nil, 0, nil, fileError(path, err, "open")
 	}
 	defer f.Close()
 	head := make([]byte, min(f.Size(), 8))
 	if _, err := f.ReadAt(head, 0); err != nil {
-		return s, fileError(path, err, "read")
+		return nil, 0, nil, fileError(path, err, "read")
 	}
-	if s.Format, err = detect(head); err != nil {
-		return s, fileError(path, nil, "%v", err)
+	if format, err = detect(head); err != nil {
+		return nil, 0, nil, fileError(path, nil, "%v", err)
 	}
-	mem := opts.mem()
-	var sc *arrow.Schema
-	var rows []int64 // per unit
-	switch s.Format {
+	switch format {
 	case Parquet:
 		pr, err := file.NewParquetReader(blobio.Section(f), file.WithReadProps(readProps(mem, f.Size())))
 		if err != nil {
-			return s, fileError(path, err, "corrupt or truncated Parquet")
+			return nil, 0, nil, fileError(path, err, "corrupt or truncated Parquet")
 		}
 		defer pr.Close()
 		fr, err := pqarrow.NewFileReader(pr, pqarrow.ArrowReadProperties{}, mem)
 		if err != nil {
-			return s, fileError(path, err, "Parquet schema")
+			return nil, 0, nil, fileError(path, err, "Parquet schema")
 		}
 		if sc, err = fr.Schema(); err != nil {
-			return s, fileError(path, err, "Parquet schema")
+			return nil, 0, nil, fileError(path, err, "Parquet schema")
 		}
 		for i := 0; i < pr.NumRowGroups(); i++ {
 			rows = append(rows, pr.MetaData().RowGroup(i).NumRows())
@@ -261,25 +314,25 @@ func scanShardUnguarded(ctx context.Context, fs blobio.FS, path string, opts *Re
 		// relabel's own footer walk first: it bounds the schema arrow-go
 		// will decode (checkSchema).
 		if rows, err = ipcBatchRows(f, f.Size()); err != nil {
-			return s, fileError(path, err, "corrupt or truncated Arrow IPC file")
+			return nil, 0, nil, fileError(path, err, "corrupt or truncated Arrow IPC file")
 		}
 		r, err := ipc.NewFileReader(blobio.Section(f), ipc.WithAllocator(mem))
 		if err != nil {
-			return s, fileError(path, err, "corrupt or truncated Arrow IPC file")
+			return nil, 0, nil, fileError(path, err, "corrupt or truncated Arrow IPC file")
 		}
 		defer r.Close()
 		sc = r.Schema()
 		if len(rows) != r.NumRecords() {
-			return s, fileError(path, nil, "corrupt Arrow IPC file: %d record batches in the footer, %d read", r.NumRecords(), len(rows))
+			return nil, 0, nil, fileError(path, nil, "corrupt Arrow IPC file: %d record batches in the footer, %d read", r.NumRecords(), len(rows))
 		}
 	case ArrowStream:
 		batches, err := streamBatchRows(f, f.Size()) // first: it bounds the schema (checkSchema)
 		if err != nil {
-			return s, fileError(path, err, "corrupt or truncated Arrow IPC stream")
+			return nil, 0, nil, fileError(path, err, "corrupt or truncated Arrow IPC stream")
 		}
 		r, err := ipc.NewReader(bufio.NewReader(blobio.Section(f)), ipc.WithAllocator(mem), ipc.WithMetadataSizeLimit(f.Size()))
 		if err != nil {
-			return s, fileError(path, err, "corrupt or truncated Arrow IPC stream")
+			return nil, 0, nil, fileError(path, err, "corrupt or truncated Arrow IPC stream")
 		}
 		sc = r.Schema()
 		r.Release()
@@ -290,23 +343,7 @@ func scanShardUnguarded(ctx context.Context, fs blobio.FS, path string, opts *Re
 		}
 		rows = []int64{n}
 	}
-	if s.Input, err = schemas.ResolveInput(sc, opts.Columns); err != nil {
-		var ce *schemas.ColumnError
-		if errors.As(err, &ce) {
-			return s, &InputError{Path: path, Row: -1, Column: ce.Column, Msg: ce.Msg, Err: err}
-		}
-		return s, fileError(path, err, "schema")
-	}
-	off := int64(0)
-	for i, n := range rows {
-		if n == 0 {
-			continue // an empty row group or batch is no work
-		}
-		s.Units = append(s.Units, Unit{Path: path, Format: s.Format, Index: i, Offset: off, Rows: n})
-		off += n
-	}
-	s.Rows = off
-	return s, nil
+	return sc, format, rows, nil
 }
 
 // firstDim reads the first unit's features to find the dimension of its first
