@@ -332,42 +332,15 @@ func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.
 	if err != nil {
 		return nil, err
 	}
-	keyRow := make(map[int64]int, d.n)
-	for i, key := range d.keys {
-		keyRow[key] = i
-	}
-	m, err := cfg.Mixture(plan.C)
-	if err != nil {
-		return nil, err
-	}
-	fixed := make([]mixture.State, d.n)
-	have := make([]bool, d.n)
 	posts := make([]*resultio.Posteriors, len(outFiles))
 	for f, file := range outFiles {
 		if posts[f], err = resultio.ReadPosteriors(ctx, icebergio.Task{Path: file}.ReaderPath(), plan.ClassNames, nil); err != nil {
 			return nil, err
 		}
-		p := posts[f]
-		var raw []float32
-		for j := 0; j < p.Len(); j++ {
-			i, ok := keyRow[p.Key(j)]
-			if !ok {
-				return nil, fmt.Errorf("relabel: output table %s file %s row %d: its id is not in input table %s any more; run without --incremental", out.Name(), file, j, full.Table)
-			}
-			if d.isNew[i] {
-				return nil, fmt.Errorf("relabel: output table %s already holds row %d of %s, which input table %s appended after snapshot %d", out.Name(), j, file, full.Table, last.InputSnapshotID)
-			}
-			// The stored posterior is calibrated (pi^(1/T), renormalised):
-			// the state's pi is its inverse, q^T renormalised.
-			raw = mixture.Temper(raw, p.Prob[p.Off[j]:p.Off[j+1]], 1/plan.Options.Temperature)
-			stateFromPosterior(&fixed[i], p.Class[p.Off[j]:p.Off[j+1]], raw, plan.C, m.Smooth)
-			have[i] = true
-		}
 	}
-	for i := range have {
-		if !have[i] && !d.isNew[i] {
-			return nil, fmt.Errorf("relabel: input table %s row of %s (key %d) has no stored posterior in %s; run without --incremental", full.Table, d.shards[d.shard[i]], d.keys[i], out.Name())
-		}
+	fixed, keyRow, err := storedStates(d, posts, plan, fmt.Sprintf("input table %s", full.Table))
+	if err != nil {
+		return nil, err
 	}
 	tPlan := time.Since(t0)
 	progress.StageStarted("neighbours")
@@ -469,6 +442,50 @@ func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.
 	return sum, nil
 }
 
+// storedStates rebuilds the old rows' states from the stored posteriors of
+// the output files posts (step 4 above), indexed by row of d, and returns
+// the row of each key. Every old row of d must have exactly one stored
+// posterior, and no new row any: otherwise the output does not match the
+// input (rows deleted or rewritten in place), and only a full run can say
+// what the output should be. input names the input in messages.
+func storedStates(d *incData, posts []*resultio.Posteriors, plan *Plan, input string) ([]mixture.State, map[int64]int, error) {
+	keyRow := make(map[int64]int, d.n)
+	for i, key := range d.keys {
+		keyRow[key] = i
+	}
+	m, err := plan.Options.Mixture(plan.C)
+	if err != nil {
+		return nil, nil, err
+	}
+	fixed := make([]mixture.State, d.n)
+	have := make([]bool, d.n)
+	var raw []float32
+	for _, p := range posts {
+		for j := 0; j < p.Len(); j++ {
+			i, ok := keyRow[p.Key(j)]
+			switch {
+			case !ok:
+				return nil, nil, fmt.Errorf("relabel: %s row %d: its id is not in %s any more; run without --incremental", p.Path, j, input)
+			case d.isNew[i]:
+				return nil, nil, fmt.Errorf("relabel: %s row %d: already holds the id of a row that is new in %s (file %s); run without --incremental", p.Path, j, input, d.shards[d.shard[i]])
+			case have[i]:
+				return nil, nil, fmt.Errorf("relabel: %s row %d: a second stored posterior for the id of %s's row in %s; run without --incremental", p.Path, j, input, d.shards[d.shard[i]])
+			}
+			// The stored posterior is calibrated (pi^(1/T), renormalised):
+			// the state's pi is its inverse, q^T renormalised.
+			raw = mixture.Temper(raw, p.Prob[p.Off[j]:p.Off[j+1]], 1/plan.Options.Temperature)
+			stateFromPosterior(&fixed[i], p.Class[p.Off[j]:p.Off[j+1]], raw, plan.C, m.Smooth)
+			have[i] = true
+		}
+	}
+	for i := range have {
+		if !have[i] && !d.isNew[i] {
+			return nil, nil, fmt.Errorf("relabel: %s: the row of %s with key %d has no stored posterior; run without --incremental", input, d.shards[d.shard[i]], d.keys[i])
+		}
+	}
+	return fixed, keyRow, nil
+}
+
 // cleanedOf makes the output rows of rows (in that order) from their states.
 func cleanedOf(d *incData, rows []int, state func(i int) *mixture.State, cal stages.Calibration) *schemas.Cleaned {
 	it := stages.Items{IDKind: d.idKind, Multi: d.multi, LabelOff: []int32{0}}
@@ -498,7 +515,7 @@ func sameOptions(last, now map[string]string) error {
 			continue
 		}
 		if lv, ok := last[k]; ok && lv != v {
-			diffs = append(diffs, fmt.Sprintf("--%s %s (the output table's last run used %s)", k, v, lv))
+			diffs = append(diffs, fmt.Sprintf("--%s %s (the last run used %s)", k, v, lv))
 		}
 	}
 	if len(diffs) > 0 {

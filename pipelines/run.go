@@ -98,6 +98,16 @@ func Run(ctx context.Context, cfg Options, exec Executor) (*Summary, error) {
 	}
 	defer unlock()
 	faults.Point("locked")
+	var manifest []ManifestFile
+	if cfg.Lake.Incremental {
+		sum, done, err := runDirIncremental(ctx, fs, plan, tok, t0)
+		if done || err != nil {
+			return sum, err
+		}
+		if manifest, err = coverage(ctx, plan); err != nil {
+			return nil, err
+		}
+	}
 	removeStaleTemps(ctx, fs, cfg.Output)
 	pending, err := pendingFiles(ctx, fs, cfg.Output)
 	if err != nil {
@@ -142,6 +152,9 @@ func Run(ctx context.Context, cfg Options, exec Executor) (*Summary, error) {
 	sum, tRun, err := execute(ctx, fs, plan, tmp, exec)
 	if err != nil {
 		return nil, err
+	}
+	if manifest != nil {
+		sum.Lake = fullLake(plan, manifest)
 	}
 	sum.Timings = map[string]float64{
 		"plan":     tPlan.Seconds(),
