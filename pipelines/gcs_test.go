@@ -217,3 +217,22 @@ func firstLine(err error) string {
 	msg, _, _ := strings.Cut(err.Error(), "\n")
 	return msg
 }
+
+// TestLakeIncrementalGCS is TestLakeIncrementalDigits with the warehouse on
+// gs:// (the emulator): the input table's data files are read, and the
+// output table's written and committed, through Cloud Storage.
+func TestLakeIncrementalGCS(t *testing.T) {
+	e := blobiotest.Start(t, "bucket")
+	l := newTestLakeAt(t, "gs://bucket/warehouse")
+	lakeIncrementalDigits(t, l)
+	objs := e.Objects(t, "warehouse/")
+	var data int
+	for o := range objs {
+		if strings.HasSuffix(o, ".parquet") {
+			data++
+		}
+	}
+	if data == 0 {
+		t.Errorf("no Parquet data file in gs://bucket/warehouse/ (%d objects)", len(objs))
+	}
+}

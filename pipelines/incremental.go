@@ -32,14 +32,18 @@ import (
 //     neighbour search needs all rows, and the standardisation is over all
 //     rows, as in a full run. This is the one part of the cost that scales
 //     with the table (a sequential read, O(N d)).
-//  2. The new rows' K nearest neighbours are searched among all rows:
-//     O(new * N * d).
+//  2. The new rows' K nearest neighbours are searched among all rows
+//     (incremental_search.go): exactly, O(new * N * d), where a full run
+//     would search exactly; where it would use ivf (N >= AutoIVFRows), in
+//     the same partitioning as the full run, O(N * P * d) to probe every row
+//     once plus O(new * NProbe * partition size * d).
 //  3. The update spreads one hop. An old row is re-scored when a new row
 //     entered its K nearest neighbours. Such a row is, in practice, among the
 //     new rows' own K nearest (distance is symmetric: a new row close enough
 //     to be among an old row's K nearest is usually among its K nearest too),
 //     so only the old rows found in step 2, at most K per new row, have their
-//     neighbours searched again (O(K new * N * d)); those with a new row among
+//     neighbours searched again (the same search as step 2, K times as many
+//     queries); those with a new row among
 //     their K nearest are re-scored. An old row that a new row reached only
 //     asymmetrically (a hub's neighbour) is missed; so are rows two hops away,
 //     whose neighbours' posteriors the re-scoring moved a little: following
@@ -52,14 +56,18 @@ import (
 //     initial states (as in a full run; starting the re-scored rows from
 //     their stored posteriors instead gives them up to twice the rounds, and
 //     on the digits test drifted 0.5 point from a full run, against 0.0 this
-//     way), with every other row's state fixed at its stored posterior. The output stores only posteriors (pi), so an old row's
+//     way), with every other row's state fixed at its stored posterior.
+//     The output stores only posteriors (pi), so an old row's
 //     state is rebuilt as its posterior with the label-smoothed identity
 //     transition rows of the initialisation (METHOD.md "Initialisation").
 //  5. The commit adds the new rows' files and rewrites only the output files
 //     holding re-scored rows: one snapshot (icebergio.Rewrite).
 //
 // The rounds and search run in the launcher's process (they touch
-// O(K new) rows, small next to a full run), on the --device kernels.
+// O(K new) rows, small next to a full run), on the --device kernels. Beside
+// the O(N d) read, the cost grows with the table only through the ivf
+// probe of every row (O(N P d), P = N / 500 partitions by default: about
+// 10^11 flops of SGEMM at 1M rows, d = 32), which the full run does too.
 
 // incData is every input row, flattened.
 type incData struct {
@@ -153,34 +161,30 @@ func updateIncremental(d *incData, fixed []mixture.State, plan *Plan, searcher k
 		engine.Standardise(feats, d.d, mean, std)
 	}
 	cm := knn.Matrix{Rows: d.n, Cols: d.d, Data: feats}
-	idx, err := be.Searcher.Index(cm, d.keys, o.Metric)
-	if err != nil {
-		return nil, fmt.Errorf("relabel: incremental: indexing %d rows: %w", d.n, err)
+	var ix incIndex
+	if incrementalMode(o, int64(d.n)) == NeighboursIVF {
+		if ix, err = newIVFIndex(cm, d.keys, o, be.Searcher, eo.Workers); err != nil {
+			return nil, fmt.Errorf("relabel: incremental: partitioning %d rows: %w", d.n, err)
+		}
+	} else {
+		idx, err := be.Searcher.Index(cm, d.keys, o.Metric)
+		if err != nil {
+			return nil, fmt.Errorf("relabel: incremental: indexing %d rows: %w", d.n, err)
+		}
+		ix = &exactIndex{idx: idx, x: cm, keys: d.keys}
 	}
-	defer idx.Close()
+	defer ix.Close()
 	k := o.K
 	search := func(rows []int) ([]int32, []float64, error) {
-		nb, wt := make([]int32, len(rows)*k), make([]float64, len(rows)*k)
 		var res knn.Result
-		var wb engine.WeightBuffer
-		q := knn.Matrix{Cols: d.d}
-		var qids []int64
-		for lo := 0; lo < len(rows); lo += engine.BatchRows {
-			hi := min(lo+engine.BatchRows, len(rows))
-			q.Rows, q.Data, qids = hi-lo, q.Data[:0], qids[:0]
-			for _, i := range rows[lo:hi] {
-				q.Data = append(q.Data, feats[i*d.d:(i+1)*d.d]...)
-				qids = append(qids, d.keys[i])
-			}
-			if err := idx.Search(&res, q, qids, k); err != nil {
-				return nil, nil, fmt.Errorf("relabel: incremental: kNN: %w", err)
-			}
-			copy(nb[lo*k:hi*k], res.Index)
-			if err := wb.Weights(wt[lo*k:hi*k], q, cm, &res, o.Weighting, eo.LLC, be.Coder); err != nil {
-				return nil, nil, fmt.Errorf("relabel: incremental: neighbour weights: %w", err)
-			}
+		if err := ix.search(&res, rows, k); err != nil {
+			return nil, nil, fmt.Errorf("relabel: incremental: kNN: %w", err)
 		}
-		return nb, wt, nil
+		wt, err := neighbourWeights(cm, rows, &res, o.Weighting, eo.LLC, be.Coder, 1)
+		if err != nil {
+			return nil, nil, fmt.Errorf("relabel: incremental: neighbour weights: %w", err)
+		}
+		return res.Index, wt, nil
 	}
 	var newRows []int
 	for i := 0; i < d.n; i++ {
@@ -288,7 +292,7 @@ func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.
 		return nil, err
 	}
 	lake := &LakeSummary{InputTable: full.Table, OutputTable: out.Name(), InputSnapshot: app.SnapshotID, FromSnapshot: last.InputSnapshotID, Incremental: true}
-	plan.Mode = NeighboursExact
+	plan.Mode = incrementalMode(&cfg, plan.Rows)
 	sum := &Summary{
 		Version: Version, Input: cfg.Input, Output: out.Name(), Classes: plan.C, ClassNames: plan.ClassNames,
 		Neighbours: plan.Mode, Device: plan.Device, Options: plan.OptionMap(),

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -278,6 +279,14 @@ func runTable(ctx context.Context, cfg Options, exec Executor) (*Summary, error)
 			removeAll(context.WithoutCancel(ctx), fs, tmp, plan)
 		}
 	}()
+	if dir := cfg.SpillDir.Or(""); dir != "" && dir != "none" && plan.Mode == NeighboursIVF {
+		// As Run does: ivf's blocks and states wait in files, not in the
+		// embedded runner's memory.
+		if plan.Spill, err = makeSpill(dir, tok); err != nil {
+			return nil, fmt.Errorf("relabel: --spill-dir: %w", err)
+		}
+		defer os.RemoveAll(plan.Spill)
+	}
 	tPlan := time.Since(t0)
 	sum, tRun, err := execute(ctx, fs, plan, tmp, exec)
 	if err != nil {

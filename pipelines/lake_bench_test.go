@@ -39,20 +39,40 @@ func blobRows(first int64, n int, seed uint64) *schemas.Rows {
 	return r
 }
 
+// envInt reads an integer environment variable, def when unset.
+func envInt(b *testing.B, name string, def int) int {
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	v, err := strconv.Atoi(s)
+	if err != nil {
+		b.Fatalf("%s=%q: %v", name, s, err)
+	}
+	return v
+}
+
 // BenchmarkLakeAppend: a table of RELABEL_LAKE_ROWS rows (default 20,000)
 // plus a 1% append. It times a full run over the grown table and the
 // incremental run that relabels the append (after a full run over the table
-// before it), and reports incremental/full.
+// before it), and reports incremental/full. RELABEL_LAKE_ROUNDS and
+// RELABEL_LAKE_L (default 10 and 100) set --rounds and --l of every run
+// alike. Both runs spill ivf's blocks to a temporary directory, as relabel
+// run does on the embedded runner.
 func BenchmarkLakeAppend(b *testing.B) {
-	n := 20000
-	if s := os.Getenv("RELABEL_LAKE_ROWS"); s != "" {
-		n, _ = strconv.Atoi(s)
-	}
+	n := envInt(b, "RELABEL_LAKE_ROWS", 20000)
+	rounds, ll := envInt(b, "RELABEL_LAKE_ROUNDS", lakeRounds), envInt(b, "RELABEL_LAKE_L", 100)
 	ctx := context.Background()
 	for range b.N {
 		l := newTestLake(b)
 		l.appendRows(b, blobRows(0, n, 1))
-		inc := l.config("ns.inc")
+		config := func(out string) pipelines.Options {
+			o := l.config(out)
+			o.Rounds, o.L = rounds, ll
+			o.SpillDir = pipelines.Opt[string]{V: b.TempDir(), Set: true}
+			return o
+		}
+		inc := config("ns.inc")
 		inc.Lake.Incremental = true
 		if _, err := pipelines.Run(ctx, inc, embedded); err != nil {
 			b.Fatal(err)
@@ -65,14 +85,15 @@ func BenchmarkLakeAppend(b *testing.B) {
 		}
 		ti := time.Since(t0)
 		t0 = time.Now()
-		if _, err := pipelines.Run(ctx, l.config("ns.full"), embedded); err != nil {
+		if _, err := pipelines.Run(ctx, config("ns.full"), embedded); err != nil {
 			b.Fatal(err)
 		}
 		tf := time.Since(t0)
 		b.ReportMetric(ti.Seconds(), "incremental-s")
 		b.ReportMetric(tf.Seconds(), "full-s")
 		b.ReportMetric(ti.Seconds()/tf.Seconds(), "incremental/full")
-		b.Logf("rows %d + %d: incremental %.2fs (new %d, rescored %d, searched %d, files +%d -%d), full %.2fs, ratio %.3f",
-			n, n/100, ti.Seconds(), sum.Lake.NewRows, sum.Lake.Rescored, sum.Lake.Searched, sum.Lake.AddedFiles, sum.Lake.RemovedFiles, tf.Seconds(), ti.Seconds()/tf.Seconds())
+		b.Logf("rows %d + %d, --rounds %d --l %d: incremental %.2fs (plan and read %.2fs, search and rounds %.2fs; new %d, rescored %d, searched %d, neighbours %s, files +%d -%d), full %.2fs, ratio %.3f",
+			n, n/100, rounds, ll, ti.Seconds(), sum.Timings["plan"], sum.Timings["pipeline"], sum.Lake.NewRows, sum.Lake.Rescored, sum.Lake.Searched, sum.Neighbours,
+			sum.Lake.AddedFiles, sum.Lake.RemovedFiles, tf.Seconds(), ti.Seconds()/tf.Seconds())
 	}
 }

@@ -191,7 +191,7 @@ func runDirIncremental(ctx context.Context, fsys blobio.FS, plan *Plan, tok stri
 	}
 	base := &Summary{
 		Version: Version, Input: cfg.Input, Output: out, Classes: plan.C, ClassNames: plan.ClassNames,
-		Neighbours: NeighboursExact, Device: plan.Device, Options: opts, Lake: lake,
+		Neighbours: incrementalMode(&cfg, plan.Rows), Device: plan.Device, Options: opts, Lake: lake,
 	}
 	if len(newPath) == 0 && len(lake.GoneFiles) == 0 {
 		lake.NothingNew = true
