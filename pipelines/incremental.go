@@ -122,6 +122,10 @@ type incResult struct {
 	states   []mixture.State
 	pos      map[int]int // row -> index in affected
 	rescored int
+	// timings of the phases, in seconds: "index" (standardise and
+	// index or partition every row), "search" (both searches and their
+	// weights), "rounds".
+	timings  map[string]float64
 	searched int
 }
 
@@ -160,6 +164,12 @@ func updateIncremental(d *incData, fixed []mixture.State, plan *Plan, searcher k
 		mean, std := engine.Moments(feats, d.n, d.d)
 		engine.Standardise(feats, d.d, mean, std)
 	}
+	t0 := time.Now()
+	timings := map[string]float64{}
+	lap := func(name string) {
+		timings[name] = time.Since(t0).Seconds()
+		t0 = time.Now()
+	}
 	cm := knn.Matrix{Rows: d.n, Cols: d.d, Data: feats}
 	var ix incIndex
 	if incrementalMode(o, int64(d.n)) == NeighboursIVF {
@@ -174,6 +184,7 @@ func updateIncremental(d *incData, fixed []mixture.State, plan *Plan, searcher k
 		ix = &exactIndex{idx: idx, x: cm, keys: d.keys}
 	}
 	defer ix.Close()
+	lap("index")
 	k := o.K
 	search := func(rows []int) ([]int32, []float64, error) {
 		var res knn.Result
@@ -210,7 +221,8 @@ func updateIncremental(d *incData, fixed []mixture.State, plan *Plan, searcher k
 	if err != nil {
 		return nil, err
 	}
-	r := &incResult{affected: newRows, pos: map[int]int{}, searched: len(cands)}
+	lap("search")
+	r := &incResult{affected: newRows, pos: map[int]int{}, searched: len(cands), timings: timings}
 	nb, wt := nbNew, wtNew
 	for ci, i := range cands {
 		hit := false
@@ -280,6 +292,7 @@ func updateIncremental(d *incData, fixed []mixture.State, plan *Plan, searcher k
 		cur, next = next, cur
 	}
 	r.states = cur
+	lap("rounds")
 	return r, nil
 }
 
@@ -443,6 +456,9 @@ func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.
 	committed = true
 	lake.OutputSnapshot, lake.AddedFiles, lake.RemovedFiles = snap, len(files), len(remove)
 	sum.Timings = map[string]float64{"plan": tPlan.Seconds(), "pipeline": tRun.Seconds(), "total": time.Since(t0).Seconds()}
+	for k, v := range res.timings {
+		sum.Timings[k] = v
+	}
 	return sum, nil
 }
 

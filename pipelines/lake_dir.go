@@ -132,6 +132,7 @@ func runDirIncremental(ctx context.Context, fsys blobio.FS, plan *Plan, tok stri
 	} else if resumed {
 		progress.Notef("--incremental: finished the commit an interrupted run left in %s", out)
 	}
+	removeStaleTemps(ctx, fsys, out) // the lock is held: no live run owns them
 	var prev Summary
 	if err := readJSON(ctx, fsys, blobio.Join(out, summaryName), &prev); err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
@@ -221,7 +222,6 @@ func (s *Summary) lists(name string) bool {
 func updateDir(ctx context.Context, fsys blobio.FS, plan *Plan, prev, sum *Summary, newPath map[string]bool, tok string, t0 time.Time) (*Summary, error) {
 	cfg := plan.Options
 	out, lake := cfg.Output, sum.Lake
-	removeStaleTemps(ctx, fsys, out)
 	tmp := blobio.Join(out, tmpPrefix+tok)
 	if err := fsys.MkdirAll(ctx, tmp); err != nil {
 		return nil, fmt.Errorf("relabel: creating %s: %w", tmp, err)
@@ -349,6 +349,9 @@ func updateDir(ctx context.Context, fsys blobio.FS, plan *Plan, prev, sum *Summa
 	}
 	full.Neighbours, full.Lake, full.Options = sum.Neighbours, lake, sum.Options
 	full.Timings = map[string]float64{"plan": tPlan.Seconds(), "pipeline": tRun.Seconds(), "total": time.Since(t0).Seconds()}
+	for k, v := range res.timings {
+		full.Timings[k] = v
+	}
 	b, err := json.MarshalIndent(full, "", "  ")
 	if err != nil {
 		return nil, err
