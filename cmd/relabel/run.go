@@ -62,7 +62,7 @@ func newRunFlags(stdout io.Writer) *runFlags {
 
 // usage prints relabel's own flags by group, then Beam's runner flags apart.
 func (f *runFlags) usage(w io.Writer) {
-	fmt.Fprintf(w, "Usage: relabel run --input GLOB --output DIR [options]\n")
+	fmt.Fprintf(w, "Usage: relabel run --input GLOB --output DIR [--incremental] [options]\n")
 	fmt.Fprintf(w, "       relabel run --catalog sqlite:///PATH/catalog.db --input-table NS.T --output-table NS.T [--incremental] [options]\n")
 	for _, g := range pipelines.Groups {
 		fmt.Fprintf(w, "\n%s:\n", g)
