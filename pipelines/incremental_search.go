@@ -204,6 +204,42 @@ func (v *ivfIndex) search(dst *knn.Result, rows []int, k int) error {
 		slices.SortFunc(errs, func(a, b error) int { return cmp.Compare(a.Error(), b.Error()) })
 		return errs[0]
 	}
+	return v.fillShort(dst, rows, k)
+}
+
+// fillShort searches exactly, among all rows, the queries whose home
+// partition held fewer than k other rows (a row alone in its k-means cell:
+// a sampled outlier can keep a centroid to itself). They are rare, and a row
+// left without neighbours could not be relabelled at all.
+func (v *ivfIndex) fillShort(dst *knn.Result, rows []int, k int) error {
+	want := min(k, v.x.Rows-1)
+	var short []int
+	for a := range rows {
+		if want > 0 && dst.Index[a*k+want-1] < 0 {
+			short = append(short, a)
+		}
+	}
+	if len(short) == 0 {
+		return nil
+	}
+	idx, err := v.s.Index(v.x, v.keys, v.metric)
+	if err != nil {
+		return err
+	}
+	e := &exactIndex{idx: idx, x: v.x, keys: v.keys}
+	defer e.Close()
+	q := make([]int, len(short))
+	for j, a := range short {
+		q[j] = rows[a]
+	}
+	var res knn.Result
+	if err := e.search(&res, q, k); err != nil {
+		return err
+	}
+	for j, a := range short {
+		copy(dst.Index[a*k:(a+1)*k], res.Index[j*k:(j+1)*k])
+		copy(dst.Dist[a*k:(a+1)*k], res.Dist[j*k:(j+1)*k])
+	}
 	return nil
 }
 

@@ -124,6 +124,9 @@ var lakeFlags = []Flag{
 			if o.Annotations != "" {
 				return errors.New("with --annotations: incremental runs relabel items, not annotations")
 			}
+			if l.OutputTable == "" && o.Format == shardio.ArrowStream {
+				return errors.New("with --format arrow-stream: the next run reads the stored posteriors back from the output shards, which needs parquet or arrow (random access)")
+			}
 			return nil
 		}},
 }

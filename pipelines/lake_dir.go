@@ -174,6 +174,8 @@ func runDirIncremental(ctx context.Context, fsys blobio.FS, plan *Plan, tok stri
 			lake.NewFiles++
 			newPath[f.Path] = true
 		case old.Fingerprint != f.Fingerprint || old.Output != f.Output:
+			// (Another output name: --format changed; the file is
+			// written again in the new one, the old shard removed.)
 			lake.ChangedFiles++
 			newPath[f.Path] = true
 		}
@@ -185,9 +187,9 @@ func runDirIncremental(ctx context.Context, fsys blobio.FS, plan *Plan, tok stri
 	for _, f := range prev.Lake.Manifest {
 		if !present[f.Path] {
 			lake.GoneFiles = append(lake.GoneFiles, f.Path)
-			if !writes[f.Output] {
-				lake.RemovedOutputs = append(lake.RemovedOutputs, f.Output)
-			}
+		}
+		if !writes[f.Output] {
+			lake.RemovedOutputs = append(lake.RemovedOutputs, f.Output)
 		}
 	}
 	base := &Summary{
