@@ -66,7 +66,9 @@ type Summary struct {
 // partial or mixed output, a killed run leaves nothing a rerun cannot
 // replace, and a concurrent run on the same output fails fast. An existing
 // finished output, or any other file the run would replace, is replaced only
-// with Options.Overwrite.
+// with Options.Overwrite. With Options.Lake.Incremental, an output directory
+// whose summary.json records the input files it covers is updated in place
+// for the new, changed and gone files only (lake_dir.go).
 func Run(ctx context.Context, cfg Options, exec Executor) (*Summary, error) {
 	if cfg.lakeRun() {
 		return runTable(ctx, cfg, exec)
