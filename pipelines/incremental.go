@@ -32,14 +32,18 @@ import (
 //     neighbour search needs all rows, and the standardisation is over all
 //     rows, as in a full run. This is the one part of the cost that scales
 //     with the table (a sequential read, O(N d)).
-//  2. The new rows' K nearest neighbours are searched among all rows:
-//     O(new * N * d).
+//  2. The new rows' K nearest neighbours are searched among all rows
+//     (incremental_search.go): exactly, O(new * N * d), where a full run
+//     would search exactly; where it would use ivf (N >= AutoIVFRows), in
+//     the same partitioning as the full run, O(N * P * d) to probe every row
+//     once plus O(new * NProbe * partition size * d).
 //  3. The update spreads one hop. An old row is re-scored when a new row
 //     entered its K nearest neighbours. Such a row is, in practice, among the
 //     new rows' own K nearest (distance is symmetric: a new row close enough
 //     to be among an old row's K nearest is usually among its K nearest too),
 //     so only the old rows found in step 2, at most K per new row, have their
-//     neighbours searched again (O(K new * N * d)); those with a new row among
+//     neighbours searched again (the same search as step 2, K times as many
+//     queries); those with a new row among
 //     their K nearest are re-scored. An old row that a new row reached only
 //     asymmetrically (a hub's neighbour) is missed; so are rows two hops away,
 //     whose neighbours' posteriors the re-scoring moved a little: following
@@ -52,14 +56,18 @@ import (
 //     initial states (as in a full run; starting the re-scored rows from
 //     their stored posteriors instead gives them up to twice the rounds, and
 //     on the digits test drifted 0.5 point from a full run, against 0.0 this
-//     way), with every other row's state fixed at its stored posterior. The output stores only posteriors (pi), so an old row's
+//     way), with every other row's state fixed at its stored posterior.
+//     The output stores only posteriors (pi), so an old row's
 //     state is rebuilt as its posterior with the label-smoothed identity
 //     transition rows of the initialisation (METHOD.md "Initialisation").
 //  5. The commit adds the new rows' files and rewrites only the output files
 //     holding re-scored rows: one snapshot (icebergio.Rewrite).
 //
 // The rounds and search run in the launcher's process (they touch
-// O(K new) rows, small next to a full run), on the --device kernels.
+// O(K new) rows, small next to a full run), on the --device kernels. Beside
+// the O(N d) read, the cost grows with the table only through the ivf
+// probe of every row (O(N P d), P = N / 500 partitions by default: about
+// 10^11 flops of SGEMM at 1M rows, d = 32), which the full run does too.
 
 // incData is every input row, flattened.
 type incData struct {
@@ -114,6 +122,10 @@ type incResult struct {
 	states   []mixture.State
 	pos      map[int]int // row -> index in affected
 	rescored int
+	// timings of the phases, in seconds: "index" (standardise and
+	// index or partition every row), "search" (both searches and their
+	// weights), "rounds".
+	timings  map[string]float64
 	searched int
 }
 
@@ -152,35 +164,38 @@ func updateIncremental(d *incData, fixed []mixture.State, plan *Plan, searcher k
 		mean, std := engine.Moments(feats, d.n, d.d)
 		engine.Standardise(feats, d.d, mean, std)
 	}
-	cm := knn.Matrix{Rows: d.n, Cols: d.d, Data: feats}
-	idx, err := be.Searcher.Index(cm, d.keys, o.Metric)
-	if err != nil {
-		return nil, fmt.Errorf("relabel: incremental: indexing %d rows: %w", d.n, err)
+	t0 := time.Now()
+	timings := map[string]float64{}
+	lap := func(name string) {
+		timings[name] = time.Since(t0).Seconds()
+		t0 = time.Now()
 	}
-	defer idx.Close()
+	cm := knn.Matrix{Rows: d.n, Cols: d.d, Data: feats}
+	var ix incIndex
+	if incrementalMode(o, int64(d.n)) == NeighboursIVF {
+		if ix, err = newIVFIndex(cm, d.keys, o, be.Searcher, eo.Workers); err != nil {
+			return nil, fmt.Errorf("relabel: incremental: partitioning %d rows: %w", d.n, err)
+		}
+	} else {
+		idx, err := be.Searcher.Index(cm, d.keys, o.Metric)
+		if err != nil {
+			return nil, fmt.Errorf("relabel: incremental: indexing %d rows: %w", d.n, err)
+		}
+		ix = &exactIndex{idx: idx, x: cm, keys: d.keys}
+	}
+	defer ix.Close()
+	lap("index")
 	k := o.K
 	search := func(rows []int) ([]int32, []float64, error) {
-		nb, wt := make([]int32, len(rows)*k), make([]float64, len(rows)*k)
 		var res knn.Result
-		var wb engine.WeightBuffer
-		q := knn.Matrix{Cols: d.d}
-		var qids []int64
-		for lo := 0; lo < len(rows); lo += engine.BatchRows {
-			hi := min(lo+engine.BatchRows, len(rows))
-			q.Rows, q.Data, qids = hi-lo, q.Data[:0], qids[:0]
-			for _, i := range rows[lo:hi] {
-				q.Data = append(q.Data, feats[i*d.d:(i+1)*d.d]...)
-				qids = append(qids, d.keys[i])
-			}
-			if err := idx.Search(&res, q, qids, k); err != nil {
-				return nil, nil, fmt.Errorf("relabel: incremental: kNN: %w", err)
-			}
-			copy(nb[lo*k:hi*k], res.Index)
-			if err := wb.Weights(wt[lo*k:hi*k], q, cm, &res, o.Weighting, eo.LLC, be.Coder); err != nil {
-				return nil, nil, fmt.Errorf("relabel: incremental: neighbour weights: %w", err)
-			}
+		if err := ix.search(&res, rows, k); err != nil {
+			return nil, nil, fmt.Errorf("relabel: incremental: kNN: %w", err)
 		}
-		return nb, wt, nil
+		wt, err := neighbourWeights(cm, rows, &res, o.Weighting, eo.LLC, be.Coder, 1)
+		if err != nil {
+			return nil, nil, fmt.Errorf("relabel: incremental: neighbour weights: %w", err)
+		}
+		return res.Index, wt, nil
 	}
 	var newRows []int
 	for i := 0; i < d.n; i++ {
@@ -206,7 +221,8 @@ func updateIncremental(d *incData, fixed []mixture.State, plan *Plan, searcher k
 	if err != nil {
 		return nil, err
 	}
-	r := &incResult{affected: newRows, pos: map[int]int{}, searched: len(cands)}
+	lap("search")
+	r := &incResult{affected: newRows, pos: map[int]int{}, searched: len(cands), timings: timings}
 	nb, wt := nbNew, wtNew
 	for ci, i := range cands {
 		hit := false
@@ -276,6 +292,7 @@ func updateIncremental(d *incData, fixed []mixture.State, plan *Plan, searcher k
 		cur, next = next, cur
 	}
 	r.states = cur
+	lap("rounds")
 	return r, nil
 }
 
@@ -288,7 +305,7 @@ func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.
 		return nil, err
 	}
 	lake := &LakeSummary{InputTable: full.Table, OutputTable: out.Name(), InputSnapshot: app.SnapshotID, FromSnapshot: last.InputSnapshotID, Incremental: true}
-	plan.Mode = NeighboursExact
+	plan.Mode = incrementalMode(&cfg, plan.Rows)
 	sum := &Summary{
 		Version: Version, Input: cfg.Input, Output: out.Name(), Classes: plan.C, ClassNames: plan.ClassNames,
 		Neighbours: plan.Mode, Device: plan.Device, Options: plan.OptionMap(),
@@ -332,42 +349,15 @@ func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.
 	if err != nil {
 		return nil, err
 	}
-	keyRow := make(map[int64]int, d.n)
-	for i, key := range d.keys {
-		keyRow[key] = i
-	}
-	m, err := cfg.Mixture(plan.C)
-	if err != nil {
-		return nil, err
-	}
-	fixed := make([]mixture.State, d.n)
-	have := make([]bool, d.n)
 	posts := make([]*resultio.Posteriors, len(outFiles))
 	for f, file := range outFiles {
 		if posts[f], err = resultio.ReadPosteriors(ctx, icebergio.Task{Path: file}.ReaderPath(), plan.ClassNames, nil); err != nil {
 			return nil, err
 		}
-		p := posts[f]
-		var raw []float32
-		for j := 0; j < p.Len(); j++ {
-			i, ok := keyRow[p.Key(j)]
-			if !ok {
-				return nil, fmt.Errorf("relabel: output table %s file %s row %d: its id is not in input table %s any more; run without --incremental", out.Name(), file, j, full.Table)
-			}
-			if d.isNew[i] {
-				return nil, fmt.Errorf("relabel: output table %s already holds row %d of %s, which input table %s appended after snapshot %d", out.Name(), j, file, full.Table, last.InputSnapshotID)
-			}
-			// The stored posterior is calibrated (pi^(1/T), renormalised):
-			// the state's pi is its inverse, q^T renormalised.
-			raw = mixture.Temper(raw, p.Prob[p.Off[j]:p.Off[j+1]], 1/plan.Options.Temperature)
-			stateFromPosterior(&fixed[i], p.Class[p.Off[j]:p.Off[j+1]], raw, plan.C, m.Smooth)
-			have[i] = true
-		}
 	}
-	for i := range have {
-		if !have[i] && !d.isNew[i] {
-			return nil, fmt.Errorf("relabel: input table %s row of %s (key %d) has no stored posterior in %s; run without --incremental", full.Table, d.shards[d.shard[i]], d.keys[i], out.Name())
-		}
+	fixed, keyRow, err := storedStates(d, posts, plan, fmt.Sprintf("input table %s", full.Table))
+	if err != nil {
+		return nil, err
 	}
 	tPlan := time.Since(t0)
 	progress.StageStarted("neighbours")
@@ -466,7 +456,54 @@ func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.
 	committed = true
 	lake.OutputSnapshot, lake.AddedFiles, lake.RemovedFiles = snap, len(files), len(remove)
 	sum.Timings = map[string]float64{"plan": tPlan.Seconds(), "pipeline": tRun.Seconds(), "total": time.Since(t0).Seconds()}
+	for k, v := range res.timings {
+		sum.Timings[k] = v
+	}
 	return sum, nil
+}
+
+// storedStates rebuilds the old rows' states from the stored posteriors of
+// the output files posts (step 4 above), indexed by row of d, and returns
+// the row of each key. Every old row of d must have exactly one stored
+// posterior, and no new row any: otherwise the output does not match the
+// input (rows deleted or rewritten in place), and only a full run can say
+// what the output should be. input names the input in messages.
+func storedStates(d *incData, posts []*resultio.Posteriors, plan *Plan, input string) ([]mixture.State, map[int64]int, error) {
+	keyRow := make(map[int64]int, d.n)
+	for i, key := range d.keys {
+		keyRow[key] = i
+	}
+	m, err := plan.Options.Mixture(plan.C)
+	if err != nil {
+		return nil, nil, err
+	}
+	fixed := make([]mixture.State, d.n)
+	have := make([]bool, d.n)
+	var raw []float32
+	for _, p := range posts {
+		for j := 0; j < p.Len(); j++ {
+			i, ok := keyRow[p.Key(j)]
+			switch {
+			case !ok:
+				return nil, nil, fmt.Errorf("relabel: %s row %d: its id is not in %s any more; run without --incremental", p.Path, j, input)
+			case d.isNew[i]:
+				return nil, nil, fmt.Errorf("relabel: %s row %d: already holds the id of a row that is new in %s (file %s); run without --incremental", p.Path, j, input, d.shards[d.shard[i]])
+			case have[i]:
+				return nil, nil, fmt.Errorf("relabel: %s row %d: a second stored posterior for the id of %s's row in %s; run without --incremental", p.Path, j, input, d.shards[d.shard[i]])
+			}
+			// The stored posterior is calibrated (pi^(1/T), renormalised):
+			// the state's pi is its inverse, q^T renormalised.
+			raw = mixture.Temper(raw, p.Prob[p.Off[j]:p.Off[j+1]], 1/plan.Options.Temperature)
+			stateFromPosterior(&fixed[i], p.Class[p.Off[j]:p.Off[j+1]], raw, plan.C, m.Smooth)
+			have[i] = true
+		}
+	}
+	for i := range have {
+		if !have[i] && !d.isNew[i] {
+			return nil, nil, fmt.Errorf("relabel: %s: the row of %s with key %d has no stored posterior; run without --incremental", input, d.shards[d.shard[i]], d.keys[i])
+		}
+	}
+	return fixed, keyRow, nil
 }
 
 // cleanedOf makes the output rows of rows (in that order) from their states.
@@ -498,7 +535,7 @@ func sameOptions(last, now map[string]string) error {
 			continue
 		}
 		if lv, ok := last[k]; ok && lv != v {
-			diffs = append(diffs, fmt.Sprintf("--%s %s (the output table's last run used %s)", k, v, lv))
+			diffs = append(diffs, fmt.Sprintf("--%s %s (the last run used %s)", k, v, lv))
 		}
 	}
 	if len(diffs) > 0 {

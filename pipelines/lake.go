@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -107,7 +108,7 @@ var lakeFlags = []Flag{
 			}
 			return nil
 		}},
-	{Name: "incremental", Group: GroupLake, Usage: "relabel only the rows appended to --input-table since the input snapshot --output-table last covered, and the old rows they became neighbours of (the first run is a full one; nothing new: nothing committed)",
+	{Name: "incremental", Group: GroupLake, Usage: "relabel only the rows appended to --input-table since the input snapshot --output-table last covered (or, with --input and --output, the rows of input files new or changed since the output directory's manifest), and the old rows they became neighbours of (the first run is a full one; nothing new: nothing committed)",
 		bind: func(o *Options) flag.Value { return (*boolValue)(&o.Lake.Incremental) },
 		check: func(o *Options) error {
 			l := &o.Lake
@@ -117,10 +118,14 @@ var lakeFlags = []Flag{
 			if l.InputTable != "" && l.OutputTable == "" {
 				return errors.New("with --input-table needs --output-table (the output table records what was covered)")
 			}
-			if l.OutputTable == "" {
-				// Directory lakes (a manifest of covered files in the
-				// output directory) are not built yet.
-				return errors.New("needs --input-table and --output-table (incremental runs over a glob and an output directory are not supported yet)")
+			if l.OutputTable == "" && (o.Input == "" || o.Output == "") {
+				return errors.New("needs --input and --output (a directory lake: the output directory records the files it covers), or --input-table and --output-table")
+			}
+			if o.Annotations != "" {
+				return errors.New("with --annotations: incremental runs relabel items, not annotations")
+			}
+			if l.OutputTable == "" && o.Format == shardio.ArrowStream {
+				return errors.New("with --format arrow-stream: the next run reads the stored posteriors back from the output shards, which needs parquet or arrow (random access)")
 			}
 			return nil
 		}},
@@ -156,9 +161,24 @@ type LakeSummary struct {
 	// searched again to find them.
 	Rescored int64 `json:"rescored,omitempty"`
 	Searched int64 `json:"searched,omitempty"`
-	// RemovedFiles/AddedFiles: output data files the commit replaced/added.
+	// RemovedFiles/AddedFiles: output data files the commit replaced/added
+	// (in a directory: the output shards removed because their input files
+	// are gone / the shards written).
 	RemovedFiles int `json:"removed_files,omitempty"`
 	AddedFiles   int `json:"added_files,omitempty"`
+
+	// Directory lakes (lake_dir.go). ChangedFiles are covered input files
+	// whose content changed (their rows relabelled as new); GoneFiles those
+	// no longer matched by --input (their rows left the output, and
+	// RemovedOutputs are their output shards); RewrittenFiles the unchanged
+	// files' output shards written again for their re-scored rows.
+	ChangedFiles   int      `json:"changed_files,omitempty"`
+	GoneFiles      []string `json:"gone_files,omitempty"`
+	RemovedOutputs []string `json:"removed_outputs,omitempty"`
+	RewrittenFiles int      `json:"rewritten_files,omitempty"`
+	// Manifest is every input file the output directory covers: the
+	// state the next incremental run compares the input with.
+	Manifest []ManifestFile `json:"manifest,omitempty"`
 }
 
 // planTableInput is MakePlan with --input-table and a directory output.
@@ -262,6 +282,14 @@ func runTable(ctx context.Context, cfg Options, exec Executor) (*Summary, error)
 			removeAll(context.WithoutCancel(ctx), fs, tmp, plan)
 		}
 	}()
+	if dir := cfg.SpillDir.Or(""); dir != "" && dir != "none" && plan.Mode == NeighboursIVF {
+		// As Run does: ivf's blocks and states wait in files, not in the
+		// embedded runner's memory.
+		if plan.Spill, err = makeSpill(dir, tok); err != nil {
+			return nil, fmt.Errorf("relabel: --spill-dir: %w", err)
+		}
+		defer os.RemoveAll(plan.Spill)
+	}
 	tPlan := time.Since(t0)
 	sum, tRun, err := execute(ctx, fs, plan, tmp, exec)
 	if err != nil {

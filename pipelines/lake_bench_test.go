@@ -12,22 +12,40 @@ import (
 	"github.com/relabel/relabel/schemas"
 )
 
-// blobRows makes n rows of 10 Gaussian classes in d = 32 with 20% of the
-// labels flipped uniformly, ids from first on.
+// blobRows makes n rows of 10 classes in d = 32 with 20% of the labels
+// flipped uniformly, ids from first on. Each class is a Gaussian of
+// intrinsic dimension 8 (a fixed random 8-dimensional subspace plus a
+// little isotropic noise), as learned embeddings are: in isotropic
+// 32-dimensional Gaussians every point is about as far from every other,
+// and at 1M rows ivf's k-means keeps a sampled point's centroid to itself,
+// a partition holding that one row (which the pipeline's ivf search does
+// not survive; see the issue-15 report).
 func blobRows(first int64, n int, seed uint64) *schemas.Rows {
-	const d, c = 32, 10
+	const d, c, e = 32, 10, 8
 	rng := rand.New(rand.NewPCG(seed, 7))
 	centres := rand.New(rand.NewPCG(1, 1))
 	mu := make([]float32, c*d)
 	for i := range mu {
 		mu[i] = float32(centres.NormFloat64() * 2)
 	}
+	basis := make([]float32, e*d)
+	for i := range basis {
+		basis[i] = float32(centres.NormFloat64())
+	}
 	r := &schemas.Rows{D: d, LabelOff: []int32{0}}
+	z := make([]float32, e)
 	for i := 0; i < n; i++ {
 		y := rng.IntN(c)
 		r.IDs = append(r.IDs, first+int64(i))
+		for k := range z {
+			z[k] = float32(rng.NormFloat64())
+		}
 		for j := 0; j < d; j++ {
-			r.Features = append(r.Features, mu[y*d+j]+float32(rng.NormFloat64()))
+			v := mu[y*d+j] + 0.2*float32(rng.NormFloat64())
+			for k := range z {
+				v += 0.35 * basis[k*d+j] * z[k]
+			}
+			r.Features = append(r.Features, v)
 		}
 		lab := int32(y)
 		if rng.Float64() < 0.2 {
@@ -39,20 +57,40 @@ func blobRows(first int64, n int, seed uint64) *schemas.Rows {
 	return r
 }
 
+// envInt reads an integer environment variable, def when unset.
+func envInt(b *testing.B, name string, def int) int {
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	v, err := strconv.Atoi(s)
+	if err != nil {
+		b.Fatalf("%s=%q: %v", name, s, err)
+	}
+	return v
+}
+
 // BenchmarkLakeAppend: a table of RELABEL_LAKE_ROWS rows (default 20,000)
 // plus a 1% append. It times a full run over the grown table and the
 // incremental run that relabels the append (after a full run over the table
-// before it), and reports incremental/full.
+// before it), and reports incremental/full. RELABEL_LAKE_ROUNDS and
+// RELABEL_LAKE_L (default 10 and 100) set --rounds and --l of every run
+// alike. Both runs spill ivf's blocks to a temporary directory, as relabel
+// run does on the embedded runner.
 func BenchmarkLakeAppend(b *testing.B) {
-	n := 20000
-	if s := os.Getenv("RELABEL_LAKE_ROWS"); s != "" {
-		n, _ = strconv.Atoi(s)
-	}
+	n := envInt(b, "RELABEL_LAKE_ROWS", 20000)
+	rounds, ll := envInt(b, "RELABEL_LAKE_ROUNDS", lakeRounds), envInt(b, "RELABEL_LAKE_L", 100)
 	ctx := context.Background()
 	for range b.N {
 		l := newTestLake(b)
 		l.appendRows(b, blobRows(0, n, 1))
-		inc := l.config("ns.inc")
+		config := func(out string) pipelines.Options {
+			o := l.config(out)
+			o.Rounds, o.L = rounds, ll
+			o.SpillDir = pipelines.Opt[string]{V: b.TempDir(), Set: true}
+			return o
+		}
+		inc := config("ns.inc")
 		inc.Lake.Incremental = true
 		if _, err := pipelines.Run(ctx, inc, embedded); err != nil {
 			b.Fatal(err)
@@ -65,14 +103,15 @@ func BenchmarkLakeAppend(b *testing.B) {
 		}
 		ti := time.Since(t0)
 		t0 = time.Now()
-		if _, err := pipelines.Run(ctx, l.config("ns.full"), embedded); err != nil {
+		if _, err := pipelines.Run(ctx, config("ns.full"), embedded); err != nil {
 			b.Fatal(err)
 		}
 		tf := time.Since(t0)
 		b.ReportMetric(ti.Seconds(), "incremental-s")
 		b.ReportMetric(tf.Seconds(), "full-s")
 		b.ReportMetric(ti.Seconds()/tf.Seconds(), "incremental/full")
-		b.Logf("rows %d + %d: incremental %.2fs (new %d, rescored %d, searched %d, files +%d -%d), full %.2fs, ratio %.3f",
-			n, n/100, ti.Seconds(), sum.Lake.NewRows, sum.Lake.Rescored, sum.Lake.Searched, sum.Lake.AddedFiles, sum.Lake.RemovedFiles, tf.Seconds(), ti.Seconds()/tf.Seconds())
+		b.Logf("rows %d + %d, --rounds %d --l %d: incremental %.2fs (plan and read %.2fs, index %.2fs, search %.2fs, rounds %.2fs; new %d, rescored %d, searched %d, neighbours %s, files +%d -%d), full %.2fs, ratio %.3f",
+			n, n/100, rounds, ll, ti.Seconds(), sum.Timings["plan"], sum.Timings["index"], sum.Timings["search"], sum.Timings["rounds"], sum.Lake.NewRows, sum.Lake.Rescored, sum.Lake.Searched, sum.Neighbours,
+			sum.Lake.AddedFiles, sum.Lake.RemovedFiles, tf.Seconds(), ti.Seconds()/tf.Seconds())
 	}
 }

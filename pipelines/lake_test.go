@@ -55,16 +55,20 @@ var lakeInputSchema = arrow.NewSchema([]arrow.Field{
 // testLake is a SQLite catalog with a local warehouse, and its input table
 // ns.items.
 type testLake struct {
-	uri string
-	cat *icebergio.Catalog
-	tbl *table.Table
+	uri       string
+	warehouse string
+	cat       *icebergio.Catalog
+	tbl       *table.Table
 }
 
-func newTestLake(t testing.TB) *testLake {
+func newTestLake(t testing.TB) *testLake { return newTestLakeAt(t, "") }
+
+// newTestLakeAt keeps the tables in warehouse ("": beside the catalog).
+func newTestLakeAt(t testing.TB, warehouse string) *testLake {
 	t.Helper()
 	ctx := context.Background()
 	uri := "sqlite://" + filepath.Join(t.TempDir(), "lake", "catalog.db")
-	cat, err := icebergio.OpenCatalog(ctx, uri, icebergio.CatalogOptions{})
+	cat, err := icebergio.OpenCatalog(ctx, uri, icebergio.CatalogOptions{Warehouse: warehouse})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +84,7 @@ func newTestLake(t testing.TB) *testLake {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &testLake{uri: uri, cat: cat, tbl: tbl}
+	return &testLake{uri: uri, warehouse: warehouse, cat: cat, tbl: tbl}
 }
 
 // appendRows appends rows as one snapshot (one data file).
@@ -118,7 +122,7 @@ var lakeRounds = 10
 func (l *testLake) config(out string) pipelines.Options {
 	o := pipelines.Defaults()
 	o.Rounds, o.L = lakeRounds, 100
-	o.Lake = pipelines.LakeOptions{Catalog: l.uri, InputTable: "ns.items", OutputTable: out}
+	o.Lake = pipelines.LakeOptions{Catalog: l.uri, Warehouse: l.warehouse, InputTable: "ns.items", OutputTable: out}
 	return o
 }
 
@@ -179,9 +183,12 @@ func accuracy(t testing.TB, got map[int64]int32, truth []int32) float64 {
 // within 0.3 point of one full run over the whole table. A rerun commits
 // nothing.
 func TestLakeIncrementalDigits(t *testing.T) {
+	lakeIncrementalDigits(t, newTestLake(t))
+}
+
+func lakeIncrementalDigits(t *testing.T, l *testLake) {
 	ctx := ctxT(t)
 	truth := readI32(t, "../testdata/digits/truth.i32")
-	l := newTestLake(t)
 	days := digitsDays(t)
 	cfg := l.config("ns.inc")
 	cfg.Lake.Incremental = true

@@ -66,7 +66,9 @@ type Summary struct {
 // partial or mixed output, a killed run leaves nothing a rerun cannot
 // replace, and a concurrent run on the same output fails fast. An existing
 // finished output, or any other file the run would replace, is replaced only
-// with Options.Overwrite.
+// with Options.Overwrite. With Options.Lake.Incremental, an output directory
+// whose summary.json records the input files it covers is updated in place
+// for the new, changed and gone files only (lake_dir.go).
 func Run(ctx context.Context, cfg Options, exec Executor) (*Summary, error) {
 	if cfg.lakeRun() {
 		return runTable(ctx, cfg, exec)
@@ -98,6 +100,16 @@ func Run(ctx context.Context, cfg Options, exec Executor) (*Summary, error) {
 	}
 	defer unlock()
 	faults.Point("locked")
+	var manifest []ManifestFile
+	if cfg.Lake.Incremental {
+		sum, done, err := runDirIncremental(ctx, fs, plan, tok, t0)
+		if done || err != nil {
+			return sum, err
+		}
+		if manifest, err = coverage(ctx, plan); err != nil {
+			return nil, err
+		}
+	}
 	removeStaleTemps(ctx, fs, cfg.Output)
 	pending, err := pendingFiles(ctx, fs, cfg.Output)
 	if err != nil {
@@ -142,6 +154,9 @@ func Run(ctx context.Context, cfg Options, exec Executor) (*Summary, error) {
 	sum, tRun, err := execute(ctx, fs, plan, tmp, exec)
 	if err != nil {
 		return nil, err
+	}
+	if manifest != nil {
+		sum.Lake = fullLake(plan, manifest)
 	}
 	sum.Timings = map[string]float64{
 		"plan":     tPlan.Seconds(),

@@ -101,7 +101,7 @@ func TestLakeBadFlags(t *testing.T) {
 		{[]string{"--catalog", cat, "--input-table", "a", "--output-table", "ns.b"}, "--input-table"},
 		{[]string{"--catalog", cat, "--input-table", "ns.a", "--output-table", "ns.a"}, "--output-table"},
 		{[]string{"--catalog", cat, "--input-table", "ns.a", "--output", "o", "--output-table", "ns.b"}, "--output-table"},
-		{[]string{"--input", "x/*.parquet", "--output", "o", "--incremental"}, "--incremental"},
+		{[]string{"--annotations", "a.parquet", "--output", "o", "--incremental"}, "--incremental"},
 		{[]string{"--input", "x/*.parquet", "--output", "o", "--warehouse", "w"}, "--warehouse"},
 	} {
 		r := relabel(t, append([]string{"run"}, tc.args...)...)

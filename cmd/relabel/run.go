@@ -62,7 +62,7 @@ func newRunFlags(stdout io.Writer) *runFlags {
 
 // usage prints relabel's own flags by group, then Beam's runner flags apart.
 func (f *runFlags) usage(w io.Writer) {
-	fmt.Fprintf(w, "Usage: relabel run --input GLOB --output DIR [options]\n")
+	fmt.Fprintf(w, "Usage: relabel run --input GLOB --output DIR [--incremental] [options]\n")
 	fmt.Fprintf(w, "       relabel run --catalog sqlite:///PATH/catalog.db --input-table NS.T --output-table NS.T [--incremental] [options]\n")
 	for _, g := range pipelines.Groups {
 		fmt.Fprintf(w, "\n%s:\n", g)
@@ -246,9 +246,13 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	if sum.Lake != nil {
+	if sum.Lake != nil && (sum.Lake.OutputTable != "" || sum.Lake.NothingNew) {
 		printLake(stdout, sum)
 		return nil
+	}
+	if l := sum.Lake; l != nil && l.Incremental {
+		fmt.Fprintf(stdout, "relabel: incremental run: %d new and %d changed input files (%d rows), %d gone; %d old rows re-scored, %d output shards written, %d removed\n",
+			l.NewFiles, l.ChangedFiles, l.NewRows, len(l.GoneFiles), l.Rescored, l.AddedFiles, l.RemovedFiles)
 	}
 	fmt.Fprintf(stdout, "relabel: %d rows relabelled, %d labels changed (%.1f%%); output in %s (summary.json beside the shards)\n",
 		sum.Rows, sum.Changed, 100*float64(sum.Changed)/float64(max(sum.Rows, 1)), sum.Output)
@@ -311,6 +315,10 @@ func oneLine(err error) string {
 // output directories; the table's files are read by any Iceberg reader).
 func printLake(w io.Writer, sum *pipelines.Summary) {
 	l := sum.Lake
+	if l.NothingNew && l.OutputTable == "" {
+		fmt.Fprintf(w, "relabel: no input file of %s is new, changed or gone since %s was written; nothing changed\n", sum.Input, sum.Output)
+		return
+	}
 	if l.NothingNew {
 		fmt.Fprintf(w, "relabel: nothing appended to %s since snapshot %d, which %s covers; nothing committed\n", l.InputTable, l.InputSnapshot, l.OutputTable)
 		return

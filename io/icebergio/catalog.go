@@ -12,6 +12,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
 	sqlcat "github.com/apache/iceberg-go/catalog/sql"
+	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"github.com/uptrace/bun/driver/sqliteshim"
 
@@ -79,6 +80,17 @@ func OpenCatalog(ctx context.Context, uri string, opts CatalogOptions) (*Catalog
 		return nil, fmt.Errorf("icebergio: catalog %s: %w", uri, err)
 	}
 	props := iceberg.Properties{}
+	if host := os.Getenv("STORAGE_EMULATOR_HOST"); host != "" && strings.HasPrefix(wh, "gs://") {
+		// The Cloud Storage client (and so blobio, which reads the data
+		// files) talks to an emulator named by STORAGE_EMULATOR_HOST;
+		// iceberg-go's GCS file IO takes the endpoint as a property
+		// instead, so one variable points both at the same server.
+		if !strings.Contains(host, "://") {
+			host = "http://" + host
+		}
+		props[iceio.GCSEndpoint] = strings.TrimSuffix(host, "/") + "/storage/v1/"
+		props[iceio.GCSNoAuth] = "true"
+	}
 	maps.Copy(props, opts.Properties)
 	props["warehouse"] = wh
 	props["init_catalog_tables"] = "true"

@@ -1,0 +1,288 @@
+package pipelines
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/relabel/relabel/transforms/engine"
+	"github.com/relabel/relabel/transforms/ivf"
+	"github.com/relabel/relabel/transforms/knn"
+	"github.com/relabel/relabel/transforms/llc"
+)
+
+// The incremental run's neighbour search: the K nearest neighbours of a few
+// rows (the new ones, then the old ones they reached) among all N rows.
+//
+// Exact (tables below AutoIVFRows, or --neighbours exact) it is the SGEMM
+// kernel of transforms/knn over all N rows, O(queries x N x d): at 1M rows
+// with a 1% append its second pass alone (up to K x new old rows) is about
+// 10^11 distances, more than a whole ivf run. So where a full run over the
+// table would use ivf, the incremental run does too, the way the full run
+// partitions (transforms/ivf: k-means on the deterministic hash sample,
+// every row stored in its NProbe nearest partitions), and searches each
+// query in its home partition only: O(N x P x d) to probe every row (the
+// stored side needs all of them; P = N / 500 by default), plus queries x
+// NProbe x 500 x d for the searches. Same seed and options, same sample and
+// centroids as the full run's partitioning, up to the standardisation's
+// float rounding (the full run standardises in its stages).
+
+// incrementalMode is the neighbour search of an incremental run over rows
+// rows: ivf where a full run would use it, else exact (a --candidates
+// sample is a full run's approximation of exact; the few queried rows can
+// afford the exact search).
+func incrementalMode(o *Options, rows int64) string {
+	if neighbourMode(o, rows) == NeighboursIVF {
+		return NeighboursIVF
+	}
+	return NeighboursExact
+}
+
+// incIndex answers "the k nearest of these rows among all rows": dst gets
+// len(rows) x k global row indices (-1 padding) and distances.
+type incIndex interface {
+	search(dst *knn.Result, rows []int, k int) error
+	Close() error
+}
+
+// exactIndex is the exact search over every row.
+type exactIndex struct {
+	idx  knn.Index
+	x    knn.Matrix
+	keys []int64
+}
+
+func (e *exactIndex) Close() error { return e.idx.Close() }
+
+func (e *exactIndex) search(dst *knn.Result, rows []int, k int) error {
+	dst.Reset(len(rows), k)
+	var res knn.Result
+	q := knn.Matrix{Cols: e.x.Cols}
+	var qids []int64
+	// Batches of several query blocks: the CPU kernel runs one block per
+	// worker.
+	const batch = 4 * knn.DefaultQueryBlock
+	for lo := 0; lo < len(rows); lo += batch {
+		hi := min(lo+batch, len(rows))
+		q.Rows, q.Data, qids = hi-lo, q.Data[:0], qids[:0]
+		for _, i := range rows[lo:hi] {
+			q.Data = append(q.Data, e.x.Row(i)...)
+			qids = append(qids, e.keys[i])
+		}
+		if err := e.idx.Search(&res, q, qids, k); err != nil {
+			return err
+		}
+		copy(dst.Index[lo*k:hi*k], res.Index)
+		copy(dst.Dist[lo*k:hi*k], res.Dist)
+	}
+	return nil
+}
+
+// ivfIndex is the partitioned search: every row's probes, and each
+// partition's stored rows.
+type ivfIndex struct {
+	x       knn.Matrix
+	keys    []int64
+	pt      *ivf.Partitioning
+	stored  [][]int32
+	s       knn.Searcher
+	metric  knn.Metric
+	workers int
+}
+
+// newIVFIndex fits and assigns the partitioning of x (already standardised)
+// as ivfstages does for a full run with the same options.
+func newIVFIndex(x knn.Matrix, keys []int64, o *Options, s knn.Searcher, workers int) (*ivfIndex, error) {
+	n := x.Rows
+	p := ivf.Params{Partitions: o.Partitions.Or(0), NProbe: o.NProbe.Or(0), Seed: o.Seed, Metric: o.Metric}.WithDefaults(int64(n))
+	sm := ivf.Sample{Cap: p.Sample, D: x.Cols}
+	for i := 0; i < n; i++ {
+		sm.Add(ivf.Hash(o.Seed, keys[i]), keys[i], x.Row(i))
+	}
+	sm.Trim()
+	model, err := ivf.Fit(knn.Matrix{Rows: sm.Len(), Cols: x.Cols, Data: sm.Features}, int64(n), p, s)
+	if err != nil {
+		return nil, err
+	}
+	pt, err := ivf.Assign(x, model, p.NProbe, s)
+	if err != nil {
+		return nil, err
+	}
+	stored := make([][]int32, model.P())
+	for i := 0; i < n; i++ {
+		for _, q := range pt.Probe[i*pt.NProbe : (i+1)*pt.NProbe] {
+			stored[q] = append(stored[q], int32(i))
+		}
+	}
+	return &ivfIndex{x: x, keys: keys, pt: pt, stored: stored, s: s, metric: o.Metric, workers: workers}, nil
+}
+
+func (v *ivfIndex) Close() error { return nil }
+
+// search searches each query row in its home partition, the partitions in
+// parallel; the result does not depend on the worker count.
+func (v *ivfIndex) search(dst *knn.Result, rows []int, k int) error {
+	dst.Reset(len(rows), k)
+	// Query positions grouped by home partition, partitions ascending.
+	pos := make([]int, len(rows))
+	for a := range pos {
+		pos[a] = a
+	}
+	home := func(a int) int32 { return v.pt.Home(rows[a]) }
+	slices.SortStableFunc(pos, func(a, b int) int { return cmp.Compare(home(a), home(b)) })
+	type group struct{ lo, hi int }
+	var groups []group
+	for lo := 0; lo < len(pos); {
+		hi := lo + 1
+		for hi < len(pos) && home(pos[hi]) == home(pos[lo]) {
+			hi++
+		}
+		groups = append(groups, group{lo, hi})
+		lo = hi
+	}
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+		next = make(chan group)
+	)
+	d := v.x.Cols
+	for w := 0; w < max(1, v.workers); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var (
+				cm, qm     []float32
+				cids, qids []int64
+				res        knn.Result
+			)
+			for g := range next {
+				q := home(pos[g.lo])
+				st := v.stored[q]
+				cm, cids = cm[:0], cids[:0]
+				for _, i := range st {
+					cm = append(cm, v.x.Row(int(i))...)
+					cids = append(cids, v.keys[i])
+				}
+				qm, qids = qm[:0], qids[:0]
+				for _, a := range pos[g.lo:g.hi] {
+					qm = append(qm, v.x.Row(rows[a])...)
+					qids = append(qids, v.keys[rows[a]])
+				}
+				idx, err := v.s.Index(knn.Matrix{Rows: len(cids), Cols: d, Data: cm}, cids, v.metric)
+				if err == nil {
+					err = idx.Search(&res, knn.Matrix{Rows: len(qids), Cols: d, Data: qm}, qids, k)
+					idx.Close()
+				}
+				if err != nil {
+					mu.Lock()
+					errs = append(errs, fmt.Errorf("partition %d: %w", q, err))
+					mu.Unlock()
+					continue
+				}
+				for j, a := range pos[g.lo:g.hi] {
+					for t := 0; t < k; t++ {
+						c := res.Index[j*k+t]
+						dst.Dist[a*k+t] = res.Dist[j*k+t]
+						if c < 0 {
+							dst.Index[a*k+t] = -1
+						} else {
+							dst.Index[a*k+t] = st[c]
+						}
+					}
+				}
+			}
+		}()
+	}
+	for _, g := range groups {
+		next <- g
+	}
+	close(next)
+	wg.Wait()
+	if len(errs) > 0 {
+		slices.SortFunc(errs, func(a, b error) int { return cmp.Compare(a.Error(), b.Error()) })
+		return errs[0]
+	}
+	return v.fillShort(dst, rows, k)
+}
+
+// fillShort searches exactly, among all rows, the queries whose home
+// partition held fewer than k other rows (a row alone in its k-means cell:
+// a sampled outlier can keep a centroid to itself). They are rare, and a row
+// left without neighbours could not be relabelled at all.
+func (v *ivfIndex) fillShort(dst *knn.Result, rows []int, k int) error {
+	want := min(k, v.x.Rows-1)
+	var short []int
+	for a := range rows {
+		if want > 0 && dst.Index[a*k+want-1] < 0 {
+			short = append(short, a)
+		}
+	}
+	if len(short) == 0 {
+		return nil
+	}
+	idx, err := v.s.Index(v.x, v.keys, v.metric)
+	if err != nil {
+		return err
+	}
+	e := &exactIndex{idx: idx, x: v.x, keys: v.keys}
+	defer e.Close()
+	q := make([]int, len(short))
+	for j, a := range short {
+		q[j] = rows[a]
+	}
+	var res knn.Result
+	if err := e.search(&res, q, k); err != nil {
+		return err
+	}
+	for j, a := range short {
+		copy(dst.Index[a*k:(a+1)*k], res.Index[j*k:(j+1)*k])
+		copy(dst.Dist[a*k:(a+1)*k], res.Dist[j*k:(j+1)*k])
+	}
+	return nil
+}
+
+// neighbourWeights computes the weights of rows' neighbours nb (from an
+// incIndex) in batches of engine.BatchRows, the batches in parallel.
+func neighbourWeights(x knn.Matrix, rows []int, nb *knn.Result, w engine.Weighting, lp llc.Params, coder llc.Coder, workers int) ([]float64, error) {
+	k := nb.K
+	wt := make([]float64, len(rows)*k)
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+		next = make(chan int)
+	)
+	for range max(1, workers) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var wb engine.WeightBuffer
+			q := knn.Matrix{Cols: x.Cols}
+			for lo := range next {
+				hi := min(lo+engine.BatchRows, len(rows))
+				q.Rows, q.Data = hi-lo, q.Data[:0]
+				for _, i := range rows[lo:hi] {
+					q.Data = append(q.Data, x.Row(i)...)
+				}
+				res := knn.Result{K: k, Index: nb.Index[lo*k : hi*k], Dist: nb.Dist[lo*k : hi*k]}
+				if err := wb.Weights(wt[lo*k:hi*k], q, x, &res, w, lp, coder); err != nil {
+					mu.Lock()
+					errs = append(errs, fmt.Errorf("rows %d..%d: %w", lo, hi, err))
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for lo := 0; lo < len(rows); lo += engine.BatchRows {
+		next <- lo
+	}
+	close(next)
+	wg.Wait()
+	if len(errs) > 0 {
+		slices.SortFunc(errs, func(a, b error) int { return cmp.Compare(a.Error(), b.Error()) })
+		return nil, errs[0]
+	}
+	return wt, nil
+}
