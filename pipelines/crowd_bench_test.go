@@ -41,8 +41,11 @@ func crowdBenchAnnotators() []crowd.SimAnnotator {
 // defaults: 30 EM iterations) on n items x 3 annotations from 10,000
 // annotators, C = 10, written as 8 Parquet shards, at named sizes. It
 // reports annotations/s, the wall and CPU time, the peak RSS and the
-// accuracy. Slow at 1M: run one size alone with -benchtime 1x
-// (docs/PERFORMANCE.md has the command and the figures).
+// accuracy. The EM batches are spilled to a temporary directory, as relabel
+// run does on the embedded runner; CROWD_SPILL=none keeps them in Prism's
+// memory instead (--spill-dir none), for comparison. Slow at 1M: run one
+// size alone with -benchtime 1x (docs/PERFORMANCE.md has the command and
+// the figures).
 func BenchmarkCrowdLabelOnly(b *testing.B) {
 	for _, n := range []int{100_000, 300_000, 1_000_000} {
 		b.Run("items="+strconv.Itoa(n), func(b *testing.B) {
@@ -69,6 +72,10 @@ func BenchmarkCrowdLabelOnly(b *testing.B) {
 			cfg := pipelines.Defaults()
 			cfg.Annotations = filepath.Join(in, "*.parquet")
 			cfg.Report = false
+			cfg.SpillDir = pipelines.Some("none")
+			if os.Getenv("CROWD_SPILL") != "none" {
+				cfg.SpillDir = pipelines.Some(b.TempDir())
+			}
 			b.ResetTimer()
 			for it := 0; it < b.N; it++ {
 				b.StopTimer()
@@ -86,7 +93,7 @@ func BenchmarkCrowdLabelOnly(b *testing.B) {
 				b.ReportMetric(float64(3*n)/wall.Seconds(), "annotations/s")
 				b.ReportMetric(cpu.Seconds(), "cpu-s")
 				b.ReportMetric(float64(peakRSS(b))/(1<<20), "peak-MiB")
-				b.Logf("%d items, %d annotations: wall %.1fs, cpu %.1fs, %d shards, %d changed, annotators %+v", sum.Rows, 3*n, wall.Seconds(), cpu.Seconds(), len(sum.Shards), sum.Changed, sum.Annotators)
+				b.Logf("%d items, %d annotations, spill %s: wall %.1fs, cpu %.1fs, peak %d MiB, %d shards, %d changed, annotators %+v", sum.Rows, 3*n, cfg.SpillDir.V, wall.Seconds(), cpu.Seconds(), peakRSS(b)>>20, len(sum.Shards), sum.Changed, sum.Annotators)
 				b.StartTimer()
 			}
 		})
