@@ -203,4 +203,3 @@ func rounds(s beam.Scope, batches beam.PCollection, p crowd.Params, withNeighbou
 	}
 	return batches, model(s.Scope("final model"), batches, p.Iterations)
 }
-
