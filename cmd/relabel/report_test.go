@@ -127,62 +127,12 @@ const columnJS = `Array.from(document.querySelectorAll("#suspects tbody tr"), (r
 // screenshot (RELABEL_REPORT_PNG=path also copies it there, which is how
 // docs/report.png is made).
 func TestReportInBrowser(t *testing.T) {
-	bin := chromium(t)
+	chromium(t) // skip before the run when there is none
 	dir, page := digitsReport(t, "--top", "25")
 	sum := readSummary(t, dir)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	actx, cancelAlloc := chromedp.NewExecAllocator(ctx,
-		chromedp.ExecPath(bin), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck, chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1200, 900),
-		// Belt and braces beside the offline emulation below: no name
-		// resolves and every proxied request goes to a closed port.
-		chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND"),
-		chromedp.ProxyServer("http://127.0.0.1:9"),
-	)
-	defer cancelAlloc()
-	bctx, cancelBrowser := chromedp.NewContext(actx)
-	defer cancelBrowser()
-
-	// Collect the console and the requests from before the navigation.
-	var mu sync.Mutex
-	var requests, messages []string
-	if err := chromedp.Listen(bctx, func(ev any) {
-		if e, ok := ev.(*network.EventRequestWillBeSent); ok {
-			mu.Lock()
-			requests = append(requests, e.Request.URL)
-			mu.Unlock()
-		}
-	}); err != nil {
-		t.Fatalf("starting %s: %v", bin, err)
-	}
-	console := chromedp.Console(bctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for m, err := range console {
-			if err != nil {
-				return
-			}
-			if m.Type == chromedp.ConsoleError || m.Type == chromedp.ConsoleWarning || m.IsException() {
-				mu.Lock()
-				messages = append(messages, m.String())
-				mu.Unlock()
-			}
-		}
-	}()
-	if _, err := chromedp.Call(bctx, network.Enable, network.EnableParams{}); err != nil {
-		t.Fatal(err)
-	}
-	// The network is off by the browser's flags (no proxy reachable, no
-	// host resolves) and by the page's Content-Security-Policy; every
-	// request is recorded above and checked below.
-	u := (&url.URL{Scheme: "file", Path: page}).String()
-	if err := chromedp.Do(bctx, chromedp.Navigate(u), chromedp.WaitVisible("#suspects")); err != nil {
-		t.Fatal(err)
-	}
+	bctx, finish := browse(t, page, "#suspects")
+	defer finish()
 	facts, err := chromedp.Run(bctx, chromedp.Evaluate[pageFacts](factsJS))
 	if err != nil {
 		t.Fatal(err)
@@ -282,19 +232,82 @@ func TestReportInBrowser(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
 
-	cancelBrowser()
-	<-done
-	mu.Lock()
-	defer mu.Unlock()
-	if len(messages) > 0 {
-		t.Errorf("console: %q", messages)
+// browse opens page in headless Chromium from a file:// URL with the
+// network off, and waits until sel is visible. finish closes the browser and
+// fails the test on any console message of level error or warning, or any
+// request but the page itself.
+func browse(t *testing.T, page, sel string) (bctx context.Context, finish func()) {
+	t.Helper()
+	bin := chromium(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	actx, cancelAlloc := chromedp.NewExecAllocator(ctx,
+		chromedp.ExecPath(bin), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck, chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1200, 900),
+		// Belt and braces beside the offline emulation below: no name
+		// resolves and every proxied request goes to a closed port.
+		chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND"),
+		chromedp.ProxyServer("http://127.0.0.1:9"),
+	)
+	t.Cleanup(cancelAlloc)
+	bctx, cancelBrowser := chromedp.NewContext(actx)
+	t.Cleanup(cancelBrowser)
+
+	// Collect the console and the requests from before the navigation.
+	var mu sync.Mutex
+	var requests, messages []string
+	if err := chromedp.Listen(bctx, func(ev any) {
+		if e, ok := ev.(*network.EventRequestWillBeSent); ok {
+			mu.Lock()
+			requests = append(requests, e.Request.URL)
+			mu.Unlock()
+		}
+	}); err != nil {
+		t.Fatalf("starting %s: %v", bin, err)
 	}
-	// data: URLs (the page's empty icon) are inline, not requests to anywhere.
-	for _, r := range requests {
-		if r != u && !strings.HasPrefix(r, "data:") {
-			t.Errorf("requests %q, want only the page %s", requests, u)
-			break
+	console := chromedp.Console(bctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for m, err := range console {
+			if err != nil {
+				return
+			}
+			if m.Type == chromedp.ConsoleError || m.Type == chromedp.ConsoleWarning || m.IsException() {
+				mu.Lock()
+				messages = append(messages, m.String())
+				mu.Unlock()
+			}
+		}
+	}()
+	if _, err := chromedp.Call(bctx, network.Enable, network.EnableParams{}); err != nil {
+		t.Fatal(err)
+	}
+	// The network is off by the browser's flags (no proxy reachable, no
+	// host resolves) and by the page's Content-Security-Policy; every
+	// request is recorded above and checked below.
+	u := (&url.URL{Scheme: "file", Path: page}).String()
+	if err := chromedp.Do(bctx, chromedp.Navigate(u), chromedp.WaitVisible(sel)); err != nil {
+		t.Fatal(err)
+	}
+	return bctx, func() {
+		t.Helper()
+		cancelBrowser()
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		if len(messages) > 0 {
+			t.Errorf("console: %q", messages)
+		}
+		// data: URLs (the page's empty icon) are inline, not requests to anywhere.
+		for _, r := range requests {
+			if r != u && !strings.HasPrefix(r, "data:") {
+				t.Errorf("requests %q, want only the page %s", requests, u)
+				break
+			}
 		}
 	}
 }

@@ -82,7 +82,13 @@ type writeAnnotatorsFn struct {
 	Params crowd.Params
 }
 
-func (f *writeAnnotatorsFn) ProcessElement(ctx context.Context, m crowd.Model, names Names) error {
+func (f *writeAnnotatorsFn) ProcessElement(ctx context.Context, mm modelMsg, names Names) error {
+	var cache modelCache
+	pm, err := cache.get(&mm)
+	if err != nil {
+		return err
+	}
+	m := *pm
 	if names.Clash != "" {
 		return fmt.Errorf("crowdstages: %s", names.Clash)
 	}
@@ -138,5 +144,5 @@ func Summaries(m *crowd.Model, p crowd.Params, names Names) []annotio.AnnotatorR
 func init() {
 	register.DoFn2x1[Batch, func(stages.Items), error](&toItemsFn{})
 	register.Emitter1[stages.Items]()
-	register.DoFn3x1[context.Context, crowd.Model, Names, error](&writeAnnotatorsFn{})
+	register.DoFn3x1[context.Context, modelMsg, Names, error](&writeAnnotatorsFn{})
 }

@@ -46,7 +46,7 @@ type estimateFn struct {
 	Spill  Spill
 }
 
-func (f *estimateFn) ProcessElement(s crowd.Stats, emit func(crowd.Model)) error {
+func (f *estimateFn) ProcessElement(s crowd.Stats, emit func(modelMsg)) error {
 	if err := f.Spill.drop(f.Round - 1); err != nil {
 		return err
 	}
@@ -54,7 +54,11 @@ func (f *estimateFn) ProcessElement(s crowd.Stats, emit func(crowd.Model)) error
 	if f.Round == 0 || f.Round == f.Params.WithDefaults().Iterations {
 		log.Printf("relabel: crowd iteration %d: %d items, %d annotators, prior strength %.3g", f.Round, s.Items, len(m.Annotators), m.Strength)
 	}
-	emit(*m)
+	msg, err := f.Spill.putModel(f.Round, m)
+	if err != nil {
+		return err
+	}
+	emit(msg)
 	return nil
 }
 
@@ -107,11 +111,16 @@ type eStepFn struct {
 	Round  int
 	Spill  Spill
 
-	w crowd.Scratch
+	w     crowd.Scratch
+	model modelCache
 }
 
-func (f *eStepFn) ProcessElement(b Batch, m crowd.Model, emit func(Batch)) error {
+func (f *eStepFn) ProcessElement(b Batch, mm modelMsg, emit func(Batch)) error {
 	if err := b.unspill(); err != nil {
+		return err
+	}
+	m, err := f.model.get(&mm)
+	if err != nil {
 		return err
 	}
 	next := b
@@ -137,10 +146,15 @@ type eStepNbFn struct {
 
 	w     crowd.Scratch
 	prior []float64
+	model modelCache
 }
 
-func (f *eStepNbFn) ProcessElement(b Batch, m crowd.Model, cp CandPosts, emit func(Batch)) error {
+func (f *eStepNbFn) ProcessElement(b Batch, mm modelMsg, cp CandPosts, emit func(Batch)) error {
 	if err := b.unspill(); err != nil {
+		return err
+	}
+	m, err := f.model.get(&mm)
+	if err != nil {
 		return err
 	}
 	C, k := b.C, b.K
@@ -162,7 +176,7 @@ func (f *eStepNbFn) ProcessElement(b Batch, m crowd.Model, cp CandPosts, emit fu
 	next.Post = make([]float64, len(b.Post))
 	for i := 0; i < b.Len(); i++ {
 		ann, lab := b.Item(i)
-		crowd.NeighbourPrior(f.prior, &m, lambda, b.Neigh[i*k:(i+1)*k], b.Weight[i*k:(i+1)*k], post)
+		crowd.NeighbourPrior(f.prior, m, lambda, b.Neigh[i*k:(i+1)*k], b.Weight[i*k:(i+1)*k], post)
 		m.Posterior(next.Post[i*C:(i+1)*C], f.prior, ann, lab, &f.w)
 	}
 	if err := f.Spill.put(f.Round, &next); err != nil {
@@ -174,16 +188,16 @@ func (f *eStepNbFn) ProcessElement(b Batch, m crowd.Model, cp CandPosts, emit fu
 
 func init() {
 	register.Combiner3[crowd.Stats, Batch, crowd.Stats](&statsFn{})
-	register.DoFn2x1[crowd.Stats, func(crowd.Model), error](&estimateFn{})
-	register.Emitter1[crowd.Model]()
+	register.DoFn2x1[crowd.Stats, func(modelMsg), error](&estimateFn{})
+	register.Emitter1[modelMsg]()
 	register.Combiner3[CandPosts, Batch, CandPosts](&candPostsFn{})
-	register.DoFn3x1[Batch, crowd.Model, func(Batch), error](&eStepFn{})
-	register.DoFn4x1[Batch, crowd.Model, CandPosts, func(Batch), error](&eStepNbFn{})
+	register.DoFn3x1[Batch, modelMsg, func(Batch), error](&eStepFn{})
+	register.DoFn4x1[Batch, modelMsg, CandPosts, func(Batch), error](&eStepNbFn{})
 }
 
 // rounds runs p.Iterations EM iterations over batches (PCollection<Batch>,
 // spilled as generation 0 when sp is on) and returns the final batches and
-// the final model (singleton PCollection<crowd.Model>, estimated from the
+// the final model (singleton PCollection<modelMsg>, estimated from the
 // final posteriors). withNeighbours chooses the neighbour prior.
 func rounds(s beam.Scope, batches beam.PCollection, p crowd.Params, withNeighbours bool, sp Spill) (beam.PCollection, beam.PCollection) {
 	p = p.WithDefaults()

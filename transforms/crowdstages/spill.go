@@ -3,8 +3,13 @@ package crowdstages
 import (
 	"fmt"
 	"hash/fnv"
+	"reflect"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 
 	"github.com/relabel/relabel/io/spillio"
+	"github.com/relabel/relabel/schemas/wire"
+	"github.com/relabel/relabel/transforms/crowd"
 )
 
 // Spill keeps the EM iterations' batches in local files while they wait
@@ -19,7 +24,8 @@ import (
 // batches it is running. On Flink and Dataflow the shuffle spreads over
 // workers and disks, so spilling is off there (Dir empty).
 //
-// Generation r holds the batches of iteration r (0: the join's). Files are
+// Generation r holds the batches of iteration r (0: the join's) and the
+// model estimated from them (modelMsg), read by iteration r+1. Files are
 // named by batch, so a retried bundle rewrites the same bytes. Iteration
 // r's batches are read by that iteration's statistics (and, with features,
 // candidate posteriors) and by iteration r+1's E step; the M step of
@@ -83,4 +89,94 @@ func (b *Batch) unspill() error {
 	}
 	*b = nb
 	return nil
+}
+
+// modelMsg carries an iteration's model to the stages that read it as a
+// side input: the model itself or, spilled, a reference to its encoding.
+// Prism keeps a side input in the global window until the job ends, so
+// every iteration's model would otherwise stay in memory (annotators x
+// nonzero cells each).
+type modelMsg struct {
+	Model   crowd.Model
+	Spilled spillio.Ref
+}
+
+// putModel makes m's message: spilled as the model file of generation gen
+// when s is on (it is then removed with the batches the model was estimated
+// from), else inline.
+func (s Spill) putModel(gen int, m *crowd.Model) (modelMsg, error) {
+	if !s.On() {
+		return modelMsg{Model: *m}, nil
+	}
+	enc, err := m.MarshalBinary()
+	if err != nil {
+		return modelMsg{}, err
+	}
+	refs, err := s.files().Write(gen, "model", enc)
+	if err != nil {
+		return modelMsg{}, fmt.Errorf("crowdstages: spill: model: %w", err)
+	}
+	return modelMsg{Spilled: refs[0]}, nil
+}
+
+// modelCache holds the model a DoFn last read, so that the bundles of one
+// iteration decode a spilled model once per worker.
+type modelCache struct {
+	ref   spillio.Ref
+	model crowd.Model
+}
+
+// get returns the model of msg.
+func (c *modelCache) get(msg *modelMsg) (*crowd.Model, error) {
+	if msg.Spilled.Path == "" {
+		return &msg.Model, nil
+	}
+	if c.ref == msg.Spilled {
+		return &c.model, nil
+	}
+	enc, err := spillio.Read(msg.Spilled)
+	if err != nil {
+		return nil, fmt.Errorf("crowdstages: spill: model: %w", err)
+	}
+	var m crowd.Model
+	if err := m.UnmarshalBinary(enc); err != nil {
+		return nil, fmt.Errorf("crowdstages: spill: model in %s: %w", msg.Spilled.Path, err)
+	}
+	c.ref, c.model = msg.Spilled, m
+	return &c.model, nil
+}
+
+func encodeModelMsg(m modelMsg) ([]byte, error) {
+	var w wire.Writer
+	w.String(m.Spilled.Path)
+	w.Varint(m.Spilled.Off)
+	w.Varint(m.Spilled.Len)
+	if m.Spilled.Path != "" {
+		return w.B, nil
+	}
+	enc, err := m.Model.MarshalBinary()
+	if err != nil {
+		return nil, err
+	}
+	return append(w.B, enc...), nil
+}
+
+func decodeModelMsg(b []byte) (modelMsg, error) {
+	r := wire.Reader{B: b}
+	var m modelMsg
+	m.Spilled = spillio.Ref{Path: r.String(), Off: r.Varint(), Len: r.Varint()}
+	if m.Spilled.Path != "" {
+		return m, r.Err()
+	}
+	rest := r.B
+	r.B = nil
+	if err := r.Err(); err != nil {
+		return m, err
+	}
+	err := m.Model.UnmarshalBinary(rest)
+	return m, err
+}
+
+func init() {
+	beam.RegisterCoder(reflect.TypeOf(modelMsg{}), encodeModelMsg, decodeModelMsg)
 }
