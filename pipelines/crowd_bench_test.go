@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"testing"
 	"time"
@@ -84,6 +85,18 @@ func BenchmarkCrowdLabelOnly(b *testing.B) {
 				os.RemoveAll(cfg.Output)
 				b.StartTimer()
 				t0, c0 := time.Now(), cpuTime(b)
+				if p := os.Getenv("CROWD_HEAPPROF"); p != "" {
+					// A heap profile while the job runs (CROWD_HEAPPROF_S
+					// seconds in): what the runner holds between iterations.
+					go func() {
+						s, _ := strconv.Atoi(os.Getenv("CROWD_HEAPPROF_S"))
+						time.Sleep(time.Duration(max(s, 1)) * time.Second)
+						if f, err := os.Create(p); err == nil {
+							pprof.WriteHeapProfile(f)
+							f.Close()
+						}
+					}()
+				}
 				sum, err := pipelines.Run(context.Background(), cfg, prism)
 				if err != nil {
 					b.Fatal(err)

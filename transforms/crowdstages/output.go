@@ -83,8 +83,7 @@ type writeAnnotatorsFn struct {
 }
 
 func (f *writeAnnotatorsFn) ProcessElement(ctx context.Context, mm modelMsg, names Names) error {
-	var cache modelCache
-	pm, err := cache.get(&mm)
+	pm, err := mm.get()
 	if err != nil {
 		return err
 	}

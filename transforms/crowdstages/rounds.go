@@ -111,15 +111,14 @@ type eStepFn struct {
 	Round  int
 	Spill  Spill
 
-	w     crowd.Scratch
-	model modelCache
+	w crowd.Scratch
 }
 
 func (f *eStepFn) ProcessElement(b Batch, mm modelMsg, emit func(Batch)) error {
 	if err := b.unspill(); err != nil {
 		return err
 	}
-	m, err := f.model.get(&mm)
+	m, err := mm.get()
 	if err != nil {
 		return err
 	}
@@ -146,14 +145,13 @@ type eStepNbFn struct {
 
 	w     crowd.Scratch
 	prior []float64
-	model modelCache
 }
 
 func (f *eStepNbFn) ProcessElement(b Batch, mm modelMsg, cp CandPosts, emit func(Batch)) error {
 	if err := b.unspill(); err != nil {
 		return err
 	}
-	m, err := f.model.get(&mm)
+	m, err := mm.get()
 	if err != nil {
 		return err
 	}
