@@ -228,6 +228,7 @@ func buildLabelOnly(s beam.Scope, plan *Plan, tmpDir string) {
 	cp := plan.Crowd
 	params := cp.Params
 	params.TmpDir = tmpDir
+	params.Spill = crowdstages.Spill{Dir: plan.Spill}
 	items := crowdstages.LabelOnly(s, cp.annotations(s, plan, beam.PCollection{}), params)
 	stages.Write(s, items, plan.writeParams(tmpDir))
 }
@@ -237,6 +238,7 @@ func buildCrowdFeatures(s beam.Scope, plan *Plan, units, items beam.PCollection,
 	cp := plan.Crowd
 	params := cp.Params
 	params.TmpDir = tmpDir
+	params.Spill = crowdstages.Spill{Dir: plan.Spill}
 	return crowdstages.WithFeatures(s, items, cp.annotations(s, plan, units), params)
 }
 

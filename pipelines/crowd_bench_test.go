@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"testing"
 	"time"
@@ -41,8 +42,11 @@ func crowdBenchAnnotators() []crowd.SimAnnotator {
 // defaults: 30 EM iterations) on n items x 3 annotations from 10,000
 // annotators, C = 10, written as 8 Parquet shards, at named sizes. It
 // reports annotations/s, the wall and CPU time, the peak RSS and the
-// accuracy. Slow at 1M: run one size alone with -benchtime 1x
-// (docs/PERFORMANCE.md has the command and the figures).
+// accuracy. The EM batches are spilled to a temporary directory, as relabel
+// run does on the embedded runner; CROWD_SPILL=none keeps them in Prism's
+// memory instead (--spill-dir none), for comparison. Slow at 1M: run one
+// size alone with -benchtime 1x (docs/PERFORMANCE.md has the command and
+// the figures).
 func BenchmarkCrowdLabelOnly(b *testing.B) {
 	for _, n := range []int{100_000, 300_000, 1_000_000} {
 		b.Run("items="+strconv.Itoa(n), func(b *testing.B) {
@@ -69,6 +73,10 @@ func BenchmarkCrowdLabelOnly(b *testing.B) {
 			cfg := pipelines.Defaults()
 			cfg.Annotations = filepath.Join(in, "*.parquet")
 			cfg.Report = false
+			cfg.SpillDir = pipelines.Some("none")
+			if os.Getenv("CROWD_SPILL") != "none" {
+				cfg.SpillDir = pipelines.Some(b.TempDir())
+			}
 			b.ResetTimer()
 			for it := 0; it < b.N; it++ {
 				b.StopTimer()
@@ -77,6 +85,18 @@ func BenchmarkCrowdLabelOnly(b *testing.B) {
 				os.RemoveAll(cfg.Output)
 				b.StartTimer()
 				t0, c0 := time.Now(), cpuTime(b)
+				if p := os.Getenv("CROWD_HEAPPROF"); p != "" {
+					// A heap profile while the job runs (CROWD_HEAPPROF_S
+					// seconds in): what the runner holds between iterations.
+					go func() {
+						s, _ := strconv.Atoi(os.Getenv("CROWD_HEAPPROF_S"))
+						time.Sleep(time.Duration(max(s, 1)) * time.Second)
+						if f, err := os.Create(p); err == nil {
+							pprof.WriteHeapProfile(f)
+							f.Close()
+						}
+					}()
+				}
 				sum, err := pipelines.Run(context.Background(), cfg, prism)
 				if err != nil {
 					b.Fatal(err)
@@ -86,7 +106,7 @@ func BenchmarkCrowdLabelOnly(b *testing.B) {
 				b.ReportMetric(float64(3*n)/wall.Seconds(), "annotations/s")
 				b.ReportMetric(cpu.Seconds(), "cpu-s")
 				b.ReportMetric(float64(peakRSS(b))/(1<<20), "peak-MiB")
-				b.Logf("%d items, %d annotations: wall %.1fs, cpu %.1fs, %d shards, %d changed, annotators %+v", sum.Rows, 3*n, wall.Seconds(), cpu.Seconds(), len(sum.Shards), sum.Changed, sum.Annotators)
+				b.Logf("%d items, %d annotations, spill %s: wall %.1fs, cpu %.1fs, peak %d MiB, %d shards, %d changed, annotators %+v", sum.Rows, 3*n, cfg.SpillDir.V, wall.Seconds(), cpu.Seconds(), peakRSS(b)>>20, len(sum.Shards), sum.Changed, sum.Annotators)
 				b.StartTimer()
 			}
 		})

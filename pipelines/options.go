@@ -348,7 +348,7 @@ var Flags = []Flag{
 			}
 			return nil
 		}},
-	{Name: "spill-dir", Group: GroupNeighbours, Usage: "ivf on the embedded runner: local directory where blocks and states wait between stages instead of in the runner's memory, up to about 8 KB per row (none: keep them in memory)", Default: "the system temporary directory",
+	{Name: "spill-dir", Group: GroupNeighbours, Usage: "ivf and annotator-aware runs on the embedded runner: local directory where blocks and states wait between stages instead of in the runner's memory, up to about 8 KB per row (none: keep them in memory)", Default: "the system temporary directory",
 		bind: func(o *Options) flag.Value { return &optString{p: &o.SpillDir} },
 		check: func(o *Options) error {
 			if o.SpillDir.Set && o.SpillDir.V == "" {

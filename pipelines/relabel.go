@@ -46,7 +46,8 @@ type Plan struct {
 	// Device describes the kernels the launcher's process resolved --device to.
 	Device string
 	// Spill is the run's own spill directory (Run makes it in
-	// Options.SpillDir for ivf mode); empty: no spilling.
+	// Options.SpillDir for ivf mode and annotator-aware runs); empty: no
+	// spilling.
 	Spill string
 	// Crowd is the annotator-aware part (crowd.go); nil without annotators.
 	Crowd *CrowdPlan

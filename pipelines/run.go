@@ -143,7 +143,7 @@ func Run(ctx context.Context, cfg Options, exec Executor) (*Summary, error) {
 			removeAll(context.WithoutCancel(ctx), fs, tmp, plan)
 		}
 	}()
-	if dir := cfg.SpillDir.Or(""); dir != "" && dir != "none" && plan.Mode == NeighboursIVF {
+	if dir := cfg.SpillDir.Or(""); dir != "" && dir != "none" && (plan.Mode == NeighboursIVF || plan.Crowd != nil) {
 		if plan.Spill, err = makeSpill(dir, tok); err != nil {
 			return nil, fmt.Errorf("relabel: --spill-dir: %w", err)
 		}

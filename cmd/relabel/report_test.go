@@ -5,20 +5,30 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
+	"github.com/relabel/relabel/io/annotio"
+	"github.com/relabel/relabel/io/blobio"
 	"github.com/relabel/relabel/io/reportio"
+	"github.com/relabel/relabel/io/shardio"
+	"github.com/relabel/relabel/transforms/crowd"
 )
 
 // digitsReport runs relabel on the committed digits shards (shared with the
@@ -127,62 +137,12 @@ const columnJS = `Array.from(document.querySelectorAll("#suspects tbody tr"), (r
 // screenshot (RELABEL_REPORT_PNG=path also copies it there, which is how
 // docs/report.png is made).
 func TestReportInBrowser(t *testing.T) {
-	bin := chromium(t)
+	chromium(t) // skip before the run when there is none
 	dir, page := digitsReport(t, "--top", "25")
 	sum := readSummary(t, dir)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	actx, cancelAlloc := chromedp.NewExecAllocator(ctx,
-		chromedp.ExecPath(bin), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck, chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1200, 900),
-		// Belt and braces beside the offline emulation below: no name
-		// resolves and every proxied request goes to a closed port.
-		chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND"),
-		chromedp.ProxyServer("http://127.0.0.1:9"),
-	)
-	defer cancelAlloc()
-	bctx, cancelBrowser := chromedp.NewContext(actx)
-	defer cancelBrowser()
-
-	// Collect the console and the requests from before the navigation.
-	var mu sync.Mutex
-	var requests, messages []string
-	if err := chromedp.Listen(bctx, func(ev any) {
-		if e, ok := ev.(*network.EventRequestWillBeSent); ok {
-			mu.Lock()
-			requests = append(requests, e.Request.URL)
-			mu.Unlock()
-		}
-	}); err != nil {
-		t.Fatalf("starting %s: %v", bin, err)
-	}
-	console := chromedp.Console(bctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for m, err := range console {
-			if err != nil {
-				return
-			}
-			if m.Type == chromedp.ConsoleError || m.Type == chromedp.ConsoleWarning || m.IsException() {
-				mu.Lock()
-				messages = append(messages, m.String())
-				mu.Unlock()
-			}
-		}
-	}()
-	if _, err := chromedp.Call(bctx, network.Enable, network.EnableParams{}); err != nil {
-		t.Fatal(err)
-	}
-	// The network is off by the browser's flags (no proxy reachable, no
-	// host resolves) and by the page's Content-Security-Policy; every
-	// request is recorded above and checked below.
-	u := (&url.URL{Scheme: "file", Path: page}).String()
-	if err := chromedp.Do(bctx, chromedp.Navigate(u), chromedp.WaitVisible("#suspects")); err != nil {
-		t.Fatal(err)
-	}
+	bctx, finish := browse(t, page, "#suspects")
+	defer finish()
 	facts, err := chromedp.Run(bctx, chromedp.Evaluate[pageFacts](factsJS))
 	if err != nil {
 		t.Fatal(err)
@@ -282,19 +242,82 @@ func TestReportInBrowser(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
 
-	cancelBrowser()
-	<-done
-	mu.Lock()
-	defer mu.Unlock()
-	if len(messages) > 0 {
-		t.Errorf("console: %q", messages)
+// browse opens page in headless Chromium from a file:// URL with the
+// network off, and waits until sel is visible. finish closes the browser and
+// fails the test on any console message of level error or warning, or any
+// request but the page itself.
+func browse(t *testing.T, page, sel string) (bctx context.Context, finish func()) {
+	t.Helper()
+	bin := chromium(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	actx, cancelAlloc := chromedp.NewExecAllocator(ctx,
+		chromedp.ExecPath(bin), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck, chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1200, 900),
+		// Belt and braces beside the offline emulation below: no name
+		// resolves and every proxied request goes to a closed port.
+		chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND"),
+		chromedp.ProxyServer("http://127.0.0.1:9"),
+	)
+	t.Cleanup(cancelAlloc)
+	bctx, cancelBrowser := chromedp.NewContext(actx)
+	t.Cleanup(cancelBrowser)
+
+	// Collect the console and the requests from before the navigation.
+	var mu sync.Mutex
+	var requests, messages []string
+	if err := chromedp.Listen(bctx, func(ev any) {
+		if e, ok := ev.(*network.EventRequestWillBeSent); ok {
+			mu.Lock()
+			requests = append(requests, e.Request.URL)
+			mu.Unlock()
+		}
+	}); err != nil {
+		t.Fatalf("starting %s: %v", bin, err)
 	}
-	// data: URLs (the page's empty icon) are inline, not requests to anywhere.
-	for _, r := range requests {
-		if r != u && !strings.HasPrefix(r, "data:") {
-			t.Errorf("requests %q, want only the page %s", requests, u)
-			break
+	console := chromedp.Console(bctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for m, err := range console {
+			if err != nil {
+				return
+			}
+			if m.Type == chromedp.ConsoleError || m.Type == chromedp.ConsoleWarning || m.IsException() {
+				mu.Lock()
+				messages = append(messages, m.String())
+				mu.Unlock()
+			}
+		}
+	}()
+	if _, err := chromedp.Call(bctx, network.Enable, network.EnableParams{}); err != nil {
+		t.Fatal(err)
+	}
+	// The network is off by the browser's flags (no proxy reachable, no
+	// host resolves) and by the page's Content-Security-Policy; every
+	// request is recorded above and checked below.
+	u := (&url.URL{Scheme: "file", Path: page}).String()
+	if err := chromedp.Do(bctx, chromedp.Navigate(u), chromedp.WaitVisible(sel)); err != nil {
+		t.Fatal(err)
+	}
+	return bctx, func() {
+		t.Helper()
+		cancelBrowser()
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		if len(messages) > 0 {
+			t.Errorf("console: %q", messages)
+		}
+		// data: URLs (the page's empty icon) are inline, not requests to anywhere.
+		for _, r := range requests {
+			if r != u && !strings.HasPrefix(r, "data:") {
+				t.Errorf("requests %q, want only the page %s", requests, u)
+				break
+			}
 		}
 	}
 }
@@ -310,4 +333,146 @@ func chromium(t *testing.T) string {
 	}
 	t.Skip("no chromium on PATH: the browser test of report.html needs it (apt-get install chromium)")
 	return ""
+}
+
+// annotatorFacts is what the page shows of the annotators.
+type annotatorFacts struct {
+	Figures map[string]string `json:"figures"`
+	Rows    int               `json:"rows"`
+	Flagged int               `json:"flagged"`
+	Labels  []float64         `json:"labels"`
+}
+
+const annotatorFactsJS = `(() => {
+  const figures = {};
+  for (const id of ["annotators-count", "annotators-spammers", "annotators-adversaries", "annotators-hidden"]) {
+    const e = document.getElementById(id);
+    figures[id] = e ? e.textContent.replace(/\u202f/g, "") : null;
+  }
+  const rows = Array.from(document.querySelectorAll("#annotators tbody tr"));
+  return {
+    figures,
+    rows: rows.length,
+    flagged: rows.filter((r) => r.cells[4].textContent !== "").length,
+    labels: rows.map((r) => Number(r.cells[1].getAttribute("data-v"))),
+  };
+})()`
+
+// TestCrowdReportInBrowser runs label-only mode on a generated crowd (20,000
+// items, 3 labels each, from 160 annotators (a fifth spammers, a tenth adversaries) and opens the
+// report.html the run wrote in headless Chromium, network off: the
+// Annotators section's counts and the #annotators table's rows (every
+// flagged annotator, then the DefaultAnnotators others with the most
+// labels, the rest counted as not shown) match the annotators file, the
+// table sorts by labels given, and the terminal report names the counts.
+func TestCrowdReportInBrowser(t *testing.T) {
+	chromium(t) // skip before the run when there is none
+	ann := make([]crowd.SimAnnotator, 160)
+	for a := range ann {
+		switch a % 10 {
+		case 0, 5:
+			ann[a] = crowd.SimAnnotator{Kind: crowd.Spammer}
+		case 7:
+			ann[a] = crowd.SimAnnotator{Kind: crowd.Adversary, Acc: 0.8}
+		default:
+			ann[a] = crowd.SimAnnotator{Kind: crowd.Expert, Acc: 0.65 + 0.03*float64(a%10)}
+		}
+	}
+	cr := crowd.Simulate(20000, 4, 3, ann, 41)
+	in := t.TempDir()
+	var ids, anns []int64
+	var labs []int32
+	for i := 0; i < cr.Items.Len(); i++ {
+		a, l := cr.Items.Item(i)
+		for k := range a {
+			ids, anns, labs = append(ids, int64(i)), append(anns, a[k]), append(labs, l[k])
+		}
+	}
+	if err := annotio.WriteAnnotations(context.Background(), blobio.Local{}, filepath.Join(in, "ann.parquet"), shardio.Parquet, ids, nil, anns, nil, labs, 10000); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "out")
+	r := mustRelabel(t, "run", "--annotations", filepath.Join(in, "*.parquet"), "--output", out, "--crowd-iters", "15", "--format", "parquet")
+	sum := readSummary(t, out)
+	if sum.Annotators == nil {
+		t.Fatal("summary.json has no annotators entry")
+	}
+
+	// The annotators file, read here on its own.
+	f, err := file.OpenParquetFile(filepath.Join(out, sum.Annotators.File), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fr, err := pqarrow.NewFileReader(f, pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := fr.ReadTable(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tbl.Release()
+	var total, flagged, spammers, adversaries int
+	flags := func(name string) []bool {
+		var v []bool
+		for _, ch := range tbl.Column(tbl.Schema().FieldIndices(name)[0]).Data().Chunks() {
+			b := ch.(*array.Boolean)
+			for i := 0; i < b.Len(); i++ {
+				v = append(v, b.Value(i))
+			}
+		}
+		return v
+	}
+	spam, adv := flags(annotio.ColSpammer), flags(annotio.ColAdversary)
+	for i := range spam {
+		total++
+		if spam[i] {
+			spammers++
+		}
+		if adv[i] {
+			adversaries++
+		}
+		if spam[i] || adv[i] {
+			flagged++
+		}
+	}
+	if total != 160 || spammers == 0 || total-flagged <= reportio.DefaultAnnotators {
+		t.Fatalf("annotators file: %d annotators, %d spammers, %d flagged: want 160, some spammers, more than %d unflagged", total, spammers, flagged, reportio.DefaultAnnotators)
+	}
+	if int(sum.Annotators.Spammers) != spammers || int(sum.Annotators.Adversaries) != adversaries {
+		t.Errorf("summary.json: %+v; the file: %d spammers, %d adversaries", sum.Annotators, spammers, adversaries)
+	}
+	wantRows := min(flagged, reportio.MaxFlaggedAnnotators) + min(total-flagged, reportio.DefaultAnnotators)
+	t.Logf("annotators file: %d annotators, %d spammers, %d adversaries; the table lists %d", total, spammers, adversaries, wantRows)
+	line := fmt.Sprintf("Annotators: %d, of whom %d flagged as spammers and %d as adversaries", total, spammers, adversaries)
+	if !strings.Contains(r.stdout+r.stderr, line) {
+		t.Errorf("the terminal report lacks %q:\n%s", line, r.stdout)
+	}
+
+	bctx, finish := browse(t, filepath.Join(out, reportio.FileName), "#annotators")
+	defer finish()
+	facts, err := chromedp.Run(bctx, chromedp.Evaluate[annotatorFacts](annotatorFactsJS))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, w := range map[string]int{"annotators-count": total, "annotators-spammers": spammers,
+		"annotators-adversaries": adversaries, "annotators-hidden": total - wantRows} {
+		if facts.Figures[id] != strconv.Itoa(w) {
+			t.Errorf("#%s shows %q, want %d (the annotators file)", id, facts.Figures[id], w)
+		}
+	}
+	if facts.Rows != wantRows || facts.Flagged != flagged {
+		t.Errorf("#annotators has %d rows, %d flagged; want %d rows, %d flagged", facts.Rows, facts.Flagged, wantRows, flagged)
+	}
+	// Sorting by labels given: one click ascending.
+	if err := chromedp.Do(bctx, chromedp.Click("#annotators thead th:nth-child(2)")); err != nil {
+		t.Fatal(err)
+	}
+	after, err := chromedp.Run(bctx, chromedp.Evaluate[annotatorFacts](annotatorFactsJS))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.IsSorted(after.Labels) || len(after.Labels) != wantRows {
+		t.Errorf("after a click on labels given: %v, want %d rows ascending", after.Labels, wantRows)
+	}
 }

@@ -5,10 +5,14 @@
 // estimated transition matrix as a labelled heatmap, the most confused class
 // pairs, a histogram of given_label_prob and the likeliest wrong labels. With
 // the true labels (relabel eval) it adds accuracy, a reliability diagram of
-// clean_prob and detection precision/recall by threshold.
+// clean_prob and detection precision/recall by threshold. After an
+// annotator-aware run it adds the annotators: how many, how many flagged as
+// spammers or adversaries, and a table of the flagged ones and of those who
+// gave the most labels.
 //
 // The shards are read in one streaming pass, one record batch at a time, into
 // fixed-size accumulators (fixed histogram bins, a bounded heap of suspects),
 // so the report of a 10M-row output costs one read of it and memory that
-// grows with the number of classes, not rows.
+// grows with the number of classes, not rows. The annotators file is read
+// likewise, into bounded heaps of the rows the table shows.
 package reportio

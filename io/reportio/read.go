@@ -140,6 +140,17 @@ func newAccum(c int, names []string, top int, truth Truth) *accum {
 
 // readShard streams one output shard through a, one record batch at a time.
 func (a *accum) readShard(ctx context.Context, path string, mem memory.Allocator) error {
+	var row int64
+	return eachBatch(ctx, path, mem, func(rec arrow.RecordBatch) error {
+		err := a.addBatch(path, row, rec)
+		row += rec.NumRows()
+		return err
+	})
+}
+
+// eachBatch streams the Parquet or Arrow IPC file path through each, one
+// record batch at a time.
+func eachBatch(ctx context.Context, path string, mem memory.Allocator, each func(arrow.RecordBatch) error) error {
 	fs, err := blobio.For(path)
 	if err != nil {
 		return err
@@ -152,12 +163,6 @@ func (a *accum) readShard(ctx context.Context, path string, mem memory.Allocator
 	head := make([]byte, min(f.Size(), 6))
 	if _, err := f.ReadAt(head, 0); err != nil && err != io.EOF {
 		return fmt.Errorf("reportio: reading %s: %w", path, err)
-	}
-	var row int64
-	each := func(rec arrow.RecordBatch) error {
-		err := a.addBatch(path, row, rec)
-		row += rec.NumRows()
-		return err
 	}
 	switch {
 	case bytes.HasPrefix(head, []byte("PAR1")):

@@ -81,6 +81,21 @@ type view struct {
 	Hist     histView
 	Sus      []susView
 	Rel      *relView
+	Ann      *annView
+}
+
+// annView is the annotators section.
+type annView struct {
+	*AnnotatorsReport
+	Rows []annRowView
+}
+
+type annRowView struct {
+	AnnotatorRow
+	// Diag shows the diagonal compactly; DiagMean sorts it.
+	Diag, DiagFull string
+	DiagMean       float64
+	Flag           string
 }
 
 type kv struct{ K, V string }
@@ -175,6 +190,9 @@ func (r *Report) Render(w io.Writer) error {
 	}
 	if r.Truth != nil {
 		v.Rel = r.reliability()
+	}
+	if r.Annotators != nil {
+		v.Ann = annotatorsView(r.Annotators)
 	}
 	return page.Execute(w, v)
 }
@@ -316,4 +334,49 @@ func (r *Report) reliability() *relView {
 		rv.Ticks = append(rv.Ticks, label{X: num(l + f*size), Y: num(t + size - f*size), Text: strconv.FormatFloat(f, 'f', 2, 64)})
 	}
 	return rv
+}
+
+// maxDiagShown is the most classes whose diagonal entries the annotators
+// table lists one by one; beyond, it shows their minimum, mean and maximum.
+const maxDiagShown = 12
+
+// short2 formats a probability with two decimals and no leading zero.
+func short2(x float64) string {
+	s := strconv.FormatFloat(x, 'f', 2, 64)
+	return strings.TrimPrefix(s, "0")
+}
+
+func annotatorsView(a *AnnotatorsReport) *annView {
+	v := &annView{AnnotatorsReport: a}
+	for _, r := range a.Rows {
+		rv := annRowView{AnnotatorRow: r}
+		if r.Anonymous {
+			rv.ID = "(no annotator named)"
+		}
+		lo, hi, sum := math.Inf(1), math.Inf(-1), 0.0
+		parts := make([]string, len(r.Diagonal))
+		for k, d := range r.Diagonal {
+			lo, hi, sum = min(lo, d), max(hi, d), sum+d
+			parts[k] = short2(d)
+		}
+		rv.DiagMean = math.NaN()
+		if n := len(r.Diagonal); n > 0 {
+			rv.DiagMean = sum / float64(n)
+			if n <= maxDiagShown {
+				rv.Diag = strings.Join(parts, " ")
+			} else {
+				rv.Diag = "min " + short2(lo) + " · mean " + short2(rv.DiagMean) + " · max " + short2(hi)
+			}
+		}
+		switch {
+		case r.Spammer && r.Adversary:
+			rv.Flag = "spammer, adversary"
+		case r.Spammer:
+			rv.Flag = "spammer"
+		case r.Adversary:
+			rv.Flag = "adversary"
+		}
+		v.Rows = append(v.Rows, rv)
+	}
+	return v
 }

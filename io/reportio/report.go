@@ -35,6 +35,10 @@ type Options struct {
 	// Pairs is how many confused class pairs to list. Optional, default
 	// DefaultPairs.
 	Pairs int
+	// Annotators is how many unflagged annotators the annotators table
+	// lists (every flagged one is listed, up to MaxFlaggedAnnotators).
+	// Optional, default DefaultAnnotators; negative lists none.
+	Annotators int
 	// Truth adds accuracy, a reliability diagram and detection
 	// precision/recall (relabel eval). Optional.
 	Truth Truth
@@ -78,6 +82,9 @@ type Report struct {
 	Suspects []Suspect
 	// Truth is nil without Options.Truth.
 	Truth *TruthReport
+	// Annotators is nil but for annotator-aware runs (summary.json names
+	// their annotators file).
+	Annotators *AnnotatorsReport
 }
 
 // ClassRow is one class's line of the per-class table.
@@ -228,6 +235,15 @@ func Build(ctx context.Context, dir string, opts Options) (*Report, error) {
 	})
 	if opts.Truth != nil {
 		r.Truth = truthReport(&a.t, opts)
+	}
+	if sum.Annotators != nil {
+		others := opts.Annotators
+		if others == 0 {
+			others = DefaultAnnotators
+		}
+		if r.Annotators, err = readAnnotators(ctx, dir, sum.Annotators, c, max(others, 0), mem); err != nil {
+			return nil, err
+		}
 	}
 	return r, nil
 }

@@ -30,6 +30,9 @@ type Summary struct {
 	Shards      []ShardSummary     `json:"shards"`
 	Metrics     map[string]int64   `json:"metrics,omitempty"`
 	Timings     map[string]float64 `json:"timings_seconds"`
+	// Annotators is set by annotator-aware runs, which write the
+	// annotators file beside the shards.
+	Annotators *AnnotatorsSummary `json:"annotators,omitempty"`
 }
 
 // ShardSummary is one shard's entry of summary.json.
@@ -70,6 +73,9 @@ func ReadSummary(ctx context.Context, dir string) (*Summary, error) {
 		return nil, fmt.Errorf("reportio: %s: no shards", path)
 	case s.Transition != nil && len(s.Transition) != s.Classes:
 		return nil, fmt.Errorf("reportio: %s: transition has %d rows for %d classes", path, len(s.Transition), s.Classes)
+	}
+	if a := s.Annotators; a != nil && (a.File == "" || a.File != blobio.Base(a.File) || a.File == "." || a.File == "..") {
+		return nil, fmt.Errorf("reportio: %s: annotators file %q, want a file name beside the shards", path, a.File)
 	}
 	for i, row := range s.Transition {
 		if len(row) != s.Classes {

@@ -12,7 +12,8 @@ import (
 // Text writes the short report `relabel run` prints at its end, in the spirit
 // of cleanlab's Datalab.report(): how many labels changed, the n noisiest
 // classes (by the posterior's estimated share of wrong given labels), the n
-// most confused pairs and the n likeliest wrong labels. The HTML report has
+// most confused pairs and the n likeliest wrong labels (and, after an
+// annotator-aware run, how many annotators were flagged). The HTML report has
 // the full tables; this is what a person reads in a terminal or a CI log.
 func (r *Report) Text(w io.Writer, n int) error {
 	if n <= 0 {
@@ -25,6 +26,11 @@ func (r *Report) Text(w io.Writer, n int) error {
 			fmt.Fprintf(&b, "; %s of them got no clean label (null: no labelled row within their neighbourhoods' reach; more --rounds reach further)", plain(r.Unresolved))
 		}
 		fmt.Fprintf(&b, ".\n\n")
+	}
+
+	if a := r.Annotators; a != nil {
+		fmt.Fprintf(&b, "Annotators: %s, of whom %s flagged as spammers and %s as adversaries (%s has every annotator).\n\n",
+			plain(a.Annotators), plain(a.Spammers), plain(a.Adversaries), a.File)
 	}
 
 	classes := make([]ClassRow, 0, len(r.Classes))

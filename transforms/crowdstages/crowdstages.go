@@ -31,6 +31,9 @@ type Params struct {
 	TmpDir string
 	// Format of the annotators file. Required with TmpDir.
 	Format shardio.Format
+	// Spill keeps the iterations' batches in local files instead of the
+	// runner's memory (the embedded runner). Optional, default off.
+	Spill Spill
 }
 
 // WithDefaults fills unset optional fields.
@@ -90,7 +93,7 @@ func LabelOnly(s beam.Scope, anns beam.PCollection, p Params) beam.PCollection {
 		panic(err) // programmer error: pipelines validates options before building
 	}
 	grouped := beam.GroupByKey(s, anns)
-	batches := beam.ParDo(s, &bucketBatchFn{C: p.Crowd.C, IDKind: p.IDKind}, grouped)
+	batches := beam.ParDo(s, &bucketBatchFn{C: p.Crowd.C, IDKind: p.IDKind, Spill: p.Spill}, grouped)
 	return finish(s, batches, anns, p, false)
 }
 
@@ -109,12 +112,12 @@ func WithFeatures(s beam.Scope, items, anns beam.PCollection, p Params) beam.PCo
 	refs := beam.ParDo(s, &itemRefsFn{Buckets: p.Buckets}, items)
 	matched := beam.ParDo(s, &matchFn{}, beam.CoGroupByKey(s, refs, anns))
 	keyed := beam.ParDo(s, &keyItemsFn{}, items)
-	batches := beam.ParDo(s, &attachFn{C: p.Crowd.C}, beam.CoGroupByKey(s, keyed, matched))
+	batches := beam.ParDo(s, &attachFn{C: p.Crowd.C, Spill: p.Spill}, beam.CoGroupByKey(s, keyed, matched))
 	return finish(s, batches, anns, p, true)
 }
 
 func finish(s beam.Scope, batches, anns beam.PCollection, p Params, withNeighbours bool) beam.PCollection {
-	final, model := rounds(s, batches, p.Crowd, withNeighbours)
+	final, model := rounds(s, batches, p.Crowd, withNeighbours, p.Spill)
 	if p.TmpDir != "" {
 		names := beam.Combine(s, &namesFn{}, beam.DropKey(s, anns))
 		beam.ParDo0(s, &writeAnnotatorsFn{TmpDir: p.TmpDir, Format: p.Format, Kind: p.AnnotatorKind, Params: p.Crowd}, model, beam.SideInput{Input: names})

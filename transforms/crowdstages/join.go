@@ -104,6 +104,7 @@ func itemName(x *ann) string {
 type bucketBatchFn struct {
 	C      int
 	IDKind schemas.IDKind
+	Spill  Spill
 }
 
 func (f *bucketBatchFn) ProcessElement(ctx context.Context, bucket int, iter func(*AnnRows) bool, emit func(Batch)) error {
@@ -144,6 +145,9 @@ func (f *bucketBatchFn) ProcessElement(ctx context.Context, bucket int, iter fun
 		crowd.MajorityInit(b.Post[i*f.C:(i+1)*f.C], lab)
 	}
 	itemsJoined.Inc(ctx, int64(n))
+	if err := f.Spill.put(0, &b); err != nil {
+		return err
+	}
 	emit(b)
 	return nil
 }
@@ -247,7 +251,8 @@ func (keyItemsFn) ProcessElement(it stages.Items) (string, stages.Items) {
 // annotations into a Batch. A row without annotations has its labels
 // column's labels as annotations of the Anonymous annotator.
 type attachFn struct {
-	C int
+	C     int
+	Spill Spill
 }
 
 func (f *attachFn) ProcessElement(ctx context.Context, key string, items func(*stages.Items) bool, anns func(*ItemAnns) bool, emit func(Batch)) error {
@@ -302,6 +307,9 @@ func (f *attachFn) ProcessElement(ctx context.Context, key string, items func(*s
 		crowd.MajorityInit(b.Post[i*f.C:(i+1)*f.C], lab)
 	}
 	itemsJoined.Inc(ctx, int64(n))
+	if err := f.Spill.put(0, &b); err != nil {
+		return err
+	}
 	emit(b)
 	return nil
 }

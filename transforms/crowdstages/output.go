@@ -26,7 +26,10 @@ type toItemsFn struct {
 	C0 int
 }
 
-func (f *toItemsFn) ProcessElement(b Batch, emit func(stages.Items)) {
+func (f *toItemsFn) ProcessElement(b Batch, emit func(stages.Items)) error {
+	if err := b.unspill(); err != nil {
+		return err
+	}
 	it := stages.Items{Shard: b.Shard, Offset: b.Offset, IDKind: b.IDKind, IDs: b.IDs, StrIDs: b.StrIDs,
 		Labels: b.Labels, LabelOff: b.LabelOff, Multi: b.Multi}
 	it.State.Reset()
@@ -54,6 +57,7 @@ func (f *toItemsFn) ProcessElement(b Batch, emit func(stages.Items)) {
 		it.State.Append(&st)
 	}
 	emit(it)
+	return nil
 }
 
 // AnnotatorsReport is what writing the annotators file tells the summary.
@@ -78,7 +82,12 @@ type writeAnnotatorsFn struct {
 	Params crowd.Params
 }
 
-func (f *writeAnnotatorsFn) ProcessElement(ctx context.Context, m crowd.Model, names Names) error {
+func (f *writeAnnotatorsFn) ProcessElement(ctx context.Context, mm modelMsg, names Names) error {
+	pm, err := mm.get()
+	if err != nil {
+		return err
+	}
+	m := *pm
 	if names.Clash != "" {
 		return fmt.Errorf("crowdstages: %s", names.Clash)
 	}
@@ -132,7 +141,7 @@ func Summaries(m *crowd.Model, p crowd.Params, names Names) []annotio.AnnotatorR
 }
 
 func init() {
-	register.DoFn2x0[Batch, func(stages.Items)](&toItemsFn{})
+	register.DoFn2x1[Batch, func(stages.Items), error](&toItemsFn{})
 	register.Emitter1[stages.Items]()
-	register.DoFn3x1[context.Context, crowd.Model, Names, error](&writeAnnotatorsFn{})
+	register.DoFn3x1[context.Context, modelMsg, Names, error](&writeAnnotatorsFn{})
 }

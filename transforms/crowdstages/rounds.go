@@ -2,7 +2,6 @@ package crowdstages
 
 import (
 	"cmp"
-	"context"
 	"fmt"
 	"log"
 	"slices"
@@ -20,12 +19,15 @@ type statsFn struct {
 
 func (f *statsFn) CreateAccumulator() crowd.Stats { return *crowd.NewStats(f.C) }
 
-func (f *statsFn) AddInput(a crowd.Stats, b Batch) crowd.Stats {
+func (f *statsFn) AddInput(a crowd.Stats, b Batch) (crowd.Stats, error) {
+	if err := b.unspill(); err != nil {
+		return a, err
+	}
 	for i := 0; i < b.Len(); i++ {
 		ann, lab := b.Item(i)
 		a.Add(b.Post[i*b.C:(i+1)*b.C], ann, lab)
 	}
-	return a
+	return a, nil
 }
 
 func (f *statsFn) MergeAccumulators(a, b crowd.Stats) crowd.Stats {
@@ -35,18 +37,29 @@ func (f *statsFn) MergeAccumulators(a, b crowd.Stats) crowd.Stats {
 
 func (f *statsFn) ExtractOutput(a crowd.Stats) crowd.Stats { return a }
 
-// estimateFn is the M step: the model from the combined statistics.
+// estimateFn is the M step: the model from the combined statistics of
+// iteration Round's batches. It runs after every reader of iteration
+// Round-1's batches, and removes their spill generation (Spill).
 type estimateFn struct {
 	Params crowd.Params
 	Round  int
+	Spill  Spill
 }
 
-func (f *estimateFn) ProcessElement(s crowd.Stats, emit func(crowd.Model)) {
+func (f *estimateFn) ProcessElement(s crowd.Stats, emit func(modelMsg)) error {
+	if err := f.Spill.drop(f.Round - 1); err != nil {
+		return err
+	}
 	m := crowd.Estimate(&s, f.Params)
 	if f.Round == 0 || f.Round == f.Params.WithDefaults().Iterations {
 		log.Printf("relabel: crowd iteration %d: %d items, %d annotators, prior strength %.3g", f.Round, s.Items, len(m.Annotators), m.Strength)
 	}
-	emit(*m)
+	msg, err := f.Spill.putModel(f.Round, m)
+	if err != nil {
+		return err
+	}
+	emit(msg)
+	return nil
 }
 
 // candPostsFn collects the candidates' posteriors of one iteration, in
@@ -57,7 +70,10 @@ type candPostsFn struct {
 
 func (f *candPostsFn) CreateAccumulator() CandPosts { return CandPosts{C: f.C} }
 
-func (f *candPostsFn) AddInput(a CandPosts, b Batch) CandPosts {
+func (f *candPostsFn) AddInput(a CandPosts, b Batch) (CandPosts, error) {
+	if err := b.unspill(); err != nil {
+		return a, err
+	}
 	for i, c := range b.Cand {
 		if c < 0 {
 			continue
@@ -65,7 +81,7 @@ func (f *candPostsFn) AddInput(a CandPosts, b Batch) CandPosts {
 		a.Idx = append(a.Idx, c)
 		a.Post = append(a.Post, b.Post[i*b.C:(i+1)*b.C]...)
 	}
-	return a
+	return a, nil
 }
 
 func (f *candPostsFn) MergeAccumulators(a, b CandPosts) CandPosts {
@@ -88,14 +104,24 @@ func (f *candPostsFn) ExtractOutput(a CandPosts) CandPosts {
 	return out
 }
 
-// eStepFn is the E step of a batch without neighbours.
+// eStepFn is the E step of a batch without neighbours: iteration Round's
+// batches from Round-1's.
 type eStepFn struct {
 	Params crowd.Params
+	Round  int
+	Spill  Spill
 
 	w crowd.Scratch
 }
 
-func (f *eStepFn) ProcessElement(b Batch, m crowd.Model, emit func(Batch)) {
+func (f *eStepFn) ProcessElement(b Batch, mm modelMsg, emit func(Batch)) error {
+	if err := b.unspill(); err != nil {
+		return err
+	}
+	m, err := mm.get()
+	if err != nil {
+		return err
+	}
 	next := b
 	next.Post = make([]float64, len(b.Post))
 	C := b.C
@@ -103,19 +129,32 @@ func (f *eStepFn) ProcessElement(b Batch, m crowd.Model, emit func(Batch)) {
 		ann, lab := b.Item(i)
 		m.Posterior(next.Post[i*C:(i+1)*C], nil, ann, lab, &f.w)
 	}
+	if err := f.Spill.put(f.Round, &next); err != nil {
+		return err
+	}
 	emit(next)
+	return nil
 }
 
 // eStepNbFn is the E step of a batch whose items' priors come from their
 // neighbours' posteriors of the previous iteration (crowd.NeighbourPrior).
 type eStepNbFn struct {
 	Params crowd.Params
+	Round  int
+	Spill  Spill
 
 	w     crowd.Scratch
 	prior []float64
 }
 
-func (f *eStepNbFn) ProcessElement(b Batch, m crowd.Model, cp CandPosts, emit func(Batch)) error {
+func (f *eStepNbFn) ProcessElement(b Batch, mm modelMsg, cp CandPosts, emit func(Batch)) error {
+	if err := b.unspill(); err != nil {
+		return err
+	}
+	m, err := mm.get()
+	if err != nil {
+		return err
+	}
 	C, k := b.C, b.K
 	if cp.C != C {
 		return fmt.Errorf("crowdstages: candidate posteriors of %d classes, want %d", cp.C, C)
@@ -135,8 +174,11 @@ func (f *eStepNbFn) ProcessElement(b Batch, m crowd.Model, cp CandPosts, emit fu
 	next.Post = make([]float64, len(b.Post))
 	for i := 0; i < b.Len(); i++ {
 		ann, lab := b.Item(i)
-		crowd.NeighbourPrior(f.prior, &m, lambda, b.Neigh[i*k:(i+1)*k], b.Weight[i*k:(i+1)*k], post)
+		crowd.NeighbourPrior(f.prior, m, lambda, b.Neigh[i*k:(i+1)*k], b.Weight[i*k:(i+1)*k], post)
 		m.Posterior(next.Post[i*C:(i+1)*C], f.prior, ann, lab, &f.w)
+	}
+	if err := f.Spill.put(f.Round, &next); err != nil {
+		return err
 	}
 	emit(next)
 	return nil
@@ -144,34 +186,32 @@ func (f *eStepNbFn) ProcessElement(b Batch, m crowd.Model, cp CandPosts, emit fu
 
 func init() {
 	register.Combiner3[crowd.Stats, Batch, crowd.Stats](&statsFn{})
-	register.DoFn2x0[crowd.Stats, func(crowd.Model)](&estimateFn{})
-	register.Emitter1[crowd.Model]()
+	register.DoFn2x1[crowd.Stats, func(modelMsg), error](&estimateFn{})
+	register.Emitter1[modelMsg]()
 	register.Combiner3[CandPosts, Batch, CandPosts](&candPostsFn{})
-	register.DoFn3x0[Batch, crowd.Model, func(Batch)](&eStepFn{})
-	register.DoFn4x1[Batch, crowd.Model, CandPosts, func(Batch), error](&eStepNbFn{})
+	register.DoFn3x1[Batch, modelMsg, func(Batch), error](&eStepFn{})
+	register.DoFn4x1[Batch, modelMsg, CandPosts, func(Batch), error](&eStepNbFn{})
 }
 
-// rounds runs p.Iterations EM iterations over batches (PCollection<Batch>)
-// and returns the final batches and the final model (singleton
-// PCollection<crowd.Model>, estimated from the final posteriors).
-// withNeighbours chooses the neighbour prior.
-func rounds(s beam.Scope, batches beam.PCollection, p crowd.Params, withNeighbours bool) (beam.PCollection, beam.PCollection) {
+// rounds runs p.Iterations EM iterations over batches (PCollection<Batch>,
+// spilled as generation 0 when sp is on) and returns the final batches and
+// the final model (singleton PCollection<modelMsg>, estimated from the
+// final posteriors). withNeighbours chooses the neighbour prior.
+func rounds(s beam.Scope, batches beam.PCollection, p crowd.Params, withNeighbours bool, sp Spill) (beam.PCollection, beam.PCollection) {
 	p = p.WithDefaults()
 	model := func(s beam.Scope, b beam.PCollection, r int) beam.PCollection {
 		st := beam.Combine(s, &statsFn{C: p.C}, b)
-		return beam.ParDo(s, &estimateFn{Params: p, Round: r}, st)
+		return beam.ParDo(s, &estimateFn{Params: p, Round: r, Spill: sp}, st)
 	}
 	for r := 0; r < p.Iterations; r++ {
 		rs := s.Scope(fmt.Sprintf("iteration %d", r+1))
 		m := model(rs, batches, r)
 		if withNeighbours {
 			cp := beam.Combine(rs, &candPostsFn{C: p.C}, batches)
-			batches = beam.ParDo(rs, &eStepNbFn{Params: p}, batches, beam.SideInput{Input: m}, beam.SideInput{Input: cp})
+			batches = beam.ParDo(rs, &eStepNbFn{Params: p, Round: r + 1, Spill: sp}, batches, beam.SideInput{Input: m}, beam.SideInput{Input: cp})
 		} else {
-			batches = beam.ParDo(rs, &eStepFn{Params: p}, batches, beam.SideInput{Input: m})
+			batches = beam.ParDo(rs, &eStepFn{Params: p, Round: r + 1, Spill: sp}, batches, beam.SideInput{Input: m})
 		}
 	}
 	return batches, model(s.Scope("final model"), batches, p.Iterations)
 }
-
-var _ = context.Background

@@ -5,6 +5,7 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 
+	"github.com/relabel/relabel/io/spillio"
 	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/schemas/wire"
 	"github.com/relabel/relabel/transforms/crowd"
@@ -114,6 +115,8 @@ func decodeItemAnns(b []byte) (ItemAnns, error) {
 // labels the output copies through, the annotations (item i's are
 // Ann/Lab[AnnOff[i]:AnnOff[i+1]], ascending by annotator), the neighbours
 // (with features: as in stages.Items) and the current posteriors (n x C).
+// A spilled batch (Spill) carries only Shard, Offset and Spilled, where its
+// encoding is.
 type Batch struct {
 	Shard    string
 	Offset   int64
@@ -132,6 +135,7 @@ type Batch struct {
 	Weight   []float64
 	C        int
 	Post     []float64
+	Spilled  spillio.Ref
 }
 
 // Len is the number of items.
@@ -162,6 +166,9 @@ func encodeBatch(b Batch) []byte {
 	wire.Slice(&w, b.Weight)
 	w.Uvarint(uint64(b.C))
 	wire.Slice(&w, b.Post)
+	w.String(b.Spilled.Path)
+	w.Varint(b.Spilled.Off)
+	w.Varint(b.Spilled.Len)
 	return w.B
 }
 
@@ -185,6 +192,7 @@ func decodeBatch(bs []byte) (Batch, error) {
 	b.Weight = wire.ReadSlice[float64](&r)
 	b.C = int(r.Uvarint())
 	b.Post = wire.ReadSlice[float64](&r)
+	b.Spilled = spillio.Ref{Path: r.String(), Off: r.Varint(), Len: r.Varint()}
 	return b, r.Err()
 }
 

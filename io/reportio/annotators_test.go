@@ -1,0 +1,239 @@
+package reportio
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/relabel/relabel/io/annotio"
+	"github.com/relabel/relabel/io/blobio"
+	"github.com/relabel/relabel/io/shardio"
+	"github.com/relabel/relabel/schemas"
+)
+
+// annotatorRows draws n annotators over c classes: labels given take few
+// values (ties are the point), about a tenth are spammers and a twentieth
+// adversaries, and the last is the anonymous one when anon.
+func annotatorRows(seed uint64, n, c int, strIDs, anon bool) []annotio.AnnotatorRow {
+	rng := rand.New(rand.NewPCG(seed, 9))
+	rows := make([]annotio.AnnotatorRow, n)
+	for i := range rows {
+		r := annotio.AnnotatorRow{Key: int64(1000 + 3*i), Labels: int64(1 + rng.IntN(40)), Accuracy: rng.Float64(), Diagonal: make([]float64, c)}
+		if strIDs {
+			r.Name = fmt.Sprintf("w%05d", i)
+		}
+		for k := range r.Diagonal {
+			r.Diagonal[k] = rng.Float64()
+		}
+		switch u := rng.IntN(20); {
+		case u < 2:
+			r.Spammer = true
+		case u < 3:
+			r.Adversary = true
+		}
+		rows[i] = r
+	}
+	if anon {
+		rows[n-1].Anonymous, rows[n-1].Spammer, rows[n-1].Adversary = true, false, false
+	}
+	return rows
+}
+
+// writeAnnotators adds the annotators file to a fixture's directory and
+// its counts to summary.json (as an annotator-aware run writes them).
+func writeAnnotators(t *testing.T, dir string, f fixture, format shardio.Format, kind schemas.IDKind, rows []annotio.AnnotatorRow, edit func(*AnnotatorsSummary)) {
+	t.Helper()
+	name := "annotators" + format.Ext()
+	if err := annotio.WriteAnnotators(context.Background(), blobio.Local{}, filepath.Join(dir, name), format, kind, f.c, rows); err != nil {
+		t.Fatal(err)
+	}
+	f.write(t, dir, func(s *Summary) {
+		a := &AnnotatorsSummary{File: name, Annotators: int64(len(rows)), Strength: 12.5}
+		for _, r := range rows {
+			if r.Spammer {
+				a.Spammers++
+			}
+			if r.Adversary {
+				a.Adversaries++
+			}
+		}
+		if edit != nil {
+			edit(a)
+		}
+		s.Annotators = a
+	})
+}
+
+// wantAnnotators is the oracle of the table: every flagged annotator up to
+// MaxFlaggedAnnotators, then up to others unflagged, each by labels given
+// (most first, ties in file order).
+func wantAnnotators(rows []annotio.AnnotatorRow, others int) []annotio.AnnotatorRow {
+	var flagged, rest []annotio.AnnotatorRow
+	for _, r := range rows {
+		if r.Spammer || r.Adversary {
+			flagged = append(flagged, r)
+		} else {
+			rest = append(rest, r)
+		}
+	}
+	by := func(x, y annotio.AnnotatorRow) int { return cmp.Compare(y.Labels, x.Labels) }
+	slices.SortStableFunc(flagged, by)
+	slices.SortStableFunc(rest, by)
+	return append(flagged[:min(len(flagged), MaxFlaggedAnnotators)], rest[:min(len(rest), others)]...)
+}
+
+func TestAnnotators(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		n, c    int
+		others  int // Options.Annotators
+		format  shardio.Format
+		strIDs  bool
+		anon    bool
+		wantOth int // unflagged rows listed
+	}{
+		{name: "few, parquet, int ids", n: 40, c: 4, format: shardio.Parquet, wantOth: DefaultAnnotators},
+		{name: "few, arrow, string ids, anonymous", n: 40, c: 4, format: shardio.ArrowFile, strIDs: true, anon: true, wantOth: DefaultAnnotators},
+		{name: "many, bounded", n: 12000, c: 15, others: 30, format: shardio.Parquet, wantOth: 30},
+		{name: "no unflagged listed", n: 300, c: 3, others: -1, format: shardio.Parquet, wantOth: 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := randomFixture(5, tc.c, 200, []shardio.Format{tc.format}, nil, false, false)
+			dir := t.TempDir()
+			kind := schemas.IDInt64
+			if tc.strIDs {
+				kind = schemas.IDString
+			}
+			rows := annotatorRows(uint64(tc.n), tc.n, tc.c, tc.strIDs, tc.anon)
+			writeAnnotators(t, dir, f, tc.format, kind, rows, nil)
+			r, err := Build(context.Background(), dir, Options{Annotators: tc.others})
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := r.Annotators
+			if a == nil {
+				t.Fatal("no annotators report")
+			}
+			want := wantAnnotators(rows, max(tc.wantOth, 0))
+			var spam, adv int64
+			for _, x := range rows {
+				if x.Spammer {
+					spam++
+				}
+				if x.Adversary {
+					adv++
+				}
+			}
+			if a.Annotators != int64(tc.n) || a.Spammers != spam || a.Adversaries != adv {
+				t.Errorf("counts %d/%d/%d, want %d/%d/%d", a.Annotators, a.Spammers, a.Adversaries, tc.n, spam, adv)
+			}
+			if len(a.Rows) != len(want) || a.Hidden != int64(tc.n-len(want)) || a.FlaggedShown+a.OthersShown != int64(len(want)) {
+				t.Fatalf("%d rows (%d flagged, %d others), %d hidden; want %d rows, %d hidden", len(a.Rows), a.FlaggedShown, a.OthersShown, a.Hidden, len(want), tc.n-len(want))
+			}
+			for i, w := range want {
+				g := a.Rows[i]
+				id := fmt.Sprint(w.Key)
+				if tc.strIDs {
+					id = w.Name
+				}
+				if w.Anonymous {
+					id = ""
+				}
+				if g.ID != id || g.Anonymous != w.Anonymous || g.Labels != w.Labels || g.Accuracy != w.Accuracy ||
+					!slices.Equal(g.Diagonal, w.Diagonal) || g.Spammer != w.Spammer || g.Adversary != w.Adversary {
+					t.Fatalf("row %d: %+v, want %+v", i, g, w)
+				}
+			}
+			// The page lists the same rows; the terminal report says the counts.
+			var page bytes.Buffer
+			if err := r.Render(&page); err != nil {
+				t.Fatal(err)
+			}
+			body := page.String()
+			i := strings.Index(body, `<table id="annotators"`)
+			if i < 0 {
+				t.Fatal("no annotators table on the page")
+			}
+			table := body[i : i+strings.Index(body[i:], "</table>")]
+			if n := strings.Count(table, "<tr>") - 1; n != len(want) {
+				t.Errorf("the page's table has %d rows, want %d", n, len(want))
+			}
+			if !strings.Contains(body, `<span id="annotators-hidden">`+count(int64(tc.n-len(want)))+`</span>`) {
+				t.Errorf("the page does not say %d annotators are not shown", tc.n-len(want))
+			}
+			var text bytes.Buffer
+			if err := r.Text(&text, 3); err != nil {
+				t.Fatal(err)
+			}
+			line := fmt.Sprintf("Annotators: %s, of whom %s flagged as spammers and %s as adversaries", plain(int64(tc.n)), plain(spam), plain(adv))
+			if !strings.Contains(text.String(), line) {
+				t.Errorf("terminal report lacks %q:\n%s", line, text.String())
+			}
+		})
+	}
+}
+
+// TestNoAnnotators: a run without annotators has no section and no line.
+func TestNoAnnotators(t *testing.T) {
+	f := randomFixture(6, 3, 100, []shardio.Format{shardio.Parquet}, nil, false, false)
+	dir := t.TempDir()
+	f.write(t, dir, nil)
+	r, err := Build(context.Background(), dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var page, text bytes.Buffer
+	if err := r.Render(&page); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Text(&text, 3); err != nil {
+		t.Fatal(err)
+	}
+	if r.Annotators != nil || strings.Contains(page.String(), "annotators") || strings.Contains(text.String(), "Annotators") {
+		t.Errorf("a run without annotators shows some: %+v", r.Annotators)
+	}
+}
+
+func TestAnnotatorsErrors(t *testing.T) {
+	f := randomFixture(7, 3, 50, []shardio.Format{shardio.Parquet}, nil, false, false)
+	rows := annotatorRows(3, 20, 3, false, false)
+	for _, tc := range []struct {
+		name string
+		c    int // classes of the file's diagonal
+		edit func(*AnnotatorsSummary)
+		want string
+	}{
+		{"counts differ", 3, func(a *AnnotatorsSummary) { a.Spammers++ }, "summary.json says 20 annotators"},
+		{"missing file", 3, func(a *AnnotatorsSummary) { a.File = "gone.parquet" }, "gone.parquet"},
+		{"path outside", 3, func(a *AnnotatorsSummary) { a.File = "../annotators.parquet" }, "want a file name beside the shards"},
+		{"diagonal of other classes", 4, nil, `column "diagonal"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			g := f
+			if tc.c != f.c {
+				g.c = tc.c
+			}
+			rs := annotatorRows(3, 20, tc.c, false, false)
+			if tc.c == f.c {
+				rs = rows
+			}
+			writeAnnotators(t, dir, g, shardio.Parquet, schemas.IDInt64, rs, tc.edit)
+			if tc.c != f.c {
+				f.write(t, dir, func(s *Summary) { // the shards' classes, the file's counts
+					s.Annotators = &AnnotatorsSummary{File: "annotators.parquet", Annotators: 20}
+				})
+			}
+			_, err := Build(context.Background(), dir, Options{})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Build = %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}

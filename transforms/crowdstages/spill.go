@@ -1,0 +1,191 @@
+package crowdstages
+
+import (
+	"fmt"
+	"hash/fnv"
+	"reflect"
+	"sync"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+
+	"github.com/relabel/relabel/io/spillio"
+	"github.com/relabel/relabel/schemas/wire"
+	"github.com/relabel/relabel/transforms/crowd"
+)
+
+// Spill keeps the EM iterations' batches in local files while they wait
+// between stages, and passes only references to them through the runner's
+// shuffle.
+//
+// Why: the embedded runner (Prism) keeps what a stage emits in memory, in
+// several copies, and every iteration emits every batch anew (its
+// posteriors change): 30 iterations of 300,000 items held 4.96 GiB at the
+// peak, growing with items x iterations (docs/PERFORMANCE.md). Spilled, an
+// iteration shuffles about 100 bytes per batch, and a worker holds only the
+// batches it is running. On Flink and Dataflow the shuffle spreads over
+// workers and disks, so spilling is off there (Dir empty).
+//
+// Generation r holds the batches of iteration r (0: the join's) and the
+// model estimated from them (modelMsg), read by iteration r+1. Files are
+// named by batch, so a retried bundle rewrites the same bytes. Iteration
+// r's batches are read by that iteration's statistics (and, with features,
+// candidate posteriors) and by iteration r+1's E step; the M step of
+// iteration r+1 (estimateFn, whose input is a combine over every batch
+// iteration r+1's E step wrote) is the first stage that runs after all of
+// them, and removes generation r. The caller removes Dir, and with it the
+// last generation, when the pipeline is done.
+type Spill struct {
+	// Dir is a directory that every worker can read and write, and that
+	// nothing else uses. Optional: empty means no spilling.
+	Dir string
+}
+
+// On reports whether batches are spilled.
+func (s Spill) On() bool { return s.Dir != "" }
+
+func (s Spill) files() spillio.Dir { return spillio.Dir(s.Dir) }
+
+// put writes b into generation gen and replaces it by a reference (Shard
+// and Offset stay, for errors); nothing when s is off.
+func (s Spill) put(gen int, b *Batch) error {
+	if !s.On() {
+		return nil
+	}
+	h := fnv.New64a()
+	h.Write([]byte(b.Shard))
+	refs, err := s.files().Write(gen, fmt.Sprintf("b%016x-%x", h.Sum64(), b.Offset), encodeBatch(*b))
+	if err != nil {
+		return fmt.Errorf("crowdstages: spill: %s rows %d..: %w", b.Shard, b.Offset, err)
+	}
+	*b = Batch{Shard: b.Shard, Offset: b.Offset, Spilled: refs[0]}
+	return nil
+}
+
+// drop removes generation gen; nothing when s is off or gen < 0.
+func (s Spill) drop(gen int) error {
+	if gen < 0 {
+		return nil
+	}
+	if err := s.files().Drop(gen); err != nil {
+		return fmt.Errorf("crowdstages: spill: %w", err)
+	}
+	return nil
+}
+
+// unspill replaces a spilled batch by its contents; an inline batch stays.
+func (b *Batch) unspill() error {
+	if b.Spilled.Path == "" {
+		return nil
+	}
+	enc, err := spillio.Read(b.Spilled)
+	if err != nil {
+		return fmt.Errorf("crowdstages: spill: %s rows %d..: %w", b.Shard, b.Offset, err)
+	}
+	nb, err := decodeBatch(enc)
+	if err != nil {
+		return fmt.Errorf("crowdstages: spill: %s rows %d.. in %s at %d: %w", b.Shard, b.Offset, b.Spilled.Path, b.Spilled.Off, err)
+	}
+	if nb.Shard != b.Shard || nb.Offset != b.Offset {
+		return fmt.Errorf("crowdstages: spill: %s at %d holds %s rows %d.., want %s rows %d..", b.Spilled.Path, b.Spilled.Off, nb.Shard, nb.Offset, b.Shard, b.Offset)
+	}
+	*b = nb
+	return nil
+}
+
+// modelMsg carries an iteration's model to the stages that read it as a
+// side input: the model itself or, spilled, a reference to its encoding.
+// Prism keeps a side input in the global window until the job ends, so
+// every iteration's model would otherwise stay in memory (annotators x
+// nonzero cells each).
+type modelMsg struct {
+	Model   crowd.Model
+	Spilled spillio.Ref
+}
+
+// putModel makes m's message: spilled as the model file of generation gen
+// when s is on (it is then removed with the batches the model was estimated
+// from), else inline.
+func (s Spill) putModel(gen int, m *crowd.Model) (modelMsg, error) {
+	if !s.On() {
+		return modelMsg{Model: *m}, nil
+	}
+	enc, err := m.MarshalBinary()
+	if err != nil {
+		return modelMsg{}, err
+	}
+	refs, err := s.files().Write(gen, "model", enc)
+	if err != nil {
+		return modelMsg{}, fmt.Errorf("crowdstages: spill: model: %w", err)
+	}
+	return modelMsg{Spilled: refs[0]}, nil
+}
+
+// lastModel is the spilled model this process read last. Iterations run
+// one after another, so one entry serves every bundle of an iteration; and
+// one entry for the process, not one per DoFn, because the harness keeps
+// every stage's DoFns until the job ends: a model cached in them stayed in
+// memory for every iteration (660 MB by iteration 10 at 100,000 items).
+// Models are read-only once decoded, so bundles may share one.
+var lastModel struct {
+	sync.Mutex
+	ref   spillio.Ref
+	model *crowd.Model
+}
+
+// get returns the model of msg, decoding a spilled one unless it is the
+// one decoded last.
+func (msg *modelMsg) get() (*crowd.Model, error) {
+	if msg.Spilled.Path == "" {
+		return &msg.Model, nil
+	}
+	lastModel.Lock()
+	defer lastModel.Unlock()
+	if lastModel.model != nil && lastModel.ref == msg.Spilled {
+		return lastModel.model, nil
+	}
+	enc, err := spillio.Read(msg.Spilled)
+	if err != nil {
+		return nil, fmt.Errorf("crowdstages: spill: model: %w", err)
+	}
+	m := new(crowd.Model)
+	if err := m.UnmarshalBinary(enc); err != nil {
+		return nil, fmt.Errorf("crowdstages: spill: model in %s: %w", msg.Spilled.Path, err)
+	}
+	lastModel.ref, lastModel.model = msg.Spilled, m
+	return m, nil
+}
+
+func encodeModelMsg(m modelMsg) ([]byte, error) {
+	var w wire.Writer
+	w.String(m.Spilled.Path)
+	w.Varint(m.Spilled.Off)
+	w.Varint(m.Spilled.Len)
+	if m.Spilled.Path != "" {
+		return w.B, nil
+	}
+	enc, err := m.Model.MarshalBinary()
+	if err != nil {
+		return nil, err
+	}
+	return append(w.B, enc...), nil
+}
+
+func decodeModelMsg(b []byte) (modelMsg, error) {
+	r := wire.Reader{B: b}
+	var m modelMsg
+	m.Spilled = spillio.Ref{Path: r.String(), Off: r.Varint(), Len: r.Varint()}
+	if m.Spilled.Path != "" {
+		return m, r.Err()
+	}
+	rest := r.B
+	r.B = nil
+	if err := r.Err(); err != nil {
+		return m, err
+	}
+	err := m.Model.UnmarshalBinary(rest)
+	return m, err
+}
+
+func init() {
+	beam.RegisterCoder(reflect.TypeOf(modelMsg{}), encodeModelMsg, decodeModelMsg)
+}

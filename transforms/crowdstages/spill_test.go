@@ -1,0 +1,160 @@
+package crowdstages
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
+
+	"github.com/relabel/relabel/io/annotio"
+	"github.com/relabel/relabel/io/shardio"
+	"github.com/relabel/relabel/schemas"
+	"github.com/relabel/relabel/transforms/crowd"
+	"github.com/relabel/relabel/transforms/stages"
+)
+
+// sameFiles fails unless dirs a and b hold the same file names with the
+// same bytes; it returns how many files there are.
+func sameFiles(t *testing.T, what, a, b string) int {
+	t.Helper()
+	ea, err := os.ReadDir(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eb, err := os.ReadDir(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ea) != len(eb) {
+		t.Fatalf("%s: %d files in memory, %d spilled", what, len(ea), len(eb))
+	}
+	for k, e := range ea {
+		if eb[k].Name() != e.Name() {
+			t.Fatalf("%s: file %q in memory, %q spilled", what, e.Name(), eb[k].Name())
+		}
+		x, err := os.ReadFile(filepath.Join(a, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		y, err := os.ReadFile(filepath.Join(b, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(x, y) {
+			t.Errorf("%s: %s differs between the in-memory and the spilled run", what, e.Name())
+		}
+	}
+	return len(ea)
+}
+
+// leftGens fails unless the spill directory holds only the last
+// generation, iteration iterations' (every earlier one removed by the
+// stages, the last left for the caller).
+func leftGens(t *testing.T, what, dir string, iterations int) {
+	t.Helper()
+	left, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := filepath.Base(Spill{Dir: dir}.files().Gen(iterations))
+	if len(left) != 1 || left[0].Name() != want {
+		var names []string
+		for _, e := range left {
+			names = append(names, e.Name())
+		}
+		t.Errorf("%s: spill directory holds %v after the run, want [%s]", what, names, want)
+		return
+	}
+	files, err := os.ReadDir(filepath.Join(dir, want))
+	if err != nil || len(files) == 0 {
+		t.Errorf("%s: last generation holds %d files (%v), want the final batches", what, len(files), err)
+	}
+}
+
+// TestSpillLabelOnly: label-only mode with its batches spilled to files
+// writes the same bytes (output shards, annotators file and its report) as
+// with them in the runner's memory, and removes every generation but the
+// last as it goes.
+func TestSpillLabelOnly(t *testing.T) {
+	const iterations = 5
+	cr := crowd.Simulate(900, testC, 3, testAnnotators(), 31)
+	in := t.TempDir()
+	writeShards(t, in, flatten(cr), 3, false)
+	units, lay, err := annotio.Scan(context.Background(), filepath.Join(in, "*.parquet"), annotio.Options{Classes: testC})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(out string, sp Spill) {
+		p, s := beam.NewPipelineWithRoot()
+		anns := ReadAnnotations(s, beam.CreateList(s, units), annotio.Options{Classes: testC}, 3)
+		items := LabelOnly(s, anns, Params{Crowd: crowd.Params{C: testC, Iterations: iterations}, Buckets: 3,
+			AnnotatorKind: lay.AnnotatorKind, TmpDir: out, Format: shardio.ArrowFile, Spill: sp})
+		stages.Write(s, items, stages.WriteParams{TmpDir: out, Format: shardio.ArrowFile, LabelKind: schemas.LabelInt32, IDKind: schemas.IDInt64, C: testC, Cal: stages.Calibration{Temperature: 1}})
+		if err := ptest.Run(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mem, spilled, dir := t.TempDir(), t.TempDir(), t.TempDir()
+	run(mem, Spill{})
+	run(spilled, Spill{Dir: dir})
+	if n := sameFiles(t, "label-only", mem, spilled); n < 5 {
+		t.Errorf("label-only: %d files written, want 3 shards, the annotators file and its report", n)
+	}
+	leftGens(t, "label-only", dir, iterations)
+}
+
+// TestSpillWithFeatures: the same with features (neighbour priors from the
+// candidates' posteriors of the previous iteration).
+func TestSpillWithFeatures(t *testing.T) {
+	const iterations, K = 4, 5
+	cr := crowd.Simulate(300, testC, 2, testAnnotators(), 33)
+	items, _ := featureItems(cr, K, nil)
+	in := t.TempDir()
+	writeShards(t, in, flatten(cr), 2, false)
+	units, lay, err := annotio.Scan(context.Background(), filepath.Join(in, "*.parquet"), annotio.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(out string, sp Spill) {
+		p, s := beam.NewPipelineWithRoot()
+		anns := ReadAnnotations(s, beam.CreateList(s, units), annotio.Options{Classes: testC}, 4)
+		res := WithFeatures(s, beam.CreateList(s, items), anns, Params{Crowd: crowd.Params{C: testC, Iterations: iterations}, Buckets: 4,
+			AnnotatorKind: lay.AnnotatorKind, TmpDir: out, Format: shardio.ArrowFile, Spill: sp})
+		stages.Write(s, res, stages.WriteParams{TmpDir: out, Format: shardio.ArrowFile, LabelKind: schemas.LabelInt32, IDKind: schemas.IDInt64, C: testC, Cal: stages.Calibration{Temperature: 1}})
+		if err := ptest.Run(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mem, spilled, dir := t.TempDir(), t.TempDir(), t.TempDir()
+	run(mem, Spill{})
+	run(spilled, Spill{Dir: dir})
+	if n := sameFiles(t, "features", mem, spilled); n < 3 {
+		t.Errorf("features: %d files written, want the shards, the annotators file and its report", n)
+	}
+	leftGens(t, "features", dir, iterations)
+}
+
+// TestUnspillMismatch: a reference to another batch's bytes is an error
+// naming the file, not a silent swap.
+func TestUnspillMismatch(t *testing.T) {
+	sp := Spill{Dir: t.TempDir()}
+	a := Batch{Shard: "s", Offset: 0, C: 2, IDs: []int64{1}, AnnOff: []int32{0}, Post: []float64{.5, .5}}
+	b := Batch{Shard: "s", Offset: 64, C: 2}
+	if err := sp.put(0, &a); err != nil {
+		t.Fatal(err)
+	}
+	if a.Len() != 0 || a.Spilled.Path == "" {
+		t.Fatalf("put left the batch inline: %+v", a)
+	}
+	b.Spilled = a.Spilled
+	if err := b.unspill(); err == nil || !bytes.Contains([]byte(err.Error()), []byte(a.Spilled.Path)) {
+		t.Errorf("unspilling another batch's bytes: %v, want an error naming %s", err, a.Spilled.Path)
+	}
+	if err := a.unspill(); err != nil || a.Len() != 1 || a.Post[1] != .5 {
+		t.Errorf("unspill: %v, %+v", err, a)
+	}
+}
