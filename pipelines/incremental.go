@@ -129,6 +129,48 @@ type incResult struct {
 	searched int
 }
 
+// update is a finished incremental update and what it started from.
+type update struct {
+	fixed       []mixture.State // every row's state from its stored posterior
+	keyRow      map[int64]int   // id key -> row of d
+	res         *incResult
+	tPlan, tRun time.Duration
+}
+
+// state is row i's final state: its updated one where the update touched
+// it, else its stored one.
+func (u *update) state(i int) *mixture.State {
+	if a, ok := u.res.pos[i]; ok {
+		return &u.res.states[a]
+	}
+	return &u.fixed[i]
+}
+
+// storedUpdate rebuilds the old rows' states from their stored posteriors
+// (posts) and runs the update (search, then rounds over the affected rows):
+// the part that the table and the directory lake share. It fills lake's
+// counts; tPlan is the time since t0 until the update starts.
+func storedUpdate(d *incData, posts []*resultio.Posteriors, plan *Plan, device, input string, t0 time.Time, lake *LakeSummary) (*update, error) {
+	fixed, keyRow, err := storedStates(d, posts, plan, input)
+	if err != nil {
+		return nil, err
+	}
+	u := &update{fixed: fixed, keyRow: keyRow, tPlan: time.Since(t0)}
+	progress.StageStarted("neighbours")
+	searcher, coder, _, err := stages.Backends(device)
+	if err != nil {
+		return nil, err
+	}
+	t1 := time.Now()
+	if u.res, err = updateIncremental(d, fixed, plan, searcher, coder); err != nil {
+		return nil, err
+	}
+	lake.NewRows, lake.Rescored, lake.Searched = int64(len(u.res.affected)-u.res.rescored), int64(u.res.rescored), int64(u.res.searched)
+	u.tRun = time.Since(t1)
+	faults.Point("pipeline-done")
+	return u, nil
+}
+
 // stateFromPosterior rebuilds a stored row's state (see step 4 above).
 func stateFromPosterior(dst *mixture.State, class []int32, prob []float32, c int, smooth float64) {
 	dst.Reset()
@@ -355,34 +397,15 @@ func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.
 			return nil, err
 		}
 	}
-	fixed, keyRow, err := storedStates(d, posts, plan, fmt.Sprintf("input table %s", full.Table))
+	u, err := storedUpdate(d, posts, plan, cfg.Device, fmt.Sprintf("input table %s", full.Table), t0, lake)
 	if err != nil {
 		return nil, err
 	}
-	tPlan := time.Since(t0)
-	progress.StageStarted("neighbours")
-	searcher, coder, _, err := stages.Backends(cfg.Device)
-	if err != nil {
-		return nil, err
-	}
-	t1 := time.Now()
-	res, err := updateIncremental(d, fixed, plan, searcher, coder)
-	if err != nil {
-		return nil, err
-	}
-	lake.NewRows, lake.Rescored, lake.Searched = int64(len(res.affected)-res.rescored), int64(res.rescored), int64(res.searched)
-	tRun := time.Since(t1)
-	faults.Point("pipeline-done")
+	keyRow, res, tPlan, tRun, state := u.keyRow, u.res, u.tPlan, u.tRun, u.state
 
 	// Write: one file per new input file, and every output file holding a
 	// re-scored row, rewritten whole.
 	progress.StageStarted("committing")
-	state := func(i int) *mixture.State {
-		if a, ok := res.pos[i]; ok {
-			return &res.states[a]
-		}
-		return &fixed[i]
-	}
 	fs, tmp, err := runDir(ctx, out, token())
 	if err != nil {
 		return nil, err

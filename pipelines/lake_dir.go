@@ -8,13 +8,11 @@ import (
 	"io/fs"
 	"time"
 
-	"github.com/relabel/relabel/internal/faults"
 	"github.com/relabel/relabel/internal/progress"
 	"github.com/relabel/relabel/io/blobio"
 	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/schemas"
-	"github.com/relabel/relabel/transforms/mixture"
 	"github.com/relabel/relabel/transforms/stages"
 )
 
@@ -266,32 +264,13 @@ func updateDir(ctx context.Context, fsys blobio.FS, plan *Plan, prev, sum *Summa
 		posts = append(posts, p)
 		postOf[s.Path] = p
 	}
-	fixed, keyRow, err := storedStates(d, posts, plan, cfg.Input)
+	u, err := storedUpdate(d, posts, plan, cfg.Device, cfg.Input, t0, lake)
 	if err != nil {
 		return nil, err
 	}
-	tPlan := time.Since(t0)
-	progress.StageStarted("neighbours")
-	searcher, coder, _, err := stages.Backends(cfg.Device)
-	if err != nil {
-		return nil, err
-	}
-	t1 := time.Now()
-	res, err := updateIncremental(d, fixed, plan, searcher, coder)
-	if err != nil {
-		return nil, err
-	}
-	lake.NewRows, lake.Rescored, lake.Searched = int64(len(res.affected)-res.rescored), int64(res.rescored), int64(res.searched)
-	tRun := time.Since(t1)
-	faults.Point("pipeline-done")
+	keyRow, res, tPlan, tRun, state := u.keyRow, u.res, u.tPlan, u.tRun, u.state
 
 	progress.StageStarted("committing")
-	state := func(i int) *mixture.State {
-		if a, ok := res.pos[i]; ok {
-			return &res.states[a]
-		}
-		return &fixed[i]
-	}
 	prevReport := map[string]stages.ShardReport{}
 	for _, sh := range prev.Shards {
 		prevReport[sh.Output] = sh
