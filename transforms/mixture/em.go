@@ -60,42 +60,107 @@ type EM struct {
 	LogRho []float64 // m x o, log rho over observed categories
 	Unseen []float64 // m, rho of each unobserved category
 
-	local  map[int32]int32
-	data   Counts // y with categories mapped to local indices
-	gamma  []float64
-	sumG   []float64
-	sumN   []float64
-	num    []float64
-	logPi  []float64
-	logUns []float64
+	// local maps a category to its local index + 1 (0: not observed yet):
+	// a dense table over C when C is moderate (a lookup per sampled entry is
+	// the hot path of setData), a map beyond denseLocalMax.
+	local    []int32
+	localMap map[int32]int32
+	data     Counts // y with categories mapped to local indices
+	gamma    []float64
+	sumG     []float64
+	sumN     []float64
+	num      []float64
+	logPi    []float64
+	logUns   []float64
+
+	// Converged is set by Step when its M step reproduced the parameters it
+	// started from bit for bit: every further step on the same data would
+	// compute exactly the same responsibilities and parameters again, so a
+	// caller may stop iterating without changing any result.
+	Converged bool
+
+	memoKey [memoSize]float64
+	memoVal [memoSize]float64
 }
+
+// denseLocalMax bounds C for the dense category index (4 bytes per category
+// per workspace).
+const denseLocalMax = 1 << 20
+
+// memoBits sets the slots of the M step's per-class log memo.
+const (
+	memoBits = 4
+	memoSize = 1 << memoBits
+)
 
 // SetClasses sets the class set and resets the category index.
 func (em *EM) SetClasses(classes []int32, c int, alpha, beta float64) {
 	em.Classes = append(em.Classes[:0], classes...)
 	em.C, em.Alpha, em.Beta = c, alpha, beta
-	em.Obs = em.Obs[:0]
-	if em.local == nil {
-		em.local = make(map[int32]int32)
+	if em.C <= denseLocalMax {
+		if len(em.local) < em.C {
+			em.local = make([]int32, em.C)
+		} else {
+			for _, cat := range em.Obs {
+				em.local[cat] = 0
+			}
+		}
+	} else {
+		if em.localMap == nil {
+			em.localMap = make(map[int32]int32)
+		}
+		clear(em.localMap)
 	}
-	clear(em.local)
+	em.Obs = em.Obs[:0]
+	em.Converged = false
+}
+
+// lookup returns the local index of category cat, -1 when not observed.
+func (em *EM) lookup(cat int32) int32 {
+	if em.C <= denseLocalMax {
+		return em.local[cat] - 1
+	}
+	if li, ok := em.localMap[cat]; ok {
+		return li
+	}
+	return -1
+}
+
+func fill(x []float64, v float64) {
+	for i := range x {
+		x[i] = v
+	}
+}
+
+// localIndex returns the local index of category cat, registering it when new.
+func (em *EM) localIndex(cat int32) int32 {
+	if em.C <= denseLocalMax {
+		li := em.local[cat]
+		if li == 0 {
+			em.Obs = append(em.Obs, cat)
+			li = int32(len(em.Obs))
+			em.local[cat] = li
+		}
+		return li - 1
+	}
+	li, ok := em.localMap[cat]
+	if !ok {
+		li = int32(len(em.Obs))
+		em.localMap[cat] = li
+		em.Obs = append(em.Obs, cat)
+	}
+	return li
 }
 
 // observe registers categories of y (global indices) and stores a local copy.
 func (em *EM) setData(y *Counts) {
 	d := &em.data
 	d.Reset()
+	em.Converged = false
 	o0 := len(em.Obs)
 	for v := 0; v < y.Len(); v++ {
 		for e := y.Off[v]; e < y.Off[v+1]; e++ {
-			cat := y.Cat[e]
-			li, ok := em.local[cat]
-			if !ok {
-				li = int32(len(em.Obs))
-				em.local[cat] = li
-				em.Obs = append(em.Obs, cat)
-			}
-			d.Cat = append(d.Cat, li)
+			d.Cat = append(d.Cat, em.localIndex(y.Cat[e]))
 			d.Cnt = append(d.Cnt, y.Cnt[e])
 		}
 		d.Off = append(d.Off, int32(len(d.Cat)))
@@ -150,34 +215,29 @@ func (em *EM) InitFrom(s *State, smooth float64) {
 		}
 		em.Pi[a] = p
 		z += p
-		var row *Row
-		for k, x := range s.Class {
-			if x == cl {
-				row = &s.Rows[k]
-				break
-			}
-		}
 		un := 0.0
 		if n := em.C - 1; n > 0 {
 			un = smooth / float64(n)
 		}
 		lr := em.LogRho[a*o : (a+1)*o]
-		if row != nil {
+		// Every observed category outside the row's explicit ones has the
+		// same probability: one log for all of them, then the explicit ones.
+		if row := rowOf(s, cl); row != nil {
 			if n := em.C - len(row.Cat); n > 0 {
 				un = row.Rem / float64(n)
 			} else {
 				un = 0
 			}
-			for b, cat := range em.Obs {
-				lr[b] = math.Log(row.Prob(cat, em.C))
+			fill(lr, math.Log(un))
+			for e, cat := range row.Cat {
+				if li := em.lookup(cat); li >= 0 {
+					lr[li] = math.Log(row.P[e])
+				}
 			}
 		} else {
-			for b, cat := range em.Obs {
-				if cat == cl {
-					lr[b] = math.Log(1 - smooth)
-				} else {
-					lr[b] = math.Log(un)
-				}
+			fill(lr, math.Log(un))
+			if li := em.lookup(cl); li >= 0 {
+				lr[li] = math.Log(1 - smooth)
 			}
 		}
 		em.Unseen[a] = un
@@ -235,7 +295,14 @@ func resize(x []float64, n int) []float64 {
 // Step runs one E and M step on y and returns the MAP objective at the
 // parameters it started from (log-likelihood up to the multinomial coefficients,
 // plus the Dirichlet log-priors), so a caller can check monotonicity.
-func (em *EM) Step() float64 {
+func (em *EM) Step() float64 { return em.step(true) }
+
+// StepFast is Step without the objective (a log per distinct vector and a pass
+// over the prior that no parameter depends on): the parameters it computes are
+// bit for bit those of Step.
+func (em *EM) StepFast() { em.step(false) }
+
+func (em *EM) step(wantObj bool) float64 {
 	m, o := em.sizes()
 	d := &em.data
 	em.gamma = resize(em.gamma, m)
@@ -249,80 +316,120 @@ func (em *EM) Step() float64 {
 	for a := range em.Pi {
 		em.logPi[a] = math.Log(em.Pi[a])
 	}
-	obj := em.prior()
+	var obj float64
+	if wantObj {
+		obj = em.prior()
+	}
 	var wsum float64
+	gamma := em.gamma[:m]
 	for v := 0; v < d.Len(); v++ {
 		lo, hi := d.Off[v], d.Off[v+1]
+		cat, cnt := d.Cat[lo:hi], d.Cnt[lo:hi]
 		mx := math.Inf(-1)
-		for a := 0; a < m; a++ {
+		for a := range gamma {
 			lr := em.LogRho[a*o : (a+1)*o]
 			g := em.logPi[a]
-			for e := lo; e < hi; e++ {
-				g += d.Cnt[e] * lr[d.Cat[e]]
+			for e, c := range cat {
+				g += cnt[e] * lr[c]
 			}
-			em.gamma[a] = g
+			gamma[a] = g
 			if g > mx {
 				mx = g
 			}
 		}
 		var z float64
-		for a := 0; a < m; a++ {
+		for a, g := range gamma {
 			// exp(-40) < 2^-57: below half an ulp of z >= 1, so skipping the
 			// exponential changes neither z nor any sum it feeds; it is the
 			// common case (a vector of one class is far from the others) and
-			// it keeps the M step's tables sparse.
-			if x := em.gamma[a] - mx; x > -40 {
-				em.gamma[a] = math.Exp(x)
-				z += em.gamma[a]
-			} else {
-				em.gamma[a] = 0
+			// it keeps the M step's tables sparse. exp(0) = 1 exactly (the
+			// most responsible class).
+			switch x := g - mx; {
+			case x == 0:
+				gamma[a] = 1
+				z++
+			case x > -40:
+				gamma[a] = math.Exp(x)
+				z += gamma[a]
+			default:
+				gamma[a] = 0
 			}
 		}
 		w := d.W[v]
 		wsum += w
-		obj += w * (mx + math.Log(z))
-		for a := 0; a < m; a++ {
-			if em.gamma[a] == 0 {
+		if wantObj {
+			obj += w * (mx + math.Log(z))
+		}
+		trials := d.Trials[v]
+		for a, ga := range gamma {
+			if ga == 0 {
 				continue
 			}
-			g := w * em.gamma[a] / z
+			g := w * ga / z
 			em.sumG[a] += g
-			em.sumN[a] += g * d.Trials[v]
+			em.sumN[a] += g * trials
 			row := em.num[a*o : (a+1)*o]
-			for e := lo; e < hi; e++ {
-				row[d.Cat[e]] += g * d.Cnt[e]
+			for e, c := range cat {
+				row[c] += g * cnt[e]
 			}
 		}
 	}
 	// M step (METHOD.md step 5), MAP under Dirichlet(alpha) on pi over the m
 	// classes and Dirichlet(beta) on each rho row over all C categories.
+	// same tracks whether every parameter came out bit for bit as it went in
+	// (see Converged).
 	a1, b1 := em.Alpha-1, em.Beta-1
 	piDen := wsum + float64(m)*a1
+	same := true
 	for a := 0; a < m; a++ {
-		em.Pi[a] = (em.sumG[a] + a1) / piDen
+		pi := (em.sumG[a] + a1) / piDen
+		same = same && pi == em.Pi[a]
+		em.Pi[a] = pi
 		den := em.sumN[a] + float64(em.C)*b1
 		lr := em.LogRho[a*o : (a+1)*o]
 		if den <= 0 {
 			// No data and a flat prior: the MAP is not unique; keep a uniform row.
+			lu := -math.Log(float64(em.C))
 			for b := range lr {
-				lr[b] = -math.Log(float64(em.C))
+				same = same && lr[b] == lu
+				lr[b] = lu
 			}
+			same = same && em.Unseen[a] == 1/float64(em.C)
 			em.Unseen[a] = 1 / float64(em.C)
 			continue
 		}
 		row := em.num[a*o : (a+1)*o]
 		// Most observed categories got no responsibility-weighted counts from
-		// this class: they share the unobserved value, one log for all.
+		// this class: they share the unobserved value, one log for all. The
+		// others mostly repeat a few values (hard responsibilities times small
+		// counts): a small memo computes each distinct value's log once, with
+		// the same expression, so the result is the same bits.
 		lu := math.Log(b1 / den)
-		for b := range lr {
-			if row[b] == 0 {
-				lr[b] = lu
-			} else {
-				lr[b] = math.Log((row[b] + b1) / den)
-			}
+		for i := range em.memoKey {
+			em.memoKey[i] = math.NaN()
 		}
-		em.Unseen[a] = b1 / den
+		for b := range lr {
+			x := row[b]
+			var l float64
+			if x == 0 {
+				l = lu
+			} else {
+				h := (math.Float64bits(x) * 0x9e3779b97f4a7c15) >> (64 - memoBits)
+				if em.memoKey[h] == x {
+					l = em.memoVal[h]
+				} else {
+					l = math.Log((x + b1) / den)
+					em.memoKey[h], em.memoVal[h] = x, l
+				}
+			}
+			same = same && lr[b] == l
+			lr[b] = l
+		}
+		u := b1 / den
+		same = same && em.Unseen[a] == u
+		em.Unseen[a] = u
 	}
+	em.Converged = same
 	return obj
 }
 

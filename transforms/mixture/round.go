@@ -210,15 +210,27 @@ func (ws *Workspace) Round(dst, own, init *State, initWeight float64, neigh []St
 			em.InitFrom(&ws.fit, p.Smooth) // empty: uniform floor + default rows
 		}
 	}
+	var obj float64
 	for it := 0; it < p.EMIters; it++ {
 		if p.Variant == Code && it > 0 {
 			s.Sample(&ws.y, p.L, p.N, p.C)
 			em.SetData(&ws.y)
-		}
-		obj := em.Step()
-		if ws.Trace != nil {
+		} else if em.Converged {
+			// The last step reproduced its parameters exactly: every further
+			// step on the same data would too, so the result is already final.
+			// The objective stays where it was.
+			if ws.Trace == nil {
+				break
+			}
 			ws.Trace(it, obj)
+			continue
 		}
+		if ws.Trace == nil {
+			em.StepFast()
+			continue
+		}
+		obj = em.Step()
+		ws.Trace(it, obj)
 	}
 	em.Result(&ws.fit)
 	if own.Len() == 0 || p.Gamma == 0 {
