@@ -276,7 +276,13 @@ func (s *Sampler) Sample(dst *Counts, l, n, c int) {
 		miss := n
 		s.draw = s.draw[:0]
 		if comp.top >= 0 {
-			miss = pick(s.tab[comp.missLo:comp.missLo+comp.missN], s.uniform()*s.tab[comp.missLo+comp.missN-1])
+			// Linear from d = 0: the mass sits at small d (q <= 1/2).
+			cdf := s.tab[comp.missLo : comp.missLo+comp.missN]
+			u := s.uniform() * cdf[len(cdf)-1]
+			miss = 0
+			for miss < len(cdf)-1 && cdf[miss] <= u {
+				miss++
+			}
 		}
 		if miss > 0 {
 			rest := s.tab[comp.restLo : comp.restLo+comp.restN]
