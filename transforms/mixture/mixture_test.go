@@ -365,3 +365,55 @@ func TestPickComp(t *testing.T) {
 		}
 	}
 }
+
+// TestEMFixpoint checks stopping at Converged changes nothing: EM run for all
+// its iterations and EM stopped at the first step that reproduced its
+// parameters give bit-identical results, and the stop does happen on
+// near-diagonal data (else the saving would be untested).
+func TestEMFixpoint(t *testing.T) {
+	const c, iters = 10, 30
+	mk := func(l int32) State {
+		var s State
+		s.Init([]int32{l}, c, 10, 0.1)
+		return s
+	}
+	a, b, d := mk(2), mk(2), mk(5)
+	var s Sampler
+	s.Seed(3, 9, 1)
+	s.SetMixture([]*State{&a, &b, &d}, []float64{0.5, 0.3, 0.2})
+	var y Counts
+	s.Sample(&y, 250, 19, c)
+	run := func(stop bool) (State, int) {
+		var em EM
+		em.SetClasses([]int32{2, 5}, c, 1.1, 1.1)
+		em.Observe(&y)
+		em.InitFrom(&a, 0.1)
+		n := 0
+		for it := 0; it < iters && !(stop && em.Converged); it++ {
+			em.StepFast()
+			n++
+		}
+		var out State
+		em.Result(&out)
+		return out, n
+	}
+	full, _ := run(false)
+	early, n := run(true)
+	if n >= iters {
+		t.Fatalf("EM never reached an exact fixpoint in %d steps", iters)
+	}
+	if !sameState(&full, &early) {
+		t.Fatalf("stopping at the fixpoint after %d steps changed pi: %v vs %v", n, early.Pi, full.Pi)
+	}
+	for k := range full.Rows {
+		fr, er := &full.Rows[k], &early.Rows[k]
+		if fr.Rem != er.Rem || !equalInt32(fr.Cat, er.Cat) {
+			t.Fatalf("row %d differs: %+v vs %+v", k, er, fr)
+		}
+		for e := range fr.P {
+			if fr.P[e] != er.P[e] {
+				t.Fatalf("row %d entry %d: %v vs %v", k, e, er.P[e], fr.P[e])
+			}
+		}
+	}
+}
