@@ -92,7 +92,6 @@ func (c Coder) Code(dst []float64, b llc.Batch, p llc.Params) error {
 	if err := p.Validate(); err != nil {
 		return err
 	}
-	p = p.WithDefaults()
 	checkBatch(dst, b, p.Lambda > 0)
 	if b.B == 0 {
 		return nil

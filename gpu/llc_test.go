@@ -56,7 +56,7 @@ func TestCoderAgreesWithCPU(t *testing.T) {
 	for _, tc := range []struct{ b, k, d int }{{50, 10, 33}, {20, 40, 7}, {6, 60, 129}, {4, 100, 50}} {
 		t.Run(fmt.Sprintf("B=%d,K=%d,d=%d", tc.b, tc.k, tc.d), func(t *testing.T) {
 			bt := randomBatch(uint64(tc.k), tc.b, tc.k, tc.d)
-			for _, p := range []llc.Params{{}, {Lambda: 1e-3, Sigma: 2}} {
+			for _, p := range []llc.Params{llc.DefaultParams(), withParams(func(p *llc.Params) { p.Lambda, p.Sigma = 1e-3, 2 })} {
 				got := make([]float64, tc.b*tc.k)
 				want := make([]float64, tc.b*tc.k)
 				if err := (Coder{}).Code(got, bt, p); err != nil {
@@ -93,7 +93,7 @@ func BenchmarkCode(b *testing.B) {
 		}{{"cuda", Coder{}}, {"cpu", llc.CPU{}}} {
 			b.Run(fmt.Sprintf("%s/B=%d,K=%d,d=%d", c.name, sh.b, sh.k, d), func(b *testing.B) {
 				for b.Loop() {
-					if err := c.c.Code(dst, bt, llc.Params{}); err != nil {
+					if err := c.c.Code(dst, bt, llc.DefaultParams()); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -101,4 +101,12 @@ func BenchmarkCode(b *testing.B) {
 			})
 		}
 	}
+}
+
+// withParams is llc.DefaultParams() changed by edit: a case states what it
+// departs from the defaults in.
+func withParams(edit func(*llc.Params)) llc.Params {
+	p := llc.DefaultParams()
+	edit(&p)
+	return p
 }

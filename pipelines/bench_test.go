@@ -52,13 +52,17 @@ func BenchmarkFashionPipelineVsEngine(b *testing.B) {
 		b.Skipf("development data absent (%v): this benchmark reads ../shared/data", err)
 	}
 	truth := readI32(b, filepath.Join(sharedData, "fashion_mnist_pca50/truth.i32"))
-	exact := pipelines.Config{Input: in, Output: b.TempDir(), Classes: 10, Engine: pipelines.DefaultEngine(), Neighbours: pipelines.NeighboursExact}
+	exact := pipelines.Defaults()
+	exact.Input, exact.Output, exact.Classes, exact.Neighbours = in, b.TempDir(), pipelines.Some(10), pipelines.NeighboursExact
 	plan, err := pipelines.MakePlan(ctx, exact)
 	if err != nil {
 		b.Fatal(err)
 	}
-	opts := plan.Config.Engine // the options the pipeline runs with, defaults filled in
-	b.Logf("%d rows in %d units; GOMAXPROCS %d; options %v", plan.Rows, len(plan.Units), runtime.GOMAXPROCS(0), plan.Config.OptionMap())
+	opts, err := exact.Engine(plan.C) // the options the pipeline runs with, defaults resolved
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("%d rows in %d units; GOMAXPROCS %d; options %v", plan.Rows, len(plan.Units), runtime.GOMAXPROCS(0), plan.OptionMap())
 	auto := exact
 	auto.Neighbours = pipelines.NeighboursAuto
 
@@ -80,7 +84,7 @@ func BenchmarkFashionPipelineVsEngine(b *testing.B) {
 		}
 		p.acc, p.agree = float64(ok)/float64(len(labels)), float64(same)/float64(len(labels))
 	}
-	runPipeline := func(p *path, cfg pipelines.Config, engLabels map[int64]int32) {
+	runPipeline := func(p *path, cfg pipelines.Options, engLabels map[int64]int32) {
 		freeMemory(b)
 		cfg.Output = filepath.Join(b.TempDir(), "out")
 		t0, c0 := time.Now(), cpuTime(b)

@@ -4,22 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"reflect"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/fsouza/fake-gcs-server/fakestorage"
 
-	"github.com/relabel/relabel/io/blobio"
+	"github.com/relabel/relabel/io/blobio/blobiotest"
 	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/pipelines"
 	"github.com/relabel/relabel/runners"
@@ -29,181 +24,9 @@ import (
 // digits is the test input: two Parquet shards of 1797 rows, C = 10.
 const digits = "../testdata/digits/noisy-idn-0.4-part-*.parquet"
 
-// gcsEmulator is fake-gcs-server behind a recording proxy on 127.0.0.1 (the
-// pattern of io/blobio's tests). The proxy notes every object download (its
-// Range header and the bytes it served) and can cut upload requests after
-// their first bytes, as a network failure mid-write would.
-type gcsEmulator struct {
-	srv  *fakestorage.Server
-	host string
-
-	mu        sync.Mutex
-	downloads []gcsDownload
-	// cut decides, for an upload whose body is longer than cutAfter bytes,
-	// whether to drop the connection after reading cutAfter bytes; nil: never.
-	cut      func() bool
-	cutAfter int
-	uploads  struct{ big, cut, ok int } // uploads longer than cutAfter
-}
-
-// gcsDownload is one response carrying object content.
-type gcsDownload struct {
-	object      string
-	rangeHeader string
-	bytes       int64
-}
-
-// recorder keeps the status and counts the body of a response.
-type recorder struct {
-	http.ResponseWriter
-	status int
-	n      int64
-}
-
-func (w *recorder) WriteHeader(s int) { w.status = s; w.ResponseWriter.WriteHeader(s) }
-
-func (w *recorder) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	n, err := w.ResponseWriter.Write(b)
-	w.n += int64(n)
-	return n, err
-}
-
-// startGCS serves an emulator with an empty bucket "bucket", points
-// STORAGE_EMULATOR_HOST at it and registers a fresh gs:// backend (whose
-// client is made on first use, so it talks to this emulator).
-func startGCS(t *testing.T) *gcsEmulator {
-	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("listen: %v", err)
-	}
-	e := &gcsEmulator{host: lis.Addr().String()}
-	e.srv, err = fakestorage.NewServerWithOptions(fakestorage.Options{
-		NoListener:  true,
-		Scheme:      "http",
-		PublicHost:  e.host,
-		ExternalURL: "http://" + e.host,
-		Writer:      io.Discard,
-	})
-	if err != nil {
-		t.Fatalf("fake-gcs-server: %v", err)
-	}
-	e.srv.CreateBucketWithOpts(fakestorage.CreateBucketOpts{Name: "bucket"})
-	hs := &http.Server{Handler: http.HandlerFunc(e.serve)}
-	go hs.Serve(lis)
-	t.Setenv("STORAGE_EMULATOR_HOST", e.host)
-	blobio.Register("gs", &blobio.GCS{})
-	t.Cleanup(func() {
-		blobio.Register("gs", &blobio.GCS{})
-		hs.Close()
-		e.srv.Stop()
-	})
-	return e
-}
-
-func (e *gcsEmulator) serve(w http.ResponseWriter, r *http.Request) {
-	if strings.HasPrefix(r.URL.Path, "/upload/") && r.Body != nil {
-		e.mu.Lock()
-		cut, n := e.cut, e.cutAfter
-		e.mu.Unlock()
-		if cut != nil {
-			head := make([]byte, n)
-			got, err := io.ReadFull(r.Body, head)
-			if err == nil { // longer than cutAfter
-				e.mu.Lock()
-				e.uploads.big++
-				drop := cut()
-				if drop {
-					e.uploads.cut++
-				}
-				e.mu.Unlock()
-				if drop {
-					if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
-						conn.Close()
-					}
-					return
-				}
-				r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(head), r.Body))
-				rec := &recorder{ResponseWriter: w}
-				e.srv.HTTPHandler().ServeHTTP(rec, r)
-				if rec.status == http.StatusOK {
-					e.mu.Lock()
-					e.uploads.ok++
-					e.mu.Unlock()
-				}
-				return
-			}
-			r.Body = io.NopCloser(bytes.NewReader(head[:got]))
-		}
-	}
-	rec := &recorder{ResponseWriter: w}
-	e.srv.HTTPHandler().ServeHTTP(rec, r)
-	if object, ok := downloadObject(r); ok && r.Method == http.MethodGet {
-		e.mu.Lock()
-		e.downloads = append(e.downloads, gcsDownload{object, r.Header.Get("Range"), rec.n})
-		e.mu.Unlock()
-	}
-}
-
-// downloadObject returns the object whose content r fetches: a JSON-API
-// media download (.../b/BUCKET/o/OBJECT?alt=media) or an XML-API GET of
-// /BUCKET/OBJECT. Metadata requests and listings are not downloads.
-func downloadObject(r *http.Request) (string, bool) {
-	p := r.URL.Path
-	if r.URL.Query().Get("alt") == "media" {
-		_, obj, ok := strings.Cut(p, "/o/")
-		return obj, ok
-	}
-	for _, api := range []string{"/storage/v1/", "/upload/", "/download/", "/_internal/", "/batch/"} {
-		if strings.HasPrefix(p, api) {
-			return "", false
-		}
-	}
-	_, obj, ok := strings.Cut(strings.TrimPrefix(p, "/bucket"), "/")
-	return obj, ok && obj != ""
-}
-
-// takeDownloads returns the downloads since the last call.
-func (e *gcsEmulator) takeDownloads() []gcsDownload {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	d := e.downloads
-	e.downloads = nil
-	return d
-}
-
-// put stores content as bucket/name.
-func (e *gcsEmulator) put(name string, content []byte) {
-	e.srv.CreateObject(fakestorage.Object{
-		ObjectAttrs: fakestorage.ObjectAttrs{BucketName: "bucket", Name: name},
-		Content:     content,
-	})
-}
-
-// objects returns the content of every object under prefix, by name.
-func (e *gcsEmulator) objects(t *testing.T, prefix string) map[string][]byte {
-	t.Helper()
-	attrs, _, err := e.srv.ListObjectsWithOptions("bucket", fakestorage.ListOptions{Prefix: prefix})
-	if err != nil {
-		t.Fatalf("listing gs://bucket/%s: %v", prefix, err)
-	}
-	out := map[string][]byte{}
-	for _, a := range attrs {
-		o, err := e.srv.GetObject("bucket", a.Name)
-		if err != nil {
-			t.Fatalf("reading gs://bucket/%s: %v", a.Name, err)
-		}
-		out[a.Name] = o.Content
-	}
-	return out
-}
-
 // uploadDigits copies the digits shards to gs://bucket/in/ and returns their
 // sizes by object name.
-func uploadDigits(t *testing.T, e *gcsEmulator) map[string]int64 {
+func uploadDigits(t *testing.T, e *blobiotest.Server) map[string]int64 {
 	t.Helper()
 	paths, err := filepath.Glob(digits)
 	if err != nil || len(paths) != 2 {
@@ -216,7 +39,7 @@ func uploadDigits(t *testing.T, e *gcsEmulator) map[string]int64 {
 			t.Fatal(err)
 		}
 		name := "in/" + filepath.Base(p)
-		e.put(name, b)
+		e.Put(name, b)
 		sizes[name] = int64(len(b))
 	}
 	return sizes
@@ -230,11 +53,11 @@ func embedded(ctx context.Context, p *beam.Pipeline) (beam.PipelineResult, error
 
 // quickConfig relabels in with fewer rounds and samples than the defaults:
 // enough to change hundreds of labels, quick enough for a test.
-func quickConfig(in, out string) pipelines.Config {
-	e := pipelines.DefaultEngine()
-	e.Rounds = 4
-	e.Mixture.L = 100
-	return pipelines.Config{Input: in, Output: out, Format: shardio.Parquet, Engine: e}
+func quickConfig(in, out string) pipelines.Options {
+	o := pipelines.Defaults()
+	o.Rounds, o.L = 4, 100
+	o.Input, o.Output, o.Format = in, out, shardio.Parquet
+	return o
 }
 
 func ctxT(t *testing.T) context.Context {
@@ -268,7 +91,7 @@ func TestRunGCS(t *testing.T) {
 		t.Fatalf("local run: %d rows, %d changed; want 1797 rows and at least 100 changed", localSum.Rows, localSum.Changed)
 	}
 
-	e := startGCS(t)
+	e := blobiotest.Start(t, "bucket")
 	sizes := uploadDigits(t, e)
 	cfg := quickConfig("gs://bucket/in/*.parquet", "gs://bucket/out/")
 
@@ -278,10 +101,10 @@ func TestRunGCS(t *testing.T) {
 		t.Fatalf("MakePlan: %v", err)
 	}
 	served := map[string]int64{}
-	for _, d := range e.takeDownloads() {
-		served[d.object] += d.bytes
-		if d.rangeHeader == "" {
-			t.Errorf("planning downloaded %s without a Range header (%d bytes)", d.object, d.bytes)
+	for _, d := range e.TakeDownloads() {
+		served[d.Object] += d.Bytes
+		if d.Range == "" {
+			t.Errorf("planning downloaded %s without a Range header (%d bytes)", d.Object, d.Bytes)
 		}
 	}
 	for name, size := range sizes {
@@ -296,22 +119,22 @@ func TestRunGCS(t *testing.T) {
 		t.Fatalf("gs:// run: %v", err)
 	}
 	// Every read of the run is ranged; none fetches a whole object.
-	downloads := e.takeDownloads()
+	downloads := e.TakeDownloads()
 	if len(downloads) == 0 {
 		t.Errorf("the gs:// run downloaded nothing from the emulator")
 	}
 	for _, d := range downloads {
-		size, isInput := sizes[d.object]
+		size, isInput := sizes[d.Object]
 		switch {
 		case !isInput:
-		case d.rangeHeader == "":
-			t.Errorf("the run downloaded %s without a Range header (%d bytes)", d.object, d.bytes)
-		case d.bytes >= size:
-			t.Errorf("the run downloaded all %d bytes of %s in one request (Range %s)", size, d.object, d.rangeHeader)
+		case d.Range == "":
+			t.Errorf("the run downloaded %s without a Range header (%d bytes)", d.Object, d.Bytes)
+		case d.Bytes >= size:
+			t.Errorf("the run downloaded all %d bytes of %s in one request (Range %s)", size, d.Object, d.Range)
 		}
 	}
 
-	got := e.objects(t, "out/")
+	got := e.Objects(t, "out/")
 	var names []string
 	for name := range got {
 		names = append(names, name)
@@ -355,19 +178,17 @@ func TestRunGCS(t *testing.T) {
 // gs://bucket/out/, neither a final object nor the temporary shard that was
 // written before the failure.
 func TestRunGCSFailedWrite(t *testing.T) {
-	e := startGCS(t)
+	e := blobiotest.Start(t, "bucket")
 	uploadDigits(t, e)
-	e.mu.Lock()
-	e.cutAfter = 16 << 10 // the shards are ~40 KiB; reports are smaller
 	allowed := 1
-	e.cut = func() bool { // called with e.mu held
+	// The shards are ~40 KiB; reports are smaller.
+	e.CutUploads(16<<10, func() bool { // called with e's lock held
 		if allowed > 0 {
 			allowed--
 			return false
 		}
 		return true
-	}
-	e.mu.Unlock()
+	})
 
 	start := time.Now()
 	_, err := pipelines.Run(ctxT(t), quickConfig("gs://bucket/in/*.parquet", "gs://bucket/out/"), embedded)
@@ -375,13 +196,11 @@ func TestRunGCSFailedWrite(t *testing.T) {
 		t.Fatalf("the run succeeded although an output upload was cut")
 	}
 	t.Logf("run failed after %v: %v", time.Since(start).Round(time.Millisecond), firstLine(err))
-	e.mu.Lock()
-	up := e.uploads
-	e.mu.Unlock()
-	if up.ok != 1 || up.cut < 1 {
-		t.Fatalf("shard uploads: %d completed, %d cut; the test needs one completed (a temporary object to clean up) and one cut", up.ok, up.cut)
+	up := e.Uploads()
+	if up.OK != 1 || up.Cut < 1 {
+		t.Fatalf("shard uploads: %d completed, %d cut; the test needs one completed (a temporary object to clean up) and one cut", up.OK, up.Cut)
 	}
-	if left := e.objects(t, "out/"); len(left) != 0 {
+	if left := e.Objects(t, "out/"); len(left) != 0 {
 		var names []string
 		for name := range left {
 			names = append(names, name)
@@ -389,7 +208,7 @@ func TestRunGCSFailedWrite(t *testing.T) {
 		sort.Strings(names)
 		t.Errorf("after the failed run gs://bucket/out/ holds %q, want nothing", names)
 	}
-	if in := e.objects(t, "in/"); len(in) != 2 {
+	if in := e.Objects(t, "in/"); len(in) != 2 {
 		t.Errorf("after the failed run gs://bucket/in/ holds %d objects, want the 2 inputs untouched", len(in))
 	}
 }

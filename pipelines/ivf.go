@@ -1,12 +1,10 @@
 package pipelines
 
 import (
-	"fmt"
-
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 
 	"github.com/relabel/relabel/transforms/ivf"
-	"github.com/relabel/relabel/transforms/stages"
+	"github.com/relabel/relabel/transforms/ivfstages"
 )
 
 // Neighbour modes (Config.Neighbours, summary.json "neighbours").
@@ -31,45 +29,20 @@ const AutoIVFRows = 50_000
 // --candidates is not given: the paper's 15,000.
 const PaperCandidates = 15_000
 
-func (c *Config) validateNeighbours() []error {
-	var errs []error
-	switch c.Neighbours {
-	case "", NeighboursAuto, NeighboursExact, NeighboursSample, NeighboursIVF:
-	default:
-		errs = append(errs, fmt.Errorf("--neighbours %q: want auto, exact, sample or ivf", c.Neighbours))
-	}
-	if c.Engine.Candidates > 0 && (c.Neighbours == NeighboursExact || c.Neighbours == NeighboursIVF) {
-		errs = append(errs, fmt.Errorf("--candidates %d with --neighbours %s: candidates bound the sample mode only", c.Engine.Candidates, c.Neighbours))
-	}
-	if c.Partitions < 0 || c.NProbe < 0 {
-		errs = append(errs, fmt.Errorf("--partitions %d, --nprobe %d: want >= 0", c.Partitions, c.NProbe))
-	}
-	if (c.Partitions > 0 || c.NProbe > 0) && c.Neighbours != NeighboursIVF && c.Neighbours != NeighboursAuto && c.Neighbours != "" {
-		errs = append(errs, fmt.Errorf("--partitions/--nprobe with --neighbours %s: they configure ivf only", c.Neighbours))
-	}
-	return errs
-}
-
-// resolveNeighbours fixes the mode for an input of rows rows: auto becomes
+// neighbourMode fixes the mode for an input of rows rows: auto becomes
 // sample when --candidates is given, else exact below AutoIVFRows and ivf
-// from there; sample without --candidates takes the paper's 15,000.
-func resolveNeighbours(c Config, rows int64) Config {
-	switch c.Neighbours {
-	case "", NeighboursAuto:
-		switch {
-		case c.Engine.Candidates > 0:
-			c.Neighbours = NeighboursSample
-		case rows >= AutoIVFRows:
-			c.Neighbours = NeighboursIVF
-		default:
-			c.Neighbours = NeighboursExact
-		}
-	case NeighboursSample:
-		if c.Engine.Candidates == 0 {
-			c.Engine.Candidates = PaperCandidates
-		}
+// from there.
+func neighbourMode(o *Options, rows int64) string {
+	if o.Neighbours != NeighboursAuto {
+		return o.Neighbours
 	}
-	return c
+	switch {
+	case o.Candidates.Set:
+		return NeighboursSample
+	case rows >= AutoIVFRows:
+		return NeighboursIVF
+	}
+	return NeighboursExact
 }
 
 // buildIVF wires --neighbours ivf from units (PCollection<shardio.Unit>)
@@ -79,31 +52,25 @@ func resolveNeighbours(c Config, rows int64) Config {
 // reads the units again rather than have Prism hold every row in memory
 // until the model is fitted.
 func buildIVF(s beam.Scope, plan *Plan, units, rows beam.PCollection) beam.PCollection {
-	e := plan.Config.Engine
-	wb := waveBytes(plan.Config.WaveMiB)
+	o := &plan.Options
+	wb := plan.WaveBytes
 	var again beam.PCollection // no second read: the rows wait in the runner's shuffle
 	if plan.Spill != "" {
 		again = units
 	}
-	blocks := stages.IVFNeighbours(s, rows, stages.IVFParams{
-		IVF:         ivf.Params{Partitions: plan.Config.Partitions, NProbe: plan.Config.NProbe, Seed: e.Mixture.Seed},
-		Rows:        plan.Rows,
-		Standardise: e.Standardise,
-		Search:      stages.IVFSearchParams{K: e.K, Metric: e.Metric, Options: e, Device: plan.Config.Device},
-		IDColumn:    plan.Read.Columns.WithDefaults().ID,
-		D:           plan.Read.D,
-		WaveBytes:   wb,
-		Units:       again,
-		Read:        plan.Read,
-		Spill:       stages.Spill{Dir: plan.Spill},
+	blocks := ivfstages.Neighbours(s, rows, ivfstages.Params{
+		Partitioning: ivf.Params{Partitions: o.Partitions.Or(0), NProbe: o.NProbe.Or(0), Seed: o.Seed},
+		Rows:         plan.Rows,
+		Search:       plan.NeighbourParams(),
+		IDColumn:     plan.Read.Columns.WithDefaults().ID,
+		D:            plan.Read.D,
+		WaveBytes:    wb,
+		Units:        again,
+		Read:         plan.Read,
+		Spill:        ivfstages.Spill{Dir: plan.Spill},
 	})
-	return stages.JoinRounds(s, blocks, e.Rounds, e.Workers, stages.RoundWaves(plan.Rows, e.K, e.Mixture, wb), stages.Spill{Dir: plan.Spill}, e.Mixture)
-}
-
-// waveBytes converts --wave-mib to stages' WaveBytes (negative: no waves).
-func waveBytes(mib int) int64 {
-	if mib < 0 {
-		return -1
-	}
-	return int64(mib) << 20
+	return ivfstages.JoinRounds(s, blocks, ivfstages.JoinRoundsParams{
+		Rounds: o.Rounds, Workers: plan.Workers, Waves: ivfstages.RoundWaves(plan.Rows, o.K, plan.Mixture, wb),
+		Spill: ivfstages.Spill{Dir: plan.Spill}, Mixture: plan.Mixture,
+	})
 }

@@ -24,22 +24,26 @@ func TestTmpProf(t *testing.T) {
 	if in == "" {
 		t.Skip("profiling harness: set PROF_IN to an input glob to run it")
 	}
-	e := pipelines.DefaultEngine()
-	e.Rounds, e.Mixture.L = 2, 50
+	cfg := pipelines.Defaults()
+	cfg.Rounds, cfg.L = 2, 50
 	if r := os.Getenv("PROF_ROUNDS"); r != "" {
-		e.Rounds, _ = strconv.Atoi(r)
+		cfg.Rounds, _ = strconv.Atoi(r)
 	}
 	at := uint64(3200)
 	if a := os.Getenv("PROF_AT"); a != "" {
 		v, _ := strconv.Atoi(a)
 		at = uint64(v)
 	}
-	cfg := pipelines.Config{Input: in, Output: t.TempDir(), Engine: e, Neighbours: os.Getenv("PROF_MODE")}
+	cfg.Input, cfg.Output = in, t.TempDir()
+	if m := os.Getenv("PROF_MODE"); m != "" {
+		cfg.Neighbours = m
+	}
 	if os.Getenv("PROF_SPILL") != "none" {
-		cfg.SpillDir = t.TempDir()
+		cfg.SpillDir = pipelines.Some(t.TempDir())
 	}
 	if w := os.Getenv("PROF_WAVE"); w != "" {
-		cfg.WaveMiB, _ = strconv.Atoi(w)
+		v, _ := strconv.Atoi(w)
+		cfg.WaveMiB = pipelines.Some(v)
 	}
 	var peak uint64
 	done := make(chan bool)

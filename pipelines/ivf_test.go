@@ -3,7 +3,6 @@ package pipelines_test
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"os"
 	"path/filepath"
@@ -26,19 +25,6 @@ func ivfExec(ctx context.Context, p *beam.Pipeline) (beam.PipelineResult, error)
 		beam.Init()
 	}
 	return runners.Run(ctx, p, runners.Options{})
-}
-
-func ivfReadI32(t *testing.T, path string) []int32 {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := make([]int32, len(b)/4)
-	if _, err := binary.Decode(b, binary.LittleEndian, out); err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 // cleanLabels reads id -> clean_label from every Arrow output shard in dir.
@@ -78,21 +64,22 @@ func cleanLabels(t *testing.T, dir string) map[int64]int32 {
 // TestIVFDigits relabels testdata/digits (two shards, four row groups) with
 // --neighbours ivf, with partitions small enough that the search is really
 // approximate (16 partitions, nprobe 4), and with --neighbours exact: both
-// complete, the summary says which mode ran, every row comes out once, and
+// complete, the summary says which mode ran and counts every item's rounds,
+// every row comes out once, and
 // the ivf labels are as accurate as the exact ones within a point and well
 // above the given labels' 0.60 (four rounds are not enough to converge; the
 // engine-level comparison on the whole dev grid is transforms/ivf's
 // TestQualityVsExact).
 func TestIVFDigits(t *testing.T) {
-	truth := ivfReadI32(t, "../testdata/digits/truth.i32")
+	truth := readI32(t, "../testdata/digits/truth.i32")
 	acc := map[string]float64{}
 	for _, mode := range []string{pipelines.NeighboursIVF, pipelines.NeighboursExact} {
 		out := t.TempDir()
-		e := pipelines.DefaultEngine()
-		e.Rounds, e.Mixture.L = 4, 100
-		cfg := pipelines.Config{Input: "../testdata/digits/noisy-idn-0.4-part-*.parquet", Output: out, Engine: e, Neighbours: mode}
+		cfg := pipelines.Defaults()
+		cfg.Rounds, cfg.L = 4, 100
+		cfg.Input, cfg.Output, cfg.Neighbours = "../testdata/digits/noisy-idn-0.4-part-*.parquet", out, mode
 		if mode == pipelines.NeighboursIVF {
-			cfg.Partitions, cfg.NProbe = 16, 4
+			cfg.Partitions, cfg.NProbe = pipelines.Some(16), pipelines.Some(4)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		t0 := time.Now()
@@ -103,6 +90,11 @@ func TestIVFDigits(t *testing.T) {
 		}
 		if sum.Neighbours != mode || sum.Options["neighbours"] != mode || sum.Rows != int64(len(truth)) {
 			t.Errorf("%s: summary says neighbours %q (option %q), %d rows", mode, sum.Neighbours, sum.Options["neighbours"], sum.Rows)
+		}
+		// Every item runs every round once, in either mode's round stages
+		// (ivf's joined rounds once counted none).
+		if want := int64(cfg.Rounds) * int64(len(truth)); sum.Metrics["item_rounds"] != want {
+			t.Errorf("%s: summary's item_rounds %d, want %d rounds x %d items", mode, sum.Metrics["item_rounds"], cfg.Rounds, len(truth))
 		}
 		got := cleanLabels(t, out)
 		if len(got) != len(truth) {
@@ -143,9 +135,17 @@ func TestNeighbourModes(t *testing.T) {
 		{"exact with partitions", "exact", 0, 8, "", 0, "configure ivf only"},
 		{"unknown", "hnsw", 0, 0, "", 0, `--neighbours "hnsw"`},
 	} {
-		e := pipelines.DefaultEngine()
-		e.Candidates = tc.candidates
-		cfg := pipelines.Config{Input: in, Output: t.TempDir(), Engine: e, Neighbours: tc.mode, Partitions: tc.partitions}
+		cfg := pipelines.Defaults()
+		cfg.Input, cfg.Output = in, t.TempDir()
+		if tc.mode != "" {
+			cfg.Neighbours = tc.mode
+		}
+		if tc.candidates > 0 {
+			cfg.Candidates = pipelines.Some(tc.candidates)
+		}
+		if tc.partitions > 0 {
+			cfg.Partitions = pipelines.Some(tc.partitions)
+		}
 		plan, err := pipelines.MakePlan(context.Background(), cfg)
 		switch {
 		case tc.err != "":
@@ -154,8 +154,8 @@ func TestNeighbourModes(t *testing.T) {
 			}
 		case err != nil:
 			t.Errorf("%s: %v", tc.name, err)
-		case plan.Config.Neighbours != tc.want || plan.Config.Engine.Candidates != tc.wantCand:
-			t.Errorf("%s: mode %q with %d candidates, want %q with %d", tc.name, plan.Config.Neighbours, plan.Config.Engine.Candidates, tc.want, tc.wantCand)
+		case plan.Mode != tc.want || plan.Candidates != tc.wantCand:
+			t.Errorf("%s: mode %q with %d candidates, want %q with %d", tc.name, plan.Mode, plan.Candidates, tc.want, tc.wantCand)
 		}
 	}
 }
@@ -166,14 +166,18 @@ func TestNeighbourModes(t *testing.T) {
 // spilled run has none), and removes its spill directory, on success and
 // when the run fails.
 func TestIVFSpill(t *testing.T) {
-	e := pipelines.DefaultEngine()
-	e.Rounds, e.Mixture.L = 3, 50
+	base := pipelines.Defaults()
+	base.Rounds, base.L = 3, 50
+	base.Input, base.Neighbours = "../testdata/digits/noisy-idn-0.4-part-*.parquet", pipelines.NeighboursIVF
+	base.Partitions, base.NProbe = pipelines.Some(16), pipelines.Some(4)
 	run := func(spillDir, out string) *pipelines.Summary {
 		t.Helper()
-		cfg := pipelines.Config{Input: "../testdata/digits/noisy-idn-0.4-part-*.parquet", Output: out, Engine: e,
-			Neighbours: pipelines.NeighboursIVF, Partitions: 16, NProbe: 4, SpillDir: spillDir}
+		cfg := base
+		cfg.Output = out
 		if spillDir == "" {
-			cfg.WaveMiB = 1 // several waves in the shuffled rounds
+			cfg.WaveMiB = pipelines.Some(1) // several waves in the shuffled rounds
+		} else {
+			cfg.SpillDir = pipelines.Some(spillDir)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
@@ -207,8 +211,8 @@ func TestIVFSpill(t *testing.T) {
 
 	// A run whose job fails after its stages ran still removes its spill
 	// directory.
-	cfg := pipelines.Config{Input: "../testdata/digits/noisy-idn-0.4-part-*.parquet", Output: t.TempDir(), Engine: e,
-		Neighbours: pipelines.NeighboursIVF, Partitions: 16, NProbe: 4, SpillDir: spillDir}
+	cfg := base
+	cfg.Output, cfg.SpillDir = t.TempDir(), pipelines.Some(spillDir)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	_, err := pipelines.Run(ctx, cfg, func(ctx context.Context, p *beam.Pipeline) (beam.PipelineResult, error) {

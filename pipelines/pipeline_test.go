@@ -2,10 +2,8 @@ package pipelines_test
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"math"
-	"os"
 	"testing"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -13,6 +11,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/passert"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 
+	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/pipelines"
 	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/transforms/stages"
@@ -26,18 +25,16 @@ const digitsPart = "../testdata/digits/noisy-idn-0.4-part-0000.parquet"
 // before the writer.
 // Returns PCollection<stages.Items>.
 func relabelItems(s beam.Scope, plan *pipelines.Plan) beam.PCollection {
-	e := plan.Config.Engine
 	units := beam.CreateList(s, plan.Units)
 	rows := stages.Read(s, units, plan.Read)
-	stats := stages.ComputeStats(s, rows, e.Candidates, e.Mixture.Seed, plan.Read.Columns.WithDefaults().ID)
-	items := stages.Neighbours(s, rows, stats, stages.NeighbourParams{
-		K: e.K, Metric: e.Metric, Standardise: e.Standardise, Weighting: e.Weighting, Options: e,
-		Device: plan.Config.Device,
-	})
-	return stages.Rounds(s, items, e.Rounds, e.Workers, e.Mixture)
+	stats := stages.ComputeStats(s, rows, stages.StatsParams{Candidates: plan.Candidates, Seed: plan.Options.Seed, IDColumn: plan.Read.Columns.WithDefaults().ID})
+	items := stages.Neighbours(s, rows, stats, plan.NeighbourParams())
+	return stages.Rounds(s, items, stages.RoundsParams{Rounds: plan.Options.Rounds, Workers: plan.Workers, Mixture: plan.Mixture})
 }
 
-func toCleaned(it stages.Items) schemas.Cleaned { return stages.ToCleaned(&it) }
+func toCleaned(it stages.Items) schemas.Cleaned {
+	return stages.ToCleaned(&it, stages.Calibration{Temperature: pipelines.Defaults().Temperature})
+}
 
 func emitIDs(c schemas.Cleaned, emit func(int64)) {
 	for _, id := range c.IDs {
@@ -164,14 +161,14 @@ func init() {
 // element), every id exactly once, every row within the output contract,
 // and the cleaned labels far more accurate than the given ones.
 func TestStagesDigits(t *testing.T) {
-	plan, err := pipelines.MakePlan(context.Background(), pipelines.Config{
-		Input: digitsPart, Output: t.TempDir(), Classes: 10, Engine: pipelines.DefaultEngine(),
-	})
+	o := pipelines.Defaults()
+	o.Input, o.Output, o.Classes = digitsPart, t.TempDir(), pipelines.Some(10)
+	plan, err := pipelines.MakePlan(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(plan.Units) != 2 || plan.Rows != 899 || plan.Config.Neighbours != pipelines.NeighboursExact {
-		t.Fatalf("plan has %d units, %d rows and neighbours %q; want 2, 899 and exact", len(plan.Units), plan.Rows, plan.Config.Neighbours)
+	if len(plan.Units) != 2 || plan.Rows != 899 || plan.Mode != pipelines.NeighboursExact {
+		t.Fatalf("plan has %d units, %d rows and neighbours %q; want 2, 899 and exact", len(plan.Units), plan.Rows, plan.Mode)
 	}
 	truth := readI32(t, "../testdata/digits/truth.i32")
 
@@ -185,7 +182,7 @@ func TestStagesDigits(t *testing.T) {
 		want[i] = int64(i)
 	}
 	passert.EqualsList(s, ids, want)
-	passert.Empty(s, beam.ParDo(s, &checkRowsFn{C: 10, C0: plan.Config.Engine.Mixture.C0}, cleaned))
+	passert.Empty(s, beam.ParDo(s, &checkRowsFn{C: 10, C0: plan.Mixture.C0}, cleaned))
 	total := beam.Combine(s, addScores, beam.ParDo(s, &scoreFn{Truth: truth[:899]}, cleaned))
 	passert.True(s, total, cleanerThanGiven)
 	ptest.RunAndValidate(t, p)
@@ -194,13 +191,9 @@ func TestStagesDigits(t *testing.T) {
 // readI32 reads a raw little-endian int32 file (truth.i32).
 func readI32(t testing.TB, path string) []int32 {
 	t.Helper()
-	b, err := os.ReadFile(path)
+	x, err := resultio.ReadI32(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
-	}
-	x := make([]int32, len(b)/4)
-	for i := range x {
-		x[i] = int32(binary.LittleEndian.Uint32(b[4*i:]))
 	}
 	return x
 }

@@ -5,16 +5,18 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 
+	"github.com/relabel/relabel/internal/faults"
+	"github.com/relabel/relabel/internal/progress"
 	"github.com/relabel/relabel/io/blobio"
+	"github.com/relabel/relabel/io/resultio"
+	"github.com/relabel/relabel/transforms/crowdstages"
 	"github.com/relabel/relabel/transforms/stages"
 )
 
@@ -24,11 +26,14 @@ type Executor func(ctx context.Context, p *beam.Pipeline) (beam.PipelineResult, 
 
 // Summary is summary.json, written beside the output shards.
 type Summary struct {
-	Version    string            `json:"version"`
-	Input      string            `json:"input"`
-	Output     string            `json:"output"`
-	Rows       int64             `json:"rows"`
-	Changed    int64             `json:"changed"`
+	Version string `json:"version"`
+	Input   string `json:"input"`
+	Output  string `json:"output"`
+	Rows    int64  `json:"rows"`
+	Changed int64  `json:"changed"`
+	// Unresolved counts rows output without a clean label (null):
+	// unlabelled rows that no labelled row reached within the rounds.
+	Unresolved int64             `json:"unresolved,omitempty"`
 	Classes    int               `json:"classes"`
 	ClassNames []string          `json:"class_names,omitempty"`
 	Neighbours string            `json:"neighbours"`
@@ -41,31 +46,74 @@ type Summary struct {
 	// posteriors (only for C <= stages.MaxDenseClasses).
 	Transition [][]float64          `json:"transition,omitempty"`
 	Shards     []stages.ShardReport `json:"shards"`
+	// Skipped lists input files left out, with why ("x.parquet: no rows,
+	// skipped").
+	Skipped []string `json:"skipped,omitempty"`
 	// Metrics are the pipeline's Beam counters (namespace relabel), summed
 	// over steps.
 	Metrics map[string]int64   `json:"metrics,omitempty"`
 	Timings map[string]float64 `json:"timings_seconds"`
+	// Lake says what a table or incremental run covered (lake.go).
+	Lake *LakeSummary `json:"lake,omitempty"`
+	// Annotators describes the annotators file of an annotator-aware run.
+	Annotators *crowdstages.AnnotatorsReport `json:"annotators,omitempty"`
 }
 
-// Run plans, builds and executes one relabelling, then commits its output:
-// every shard is written under a temporary directory inside the output and
-// renamed into place only after the whole pipeline succeeded, so a failed run
-// leaves no output shard behind; an existing output is replaced only with
-// Config.Overwrite.
-func Run(ctx context.Context, cfg Config, exec Executor) (*Summary, error) {
+// Run plans, builds and executes one relabelling, then commits its output
+// (commit.go has the protocol): it locks the output, has the pipeline write
+// every file under a temporary directory inside it, and publishes them with
+// summary.json last, so that a reader trusting summary.json never sees a
+// partial or mixed output, a killed run leaves nothing a rerun cannot
+// replace, and a concurrent run on the same output fails fast. An existing
+// finished output, or any other file the run would replace, is replaced only
+// with Options.Overwrite.
+func Run(ctx context.Context, cfg Options, exec Executor) (*Summary, error) {
+	if cfg.lakeRun() {
+		return runTable(ctx, cfg, exec)
+	}
 	t0 := time.Now()
 	plan, err := MakePlan(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	cfg = plan.Config
+	cfg = plan.Options
+	for _, sk := range plan.Skipped {
+		progress.Notef("%s", sk)
+	}
+	progress.Report(progress.Event{Kind: progress.Planned, Rows: plan.Rows, Shards: len(plan.Shards), Rounds: plan.Options.Rounds})
+	if err := checkNotInput(cfg.Output, plan.inputPaths()); err != nil {
+		return nil, err
+	}
 	fs, err := blobio.For(cfg.Output)
 	if err != nil {
 		return nil, err
 	}
+	if err := fs.MkdirAll(ctx, cfg.Output); err != nil {
+		return nil, fmt.Errorf("relabel: creating %s: %w", cfg.Output, err)
+	}
+	tok := token()
+	unlock, err := lock(ctx, fs, cfg.Output, tok)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	faults.Point("locked")
+	removeStaleTemps(ctx, fs, cfg.Output)
+	pending, err := pendingFiles(ctx, fs, cfg.Output)
+	if err != nil {
+		return nil, err
+	}
+	files := plan.OutputNames()
 	if !cfg.Overwrite {
-		for _, s := range plan.Shards {
-			out := blobio.Join(cfg.Output, stages.OutputName(s.Path, cfg.Format))
+		guarded := append(append([]string(nil), files...), summaryName)
+		if cfg.Report {
+			guarded = append(guarded, ReportName)
+		}
+		for _, name := range guarded {
+			out := blobio.Join(cfg.Output, name)
+			if pending[name] {
+				continue // left by an interrupted commit: ours to replace
+			}
 			if ok, err := fs.Exists(ctx, out); err != nil {
 				return nil, err
 			} else if ok {
@@ -73,7 +121,7 @@ func Run(ctx context.Context, cfg Config, exec Executor) (*Summary, error) {
 			}
 		}
 	}
-	tmp := blobio.Join(cfg.Output, ".relabel-tmp-"+token())
+	tmp := blobio.Join(cfg.Output, tmpPrefix+tok)
 	if err := fs.MkdirAll(ctx, tmp); err != nil {
 		return nil, fmt.Errorf("relabel: creating %s: %w", tmp, err)
 	}
@@ -83,40 +131,67 @@ func Run(ctx context.Context, cfg Config, exec Executor) (*Summary, error) {
 			removeAll(context.WithoutCancel(ctx), fs, tmp, plan)
 		}
 	}()
-	if cfg.SpillDir != "" && cfg.Neighbours == NeighboursIVF {
-		if err := os.MkdirAll(cfg.SpillDir, 0o755); err != nil {
-			return nil, fmt.Errorf("relabel: --spill-dir: %w", err)
-		}
-		if plan.Spill, err = os.MkdirTemp(cfg.SpillDir, "relabel-spill-"); err != nil {
+	if dir := cfg.SpillDir.Or(""); dir != "" && dir != "none" && plan.Mode == NeighboursIVF {
+		if plan.Spill, err = makeSpill(dir, tok); err != nil {
 			return nil, fmt.Errorf("relabel: --spill-dir: %w", err)
 		}
 		defer os.RemoveAll(plan.Spill)
 	}
 	tPlan := time.Since(t0)
 
-	p, s := beam.NewPipelineWithRoot()
-	Build(s, plan, tmp)
-	t1 := time.Now()
-	res, err := exec(ctx, p)
+	sum, tRun, err := execute(ctx, fs, plan, tmp, exec)
 	if err != nil {
 		return nil, err
 	}
-	tRun := time.Since(t1)
+	sum.Timings = map[string]float64{
+		"plan":     tPlan.Seconds(),
+		"pipeline": tRun.Seconds(),
+		"total":    time.Since(t0).Seconds(),
+	}
+	b, err := json.MarshalIndent(sum, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	if err := blobio.WriteFile(ctx, fs, blobio.Join(tmp, summaryName), b); err != nil {
+		return nil, err
+	}
+	if err := commit(ctx, fs, tmp, cfg.Output, plan.written(ctx, fs, tmp, files), tok); err != nil {
+		return nil, err
+	}
+	committed = true
+	removeAll(ctx, fs, tmp, plan)
+	return sum, nil
+}
 
+// summarise gathers the shard reports the pipeline wrote into tmp, and its
+// counters, into a summary.
+func summarise(ctx context.Context, fs blobio.FS, tmp string, plan *Plan, res beam.PipelineResult) (*Summary, error) {
+	cfg := plan.Options
+	input := cfg.Input
+	if input == "" {
+		input = cfg.Annotations
+	}
 	sum := &Summary{
-		Version: Version, Input: cfg.Input, Output: cfg.Output, Rows: 0, Classes: plan.C,
-		ClassNames: plan.ClassNames, Neighbours: neighbourMode(cfg), Device: plan.Device, Options: cfg.OptionMap(),
+		Version: Version, Input: input, Output: cfg.Output, Rows: 0, Classes: plan.C,
+		ClassNames: plan.ClassNames, Neighbours: plan.Mode, Device: plan.Device, Options: plan.OptionMap(),
 		ChangedFrom: make([]int64, plan.C), ChangedTo: make([]int64, plan.C),
 	}
+	for _, sk := range plan.Skipped {
+		sum.Skipped = append(sum.Skipped, sk.String())
+	}
 	var trans []float64
-	for _, sh := range plan.Shards {
-		name := stages.OutputName(sh.Path, cfg.Format)
+	names, inputs := plan.shardFiles()
+	for k, name := range names {
 		var rep stages.ShardReport
-		if err := readJSON(ctx, fs, blobio.Join(tmp, name+".report.json"), &rep); err != nil {
-			return nil, fmt.Errorf("relabel: shard %s produced no output: %w", sh.Path, err)
+		if err := readJSON(ctx, fs, blobio.Join(tmp, name+resultio.ReportSuffix), &rep); err != nil {
+			if plan.Crowd != nil && plan.Crowd.LabelOnly {
+				continue // an empty bucket writes no shard
+			}
+			return nil, fmt.Errorf("relabel: shard %s produced no output: %w", inputs[k], err)
 		}
 		sum.Rows += rep.Rows
 		sum.Changed += rep.Changed
+		sum.Unresolved += rep.Unresolved
 		for c := range rep.ChangedFrom {
 			sum.ChangedFrom[c] += rep.ChangedFrom[c]
 			sum.ChangedTo[c] += rep.ChangedTo[c]
@@ -149,12 +224,6 @@ func Run(ctx context.Context, cfg Config, exec Executor) (*Summary, error) {
 			}
 		}
 	}
-	// Commit: shards first, summary last (its presence marks a complete output).
-	for _, sh := range sum.Shards {
-		if err := fs.Rename(ctx, blobio.Join(tmp, sh.Output), blobio.Join(cfg.Output, sh.Output)); err != nil {
-			return nil, fmt.Errorf("relabel: committing %s: %w", sh.Output, err)
-		}
-	}
 	if res != nil {
 		sum.Metrics = map[string]int64{}
 		for _, c := range res.Metrics().AllMetrics().Counters() {
@@ -163,34 +232,14 @@ func Run(ctx context.Context, cfg Config, exec Executor) (*Summary, error) {
 			}
 		}
 	}
-	sum.Timings = map[string]float64{
-		"plan":     tPlan.Seconds(),
-		"pipeline": tRun.Seconds(),
-		"total":    time.Since(t0).Seconds(),
+	if plan.Crowd != nil {
+		name := crowdstages.AnnotatorsName(cfg.Format)
+		sum.Annotators = &crowdstages.AnnotatorsReport{}
+		if err := readJSON(ctx, fs, blobio.Join(tmp, name+resultio.ReportSuffix), sum.Annotators); err != nil {
+			return nil, fmt.Errorf("relabel: no annotators file: %w", err)
+		}
 	}
-	b, err := json.MarshalIndent(sum, "", "  ")
-	if err != nil {
-		return nil, err
-	}
-	if err := writeFile(ctx, fs, blobio.Join(tmp, "summary.json"), b); err != nil {
-		return nil, err
-	}
-	if err := fs.Rename(ctx, blobio.Join(tmp, "summary.json"), blobio.Join(cfg.Output, "summary.json")); err != nil {
-		return nil, err
-	}
-	committed = true
-	removeAll(ctx, fs, tmp, plan)
 	return sum, nil
-}
-
-func neighbourMode(cfg Config) string {
-	if cfg.Neighbours != "" && cfg.Neighbours != NeighboursAuto {
-		return cfg.Neighbours
-	}
-	if cfg.Engine.Candidates > 0 {
-		return "sample"
-	}
-	return "exact"
 }
 
 // token names a run's temporary directory (not an input to any output byte).
@@ -204,38 +253,37 @@ func token() string {
 
 // removeAll deletes the temporary directory's known files and the directory.
 func removeAll(ctx context.Context, fs blobio.FS, tmp string, plan *Plan) {
-	for _, sh := range plan.Shards {
-		name := stages.OutputName(sh.Path, plan.Config.Format)
+	for _, name := range plan.OutputNames() {
 		fs.Remove(ctx, blobio.Join(tmp, name))
-		fs.Remove(ctx, blobio.Join(tmp, name+".report.json"))
+		fs.Remove(ctx, blobio.Join(tmp, name+resultio.ReportSuffix))
 	}
-	fs.Remove(ctx, blobio.Join(tmp, "summary.json"))
+	fs.Remove(ctx, blobio.Join(tmp, summaryName))
+	fs.Remove(ctx, blobio.Join(tmp, journalName))
 	fs.Remove(ctx, tmp)
 }
 
 func readJSON(ctx context.Context, fs blobio.FS, path string, v any) error {
-	f, err := fs.Open(ctx, path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.NewSectionReader(f, 0, f.Size()))
+	b, err := blobio.ReadFile(ctx, fs, path)
 	if err != nil {
 		return err
 	}
 	return json.Unmarshal(b, v)
 }
 
-func writeFile(ctx context.Context, fs blobio.FS, path string, b []byte) error {
-	w, err := fs.Create(ctx, path)
+// execute builds plan's pipeline writing into tmp, runs it with exec and
+// sums its shards' reports into the run's summary (without timings).
+func execute(ctx context.Context, fs blobio.FS, plan *Plan, tmp string, exec Executor) (*Summary, time.Duration, error) {
+	p, s := beam.NewPipelineWithRoot()
+	Build(s, plan, tmp)
+	t1 := time.Now()
+	progress.StageStarted("reading")
+	res, err := exec(ctx, p)
 	if err != nil {
-		return err
+		return nil, 0, err
 	}
-	if _, err := w.Write(b); err != nil {
-		w.Close()
-		return err
-	}
-	return w.Close()
+	tRun := time.Since(t1)
+	faults.Point("pipeline-done")
+	progress.StageStarted("committing")
+	sum, err := summarise(ctx, fs, tmp, plan, res)
+	return sum, tRun, err
 }
-
-var _ = errors.New

@@ -28,10 +28,9 @@ const digits = "../testdata/digits/noisy-idn-0.4-part-*.parquet"
 func relabelDigits(t *testing.T, ctx context.Context, o runners.Options) string {
 	t.Helper()
 	out := t.TempDir()
-	e := pipelines.DefaultEngine()
-	e.Rounds = 4
-	e.Mixture.L = 100
-	cfg := pipelines.Config{Input: digits, Output: out, Format: shardio.Parquet, Engine: e}
+	cfg := pipelines.Defaults()
+	cfg.Rounds, cfg.L = 4, 100
+	cfg.Input, cfg.Output, cfg.Format = digits, out, shardio.Parquet
 	exec := func(ctx context.Context, p *beam.Pipeline) (beam.PipelineResult, error) {
 		return runners.Run(ctx, p, o)
 	}

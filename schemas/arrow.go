@@ -65,8 +65,10 @@ func PosteriorType(k LabelKind) arrow.DataType {
 
 // OutputSchema is the schema of an output shard: id; label (or labels, a list,
 // when the input had several annotations per row) as given, null when the
-// input label was null; clean_label; clean_prob; given_label_prob (null when
-// unlabelled); changed; posterior. meta becomes the schema metadata, keys
+// input label was null; clean_label and clean_prob (null for an unlabelled
+// row that no labelled row reached through its neighbours within the rounds:
+// nothing is known of it); given_label_prob (null when unlabelled); changed;
+// posterior (empty when clean_label is null). meta becomes the schema metadata, keys
 // sorted so that equal options give byte-identical files.
 func OutputSchema(id IDKind, label LabelKind, multi bool, meta map[string]string) *arrow.Schema {
 	lt := LabelType(label)
@@ -77,8 +79,8 @@ func OutputSchema(id IDKind, label LabelKind, multi bool, meta map[string]string
 	fields := []arrow.Field{
 		{Name: ColID, Type: IDType(id)},
 		given,
-		{Name: ColCleanLabel, Type: lt},
-		{Name: ColCleanProb, Type: arrow.PrimitiveTypes.Float32},
+		{Name: ColCleanLabel, Type: lt, Nullable: true},
+		{Name: ColCleanProb, Type: arrow.PrimitiveTypes.Float32, Nullable: true},
 		{Name: ColGivenLabelProb, Type: arrow.PrimitiveTypes.Float32, Nullable: true},
 		{Name: ColChanged, Type: arrow.FixedWidthTypes.Boolean},
 		{Name: ColPosterior, Type: PosteriorType(label)},

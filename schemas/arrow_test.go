@@ -16,11 +16,11 @@ func TestOutputSchema(t *testing.T) {
 		want  string // the schema's field list, as arrow prints it
 	}{
 		{"int64 ids, int32 label", IDInt64, LabelInt32, false,
-			"id: int64, label: int32 (nullable), clean_label: int32, clean_prob: float32, given_label_prob: float32 (nullable), changed: bool, posterior: list<item: struct<class: int32, prob: float32>>"},
+			"id: int64, label: int32 (nullable), clean_label: int32 (nullable), clean_prob: float32 (nullable), given_label_prob: float32 (nullable), changed: bool, posterior: list<item: struct<class: int32, prob: float32>>"},
 		{"string ids, string label", IDString, LabelString, false,
-			"id: utf8, label: utf8 (nullable), clean_label: utf8, clean_prob: float32, given_label_prob: float32 (nullable), changed: bool, posterior: list<item: struct<class: utf8, prob: float32>>"},
+			"id: utf8, label: utf8 (nullable), clean_label: utf8 (nullable), clean_prob: float32 (nullable), given_label_prob: float32 (nullable), changed: bool, posterior: list<item: struct<class: utf8, prob: float32>>"},
 		{"int64 labels list", IDInt64, LabelInt64, true,
-			"id: int64, labels: list<item: int64, nullable> (nullable), clean_label: int64, clean_prob: float32, given_label_prob: float32 (nullable), changed: bool, posterior: list<item: struct<class: int64, prob: float32>>"},
+			"id: int64, labels: list<item: int64, nullable> (nullable), clean_label: int64 (nullable), clean_prob: float32 (nullable), given_label_prob: float32 (nullable), changed: bool, posterior: list<item: struct<class: int64, prob: float32>>"},
 	} {
 		s := OutputSchema(tc.id, tc.label, tc.multi, nil)
 		got := ""

@@ -36,8 +36,15 @@ const (
 	LabelString
 )
 
-// Unlabelled marks a missing (null) label in Rows.Labels.
+// Unlabelled marks a missing (null) label in Rows.Labels: a null single
+// label, or a null inside a list of annotations.
 const Unlabelled = -1
+
+// EmptyList, alone in a row's Labels, marks a list of annotations that is
+// present but empty ([]), as distinct from a null list, which has no entries:
+// the output gives the labels back as they came. Like Unlabelled it is
+// negative, so that everything counting annotations passes it by.
+const EmptyList = -2
 
 // Rows is a batch of input rows of one shard (one Parquet row group or one Arrow
 // record batch, possibly split): the element the reader emits. Features of float64
@@ -55,7 +62,9 @@ type Rows struct {
 	Features []float32
 	// Labels holds each row's annotations: row i's are
 	// Labels[LabelOff[i]:LabelOff[i+1]]; a single-label column gives one per row
-	// (Unlabelled for null). len(LabelOff) == len(IDs)+1.
+	// (Unlabelled for null). A list column gives its entries in order
+	// (Unlabelled for a null entry), none for a null list and the one entry
+	// EmptyList for an empty list. len(LabelOff) == len(IDs)+1.
 	Labels   []int32
 	LabelOff []int32
 	// Multi is true when the input had a list column of annotations.

@@ -1,10 +1,10 @@
 #!/bin/sh
 # Runs relabel's quality benchmark (issue 4): relabel with its defaults
-# (pipelines.DefaultEngine) over every cell of the dev grid in ../shared/data,
+# (pipelines.Defaults) over every cell of the dev grid in ../shared/data,
 # scored against the truth and the baselines, and rewrites the generated
 # section of docs/QUALITY.md. Extra arguments go to the test binary, e.g.
 #   scripts/quality.sh -without fashion_mnist_pca50     # the quick look
 #   scripts/quality.sh -data /path/to/data              # another data folder
 set -eu
 cd "$(dirname "$0")/.."
-exec go test ./transforms/evaluate/harness -quality -run '^TestQuality$' -timeout 4h -v "$@"
+exec go test ./internal/quality -quality -run '^TestQuality$' -timeout 4h -v "$@"

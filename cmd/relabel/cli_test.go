@@ -63,7 +63,7 @@ func TestCLITestdataShards(t *testing.T) {
 	out := outDir(t, "testdata-digits")
 	r := sharedRun(t, "run", "--input", digitsShards, "--output", out)
 
-	want := []string{"noisy-idn-0.4-part-0000.arrow", "noisy-idn-0.4-part-0001.arrow", "summary.json"}
+	want := []string{"noisy-idn-0.4-part-0000.arrow", "noisy-idn-0.4-part-0001.arrow", "report.html", "summary.json"}
 	if got := listDir(t, out); !slices.Equal(got, want) {
 		t.Fatalf("output directory holds %q, want %q", got, want)
 	}
@@ -110,6 +110,7 @@ func TestCLITestdataShards(t *testing.T) {
 			Rows          int64
 		} `json:"shards"`
 		Options map[string]string `json:"options"`
+		Metrics map[string]int64  `json:"metrics"`
 	}
 	b, err := os.ReadFile(filepath.Join(out, "summary.json"))
 	if err != nil {
@@ -138,6 +139,11 @@ func TestCLITestdataShards(t *testing.T) {
 	if len(sum.Shards) != 2 || sum.Shards[0].Rows+sum.Shards[1].Rows != 1797 {
 		t.Errorf("summary shards %+v, want two summing to 1797 rows", sum.Shards)
 	}
+	// Every item runs each of the 10 rounds once; each row is read and
+	// written once.
+	if m := sum.Metrics; m["item_rounds"] != 10*1797 || m["rows_read"] != 1797 || m["rows_written"] != 1797 || m["labels_changed"] != changed {
+		t.Errorf("summary metrics %v, want item_rounds 17970, rows_read and rows_written 1797, labels_changed %d", m, changed)
+	}
 	if sum.Options["seed"] != "1" || sum.Options["rounds"] != "10" {
 		t.Errorf("summary options %v, want the defaults seed 1 and rounds 10", sum.Options)
 	}
@@ -145,15 +151,28 @@ func TestCLITestdataShards(t *testing.T) {
 		t.Errorf("stdout %q does not say how many rows were relabelled and where the output went", r.stdout)
 	}
 
-	// Progress: rows read (every unit) and rounds appear on stderr.
+	// Progress in a log (no terminal): a plain line per stage, per tenth
+	// of the rows read and per round; none of Beam's or Prism's INFO lines.
 	for _, p := range []string{
-		"relabel: read ../../testdata/digits/noisy-idn-0.4-part-0000.parquet rows 0..512",
-		"relabel: read ../../testdata/digits/noisy-idn-0.4-part-0001.parquet rows 512..898",
-		"relabel: round 1/10 started",
-		"relabel: round 10/10 started",
+		"relabel: 1,797 rows in 2 shard(s), 10 rounds\n",
+		"relabel: read 1,797/1,797 rows\n",
+		"relabel: round 1/10\n",
+		"relabel: round 10/10\n",
+		"relabel: committing\n",
 	} {
-		if !strings.Contains(r.stderr, p) {
-			t.Errorf("stderr lacks progress line %q:\n%s", p, tail(r.stderr, 3000))
+		if strings.Count(r.stderr, p) != 1 {
+			t.Errorf("stderr lacks exactly one progress line %q:\n%s", p, tail(r.stderr, 3000))
+		}
+	}
+	for _, noise := range []string{"level=INFO", "Staged binary", "job-001", "pipeline done"} {
+		if strings.Contains(r.stderr, noise) {
+			t.Errorf("stderr shows Beam's INFO noise %q without --verbose:\n%s", noise, tail(r.stderr, 3000))
+		}
+	}
+	// The text report: noisiest classes, pairs, suspects, where the page is.
+	for _, p := range []string{"Noisiest classes", "Most changed pairs", "Likeliest wrong labels", "relabel: report in " + filepath.Join(out, "report.html")} {
+		if !strings.Contains(r.stdout, p) {
+			t.Errorf("stdout lacks %q:\n%s", p, r.stdout)
 		}
 	}
 

@@ -1,19 +1,29 @@
 // Command relabel finds and fixes wrong class labels in Parquet/Arrow datasets
 // of embeddings. `relabel run` runs the relabelling pipeline (Apache Beam; the
 // embedded Prism runner by default), `relabel noise` writes a noisy copy of a
-// clean dataset, `relabel eval` scores cleaned output against the truth.
+// clean dataset, `relabel eval` scores cleaned output against the truth,
+// `relabel report` writes report.html for an output, `relabel synth` writes a
+// synthetic dataset for scale runs. One file per command (run.go, noise.go,
+// eval.go, report.go, synth.go); this one dispatches and holds what they
+// share. Files are read and written through io/ (shardio, resultio,
+// reportio): the only Arrow here is the allocator eval hands resultio.
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"strings"
+	"syscall"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+
+	"github.com/relabel/relabel/io/blobio"
+	"github.com/relabel/relabel/io/shardio"
 )
 
 const usage = `relabel finds and fixes wrong class labels in datasets of embeddings.
@@ -22,6 +32,8 @@ Usage:
   relabel run   --input GLOB --output DIR [options]   relabel shards (see relabel run -h)
   relabel noise --input FILE --output FILE [options]  write a noisy copy of a clean dataset
   relabel eval  --output DIR --truth FILE [options]   score cleaned output against the truth
+  relabel report DIR [--out FILE] [--top N]          write report.html for an output directory
+  relabel synth --output DIR [options]               write a synthetic dataset (for scale runs)
   relabel version
 `
 
@@ -34,13 +46,49 @@ func main() {
 		os.Exit(0)
 	}
 	beam.Init()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	os.Exit(dispatch(ctx, os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(dispatch(signalContext(), os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// signalContext is cancelled by SIGINT or SIGTERM (what a scheduler, a
+// container runtime or systemd sends), with the signal as its cause: the run
+// stops, removes its temporary and spill files, commits nothing and releases
+// the output's lock. A second signal exits at once.
+func signalContext() context.Context {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		s := <-sigs
+		cancel(interrupted{s})
+		s = <-sigs
+		os.Exit(exitCode(s))
+	}()
+	return ctx
+}
+
+// interrupted is the cause of a run stopped by a signal.
+type interrupted struct{ sig os.Signal }
+
+func (i interrupted) Error() string { return "interrupted by " + sigName(i.sig) }
+
+func sigName(s os.Signal) string {
+	if s == syscall.SIGTERM {
+		return "SIGTERM"
+	}
+	return "SIGINT"
+}
+
+// exitCode is the shell's convention for death by a signal: 128 + its number.
+func exitCode(s os.Signal) int {
+	if n, ok := s.(syscall.Signal); ok {
+		return 128 + int(n)
+	}
+	return 130
 }
 
 // dispatch runs a subcommand and returns the exit status: 0 on success, 1 on
-// a failed run (one clear line on stderr), 2 on bad usage.
+// a failed run (one clear line on stderr), 2 on bad usage (naming the flag),
+// 128+n when stopped by signal n (130 SIGINT, 143 SIGTERM).
 func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
@@ -50,6 +98,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	switch args[0] {
 	case "run":
 		err = runCmd(ctx, args[1:], stdout, stderr)
+	case "report":
+		err = reportCmd(ctx, args[1:], stdout, stderr)
 	case "noise":
 		err = noiseCmd(ctx, args[1:], stdout, stderr)
 	case "eval":
@@ -72,6 +122,11 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if err == flag.ErrHelp {
 		return 0
 	}
+	var in interrupted
+	if errors.As(context.Cause(ctx), &in) {
+		fmt.Fprintf(stderr, "relabel %s: %v: stopped; nothing was committed, the output is as it was before this run\n", args[0], in)
+		return exitCode(in.sig)
+	}
 	if ue, ok := err.(usageError); ok {
 		fmt.Fprintf(stderr, "relabel %s: %v\n", args[0], ue.error)
 		return 2
@@ -81,3 +136,46 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 }
 
 type usageError struct{ error }
+
+// parseFlags parses args into fs and rejects positional arguments.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return err
+		}
+		return usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
+	}
+	return nil
+}
+
+// formatFor picks the output format: the flag, else the path's extension.
+func formatFor(path, flagValue string) (shardio.Format, error) {
+	if flagValue != "" {
+		return shardio.ParseFormat(flagValue)
+	}
+	switch ext := strings.ToLower(path[strings.LastIndex(path, ".")+1:]); ext {
+	case "arrow", "ipc", "feather":
+		return shardio.ArrowFile, nil
+	}
+	return shardio.Parquet, nil
+}
+
+// notExists fails when path exists (the commands that write a file refuse
+// to replace one unless told).
+func notExists(ctx context.Context, path string) error {
+	fsys, err := blobio.For(path)
+	if err != nil {
+		return err
+	}
+	ok, err := fsys.Exists(ctx, path)
+	if err != nil {
+		return err
+	}
+	if ok {
+		return fmt.Errorf("relabel: %s exists (pass --overwrite to replace it)", path)
+	}
+	return nil
+}

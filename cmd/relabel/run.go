@@ -6,130 +6,154 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"golang.org/x/term"
 
-	"github.com/relabel/relabel/io/shardio"
+	"github.com/relabel/relabel/internal/progress"
+	"github.com/relabel/relabel/io/reportio"
 	"github.com/relabel/relabel/pipelines"
 	"github.com/relabel/relabel/runners"
-	"github.com/relabel/relabel/schemas"
-	"github.com/relabel/relabel/transforms/engine"
-	"github.com/relabel/relabel/transforms/knn"
-	"github.com/relabel/relabel/transforms/mixture"
 )
 
 func version() string { return pipelines.Version }
 
-// runFlags binds every option of `relabel run` to a Config.
-type runFlags struct {
-	fs                             *flag.FlagSet
-	cfg                            pipelines.Config
-	format, metric, weights, em    string
-	idCol, featCol, labelCol, lbls string
-	classNames                     string
-	noStd                          bool
+// isTerminal reports whether w is a terminal (the live progress line is drawn
+// only there; a log gets plain lines).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-func newRunFlags(stderr io.Writer) *runFlags {
-	f := &runFlags{fs: flag.NewFlagSet("run", flag.ContinueOnError)}
-	fs := f.fs
-	fs.SetOutput(stderr)
-	c := &f.cfg
-	e := &c.Engine
-	m := &e.Mixture
-	d := pipelines.DefaultEngine()
-	dm := d.Mixture
-	fs.StringVar(&c.Input, "input", "", "input shards: a glob of Parquet or Arrow IPC files, local or gs:// (required)")
-	fs.StringVar(&c.Output, "output", "", "output directory, local or gs:// (required)")
-	fs.StringVar(&f.format, "format", "arrow", "output format: arrow (IPC file) or parquet")
-	fs.BoolVar(&c.Overwrite, "overwrite", false, "replace outputs of an earlier run")
-	fs.StringVar(&f.idCol, "id-column", schemas.ColID, "id column (int64 or string, unique)")
-	fs.StringVar(&f.featCol, "features-column", schemas.ColFeatures, "features column (fixed_size_list or list of float32/float64)")
-	fs.StringVar(&f.labelCol, "label-column", schemas.ColLabel, "single noisy label column (int32/int64 or string; null = unlabelled)")
-	fs.StringVar(&f.lbls, "labels-column", schemas.ColLabels, "list-of-annotations column, used when there is no label column")
-	fs.IntVar(&c.Classes, "classes", 0, "number of classes C of integer labels (default: one more than the largest label)")
-	fs.StringVar(&f.classNames, "class-names", "", "comma-separated class set of string labels (default: every label seen)")
+// runFlags binds every option of `relabel run` to a pipelines.Options: the
+// flags themselves (names, docs, checks) are pipelines.Flags.
+type runFlags struct {
+	fs   *flag.FlagSet
+	opts pipelines.Options
+	// beam lists Beam's own flags (--runner, --endpoint, --project, ...),
+	// accepted as they are and shown apart in -h.
+	beam []*flag.Flag
+	help io.Writer
+}
 
-	fs.IntVar(&e.K, "k", d.K, "neighbours per item")
-	fs.StringVar(&f.metric, "metric", "l2", "neighbour distance: l2 (squared Euclidean) or cosine")
-	fs.BoolVar(&f.noStd, "no-standardise", !d.Standardise, "search neighbours on raw features instead of z-scored ones")
-	fs.IntVar(&e.Candidates, "candidates", d.Candidates, "candidate set size neighbours are searched in (0 = all items; the paper uses 15000)")
-	fs.StringVar(&c.Neighbours, "neighbours", "auto", "where neighbours are searched: exact (all items), sample (--candidates subset), ivf (k-means partitions, for large inputs) or auto (by size)")
-	fs.IntVar(&c.Partitions, "partitions", 0, "ivf: k-means partitions (default rows/500)")
-	fs.IntVar(&c.NProbe, "nprobe", 0, "ivf: partitions each item is stored in (default 8)")
-	fs.IntVar(&c.WaveMiB, "wave-mib", 0, "ivf with --spill-dir none: MiB one wave of the search or of a round shuffles (default 128 on the embedded runner, no waves elsewhere; -1: no waves)")
-	fs.StringVar(&c.SpillDir, "spill-dir", "", "ivf on the embedded runner: local directory under which blocks and states wait between stages, instead of in the runner's memory (default: the system temporary directory; none: keep them in memory)")
-	fs.StringVar(&f.weights, "weights", d.Weighting.String(), "neighbour weights: llc (locality-constrained linear coding), uniform, or blend (their average)")
-	fs.Float64Var(&e.LLC.Lambda, "llc-lambda", 0, "LLC locality adaptor weight (0 = the paper's plain LLC)")
-	fs.Float64Var(&e.LLC.Sigma, "llc-sigma", 1, "LLC locality adaptor scale")
-	fs.IntVar(&e.Rounds, "rounds", d.Rounds, "relabelling rounds")
-	fs.IntVar(&m.C0, "c0", dm.C0, "classes kept per item's posterior (default min(C, 10))")
-	fs.IntVar(&m.L, "l", dm.L, "count vectors sampled per item per round")
-	fs.IntVar(&m.N, "n", dm.N, "trials per count vector (default 2*c0-1, the identifiability bound)")
-	fs.Float64Var(&m.Mu, "mu", dm.Mu, "weight of the item's own state in its mixture (neighbours get 1-mu)")
-	fs.Float64Var(&m.Gamma, "gamma", dm.Gamma, "momentum of the state update (0 = EM output replaces the state)")
-	fs.Float64Var(&m.Alpha, "alpha", dm.Alpha, "Dirichlet prior of pi")
-	fs.Float64Var(&m.Beta, "beta", dm.Beta, "Dirichlet prior of rho rows")
-	fs.IntVar(&m.EMIters, "em-iters", dm.EMIters, "EM iterations per round")
-	fs.StringVar(&f.em, "em-variant", dm.Variant.String(), "EM variant: paper (sample once, warm start) or code (authors' code: re-initialise, re-sample every iteration)")
-	fs.Float64Var(&m.Smooth, "smooth", dm.Smooth, "label smoothing of the initial transition rows")
-	fs.Float64Var(&m.Anchor, "anchor", dm.Anchor, "weight of the given labels as an extra mixture component every round")
-	fs.Float64Var(&m.AnnotationWeight, "annotation-weight", dm.AnnotationWeight, "weight per extra annotation of an item's given labels as a mixture component every round")
-	fs.Uint64Var(&m.Seed, "seed", dm.Seed, "seed of all sampling (with item id and round)")
-	fs.StringVar(&c.Device, "device", "auto", "kNN/LLC kernels: cpu, cuda (needs a -tags cuda build and a GPU) or auto")
-	fs.IntVar(&e.Workers, "workers", 0, "goroutines per stage (default GOMAXPROCS)")
-	// Beam's own flags (--runner, --endpoint, --environment_type,
-	// --worker_binary, --project, --region, --temp_location, ...) are accepted
-	// as they are: they live on flag.CommandLine, where Beam and
+func newRunFlags(stdout io.Writer) *runFlags {
+	f := &runFlags{fs: flag.NewFlagSet("run", flag.ContinueOnError), opts: pipelines.Defaults()}
+	// The flag package's own messages are replaced by relabel's one line
+	// (flagError); help goes to stdout, asked for.
+	f.fs.SetOutput(io.Discard)
+	f.opts.Bind(f.fs)
+	// Beam's own flags live on flag.CommandLine, where Beam and
 	// runners.FromFlags read them.
 	flag.CommandLine.VisitAll(func(g *flag.Flag) {
-		if fs.Lookup(g.Name) == nil {
-			fs.Var(g.Value, g.Name, g.Usage)
+		if f.fs.Lookup(g.Name) == nil {
+			f.fs.Var(g.Value, g.Name, g.Usage)
+			f.beam = append(f.beam, g)
 		}
 	})
+	f.fs.Usage = func() {}
+	f.help = stdout
 	return f
+}
+
+// usage prints relabel's own flags by group, then Beam's runner flags apart.
+func (f *runFlags) usage(w io.Writer) {
+	fmt.Fprintf(w, "Usage: relabel run --input GLOB --output DIR [options]\n")
+	fmt.Fprintf(w, "       relabel run --catalog sqlite:///PATH/catalog.db --input-table NS.T --output-table NS.T [--incremental] [options]\n")
+	for _, g := range pipelines.Groups {
+		fmt.Fprintf(w, "\n%s:\n", g)
+		for _, fl := range pipelines.Flags {
+			if fl.Group != g {
+				continue
+			}
+			name := "--" + fl.Name
+			if typ := flagType(f.fs.Lookup(fl.Name)); typ != "" {
+				name += " " + typ
+			}
+			def := fl.DefaultText()
+			if def != "" && def != "false" {
+				fmt.Fprintf(w, "  %-24s %s (default %s)\n", name, fl.Usage, def)
+			} else {
+				fmt.Fprintf(w, "  %-24s %s\n", name, fl.Usage)
+			}
+		}
+	}
+	fmt.Fprintf(w, "\nRunner flags (Apache Beam's; see runners/README.md): ")
+	var names []string
+	for _, g := range f.beam {
+		names = append(names, "--"+g.Name)
+	}
+	fmt.Fprintf(w, "%s\n", strings.Join(names, " "))
+}
+
+// flagType names the kind of value a flag takes, for help ("" for booleans).
+func flagType(fl *flag.Flag) string {
+	if fl == nil {
+		return ""
+	}
+	if b, ok := fl.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+		return ""
+	}
+	name, _ := flag.UnquoteUsage(fl)
+	if name == "value" {
+		return "X"
+	}
+	return name
 }
 
 func (f *runFlags) parse(args []string) error {
 	if err := f.fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
+			f.usage(f.help)
 			return err
 		}
-		return usageError{err}
+		return usageError{flagError(err)}
 	}
 	if f.fs.NArg() > 0 {
-		return usageError{fmt.Errorf("unexpected arguments %q", f.fs.Args())}
+		return usageError{fmt.Errorf("unexpected arguments %q (flags come as --name value)", f.fs.Args())}
 	}
-	c := &f.cfg
-	var err error
-	if c.Format, err = shardio.ParseFormat(f.format); err != nil {
-		return usageError{err}
-	}
-	switch f.metric {
-	case "l2":
-		c.Engine.Metric = knn.L2
-	case "cosine":
-		c.Engine.Metric = knn.Cosine
-	default:
-		return usageError{fmt.Errorf("--metric %q: want l2 or cosine", f.metric)}
-	}
-	if c.Engine.Weighting, err = engine.ParseWeighting(f.weights); err != nil {
-		return usageError{err}
-	}
-	if c.Engine.Mixture.Variant, err = mixture.ParseVariant(f.em); err != nil {
-		return usageError{err}
-	}
-	c.Engine.Standardise = !f.noStd
-	c.Columns = schemas.Columns{ID: f.idCol, Features: f.featCol, Label: f.labelCol, Labels: f.lbls}
+	o := &f.opts
 	if !flagSet(f.fs, "label-column") && flagSet(f.fs, "labels-column") {
-		c.Columns.Label = ""
+		o.Columns.Label = ""
 	}
-	if f.classNames != "" {
-		c.ClassNames = strings.Split(f.classNames, ",")
+	if err := o.Validate(); err != nil {
+		return usageError{err}
 	}
 	return nil
+}
+
+// flagError rewrites the flag package's parse errors in relabel's terms:
+// "invalid value "x" for flag -k: want an integer" -> "--k x: want an integer".
+func flagError(err error) error {
+	msg := err.Error()
+	if rest, ok := strings.CutPrefix(msg, "invalid value "); ok {
+		if q, after, ok := strings.Cut(rest, " for flag -"); ok {
+			if name, why, ok := strings.Cut(after, ": "); ok {
+				if v, uerr := strconv.Unquote(q); uerr == nil {
+					q = v
+				}
+				return fmt.Errorf("--%s %s: %s", name, q, why)
+			}
+		}
+	}
+	if rest, ok := strings.CutPrefix(msg, "invalid boolean value "); ok {
+		if q, after, ok := strings.Cut(rest, " for -"); ok {
+			if name, why, ok := strings.Cut(after, ": "); ok {
+				return fmt.Errorf("--%s=%s: %s", name, strings.Trim(q, `"`), why)
+			}
+		}
+	}
+	if rest, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+		return fmt.Errorf("--%s: no such flag (relabel run -h lists them)", rest)
+	}
+	if rest, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok {
+		return fmt.Errorf("--%s: needs a value", rest)
+	}
+	return err
 }
 
 func flagSet(fs *flag.FlagSet, name string) bool {
@@ -146,40 +170,50 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 var errDryRun = errors.New("relabel: dry run")
 
 func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	f := newRunFlags(stderr)
+	f := newRunFlags(stdout)
 	if err := f.parse(args); err != nil {
 		return err
 	}
+	o := f.opts
 	ro := runners.FromFlags()
-	if ro.Runner == "" || ro.Runner == "direct" {
+	if ro.Runner == "direct" {
 		ro.Runner = runners.Prism
 	}
 	if err := ro.Validate(); err != nil {
 		return usageError{err}
 	}
-	if !flagSet(f.fs, "wave-mib") && ro.Runner != runners.Prism {
-		f.cfg.WaveMiB = -1 // waves bound the embedded runner's memory; elsewhere they only add stages
+	if a := flag.Lookup("async"); a != nil {
+		if err := runners.CheckAsync(a.Value.String()); err != nil {
+			return usageError{err}
+		}
 	}
-	// Spilling keeps ivf's blocks and states out of Prism's in-memory
-	// shuffle. It needs workers that share this process's disk (the LOOPBACK
-	// environment, Prism's default); a distributed runner's own shuffle
-	// spreads over workers and disks instead.
-	loopback := strings.EqualFold(ro.EnvironmentType, "LOOPBACK") || ro.EnvironmentType == "" && ro.Runner == runners.Prism
-	switch {
-	case f.cfg.SpillDir == "none":
-		f.cfg.SpillDir = ""
-	case f.cfg.SpillDir != "" && !loopback:
-		return usageError{fmt.Errorf("--spill-dir %s: spilling needs workers in this process (the embedded runner, or --environment_type=LOOPBACK)", f.cfg.SpillDir)}
-	case f.cfg.SpillDir == "" && ro.Runner == runners.Prism && loopback:
-		f.cfg.SpillDir = os.TempDir()
+	spill, err := ro.Spill(o.SpillDir.V, o.SpillDir.Set)
+	if err != nil {
+		return usageError{err}
 	}
-	// relabel commits the output after the job: Beam's --async would return
-	// before there is anything to commit.
-	if a := flag.Lookup("async"); a != nil && a.Value.String() == "true" {
-		return usageError{errors.New("--async is not supported: relabel waits for the job to finish, then commits its output")}
+	if spill == "" {
+		spill = "none"
 	}
-	// A Dataflow dry run prints the job and runs nothing: there is no output.
-	dryRun := strings.EqualFold(strings.TrimSpace(ro.Runner), runners.Dataflow) && ro.Dataflow.DryRun
+	o.SpillDir = pipelines.Some(spill)
+	if !o.WaveMiB.Set && !ro.Waves() {
+		o.WaveMiB = pipelines.Some(-1)
+	}
+	dryRun := ro.IsDryRun()
+	// A dry run's product is the job request Beam logs: keep Beam's log.
+	verbose := o.Verbose || dryRun
+	disp := progress.NewDisplay(stderr, isTerminal(stderr) && !verbose, time.Now)
+	var quiet *progress.Quiet
+	if !verbose {
+		// Beam and Prism log through slog's default logger: keep their
+		// warnings and errors (condensed) above the live line, drop the rest.
+		quiet = progress.NewQuiet(func(line string) { disp.Printf("%s", line) })
+		prev := slog.Default()
+		slog.SetDefault(slog.New(quiet))
+		defer slog.SetDefault(prev)
+	}
+	defer progress.Install(disp.Handle)()
+	disp.Start()
+	defer disp.Stop()
 	exec := func(ctx context.Context, p *beam.Pipeline) (beam.PipelineResult, error) {
 		res, err := runners.Run(ctx, p, ro)
 		if err == nil && dryRun {
@@ -187,17 +221,70 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 		return res, err
 	}
-	sum, err := pipelines.Run(ctx, f.cfg, exec)
+	sum, err := pipelines.Run(ctx, o, exec)
+	if quiet != nil {
+		if err == nil {
+			quiet.Flush()
+		} else if n := quiet.Dropped(); n > 0 {
+			if !hasCause(err) {
+				if c := quiet.Cause(causePrefixes...); c != "" {
+					err = fmt.Errorf("%w: %s", err, c)
+				}
+			}
+			disp.Printf("relabel: (%d lines of Beam's own log about this failure hidden: --verbose shows them)", n)
+		}
+	}
+	disp.Stop()
 	if errors.Is(err, errDryRun) {
 		fmt.Fprintln(stdout, "relabel: dry run: the Dataflow job request is printed on stderr; nothing was submitted or written")
 		return nil
 	}
+	var oe *pipelines.OptionError
+	if errors.As(err, &oe) {
+		return usageError{oe}
+	}
 	if err != nil {
 		return err
 	}
+	if sum.Lake != nil {
+		printLake(stdout, sum)
+		return nil
+	}
 	fmt.Fprintf(stdout, "relabel: %d rows relabelled, %d labels changed (%.1f%%); output in %s (summary.json beside the shards)\n",
 		sum.Rows, sum.Changed, 100*float64(sum.Changed)/float64(max(sum.Rows, 1)), sum.Output)
+	// The text and HTML reports are derived from the committed output, after
+	// the commit, in one pass over it: `relabel report DIR` writes the page
+	// again at any time. A failure here leaves the output complete.
+	rep, err := reportio.Build(ctx, sum.Output, reportio.Options{})
+	if err != nil {
+		fmt.Fprintf(stderr, "relabel run: the output is complete, but no report could be made: %s\n", oneLine(err))
+		return nil
+	}
+	fmt.Fprintln(stdout)
+	rep.Text(stdout, 5)
+	if o.Report {
+		path, err := rep.Save(ctx, "")
+		if err != nil {
+			fmt.Fprintf(stderr, "relabel run: the output is complete, but report.html was not written: %s\n", oneLine(err))
+			return nil
+		}
+		fmt.Fprintf(stdout, "\nrelabel: report in %s\n", path)
+	}
 	return nil
+}
+
+// causePrefixes start relabel's own error messages, which name the file,
+// row and column where they can.
+var causePrefixes = []string{"shardio: ", "annotio: ", "relabel: ", "stages: ", "ivfstages: ", "crowdstages: ", "blobio: ", "engine: ", "mixture: ", "schemas: ", "resultio: "}
+
+// hasCause reports whether err carries one of relabel's own messages.
+func hasCause(err error) bool {
+	for _, p := range causePrefixes {
+		if strings.Contains(err.Error(), p) {
+			return true
+		}
+	}
+	return false
 }
 
 // oneLine reduces an error to the line a user needs: Beam wraps DoFn errors in
@@ -206,7 +293,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 func oneLine(err error) string {
 	msg := err.Error()
 	best := -1
-	for _, p := range []string{"shardio: ", "relabel: ", "stages: ", "blobio: ", "engine: ", "mixture: ", "schemas: "} {
+	for _, p := range causePrefixes {
 		if i := strings.Index(msg, p); i >= 0 && (best < 0 || i < best) {
 			best = i
 		}
@@ -218,4 +305,20 @@ func oneLine(err error) string {
 		msg = msg[:i]
 	}
 	return strings.TrimSpace(msg)
+}
+
+// printLake says what a table run covered and committed (the report is for
+// output directories; the table's files are read by any Iceberg reader).
+func printLake(w io.Writer, sum *pipelines.Summary) {
+	l := sum.Lake
+	if l.NothingNew {
+		fmt.Fprintf(w, "relabel: nothing appended to %s since snapshot %d, which %s covers; nothing committed\n", l.InputTable, l.InputSnapshot, l.OutputTable)
+		return
+	}
+	kind := "full run"
+	if l.Incremental {
+		kind = fmt.Sprintf("incremental run from input snapshot %d: %d new rows in %d new files, %d old rows re-scored", l.FromSnapshot, l.NewRows, l.NewFiles, l.Rescored)
+	}
+	fmt.Fprintf(w, "relabel: %s; %d rows relabelled, %d labels changed; committed snapshot %d of %s covering %s snapshot %d\n",
+		kind, sum.Rows, sum.Changed, l.OutputSnapshot, l.OutputTable, l.InputTable, l.InputSnapshot)
 }

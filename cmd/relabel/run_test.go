@@ -49,7 +49,7 @@ func writeRows(t *testing.T, path string, kind schemas.LabelKind, names []string
 	if filepath.Ext(path) == ".arrow" {
 		format = shardio.ArrowFile
 	}
-	if err := shardio.WriteInput(context.Background(), blobio.Local{}, path, format, batches, kind, names); err != nil {
+	if err := shardio.WriteInput(context.Background(), blobio.Local{}, path, format, batches, kind, names, nil); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -179,7 +179,7 @@ func TestRunBadInput(t *testing.T) {
 			r.Labels[9] = 7
 			writeRows(t, filepath.Join(dir, "a.parquet"), schemas.LabelInt32, nil, r)
 		}, "*.parquet", []string{"--classes", "3"},
-			`relabel run: shardio: DIR/a.parquet row 9 column "label": label 7 outside [0,3)`},
+			`relabel run: shardio: DIR/a.parquet row 9 column "label": label 7 outside [0,3) (--classes 3)`},
 		{"label not in the class set", func(t *testing.T, dir string) {
 			r := synthRows(0, 60)
 			r.Labels[12] = 3
@@ -252,14 +252,15 @@ func TestRunBadInput(t *testing.T) {
 	}
 }
 
-// errorLines returns the lines of stderr that are not log records (Beam's and
-// relabel's progress log, prefixed by a timestamp "time=..."): what the
+// errorLines returns the lines of stderr that are not log records (Beam's
+// log, prefixed by a timestamp "time=...", and relabel's progress lines,
+// "relabel: ..."; its errors read "relabel run: ..."): what the
 // program itself says about the failure. Prism also logs the failed bundle at
 // level ERROR, with Beam's whole stage plan in one quoted record.
 func errorLines(stderr string) []string {
 	var out []string
 	for _, l := range strings.Split(stderr, "\n") {
-		if l == "" || strings.HasPrefix(l, "time=") {
+		if l == "" || strings.HasPrefix(l, "time=") || strings.HasPrefix(l, "relabel: ") {
 			continue
 		}
 		out = append(out, l)
@@ -312,12 +313,12 @@ func TestRunOverwrite(t *testing.T) {
 	if b, err := os.ReadFile(shard); err != nil || !bytes.Equal(b, first) {
 		t.Errorf("rerun without --overwrite changed %s (err %v)", shard, err)
 	}
-	if got := listDir(t, out); !slices.Equal(got, []string{"a.arrow", "summary.json"}) {
+	if got := listDir(t, out); !slices.Equal(got, []string{"a.arrow", "report.html", "summary.json"}) {
 		t.Errorf("output after the refused rerun holds %q", got)
 	}
 
 	mustRelabel(t, "run", "--input", in, "--output", out, "--rounds", "2", "--seed", "2", "--overwrite")
-	if got := listDir(t, out); !slices.Equal(got, []string{"a.arrow", "summary.json"}) {
+	if got := listDir(t, out); !slices.Equal(got, []string{"a.arrow", "report.html", "summary.json"}) {
 		t.Errorf("output after --overwrite holds %q", got)
 	}
 	o := readOutput(t, shard)

@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/relabel/relabel/io/shardio"
+	"github.com/relabel/relabel/io/synthio"
 	"github.com/relabel/relabel/transforms/synth"
 )
 
@@ -15,7 +16,7 @@ func synthCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs := flag.NewFlagSet("synth", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var p synth.Params
-	var o synth.WriteOptions
+	var o synthio.Options
 	var out, format string
 	fs.Int64Var(&p.Rows, "rows", 100000, "rows (ids 0..rows-1)")
 	fs.IntVar(&p.D, "d", 64, "feature dimension")
@@ -27,14 +28,8 @@ func synthCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.IntVar(&o.BatchRows, "batch-rows", 16384, "rows per row group (the pipeline's unit of work)")
 	fs.StringVar(&format, "format", "parquet", "file format: parquet or arrow")
 	fs.StringVar(&out, "output", "", "output directory: part-NNNNN shards and truth.i32 (required)")
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return err
-		}
-		return usageError{err}
-	}
-	if fs.NArg() > 0 {
-		return usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if out == "" {
 		return usageError{fmt.Errorf("--output is required")}
@@ -47,7 +42,7 @@ func synthCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return usageError{err}
 	}
-	paths, err := synth.Write(ctx, out, g, o)
+	paths, err := synthio.Write(ctx, out, g, o)
 	if err != nil {
 		return err
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -21,6 +20,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
+
+	"github.com/relabel/relabel/io/resultio"
 )
 
 // relabelBin is the relabel binary built once by TestMain: the CLI tests run
@@ -142,15 +143,11 @@ func outDir(t *testing.T, name string) string {
 // readI32 reads a raw little-endian int32 file (truth.i32, noisy-*.i32).
 func readI32(t *testing.T, path string) []int32 {
 	t.Helper()
-	b, err := os.ReadFile(path)
+	v, err := resultio.ReadI32(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	x := make([]int32, len(b)/4)
-	for i := range x {
-		x[i] = int32(binary.LittleEndian.Uint32(b[4*i:]))
-	}
-	return x
+	return v
 }
 
 // output is an output shard read back: per row, in file order.

@@ -7,156 +7,15 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net"
 	"net/http"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/fsouza/fake-gcs-server/fakestorage"
-
 	"github.com/relabel/relabel/io/blobio"
+	"github.com/relabel/relabel/io/blobio/blobiotest"
 )
-
-// emulator is fake-gcs-server behind a recording proxy on 127.0.0.1. The
-// proxy counts the object bytes each download serves (to prove reads are
-// ranged) and can abort chosen requests by dropping the connection (to fail
-// an upload half-way, as a network cut would).
-type emulator struct {
-	srv  *fakestorage.Server
-	host string // 127.0.0.1:port
-
-	mu        sync.Mutex
-	downloads []download
-	requests  []*http.Request          // a copy of each request line and header
-	abort     func(*http.Request) bool // nil: abort nothing
-}
-
-// download is one object-content response: its Range header and body size.
-type download struct {
-	rangeHeader string
-	bytes       int64
-}
-
-// countingWriter counts the body bytes written to an http.ResponseWriter.
-type countingWriter struct {
-	http.ResponseWriter
-	n int64
-}
-
-func (w *countingWriter) Write(b []byte) (int, error) {
-	n, err := w.ResponseWriter.Write(b)
-	w.n += int64(n)
-	return n, err
-}
-
-// startEmulator serves an empty emulator with bucket "bkt" and points
-// STORAGE_EMULATOR_HOST at it for the test's duration.
-func startEmulator(t *testing.T) *emulator {
-	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("listen: %v", err)
-	}
-	e := &emulator{host: lis.Addr().String()}
-	e.srv, err = fakestorage.NewServerWithOptions(fakestorage.Options{
-		NoListener: true,
-		Scheme:     "http",
-		// Requests for http://host/bucket/object are XML-API downloads only
-		// when the server knows it is that host; resumable uploads continue
-		// at ExternalURL, which must be the proxy so they are seen too.
-		PublicHost:  e.host,
-		ExternalURL: "http://" + e.host,
-		Writer:      io.Discard,
-	})
-	if err != nil {
-		t.Fatalf("fake-gcs-server: %v", err)
-	}
-	e.srv.CreateBucketWithOpts(fakestorage.CreateBucketOpts{Name: "bkt"})
-	hs := &http.Server{Handler: http.HandlerFunc(e.serve)}
-	go hs.Serve(lis)
-	t.Cleanup(func() {
-		hs.Close()
-		e.srv.Stop()
-	})
-	t.Setenv("STORAGE_EMULATOR_HOST", e.host)
-	return e
-}
-
-func (e *emulator) serve(w http.ResponseWriter, r *http.Request) {
-	e.mu.Lock()
-	e.requests = append(e.requests, r.Clone(context.Background()))
-	abort := e.abort != nil && e.abort(r)
-	e.mu.Unlock()
-	if abort {
-		// Read a little of the body so the client is mid-send, then cut the
-		// connection without a response.
-		io.CopyN(io.Discard, r.Body, 1024)
-		conn, _, err := w.(http.Hijacker).Hijack()
-		if err == nil {
-			conn.Close()
-		}
-		return
-	}
-	cw := &countingWriter{ResponseWriter: w}
-	e.srv.HTTPHandler().ServeHTTP(cw, r)
-	if r.Method == http.MethodGet && isDownload(r) {
-		e.mu.Lock()
-		e.downloads = append(e.downloads, download{r.Header.Get("Range"), cw.n})
-		e.mu.Unlock()
-	}
-}
-
-// isDownload reports whether r fetches object content rather than metadata
-// or listings (JSON API paths under /storage/v1/ without alt=media).
-func isDownload(r *http.Request) bool {
-	if r.URL.Query().Get("alt") == "media" {
-		return true
-	}
-	for _, p := range []string{"/storage/v1/", "/upload/", "/_internal/", "/batch/"} {
-		if strings.HasPrefix(r.URL.Path, p) {
-			return false
-		}
-	}
-	return true
-}
-
-func (e *emulator) put(t *testing.T, name string, content []byte) {
-	t.Helper()
-	e.srv.CreateObject(fakestorage.Object{
-		ObjectAttrs: fakestorage.ObjectAttrs{BucketName: "bkt", Name: name},
-		Content:     content,
-	})
-}
-
-func (e *emulator) takeDownloads() []download {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	d := e.downloads
-	e.downloads = nil
-	return d
-}
-
-func (e *emulator) setAbort(f func(*http.Request) bool) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.abort = f
-}
-
-// listPrefixes returns the prefix= of every object listing seen so far.
-func (e *emulator) listPrefixes() []string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	var out []string
-	for _, r := range e.requests {
-		if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/o") {
-			out = append(out, r.URL.Query().Get("prefix"))
-		}
-	}
-	return out
-}
 
 func ctxT(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -185,12 +44,12 @@ func TestGCSRegistered(t *testing.T) {
 }
 
 func TestGCSGlob(t *testing.T) {
-	e := startEmulator(t)
+	e := blobiotest.Start(t, "bkt")
 	for _, name := range []string{
 		"in/a.parquet", "in/b.parquet", "in/c.txt", "in/sub/d.parquet",
 		"in2/f.parquet", "other/e.parquet",
 	} {
-		e.put(t, name, []byte(name))
+		e.Put(name, []byte(name))
 	}
 	g := &blobio.GCS{}
 	ctx := ctxT(t)
@@ -230,13 +89,13 @@ func TestGCSGlob(t *testing.T) {
 // TestGCSGlobListsPrefixOnly checks the listing is narrowed to the text before
 // the first wildcard rather than walking the bucket.
 func TestGCSGlobListsPrefixOnly(t *testing.T) {
-	e := startEmulator(t)
-	e.put(t, "in/a.parquet", []byte("a"))
+	e := blobiotest.Start(t, "bkt")
+	e.Put("in/a.parquet", []byte("a"))
 	g := &blobio.GCS{}
 	if _, err := g.Glob(ctxT(t), "gs://bkt/in/part-*.parquet"); err != nil {
 		t.Fatalf("Glob: %v", err)
 	}
-	if got, want := e.listPrefixes(), []string{"in/part-"}; !reflect.DeepEqual(got, want) {
+	if got, want := e.ListPrefixes(), []string{"in/part-"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("listing prefixes = %q, want %q", got, want)
 	}
 }
@@ -244,10 +103,10 @@ func TestGCSGlobListsPrefixOnly(t *testing.T) {
 // TestGCSRangedReads checks each ReadAt fetches exactly the bytes it asks
 // for: a Parquet reader reading the footer must not download the file.
 func TestGCSRangedReads(t *testing.T) {
-	e := startEmulator(t)
+	e := blobiotest.Start(t, "bkt")
 	const size = 1 << 20
 	content := pattern(size)
-	e.put(t, "in/big.bin", content)
+	e.Put("in/big.bin", content)
 	g := &blobio.GCS{}
 	f, err := g.Open(ctxT(t), "gs://bkt/in/big.bin")
 	if err != nil {
@@ -257,7 +116,7 @@ func TestGCSRangedReads(t *testing.T) {
 	if f.Size() != size {
 		t.Fatalf("Size() = %d, want %d", f.Size(), size)
 	}
-	e.takeDownloads() // Open fetches metadata only, but start from zero anyway.
+	e.TakeDownloads() // Open fetches metadata only, but start from zero anyway.
 
 	tests := []struct {
 		name    string
@@ -285,9 +144,9 @@ func TestGCSRangedReads(t *testing.T) {
 			t.Errorf("%s: ReadAt returned the wrong bytes", tc.name)
 		}
 		var served int64
-		for _, d := range e.takeDownloads() {
-			served += d.bytes
-			if d.rangeHeader == "" {
+		for _, d := range e.TakeDownloads() {
+			served += d.Bytes
+			if d.Range == "" {
 				t.Errorf("%s: a download had no Range header", tc.name)
 			}
 		}
@@ -298,7 +157,7 @@ func TestGCSRangedReads(t *testing.T) {
 }
 
 func TestGCSOpenMissing(t *testing.T) {
-	startEmulator(t)
+	blobiotest.Start(t, "bkt")
 	g := &blobio.GCS{}
 	_, err := g.Open(ctxT(t), "gs://bkt/nope.parquet")
 	if !errors.Is(err, fs.ErrNotExist) {
@@ -312,7 +171,7 @@ func TestGCSOpenMissing(t *testing.T) {
 // TestGCSCreateRename is relabel's commit: write a temporary name, then
 // rename it to the final one.
 func TestGCSCreateRename(t *testing.T) {
-	startEmulator(t)
+	blobiotest.Start(t, "bkt")
 	g := &blobio.GCS{}
 	ctx := ctxT(t)
 	content := pattern(300_000)
@@ -392,14 +251,14 @@ func TestGCSCreateRename(t *testing.T) {
 // resumable upload has been accepted: Close must fail and no object may exist
 // under the temporary name, nor under the final one.
 func TestGCSFailedUploadLeavesNothing(t *testing.T) {
-	e := startEmulator(t)
+	e := blobiotest.Start(t, "bkt")
 	ctx := ctxT(t)
 	const chunk = 256 << 10
 	g := &blobio.GCS{ChunkSize: chunk, ChunkRetryDeadline: time.Second}
 	tmp, final := "gs://bkt/out/.tmp-part-0", "gs://bkt/out/part-0.parquet"
 
 	var chunks int
-	e.setAbort(func(r *http.Request) bool {
+	e.SetAbort(func(r *http.Request) bool {
 		// Chunks of a resumable upload carry its upload_id.
 		if r.URL.Query().Get("upload_id") == "" {
 			return false
@@ -421,7 +280,7 @@ func TestGCSFailedUploadLeavesNothing(t *testing.T) {
 	if cerr != nil && !strings.Contains(cerr.Error(), tmp) {
 		t.Errorf("Close error %q does not name the path", cerr)
 	}
-	e.setAbort(nil)
+	e.SetAbort(nil)
 	if chunks < 3 {
 		t.Fatalf("the upload sent %d chunk requests; the test needs the cut to come after 2 were accepted", chunks)
 	}

@@ -14,10 +14,17 @@ type InputError struct {
 	Msg    string
 	// Err is the underlying error, if any (for errors.Is and errors.As).
 	Err error
+	// Pkg is the reading package the message names first; "" is shardio.
+	// io/annotio's errors are this type with Pkg "annotio".
+	Pkg string
 }
 
 func (e *InputError) Error() string {
-	s := "shardio: " + e.Path
+	pkg := e.Pkg
+	if pkg == "" {
+		pkg = "shardio"
+	}
+	s := pkg + ": " + e.Path
 	if e.Row >= 0 {
 		s += fmt.Sprintf(" row %d", e.Row)
 	}

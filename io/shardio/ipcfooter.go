@@ -33,6 +33,9 @@ func ipcBatchRows(r io.ReaderAt, size int64) ([]int64, error) {
 	if _, err := r.ReadAt(footer, size-tail-flen); err != nil {
 		return nil, err
 	}
+	if err := footerSchema(footer); err != nil {
+		return nil, fmt.Errorf("footer schema: %w", err)
+	}
 	blocks, err := footerBlocks(footer)
 	if err != nil {
 		return nil, fmt.Errorf("footer: %w", err)
@@ -159,39 +162,256 @@ func footerBlocks(b []byte) ([]ipcBlock, error) {
 // header: RecordBatch {length: long, ...}, ...}.
 func messageRows(meta []byte) (int64, error) {
 	start := 4
-	if binary.LittleEndian.Uint32(meta) == 0xffffffff {
+	if len(meta) >= 4 && binary.LittleEndian.Uint32(meta) == 0xffffffff {
 		start = 8
 	}
-	t, err := root(meta[start:])
+	if len(meta) < start {
+		return 0, errCorrupt
+	}
+	typ, rows, _, err := messageInfo(meta[start:])
 	if err != nil {
 		return 0, err
 	}
-	const recordBatch = 3 // MessageHeader.RecordBatch
-	at, err := t.field(1) // header_type
-	if err != nil {
-		return 0, err
-	}
-	if at < 0 || at >= len(t.b) || t.b[at] != recordBatch {
+	if typ != headerRecordBatch {
 		return 0, errors.New("message is not a record batch")
 	}
+	return rows, nil
+}
+
+// MessageHeader values (format/Message.fbs).
+const (
+	headerSchema      = 1
+	headerDictionary  = 2
+	headerRecordBatch = 3
+)
+
+// messageInfo reads a Message flatbuffer (without its prefix): its header
+// type, the rows of a record batch (0 for other messages) and the length of
+// the body that follows it. Message {version: short, header_type: ubyte,
+// header: union, bodyLength: long, custom_metadata}.
+func messageInfo(msg []byte) (typ byte, rows, body int64, err error) {
+	t, err := root(msg)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	at, err := t.field(1) // header_type
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	if at < 0 || at >= len(t.b) {
+		return 0, 0, 0, errCorrupt
+	}
+	typ = t.b[at]
+	if at, err = t.field(3); err != nil { // bodyLength
+		return 0, 0, 0, err
+	}
+	if at >= 0 {
+		if at+8 > len(t.b) {
+			return 0, 0, 0, errCorrupt
+		}
+		if body = int64(binary.LittleEndian.Uint64(t.b[at:])); body < 0 {
+			return 0, 0, 0, fmt.Errorf("body length %d", body)
+		}
+	}
+	if typ != headerRecordBatch {
+		return typ, 0, body, nil
+	}
 	if at, err = t.field(2); err != nil || at < 0 {
-		return 0, errCorrupt
+		return 0, 0, 0, errCorrupt
 	}
 	hdr, err := t.indirect(at)
 	if err != nil {
-		return 0, err
+		return 0, 0, 0, err
 	}
 	rb := fb{b: t.b, pos: hdr}
 	at, err = rb.field(0) // length
-	if err != nil || at < 0 {
-		return 0, err // absent: the default, 0 rows
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	if at < 0 {
+		return typ, 0, body, nil // absent: the default, 0 rows
 	}
 	if at+8 > len(rb.b) {
-		return 0, errCorrupt
+		return 0, 0, 0, errCorrupt
 	}
-	n := int64(binary.LittleEndian.Uint64(rb.b[at:]))
-	if n < 0 {
-		return 0, fmt.Errorf("length %d", n)
+	if rows = int64(binary.LittleEndian.Uint64(rb.b[at:])); rows < 0 {
+		return 0, 0, 0, fmt.Errorf("length %d", rows)
 	}
-	return n, nil
+	return typ, rows, body, nil
+}
+
+// streamBatchRows walks the messages of an Arrow IPC stream, reading each
+// message's metadata but not its body, and returns the number of rows of
+// every record batch. arrow-go's ipc.Reader reports the end-of-stream marker
+// and a stream that simply stops between two messages alike (io.EOF), so a
+// stream cut at a batch boundary would read as shorter data; here a missing
+// marker, a message running past the end of the file and bytes after the
+// marker are errors. It costs one small ranged read per message.
+func streamBatchRows(r io.ReaderAt, size int64) ([]int64, error) {
+	var rows []int64
+	buf := make([]byte, 512)
+	for off := int64(0); ; {
+		if off == size {
+			return nil, fmt.Errorf("no end-of-stream marker after %d record batches (truncated?)", len(rows))
+		}
+		n, err := r.ReadAt(buf[:min(int64(len(buf)), size-off)], off)
+		if err != nil && !(err == io.EOF && int64(n) == min(int64(len(buf)), size-off)) {
+			return nil, err
+		}
+		head := buf[:n]
+		prefix := int64(4)
+		if len(head) < 4 {
+			return nil, fmt.Errorf("ends inside a message prefix at byte %d (truncated?)", off)
+		}
+		metaLen := int64(binary.LittleEndian.Uint32(head))
+		if metaLen == 0xffffffff {
+			if len(head) < 8 {
+				return nil, fmt.Errorf("ends inside a message prefix at byte %d (truncated?)", off)
+			}
+			metaLen, prefix = int64(binary.LittleEndian.Uint32(head[4:])), 8
+		}
+		if metaLen == 0 {
+			if end := off + prefix; end != size {
+				return nil, fmt.Errorf("%d bytes after the end-of-stream marker at byte %d", size-end, off)
+			}
+			return rows, nil
+		}
+		if metaLen > size-off-prefix {
+			return nil, fmt.Errorf("message at byte %d: %d bytes of metadata run past the end of the file (truncated?)", off, metaLen)
+		}
+		var meta []byte
+		if prefix+metaLen <= int64(len(head)) {
+			meta = head[prefix : prefix+metaLen]
+		} else {
+			meta = make([]byte, metaLen) // bounded by the file size, checked above
+			if _, err := r.ReadAt(meta, off+prefix); err != nil {
+				return nil, err
+			}
+		}
+		typ, n64, body, err := messageInfo(meta)
+		if err != nil {
+			return nil, fmt.Errorf("message at byte %d: %w", off, err)
+		}
+		if off == 0 && typ != headerSchema {
+			return nil, errors.New("the stream does not start with a schema")
+		}
+		if off == 0 {
+			if err := schemaMessage(meta); err != nil {
+				return nil, fmt.Errorf("schema: %w", err)
+			}
+		}
+		if body > size-off-prefix-metaLen {
+			return nil, fmt.Errorf("message at byte %d: a body of %d bytes runs past the end of the file (truncated?)", off, body)
+		}
+		if typ == headerRecordBatch {
+			rows = append(rows, n64)
+		}
+		off += prefix + metaLen + body
+	}
+}
+
+// checkSchema bounds what arrow-go would allocate decoding the Schema table
+// at t.pos (format/Schema.fbs): arrow-go sizes its slices by the vector
+// lengths the flatbuffer states (Schema.fields, Field.children, the
+// custom_metadata vectors) without checking them against the buffer, so a
+// few crafted bytes could ask for gigabytes, and shared sub-tables could make
+// a small buffer describe an exponentially large tree. Every vector must fit
+// in the buffer, the tree may not nest deeper than maxSchemaDepth, and the
+// fields of the expanded tree may not outnumber the buffer's bytes.
+func checkSchema(t fb) error {
+	budget := len(t.b)
+	return checkFields(t, 1, 2, 0, &budget)
+}
+
+const maxSchemaDepth = 64
+
+// checkFields checks the table's field vector (slot fieldsSlot: Schema.fields
+// or Field.children) and its custom_metadata vector (slot metaSlot), then
+// every field, recursively.
+func checkFields(t fb, fieldsSlot, metaSlot, depth int, budget *int) error {
+	if depth > maxSchemaDepth {
+		return fmt.Errorf("schema nested deeper than %d", maxSchemaDepth)
+	}
+	if _, err := vector(t, metaSlot); err != nil {
+		return err
+	}
+	fields, err := vector(t, fieldsSlot)
+	if err != nil {
+		return err
+	}
+	for _, pos := range fields {
+		if *budget--; *budget < 0 {
+			return errors.New("schema describes more fields than its bytes can hold")
+		}
+		f, err := t.indirect(pos)
+		if err != nil {
+			return err
+		}
+		// Field {name: 0, nullable: 1, type_type: 2, type: 3, dictionary: 4,
+		// children: 5, custom_metadata: 6}.
+		if err := checkFields(fb{b: t.b, pos: f}, 5, 6, depth+1, budget); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// vector returns the element positions of the table's vector field slot of
+// 4-byte offsets (none when absent), checking that it fits in the buffer.
+func vector(t fb, slot int) ([]int, error) {
+	at, err := t.field(slot)
+	if err != nil || at < 0 {
+		return nil, err
+	}
+	vec, err := t.indirect(at)
+	if err != nil {
+		return nil, err
+	}
+	n, err := t.u32(vec)
+	if err != nil {
+		return nil, err
+	}
+	if int64(n) > int64(len(t.b)-vec-4)/4 {
+		return nil, fmt.Errorf("%w: a vector of %d entries in %d bytes", errCorrupt, n, len(t.b))
+	}
+	pos := make([]int, n)
+	for i := range pos {
+		pos[i] = vec + 4 + 4*i
+	}
+	return pos, nil
+}
+
+// schemaMessage checks the Schema of a stream's first message.
+func schemaMessage(msg []byte) error {
+	t, err := root(msg)
+	if err != nil {
+		return err
+	}
+	at, err := t.field(2) // header
+	if err != nil || at < 0 {
+		return errCorrupt
+	}
+	s, err := t.indirect(at)
+	if err != nil {
+		return err
+	}
+	return checkSchema(fb{b: msg, pos: s})
+}
+
+// footerSchema checks the Schema of an Arrow file's footer (Footer {version:
+// 0, schema: 1, dictionaries: 2, recordBatches: 3}).
+func footerSchema(footer []byte) error {
+	t, err := root(footer)
+	if err != nil {
+		return err
+	}
+	at, err := t.field(1)
+	if err != nil || at < 0 {
+		return errCorrupt
+	}
+	s, err := t.indirect(at)
+	if err != nil {
+		return err
+	}
+	return checkSchema(fb{b: footer, pos: s})
 }

@@ -23,7 +23,7 @@ func TestIPCBatchRows(t *testing.T) {
 	for i, n := range []int{5, 1, 300, 2} {
 		batches = append(batches, synth(int64(i*1000), n, 3, 4, schemas.IDString, false))
 	}
-	if err := WriteInput(context.Background(), blobio.Local{}, mine, ArrowFile, batches, schemas.LabelInt32, nil); err != nil {
+	if err := WriteInput(context.Background(), blobio.Local{}, mine, ArrowFile, batches, schemas.LabelInt32, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	files := []string{mine}

@@ -37,7 +37,7 @@ func ScanClassNames(ctx context.Context, shards []Shard, opts ReadOptions) ([]st
 		return nil, err
 	}
 	if len(set) == 0 {
-		return nil, fmt.Errorf("shardio: no labels in %d shards (all null)", len(shards))
+		return nil, noLabels(shards)
 	}
 	return sortedKeys(set), nil
 }
@@ -46,6 +46,20 @@ func ScanClassNames(ctx context.Context, shards []Shard, opts ReadOptions) ([]st
 // returns one more than the largest integer label: the number of classes
 // when the user gave none. A negative label is an error.
 func ScanNumClasses(ctx context.Context, shards []Shard, opts ReadOptions) (int, error) {
+	return scanNumClasses(ctx, shards, opts, 0)
+}
+
+// CheckClasses reads only the label column of every unit of shards and checks
+// that every integer label is a class index in [0, c), naming the file, row
+// and column of the first that is not: the check a run with --classes makes
+// before its pipeline starts. Input whose labels are all null is an error.
+func CheckClasses(ctx context.Context, shards []Shard, opts ReadOptions, c int) error {
+	_, err := scanNumClasses(ctx, shards, opts, c)
+	return err
+}
+
+// scanNumClasses is ScanNumClasses, refusing labels >= limit when limit > 0.
+func scanNumClasses(ctx context.Context, shards []Shard, opts ReadOptions, limit int) (int, error) {
 	max := int64(-1)
 	err := scanLabels(ctx, shards, &opts, false, func(u Unit, row int64, col string, a arrow.Array, j int) error {
 		var v int64
@@ -63,6 +77,9 @@ func ScanNumClasses(ctx context.Context, shards []Shard, opts ReadOptions) (int,
 		if v >= 1<<31-1 {
 			return rowError(u.Path, row, col, "label %d too large for a class index", v)
 		}
+		if limit > 0 && v >= int64(limit) {
+			return rowError(u.Path, row, col, "label %d outside [0,%d) (--classes %d)", v, limit, limit)
+		}
 		max = maxInt64(max, v)
 		return nil
 	})
@@ -70,7 +87,7 @@ func ScanNumClasses(ctx context.Context, shards []Shard, opts ReadOptions) (int,
 		return 0, err
 	}
 	if max < 0 {
-		return 0, fmt.Errorf("shardio: no labels in %d shards (all null)", len(shards))
+		return 0, noLabels(shards)
 	}
 	return int(max + 1), nil
 }
@@ -101,7 +118,13 @@ func scanLabels(ctx context.Context, shards []Shard, opts *ReadOptions, wantStri
 			if err != nil {
 				return err
 			}
-			err = visitLabels(u, c, visit)
+			// Corrupt data can make arrow-go's accessors panic (a string
+			// array whose offsets pass its reader: testdata/fuzz/
+			// FuzzArrowStream/2aad852dcb68e59b): an error naming the file.
+			err = func() (err error) {
+				defer corrupt(u.Path, &err)
+				return visitLabels(u, c, visit)
+			}()
 			c.release()
 			if err != nil {
 				return err
@@ -143,4 +166,14 @@ func visitLabels(u Unit, c *columns, visit func(u Unit, row int64, col string, a
 		}
 	}
 	return nil
+}
+
+// noLabels is the error for input whose labels are all null: relabelling
+// starts from labels, so it cannot run.
+func noLabels(shards []Shard) error {
+	if len(shards) == 1 {
+		return fmt.Errorf("shardio: %s: no labels (every label is null); relabelling needs labelled rows to start from", shards[0].Path)
+	}
+	return fmt.Errorf("shardio: no labels in the %d shards %s ... %s (every label is null); relabelling needs labelled rows to start from",
+		len(shards), shards[0].Path, shards[len(shards)-1].Path)
 }

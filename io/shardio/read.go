@@ -13,8 +13,10 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/relabel/relabel/io/blobio"
@@ -23,11 +25,17 @@ import (
 
 // ReadUnit reads one unit into Rows: features converted to float32, labels
 // mapped to class indices (through opts.Classes or opts.ClassNames), null
-// labels to schemas.Unlabelled, null annotations of a list left out. Every
+// labels and null annotations of a list to schemas.Unlabelled, an empty list
+// to schemas.EmptyList (see schemas.Rows). Every
 // value is checked: a null id or feature row, a NaN or infinite feature, a
 // row of another dimension than u.D (or opts.D), a label outside the class
 // set and an id repeated within the unit are errors naming the row.
-func ReadUnit(ctx context.Context, u Unit, opts ReadOptions) (*schemas.Rows, error) {
+func ReadUnit(ctx context.Context, u Unit, opts ReadOptions) (r *schemas.Rows, err error) {
+	defer corrupt(u.Path, &err)
+	return readUnit(ctx, u, opts)
+}
+
+func readUnit(ctx context.Context, u Unit, opts ReadOptions) (*schemas.Rows, error) {
 	c, err := readColumns(ctx, u, &opts, func(in schemas.Input) []int { return []int{in.ID, in.Features, in.Label} })
 	if err != nil {
 		return nil, err
@@ -78,7 +86,12 @@ func (c *columns) rows() int64 {
 
 // readColumns reads the fields that pick chooses of unit u, and only those
 // where the format allows (Parquet).
-func readColumns(ctx context.Context, u Unit, opts *ReadOptions, pick func(schemas.Input) []int) (*columns, error) {
+func readColumns(ctx context.Context, u Unit, opts *ReadOptions, pick func(schemas.Input) []int) (c *columns, err error) {
+	defer corrupt(u.Path, &err)
+	return readColumnsUnguarded(ctx, u, opts, pick)
+}
+
+func readColumnsUnguarded(ctx context.Context, u Unit, opts *ReadOptions, pick func(schemas.Input) []int) (*columns, error) {
 	fs, err := blobio.For(u.Path)
 	if err != nil {
 		return nil, fmt.Errorf("shardio: %w", err)
@@ -105,7 +118,7 @@ func readColumns(ctx context.Context, u Unit, opts *ReadOptions, pick func(schem
 
 	switch u.Format {
 	case Parquet:
-		pr, err := file.NewParquetReader(blobio.Section(f), file.WithReadProps(parquet.NewReaderProperties(mem)))
+		pr, err := file.NewParquetReader(blobio.Section(f), file.WithReadProps(readProps(mem, f.Size())))
 		if err != nil {
 			return nil, fileError(u.Path, err, "corrupt or truncated Parquet")
 		}
@@ -125,11 +138,17 @@ func readColumns(ctx context.Context, u Unit, opts *ReadOptions, pick func(schem
 		if u.Index >= pr.NumRowGroups() {
 			return nil, fileError(u.Path, nil, "no row group %d (the file changed since Scan?)", u.Index)
 		}
+		if err := checkChunks(pr, u.Index, f.Size()); err != nil {
+			return nil, fileError(u.Path, err, "corrupt Parquet")
+		}
 		// ReadRowGroups takes leaf column indices: a list column is one leaf
 		// below its field.
 		var leaves []int
 		for _, fi := range fields {
 			leaves = appendLeaves(leaves, &fr.Manifest.Fields[fi])
+		}
+		if err := checkPageCRCs(pr, u.Index, leaves, f); err != nil {
+			return nil, fileError(u.Path, err, "corrupt Parquet (%s)", where)
 		}
 		tbl, err := fr.ReadRowGroups(ctx, leaves, []int{u.Index})
 		if err != nil {
@@ -165,7 +184,10 @@ func readColumns(ctx context.Context, u Unit, opts *ReadOptions, pick func(schem
 		}
 
 	case ArrowStream:
-		r, err := ipc.NewReader(bufio.NewReaderSize(blobio.Section(f), 1<<20), ipc.WithAllocator(mem))
+		src := &eofSpy{r: bufio.NewReaderSize(blobio.Section(f), 1<<20)}
+		// The limits keep a corrupt length from allocating more than the
+		// file could hold.
+		r, err := ipc.NewReader(src, ipc.WithAllocator(mem), ipc.WithMetadataSizeLimit(f.Size()), ipc.WithBodySizeLimit(f.Size()))
 		if err != nil {
 			return nil, fileError(u.Path, err, "corrupt or truncated Arrow IPC stream")
 		}
@@ -183,7 +205,15 @@ func readColumns(ctx context.Context, u Unit, opts *ReadOptions, pick func(schem
 		c.chunks = make([][]arrow.Array, len(fields))
 		for {
 			rec, err := r.Read()
+			if err == io.EOF && src.eof {
+				c.release()
+				return nil, fileError(u.Path, nil, "no end-of-stream marker after %d record batches (truncated Arrow IPC stream?)", len(recs))
+			}
 			if err == io.EOF {
+				if n, _ := src.r.Read(make([]byte, 1)); n > 0 {
+					c.release()
+					return nil, fileError(u.Path, nil, "bytes after the end-of-stream marker of the Arrow IPC stream")
+				}
 				break
 			}
 			if err != nil {
@@ -201,6 +231,81 @@ func readColumns(ctx context.Context, u Unit, opts *ReadOptions, pick func(schem
 		return nil, fileError(u.Path, nil, "unit of unknown format %v", u.Format)
 	}
 	return c, nil
+}
+
+// eofSpy records whether its reader came to the end of the file. arrow-go's
+// ipc.Reader returns io.EOF both at the end-of-stream marker and when the
+// bytes simply stop between two messages (a stream cut at a batch boundary);
+// only in the second case has it asked for bytes past the end. r is a
+// bufio.Reader, which returns io.EOF only with no data, so the flag is not
+// set by a read that merely reaches the last byte.
+type eofSpy struct {
+	r   *bufio.Reader
+	eof bool
+}
+
+func (s *eofSpy) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	if err == io.EOF {
+		s.eof = true
+	}
+	return n, err
+}
+
+// readProps are the Parquet reader properties: no page may claim more
+// compressed bytes than the file holds (arrow-go allocates what a page header
+// says before reading it).
+func readProps(mem memory.Allocator, size int64) *parquet.ReaderProperties {
+	p := parquet.NewReaderProperties(mem)
+	p.MaxCompressedPageSize = max(1, min(p.GetMaxCompressedPageSize(), size))
+	return p
+}
+
+// checkPageCRCs verifies the page checksums (where the writer stored them) of
+// the column chunks of row group rg that will be read (pagecrc.go). It reads
+// those chunks' bytes once more: the price of catching bit-rot in relabel's
+// own process, since arrow-go's reader does not look at the checksums.
+func checkPageCRCs(pr *file.Reader, rg int, leaves []int, r io.ReaderAt) error {
+	md := pr.MetaData().RowGroup(rg)
+	for _, j := range leaves {
+		c, err := md.ColumnChunk(j)
+		if err != nil {
+			return fmt.Errorf("row group %d column chunk %d: %w", rg, j, err)
+		}
+		if err := verifyPageCRCs(r, chunkStart(c), c.TotalCompressedSize()); err != nil {
+			return fmt.Errorf("row group %d column %q: %w", rg, c.PathInSchema().String(), err)
+		}
+	}
+	return nil
+}
+
+// chunkStart is where a column chunk's first page lies: its dictionary page
+// when it has one, else its first data page (a chunk of 0 rows may have a
+// dictionary page and no data page, whose offset is then 0).
+func chunkStart(c *metadata.ColumnChunkMetaData) int64 {
+	start := c.DataPageOffset()
+	if d := c.DictionaryPageOffset(); c.HasDictionaryPage() && d > 0 && (d < start || start == 0) {
+		start = d
+	}
+	return start
+}
+
+// checkChunks checks that every column chunk of row group rg lies within the
+// file: arrow-go allocates a chunk's length, as the footer gives it, before
+// reading it, so a corrupt footer could otherwise ask for any amount.
+func checkChunks(pr *file.Reader, rg int, size int64) error {
+	md := pr.MetaData().RowGroup(rg)
+	for j := 0; j < md.NumColumns(); j++ {
+		c, err := md.ColumnChunk(j)
+		if err != nil {
+			return fmt.Errorf("row group %d column chunk %d: %w", rg, j, err)
+		}
+		start := chunkStart(c)
+		if n := c.TotalCompressedSize(); start < int64(len(magicParquet)) || n < 0 || n > size-start {
+			return fmt.Errorf("row group %d column chunk %d: %d bytes at %d, outside the file of %d bytes", rg, j, n, start, size)
+		}
+	}
+	return nil
 }
 
 func appendLeaves(dst []int, f *pqarrow.SchemaField) []int {
@@ -359,8 +464,11 @@ func newClassMap(path string, in schemas.Input, opts *ReadOptions) (*classMap, e
 	m.names = opts.ClassNames
 	m.index = make(map[string]int32, len(m.names))
 	for i, s := range m.names {
-		if i > 0 && m.names[i-1] >= s {
-			return nil, fmt.Errorf("shardio: ReadOptions.ClassNames not sorted and distinct: %q before %q", m.names[i-1], s)
+		if i > 0 && m.names[i-1] == s {
+			return nil, fmt.Errorf("shardio: class names: %q given twice", s)
+		}
+		if i > 0 && m.names[i-1] > s {
+			return nil, fmt.Errorf("shardio: ReadOptions.ClassNames not sorted: %q before %q", m.names[i-1], s)
 		}
 		m.index[s] = int32(i)
 	}
@@ -446,9 +554,15 @@ func readLabels(r *schemas.Rows, u Unit, in schemas.Input, chunks []arrow.Array,
 				r.Labels = append(r.Labels, c)
 			case list.IsValid(i):
 				start, end := list.ValueOffsets(i)
+				if start == end {
+					r.Labels = append(r.Labels, schemas.EmptyList)
+				}
 				for j := int(start); j < int(end); j++ {
 					if vals.IsNull(j) {
-						continue // a missing annotation
+						// A missing annotation, kept so that the
+						// output gives the list back as it came.
+						r.Labels = append(r.Labels, schemas.Unlabelled)
+						continue
 					}
 					c, bad := label(j)
 					if bad != "" {

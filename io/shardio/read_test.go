@@ -49,7 +49,7 @@ func testInputRoundTrip(ctx context.Context, t *testing.T, format Format, idKind
 	}
 	for i, rows := range [][]*schemas.Rows{shard0, shard1} {
 		path := filepath.Join(dir, fmt.Sprintf("part-%d", i)) // no extension: the format is told by magic bytes
-		if err := WriteInput(ctx, blobio.Local{}, path, format, rows, labelKind, names); err != nil {
+		if err := WriteInput(ctx, blobio.Local{}, path, format, rows, labelKind, names, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -211,7 +211,7 @@ func BenchmarkWriteShard(b *testing.B) {
 			b.ReportMetric(0, "ns/op")
 			start := time.Now()
 			for i := 0; i < b.N; i++ {
-				if err := WriteShard(context.Background(), blobio.Local{}, filepath.Join(dir, "out"+format.Ext()), format, []*schemas.Cleaned{cl}, nil, schemas.LabelInt32, nil, schemas.IDInt64); err != nil {
+				if err := WriteShard(context.Background(), blobio.Local{}, filepath.Join(dir, "out"+format.Ext()), format, []*schemas.Cleaned{cl}, nil, schemas.LabelInt32, nil, schemas.IDInt64, nil); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -10,7 +10,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
@@ -50,8 +49,8 @@ func (o *ReadOptions) mem() memory.Allocator {
 type Shard struct {
 	Path   string
 	Format Format
-	// Rows is the number of rows; -1 for an Arrow IPC stream, whose length is
-	// known only by reading all of it.
+	// Rows is the number of rows (of an Arrow IPC stream too: Scan walks
+	// its message headers). A shard of 0 rows has no Units.
 	Rows int64
 	// Input is where the columns are and how they are typed.
 	Input schemas.Input
@@ -62,6 +61,7 @@ type Shard struct {
 
 // Unit is one unit of work: a Parquet row group, an Arrow IPC record batch,
 // or a whole Arrow IPC stream. It is plain data (a PCollection element).
+// Units of 0 rows are never made.
 type Unit struct {
 	Path   string
 	Format Format
@@ -69,7 +69,8 @@ type Unit struct {
 	Index int
 	// Offset is the row number of its first row within the shard.
 	Offset int64
-	// Rows is its number of rows; -1 for a stream.
+	// Rows is its number of rows; -1 when unknown (ReadUnit then takes
+	// what the unit holds).
 	Rows int64
 	// D is the feature dimension its rows must have (0: its first row's).
 	D int
@@ -81,50 +82,115 @@ type Unit struct {
 // feature types, dimension), and returns the shards with their units of work.
 // It reads no data, except, for variable-size list features with no
 // ReadOptions.D, the first unit's features to learn the dimension.
+//
+// A file of 0 rows is left out, not an error (a writer that had nothing for
+// one partition leaves such files), though its schema is checked like the
+// others'; ScanFiles also says which files were left out, for the caller to
+// report. When every file is empty, Scan fails.
 func Scan(ctx context.Context, pattern string, opts ReadOptions) ([]Shard, error) {
+	shards, _, err := ScanFiles(ctx, pattern, opts)
+	return shards, err
+}
+
+// Skipped is an input file that Scan left out, and why.
+type Skipped struct {
+	Path string
+	Why  string
+}
+
+func (s Skipped) String() string { return s.Path + ": " + s.Why }
+
+// ScanFiles is Scan that also returns the files it left out (those of 0
+// rows), in path order, so that the caller can tell the user.
+func ScanFiles(ctx context.Context, pattern string, opts ReadOptions) ([]Shard, []Skipped, error) {
 	fs, err := blobio.For(pattern)
 	if err != nil {
-		return nil, fmt.Errorf("shardio: %w", err)
+		return nil, nil, fmt.Errorf("shardio: %w", err)
 	}
 	paths, err := fs.Glob(ctx, pattern)
 	if err != nil {
-		return nil, fmt.Errorf("shardio: %w", err)
+		return nil, nil, fmt.Errorf("shardio: %w", err)
 	}
 	if len(paths) == 0 {
-		return nil, fmt.Errorf("shardio: no files match %s", pattern)
+		return nil, nil, fmt.Errorf("shardio: no files match %s", pattern)
 	}
-	shards := make([]Shard, len(paths))
-	for i, p := range paths {
-		if shards[i], err = scanShard(ctx, fs, p, &opts); err != nil {
-			return nil, err
-		}
-	}
-	if err := agree(ctx, shards, &opts); err != nil {
-		return nil, err
-	}
-	return shards, nil
+	return scanPaths(ctx, fs, paths, pattern, opts)
 }
 
-// agree checks that the shards have one layout and one dimension, and
-// records the dimension in every shard and unit.
-func agree(ctx context.Context, shards []Shard, opts *ReadOptions) error {
-	first := shards[0].Input
-	for _, s := range shards[1:] {
+// ScanPaths is ScanFiles over a list of files instead of a glob: the data
+// files an Iceberg table's scan planned (io/icebergio), in the order given.
+// Every path must be of one file system (all local, or all gs://).
+func ScanPaths(ctx context.Context, paths []string, opts ReadOptions) ([]Shard, []Skipped, error) {
+	if len(paths) == 0 {
+		return nil, nil, fmt.Errorf("shardio: no files to scan")
+	}
+	fs, err := blobio.For(paths[0])
+	if err != nil {
+		return nil, nil, fmt.Errorf("shardio: %w", err)
+	}
+	return scanPaths(ctx, fs, paths, fmt.Sprintf("the %d planned files", len(paths)), opts)
+}
+
+func scanPaths(ctx context.Context, fs blobio.FS, paths []string, pattern string, opts ReadOptions) ([]Shard, []Skipped, error) {
+	var err error
+	all := make([]Shard, len(paths))
+	for i, p := range paths {
+		if all[i], err = scanShard(ctx, fs, p, &opts); err != nil {
+			return nil, nil, err
+		}
+	}
+	var shards []Shard
+	var skipped []Skipped
+	for _, s := range all {
+		if len(s.Units) == 0 {
+			skipped = append(skipped, Skipped{Path: s.Path, Why: "no rows, skipped"})
+		} else {
+			shards = append(shards, s)
+		}
+	}
+	if len(shards) == 0 {
+		if len(all) == 1 {
+			return nil, nil, fileError(all[0].Path, nil, "no rows")
+		}
+		return nil, nil, fmt.Errorf("shardio: no rows in any of the %d files matching %s", len(all), pattern)
+	}
+	if err := agree(ctx, all, shards, &opts); err != nil {
+		return nil, nil, err
+	}
+	return shards, skipped, nil
+}
+
+// agree checks that the shards (all, empty ones included) have one layout
+// and one dimension, and records the dimension in every shard and unit of
+// shards (those with rows). Integer labels of int32 and int64 shards are
+// both read as int64: a run may mix them (the writer of one partition chose
+// another width), and the output, of one type for all shards, is int64.
+func agree(ctx context.Context, all, shards []Shard, opts *ReadOptions) error {
+	first := all[0].Input
+	widen := false
+	for _, s := range all[1:] {
 		in := s.Input
 		switch {
 		case in.IDKind != first.IDKind:
 			return &InputError{Path: s.Path, Row: -1, Column: in.IDName,
-				Msg: fmt.Sprintf("ids are %s, but %s has %s ids", in.IDKind, shards[0].Path, first.IDKind)}
+				Msg: fmt.Sprintf("ids are %s, but %s has %s ids", in.IDKind, all[0].Path, first.IDKind)}
 		case in.Multi != first.Multi:
 			return &InputError{Path: s.Path, Row: -1, Column: in.LabelName,
-				Msg: fmt.Sprintf("the label column %q of %s is of another form (one label or a list of annotations)", first.LabelName, shards[0].Path)}
-		case in.LabelKind != first.LabelKind:
+				Msg: fmt.Sprintf("the label column %q of %s is of another form (one label or a list of annotations)", first.LabelName, all[0].Path)}
+		case in.LabelKind != first.LabelKind && (in.LabelKind == schemas.LabelString || first.LabelKind == schemas.LabelString):
 			return &InputError{Path: s.Path, Row: -1, Column: in.LabelName,
-				Msg: fmt.Sprintf("labels are %s, but %s has %s labels", in.LabelKind, shards[0].Path, first.LabelKind)}
+				Msg: fmt.Sprintf("labels are %s, but %s has %s labels", in.LabelKind, all[0].Path, first.LabelKind)}
+		case in.LabelKind != first.LabelKind:
+			widen = true
+		}
+	}
+	if widen {
+		for i := range shards {
+			shards[i].Input.LabelKind = schemas.LabelInt64
 		}
 	}
 	d, from := opts.D, "ReadOptions.D"
-	for _, s := range shards {
+	for _, s := range all {
 		if s.Input.D == 0 {
 			continue
 		}
@@ -152,7 +218,12 @@ func agree(ctx context.Context, shards []Shard, opts *ReadOptions) error {
 }
 
 // scanShard reads one file's schema and its units.
-func scanShard(ctx context.Context, fs blobio.FS, path string, opts *ReadOptions) (Shard, error) {
+func scanShard(ctx context.Context, fs blobio.FS, path string, opts *ReadOptions) (s Shard, err error) {
+	defer corrupt(path, &err)
+	return scanShardUnguarded(ctx, fs, path, opts)
+}
+
+func scanShardUnguarded(ctx context.Context, fs blobio.FS, path string, opts *ReadOptions) (Shard, error) {
 	s := Shard{Path: path}
 	f, err := fs.Open(ctx, path)
 	if err != nil {
@@ -171,7 +242,7 @@ func scanShard(ctx context.Context, fs blobio.FS, path string, opts *ReadOptions
 	var rows []int64 // per unit
 	switch s.Format {
 	case Parquet:
-		pr, err := file.NewParquetReader(blobio.Section(f), file.WithReadProps(parquet.NewReaderProperties(mem)))
+		pr, err := file.NewParquetReader(blobio.Section(f), file.WithReadProps(readProps(mem, f.Size())))
 		if err != nil {
 			return s, fileError(path, err, "corrupt or truncated Parquet")
 		}
@@ -187,26 +258,37 @@ func scanShard(ctx context.Context, fs blobio.FS, path string, opts *ReadOptions
 			rows = append(rows, pr.MetaData().RowGroup(i).NumRows())
 		}
 	case ArrowFile:
+		// relabel's own footer walk first: it bounds the schema arrow-go
+		// will decode (checkSchema).
+		if rows, err = ipcBatchRows(f, f.Size()); err != nil {
+			return s, fileError(path, err, "corrupt or truncated Arrow IPC file")
+		}
 		r, err := ipc.NewFileReader(blobio.Section(f), ipc.WithAllocator(mem))
 		if err != nil {
 			return s, fileError(path, err, "corrupt or truncated Arrow IPC file")
 		}
 		defer r.Close()
 		sc = r.Schema()
-		if rows, err = ipcBatchRows(f, f.Size()); err != nil {
-			return s, fileError(path, err, "corrupt or truncated Arrow IPC file")
-		}
 		if len(rows) != r.NumRecords() {
 			return s, fileError(path, nil, "corrupt Arrow IPC file: %d record batches in the footer, %d read", r.NumRecords(), len(rows))
 		}
 	case ArrowStream:
-		r, err := ipc.NewReader(bufio.NewReader(blobio.Section(f)), ipc.WithAllocator(mem))
+		batches, err := streamBatchRows(f, f.Size()) // first: it bounds the schema (checkSchema)
+		if err != nil {
+			return s, fileError(path, err, "corrupt or truncated Arrow IPC stream")
+		}
+		r, err := ipc.NewReader(bufio.NewReader(blobio.Section(f)), ipc.WithAllocator(mem), ipc.WithMetadataSizeLimit(f.Size()))
 		if err != nil {
 			return s, fileError(path, err, "corrupt or truncated Arrow IPC stream")
 		}
 		sc = r.Schema()
 		r.Release()
-		rows = []int64{-1}
+		// A stream is read whole (it has no footer to seek by): one unit.
+		n := int64(0)
+		for _, b := range batches {
+			n += b
+		}
+		rows = []int64{n}
 	}
 	if s.Input, err = schemas.ResolveInput(sc, opts.Columns); err != nil {
 		var ce *schemas.ColumnError
@@ -224,11 +306,6 @@ func scanShard(ctx context.Context, fs blobio.FS, path string, opts *ReadOptions
 		off += n
 	}
 	s.Rows = off
-	if s.Format == ArrowStream {
-		s.Rows = -1
-	} else if off == 0 {
-		return s, fileError(path, nil, "no rows")
-	}
 	return s, nil
 }
 
@@ -254,4 +331,14 @@ func firstDim(ctx context.Context, s Shard, opts *ReadOptions) (int, error) {
 		}
 	}
 	return 0, fileError(u.Path, nil, "no non-null features in its first unit to take the dimension from")
+}
+
+// corrupt turns a panic inside a third-party decoder into an error naming
+// the file: arrow-go's flatbuffers and Thrift decoding index bytes they never
+// bounds-checked, and fuzzing (FuzzArrowFile) found footers that make them
+// panic. A corrupt shard must fail the run with its name, not crash it.
+func corrupt(path string, err *error) {
+	if r := recover(); r != nil {
+		*err = fmt.Errorf("shardio: %s: corrupt file (%v)", path, r)
+	}
 }

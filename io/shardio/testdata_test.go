@@ -43,7 +43,7 @@ func genDigits(ctx context.Context, src, out string) error {
 			parts = append(parts, slice(all, g[0], g[1]))
 		}
 		path := filepath.Join(out, fmt.Sprintf("noisy-idn-0.4-part-%04d.parquet", i))
-		if err := WriteInput(ctx, blobio.Local{}, path, Parquet, parts, schemas.LabelInt32, nil); err != nil {
+		if err := WriteInput(ctx, blobio.Local{}, path, Parquet, parts, schemas.LabelInt32, nil, nil); err != nil {
 			return err
 		}
 	}

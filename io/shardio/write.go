@@ -2,6 +2,7 @@ package shardio
 
 import (
 	"bufio"
+	"bytes"
 	"cmp"
 	"context"
 	"fmt"
@@ -36,14 +37,13 @@ const maxRecordRows = 1 << 16
 //
 // WriteShard writes path itself: callers wanting atomicity pass a temporary
 // name and Rename it. On error it removes what it wrote. Equal inputs give
-// byte-identical files (no timestamps, fixed writer properties).
+// byte-identical files (no timestamps, fixed writer properties). mem
+// allocates the Arrow buffers built (nil: memory.DefaultAllocator).
 func WriteShard(ctx context.Context, fs blobio.FS, path string, format Format, batches []*schemas.Cleaned,
-	meta map[string]string, labelKind schemas.LabelKind, classNames []string, idKind schemas.IDKind) error {
-	return writeShard(ctx, fs, path, format, batches, meta, labelKind, classNames, idKind, memory.DefaultAllocator)
-}
-
-func writeShard(ctx context.Context, fs blobio.FS, path string, format Format, batches []*schemas.Cleaned,
 	meta map[string]string, labelKind schemas.LabelKind, classNames []string, idKind schemas.IDKind, mem memory.Allocator) error {
+	if mem == nil {
+		mem = memory.DefaultAllocator
+	}
 	sorted := slices.Clone(batches)
 	slices.SortStableFunc(sorted, func(a, b *schemas.Cleaned) int { return cmp.Compare(a.Offset, b.Offset) })
 	multi := false
@@ -94,10 +94,16 @@ func appendCleaned(b *array.RecordBuilder, lw *labelWriter, c *schemas.Cleaned, 
 	if err := lw.appendGiven(b.Field(1), given, multi); err != nil {
 		return err
 	}
-	if err := lw.append(b.Field(2), c.CleanLabel[i]); err != nil {
-		return fmt.Errorf("clean label: %w", err)
+	if c.CleanLabel[i] == schemas.Unlabelled {
+		// An unlabelled row no labelled row reached: no clean label.
+		b.Field(2).AppendNull()
+		b.Field(3).AppendNull()
+	} else {
+		if err := lw.append(b.Field(2), c.CleanLabel[i]); err != nil {
+			return fmt.Errorf("clean label: %w", err)
+		}
+		b.Field(3).(*array.Float32Builder).Append(c.CleanProb[i])
 	}
-	b.Field(3).(*array.Float32Builder).Append(c.CleanProb[i])
 	if p := c.GivenProb[i]; math.IsNaN(float64(p)) {
 		b.Field(4).AppendNull()
 	} else {
@@ -144,8 +150,10 @@ func (w *labelWriter) append(b array.Builder, c int32) error {
 	return nil
 }
 
-// appendGiven writes a row's given labels: one label, null when unlabelled;
-// or the list of annotations, null when there are none.
+// appendGiven writes a row's given labels as the reader read them (see
+// schemas.Rows): one label, null when Unlabelled; or the list of
+// annotations, null when there are none, empty for schemas.EmptyList, with a
+// null for each Unlabelled entry.
 func (w *labelWriter) appendGiven(b array.Builder, given []int32, multi bool) error {
 	if !multi {
 		if len(given) != 1 {
@@ -158,8 +166,12 @@ func (w *labelWriter) appendGiven(b array.Builder, given []int32, multi bool) er
 		return w.append(b, given[0])
 	}
 	lb := b.(*array.ListBuilder)
-	if len(given) == 0 {
+	switch {
+	case len(given) == 0:
 		lb.AppendNull()
+		return nil
+	case len(given) == 1 && given[0] == schemas.EmptyList:
+		lb.Append(true)
 		return nil
 	}
 	lb.Append(true)
@@ -181,7 +193,60 @@ func (w *labelWriter) appendGiven(b array.Builder, given []int32, multi bool) er
 // always built, never sliced: arrow-go v18 rewrites the first rows of a
 // sliced record with a fixed_size_list column when writing it to Parquet.
 func writeRecords(ctx context.Context, fs blobio.FS, path string, format Format, sc *arrow.Schema, mem memory.Allocator,
-	fill func(b *array.RecordBuilder, emit func() error) error) (err error) {
+	fill func(b *array.RecordBuilder, emit func() error) error) error {
+	return writeFile(ctx, fs, path, format, sc, mem, func(sink recordSink) error {
+		b := array.NewRecordBuilder(mem, sc)
+		defer b.Release()
+		pending := 0
+		flush := func() error {
+			if pending == 0 {
+				return nil
+			}
+			rec := b.NewRecordBatch()
+			defer rec.Release()
+			pending = 0
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if err := sink.Write(rec); err != nil {
+				return fmt.Errorf("shardio: writing %s: %w", path, err)
+			}
+			return nil
+		}
+		err := fill(b, func() error {
+			if pending++; pending == maxRecordRows {
+				return flush()
+			}
+			return nil
+		})
+		if err == nil {
+			err = flush()
+		}
+		return err
+	})
+}
+
+// WriteRecords writes recs, records of schema sc, to path in format, in
+// order, through the writers the shards use (Parquet with page checksums,
+// row groups of at most 65,536 rows); a failure leaves no file. For files
+// beside the shards built by other io packages (annotio's).
+func WriteRecords(ctx context.Context, fs blobio.FS, path string, format Format, sc *arrow.Schema, mem memory.Allocator, recs ...arrow.RecordBatch) error {
+	return writeFile(ctx, fs, path, format, sc, mem, func(sink recordSink) error {
+		for _, rec := range recs {
+			if err := sink.Write(rec); err != nil {
+				return fmt.Errorf("shardio: writing %s: %w", path, err)
+			}
+		}
+		return nil
+	})
+}
+
+// writeFile creates path, opens a record writer of format on it and hands it
+// to write; the file is complete when writeFile returns nil. When anything
+// fails the file is removed, leaving nothing half-written behind, and the
+// first error is the one reported (write's as it returns it).
+func writeFile(ctx context.Context, fs blobio.FS, path string, format Format, sc *arrow.Schema, mem memory.Allocator,
+	write func(sink recordSink) error) (err error) {
 	wc, err := fs.Create(ctx, path)
 	if err != nil {
 		return fmt.Errorf("shardio: writing %s: %w", path, err)
@@ -189,7 +254,6 @@ func writeRecords(ctx context.Context, fs blobio.FS, path string, format Format,
 	defer func() {
 		if err != nil {
 			wc.Close()
-			// Leave nothing half-written behind; the first error is the one to report.
 			_ = fs.Remove(context.WithoutCancel(ctx), path)
 		}
 	}()
@@ -198,34 +262,7 @@ func writeRecords(ctx context.Context, fs blobio.FS, path string, format Format,
 	if err != nil {
 		return fmt.Errorf("shardio: writing %s: %w", path, err)
 	}
-	b := array.NewRecordBuilder(mem, sc)
-	defer b.Release()
-	pending := 0
-	flush := func() error {
-		if pending == 0 {
-			return nil
-		}
-		rec := b.NewRecordBatch()
-		defer rec.Release()
-		pending = 0
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if err := sink.Write(rec); err != nil {
-			return fmt.Errorf("shardio: writing %s: %w", path, err)
-		}
-		return nil
-	}
-	err = fill(b, func() error {
-		if pending++; pending == maxRecordRows {
-			return flush()
-		}
-		return nil
-	})
-	if err == nil {
-		err = flush()
-	}
-	if err != nil {
+	if err := write(sink); err != nil {
 		sink.Close()
 		return err
 	}
@@ -259,7 +296,13 @@ func newSink(w io.Writer, format Format, sc *arrow.Schema, mem memory.Allocator)
 		)
 		// Storing the Arrow schema keeps the types exact on reading
 		// (fixed_size_list, int32 vs int64, the schema metadata).
-		return pqarrow.NewFileWriter(sc, w, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithAllocator(mem)))
+		s := &crcSink{w: w}
+		fw, err := pqarrow.NewFileWriter(sc, &s.buf, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithAllocator(mem)))
+		if err != nil {
+			return nil, err
+		}
+		s.FileWriter = fw
+		return s, nil
 	case ArrowFile:
 		return ipc.NewFileWriter(w, ipc.WithSchema(sc), ipc.WithAllocator(mem))
 	case ArrowStream:
@@ -268,19 +311,39 @@ func newSink(w io.Writer, format Format, sc *arrow.Schema, mem memory.Allocator)
 	return nil, fmt.Errorf("format %v", format)
 }
 
+// crcSink writes a Parquet file whole in memory, then gives every page its
+// checksum (pagecrc.go) as it goes out to w: the rewrite needs the footer,
+// which comes last. Outputs are one input shard's rows without features.
+type crcSink struct {
+	*pqarrow.FileWriter
+	buf bytes.Buffer
+	w   io.Writer
+}
+
+func (s *crcSink) Close() error {
+	if err := s.FileWriter.Close(); err != nil {
+		return err
+	}
+	b, err := addPageCRCs(s.buf.Bytes())
+	if err != nil {
+		return err
+	}
+	s.buf = bytes.Buffer{}
+	_, err = s.w.Write(b)
+	return err
+}
+
 // WriteInput writes rows as an input shard in the canonical input form
 // (schemas.InputSchema: features as fixed_size_list<float32>[D]), one row
 // group or record batch per element of rows, in the order given: for test
 // data, examples and tests of other packages. Class indices are written as
 // labelKind says, through classNames for strings; schemas.Unlabelled becomes
-// null.
+// null. mem allocates the Arrow buffers built (nil: memory.DefaultAllocator).
 func WriteInput(ctx context.Context, fs blobio.FS, path string, format Format, rows []*schemas.Rows,
-	labelKind schemas.LabelKind, classNames []string) error {
-	return writeInput(ctx, fs, path, format, rows, labelKind, classNames, memory.DefaultAllocator)
-}
-
-func writeInput(ctx context.Context, fs blobio.FS, path string, format Format, rows []*schemas.Rows,
 	labelKind schemas.LabelKind, classNames []string, mem memory.Allocator) error {
+	if mem == nil {
+		mem = memory.DefaultAllocator
+	}
 	if len(rows) == 0 {
 		return fmt.Errorf("shardio: writing %s: no rows", path)
 	}
@@ -295,18 +358,9 @@ func writeInput(ctx context.Context, fs blobio.FS, path string, format Format, r
 	}
 	lw := labelWriter{kind: labelKind, names: classNames}
 	sc := schemas.InputSchema(first.IDKind, labelKind, first.Multi, first.D)
-	wc, err := fs.Create(ctx, path)
-	if err != nil {
-		return fmt.Errorf("shardio: writing %s: %w", path, err)
-	}
 	// One record per batch, so that tests control the units; writeRecords
 	// cuts at fixed counts instead, hence this loop of its own.
-	err = func() error {
-		bw := bufio.NewWriterSize(wc, 1<<20)
-		sink, err := newSink(bw, format, sc, mem)
-		if err != nil {
-			return err
-		}
+	return writeFile(ctx, fs, path, format, sc, mem, func(sink recordSink) error {
 		b := array.NewRecordBuilder(mem, sc)
 		defer b.Release()
 		for _, r := range rows {
@@ -321,31 +375,16 @@ func writeInput(ctx context.Context, fs blobio.FS, path string, format Format, r
 				fl.Append(true)
 				vb.AppendValues(r.Features[i*r.D:(i+1)*r.D], nil)
 				if err := lw.appendGiven(b.Field(2), r.Labels[r.LabelOff[i]:r.LabelOff[i+1]], r.Multi); err != nil {
-					sink.Close()
-					return fmt.Errorf("row %d: %w", r.Offset+int64(i), err)
+					return fmt.Errorf("shardio: writing %s: row %d: %w", path, r.Offset+int64(i), err)
 				}
 			}
 			rec := b.NewRecordBatch()
 			err := sink.Write(rec)
 			rec.Release()
 			if err != nil {
-				sink.Close()
-				return err
+				return fmt.Errorf("shardio: writing %s: %w", path, err)
 			}
 		}
-		if err := sink.Close(); err != nil {
-			return err
-		}
-		return bw.Flush()
-	}()
-	if err == nil {
-		err = wc.Close()
-	} else {
-		wc.Close()
-		_ = fs.Remove(context.WithoutCancel(ctx), path)
-	}
-	if err != nil {
-		return fmt.Errorf("shardio: writing %s: %w", path, err)
-	}
-	return nil
+		return nil
+	})
 }

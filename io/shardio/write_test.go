@@ -151,12 +151,12 @@ func TestWriteShard(t *testing.T) {
 				defer mem.AssertSize(t, 0)
 				batches := cleanedBatches(tc.idKind, tc.multi)
 				p1, p2 := filepath.Join(dir, "1"+format.Ext()), filepath.Join(dir, "2"+format.Ext())
-				if err := writeShard(ctx, blobio.Local{}, p1, format, batches, meta, tc.labelKind, tc.names, tc.idKind, mem); err != nil {
+				if err := WriteShard(ctx, blobio.Local{}, p1, format, batches, meta, tc.labelKind, tc.names, tc.idKind, mem); err != nil {
 					t.Fatal(err)
 				}
 				// The same rows in the other batch order: the same bytes.
 				batches[0], batches[1] = batches[1], batches[0]
-				if err := writeShard(ctx, blobio.Local{}, p2, format, batches, meta, tc.labelKind, tc.names, tc.idKind, mem); err != nil {
+				if err := WriteShard(ctx, blobio.Local{}, p2, format, batches, meta, tc.labelKind, tc.names, tc.idKind, mem); err != nil {
 					t.Fatal(err)
 				}
 				b1, _ := os.ReadFile(p1)
@@ -211,7 +211,7 @@ func TestWriteShardRecordCut(t *testing.T) {
 	for _, format := range []Format{Parquet, ArrowFile} {
 		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 		path := filepath.Join(t.TempDir(), "big"+format.Ext())
-		if err := writeShard(ctx, blobio.Local{}, path, format, batches, nil, schemas.LabelInt32, nil, schemas.IDInt64, mem); err != nil {
+		if err := WriteShard(ctx, blobio.Local{}, path, format, batches, nil, schemas.LabelInt32, nil, schemas.IDInt64, mem); err != nil {
 			t.Fatal(err)
 		}
 		_, rows, groups := readOutput(t, path, format, mem)
@@ -251,7 +251,7 @@ func TestWriteShardErrors(t *testing.T) {
 			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 			b := cleanedBatches(schemas.IDInt64, false)
 			tc.mutate(b)
-			err := writeShard(ctx, blobio.Local{}, path, format, b, nil, tc.kind, tc.names, schemas.IDInt64, mem)
+			err := WriteShard(ctx, blobio.Local{}, path, format, b, nil, tc.kind, tc.names, schemas.IDInt64, mem)
 			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), path) {
 				t.Errorf("%s/%v: error %v, want one naming %s and containing %q", tc.name, format, err, path, tc.want)
 			}
@@ -284,7 +284,7 @@ func TestWriteShardEmpty(t *testing.T) {
 	for _, format := range []Format{Parquet, ArrowFile} {
 		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 		path := filepath.Join(t.TempDir(), "empty"+format.Ext())
-		if err := writeShard(context.Background(), blobio.Local{}, path, format, nil, nil, schemas.LabelInt32, nil, schemas.IDInt64, mem); err != nil {
+		if err := WriteShard(context.Background(), blobio.Local{}, path, format, nil, nil, schemas.LabelInt32, nil, schemas.IDInt64, mem); err != nil {
 			t.Fatalf("%v: %v", format, err)
 		}
 		sc, rows, _ := readOutput(t, path, format, mem)

@@ -4,9 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"runtime"
-	"sync"
 
+	"github.com/relabel/relabel/transforms/internal/pool"
 	"github.com/relabel/relabel/transforms/knn"
 	"github.com/relabel/relabel/transforms/llc"
 	"github.com/relabel/relabel/transforms/mixture"
@@ -52,11 +51,12 @@ func ParseWeighting(s string) (Weighting, error) {
 	return 0, fmt.Errorf("engine: unknown weighting %q (want llc, uniform or blend)", s)
 }
 
-// Options configures a relabelling.
+// Options configures an in-process relabelling (Run). Every field is
+// required: pipelines.Options.Engine fills them from the one option model.
 type Options struct {
-	// K is the number of neighbours. Optional, default 10.
+	// K is the number of neighbours, >= 1.
 	K int
-	// Metric ranks neighbours. Optional, default knn.L2.
+	// Metric ranks neighbours.
 	Metric knn.Metric
 	// Standardise z-scores every feature (mean 0, variance 1 over all items)
 	// before the search: raw features on different scales (pixels, integer
@@ -65,39 +65,33 @@ type Options struct {
 	// Candidates bounds the candidate set neighbours are searched in; 0 or >= n
 	// means all items. Otherwise the items with the smallest hash of (seed, key).
 	Candidates int
-	// Weighting of neighbours. Optional, default LLC.
+	// Weighting of neighbours.
 	Weighting Weighting
-	// LLC configures the QP when Weighting is LLC.
+	// LLC configures the QP when Weighting is LLC or Blend.
 	LLC llc.Params
-	// Rounds of sample + EM. Optional, default 10.
+	// Rounds of sample + EM, >= 0.
 	Rounds int
-	// Mixture configures each round; Mixture.C is required.
+	// Mixture configures each round.
 	Mixture mixture.Params
-	// Workers bounds goroutines. Optional, default GOMAXPROCS.
+	// Workers bounds goroutines, >= 1.
 	Workers int
 }
 
-// WithDefaults fills unset optional fields.
-func (o Options) WithDefaults() Options {
-	if o.K <= 0 {
-		o.K = 10
-	}
-	if o.Rounds < 0 {
-		o.Rounds = 0
-	}
-	if o.Workers <= 0 {
-		o.Workers = runtime.GOMAXPROCS(0)
-	}
-	o.LLC = o.LLC.WithDefaults()
-	o.Mixture = o.Mixture.WithDefaults()
-	return o
-}
-
-// Validate checks the options once defaults are applied.
+// Validate checks every field: the options are complete (pipelines.Options
+// resolves them), nothing here is defaulted.
 func (o Options) Validate() error {
 	var errs []error
 	if o.K < 1 {
 		errs = append(errs, fmt.Errorf("engine: K = %d, want >= 1", o.K))
+	}
+	if o.Rounds < 0 {
+		errs = append(errs, fmt.Errorf("engine: rounds = %d, want >= 0", o.Rounds))
+	}
+	if o.Workers < 1 {
+		errs = append(errs, fmt.Errorf("engine: workers = %d, want >= 1", o.Workers))
+	}
+	if o.Weighting != LLC && o.Weighting != Uniform && o.Weighting != Blend {
+		errs = append(errs, fmt.Errorf("engine: weighting %v unknown", o.Weighting))
 	}
 	if o.Candidates < 0 {
 		errs = append(errs, fmt.Errorf("engine: candidates = %d, want >= 0", o.Candidates))
@@ -141,7 +135,6 @@ type Backends struct {
 // Run relabels d. It is deterministic for fixed options: every random draw is
 // seeded from (seed, item key, round).
 func Run(d *Data, o Options, be Backends) (*Result, error) {
-	o = o.WithDefaults()
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
@@ -181,9 +174,16 @@ func Run(d *Data, o Options, be Backends) (*Result, error) {
 		for c, i := range cands {
 			candStates[c].CopyFrom(&states[i])
 		}
-		parallel(n, o.Workers, func(ws *worker, i int) {
+		pool.Each(n, o.Workers, nil, func(w *RoundScratch, i int) {
+			k := nb.K
+			w.Reset(k)
+			for j := 0; j < k; j++ {
+				if c := nb.Index[i*k+j]; c >= 0 {
+					w.Neighbour(nb.Weight[i*k+j]).CopyFrom(&candStates[c])
+				}
+			}
 			iw := o.Mixture.AnchorWeight(annotations(d.Labels[d.LabelOff[i]:d.LabelOff[i+1]]))
-			ws.round(&next[i], &states[i], initOf(init, i), iw, candStates, nb, i, uint64(d.Keys[i]), r, &o.Mixture)
+			w.WS.Round(&next[i], &states[i], initOf(init, i), iw, w.Neigh, w.W, uint64(d.Keys[i]), r, &o.Mixture)
 			next[i].Quantize() // what the pipeline's packed states carry
 		})
 		states, next = next, states
@@ -217,56 +217,34 @@ func initOf(init []mixture.State, i int) *mixture.State {
 	return &init[i]
 }
 
-// worker is one goroutine's scratch.
-type worker struct {
-	ws    mixture.Workspace
-	neigh []mixture.State
-	w     []float64
+// RoundScratch is one goroutine's workspace for running mixture.Round over
+// items: the gathered neighbour states and weights, and room for unpacking an
+// item's own, initial and next states. The engine and both round stages
+// (transforms/stages, transforms/ivfstages) gather into it, each from where
+// its neighbours' states live, and run it through transforms/internal/pool.
+type RoundScratch struct {
+	WS             mixture.Workspace
+	Own, Init, Dst mixture.State
+	// Neigh and W are the gathered neighbours' states and weights.
+	Neigh []mixture.State
+	W     []float64
 }
 
-// round gathers item i's neighbour states and runs mixture.Round.
-func (wk *worker) round(dst, own, init *mixture.State, initWeight float64, cand []mixture.State, nb *Neighbourhoods, i int, key uint64, r int, p *mixture.Params) {
-	k := nb.K
-	if cap(wk.neigh) < k {
-		wk.neigh = make([]mixture.State, k)
+// Reset empties the neighbour lists for an item with at most k neighbours,
+// keeping the states' buffers for reuse.
+func (s *RoundScratch) Reset(k int) {
+	if cap(s.Neigh) < k {
+		s.Neigh = make([]mixture.State, k)
 	}
-	wk.neigh = wk.neigh[:0]
-	wk.w = wk.w[:0]
-	for j := 0; j < k; j++ {
-		c := nb.Index[i*k+j]
-		if c < 0 {
-			continue
-		}
-		wk.neigh = wk.neigh[:len(wk.neigh)+1]
-		wk.neigh[len(wk.neigh)-1].CopyFrom(&cand[c])
-		wk.w = append(wk.w, nb.Weight[i*k+j])
-	}
-	wk.ws.Round(dst, own, init, initWeight, wk.neigh, wk.w, key, r, p)
+	s.Neigh, s.W = s.Neigh[:0], s.W[:0]
 }
 
-func parallel(n, workers int, f func(w *worker, i int)) {
-	var wg sync.WaitGroup
-	const chunk = 64
-	next := make(chan int, workers)
-	go func() {
-		for lo := 0; lo < n; lo += chunk {
-			next <- lo
-		}
-		close(next)
-	}()
-	for g := 0; g < workers; g++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var w worker
-			for lo := range next {
-				for i := lo; i < min(lo+chunk, n); i++ {
-					f(&w, i)
-				}
-			}
-		}()
-	}
-	wg.Wait()
+// Neighbour appends a neighbour of weight w and returns its state, for the
+// caller to fill (its buffers are reused from earlier items).
+func (s *RoundScratch) Neighbour(w float64) *mixture.State {
+	s.Neigh = s.Neigh[:len(s.Neigh)+1]
+	s.W = append(s.W, w)
+	return &s.Neigh[len(s.Neigh)-1]
 }
 
 // Moments returns each feature's mean and standard deviation over n rows

@@ -2,13 +2,15 @@ package engine_test
 
 import (
 	"context"
-	"encoding/binary"
-	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 
+	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/transforms/engine"
+	"github.com/relabel/relabel/transforms/knn"
+	"github.com/relabel/relabel/transforms/llc"
 	"github.com/relabel/relabel/transforms/mixture"
 )
 
@@ -39,13 +41,9 @@ func digits(t testing.TB) (*engine.Data, []int32) {
 			}
 		}
 	}
-	b, err := os.ReadFile(filepath.Join(dir, "truth.i32"))
+	truth, err := resultio.ReadI32(ctx, filepath.Join(dir, "truth.i32"))
 	if err != nil {
 		t.Fatal(err)
-	}
-	truth := make([]int32, len(b)/4)
-	for i := range truth {
-		truth[i] = int32(binary.LittleEndian.Uint32(b[4*i:]))
 	}
 	return d, truth
 }
@@ -60,9 +58,13 @@ func accuracy(res *engine.Result, truth []int32) float64 {
 	return float64(ok) / float64(len(truth))
 }
 
+// options are the defaults with the paper's weighting and annotation weight,
+// fewer samples (L) and seed 1.
 func options() engine.Options {
-	return engine.Options{K: 10, Standardise: true, Weighting: engine.LLC, Rounds: 10,
-		Mixture: mixture.Params{C: 10, L: 100, Mu: 0.5, Gamma: 0.5, Seed: 1}}
+	m := mixture.DefaultParams(10)
+	m.L, m.AnnotationWeight, m.Seed = 100, 0, 1
+	return engine.Options{K: 10, Metric: knn.L2, Standardise: true, Weighting: engine.LLC, LLC: llc.DefaultParams(),
+		Rounds: 10, Workers: runtime.GOMAXPROCS(0), Mixture: m}
 }
 
 // TestRelabelDigits: the engine cleans the example well above its noisy

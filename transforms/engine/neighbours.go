@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/relabel/relabel/transforms/internal/splitmix"
 	"github.com/relabel/relabel/transforms/knn"
 	"github.com/relabel/relabel/transforms/llc"
 )
@@ -12,13 +13,7 @@ import (
 // choice is a pure function of (seed, key), independent of input order and of
 // how a runner splits the data.
 func CandidateHash(seed uint64, key int64) uint64 {
-	x := uint64(key) ^ (seed * 0x9e3779b97f4a7c15)
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return x
+	return splitmix.Mix64(uint64(key) ^ (seed * splitmix.Golden))
 }
 
 // SelectCandidates returns the indices of the candidate items, ascending: all
@@ -81,7 +76,7 @@ func Neighbours(feats []float32, keys []int64, d int, cands []int, o Options, be
 			return nil, fmt.Errorf("engine: kNN search of rows %d..%d: %w", lo, hi, err)
 		}
 		copy(nb.Index[lo*o.K:hi*o.K], res.Index)
-		if err := wb.Weights(nb.Weight[lo*o.K:hi*o.K], q, cm, &res, o, be.Coder); err != nil {
+		if err := wb.Weights(nb.Weight[lo*o.K:hi*o.K], q, cm, &res, o.Weighting, o.LLC, be.Coder); err != nil {
 			return nil, fmt.Errorf("engine: neighbour weights of rows %d..%d: %w", lo, hi, err)
 		}
 	}
@@ -96,8 +91,9 @@ type WeightBuffer struct {
 
 // Weights computes the mixture weights of a batch of neighbourhoods into dst
 // (q.Rows x res.K): LLC codes (METHOD.md step 2) or uniform over valid
-// neighbours. cands holds the candidate features res.Index points into.
-func (wb *WeightBuffer) Weights(dst []float64, q, cands knn.Matrix, res *knn.Result, o Options, coder llc.Coder) error {
+// neighbours, or their average (Blend); lp configures the LLC QP. cands holds
+// the candidate features res.Index points into.
+func (wb *WeightBuffer) Weights(dst []float64, q, cands knn.Matrix, res *knn.Result, w Weighting, lp llc.Params, coder llc.Coder) error {
 	b, k, d := q.Rows, res.K, q.Cols
 	if cap(wb.lens) < b {
 		wb.lens = make([]int32, b)
@@ -110,7 +106,7 @@ func (wb *WeightBuffer) Weights(dst []float64, q, cands knn.Matrix, res *knn.Res
 		}
 		wb.lens[i] = l
 	}
-	if o.Weighting == Uniform {
+	if w == Uniform {
 		for i := 0; i < b; i++ {
 			for j := 0; j < k; j++ {
 				dst[i*k+j] = 0
@@ -135,10 +131,10 @@ func (wb *WeightBuffer) Weights(dst []float64, q, cands knn.Matrix, res *knn.Res
 			}
 		}
 	}
-	if err := coder.Code(dst, llc.Batch{B: b, K: k, D: d, X: q.Data, N: wb.nbr, Dist: res.Dist, Len: wb.lens}, o.LLC); err != nil {
+	if err := coder.Code(dst, llc.Batch{B: b, K: k, D: d, X: q.Data, N: wb.nbr, Dist: res.Dist, Len: wb.lens}, lp); err != nil {
 		return err
 	}
-	if o.Weighting == Blend {
+	if w == Blend {
 		for i := 0; i < b; i++ {
 			for j := 0; j < int(wb.lens[i]); j++ {
 				dst[i*k+j] = 0.5*dst[i*k+j] + 0.5/float64(wb.lens[i])

@@ -73,6 +73,9 @@ type Report struct {
 	F1             Metric `json:"f1"`
 	// AUC ranks items by 1 - GivenProb as a detector of wrong given labels.
 	AUC Metric `json:"auc"`
+	// ByConfidence scores conservative relabelling at each of
+	// ConfidenceThresholds: labels changed only where CleanProb >= T.
+	ByConfidence []ConfidencePR `json:"by_confidence,omitempty"`
 	// ECE is the expected calibration error of CleanProb for Clean (15 bins).
 	ECE     Metric `json:"ece"`
 	ECEBins []Bin  `json:"ece_bins,omitempty"`
@@ -180,6 +183,20 @@ func probsIn(what string, p []float32, n int) error {
 	return nil
 }
 
+// ConfidenceThresholds are the --min-confidence values Report.ByConfidence
+// scores.
+var ConfidenceThresholds = []float64{0, 0.5, 0.7, 0.9, 0.95, 0.99}
+
+// ConfidencePR is relabelling with a minimum confidence T: Changed labels
+// (where the clean label differs and clean_prob >= T), the share of them
+// that fix a wrong given label (Precision), the share of wrong given labels
+// they fix or at least change (Recall), and the accuracy of the result.
+type ConfidencePR struct {
+	Threshold                   float64 `json:"threshold"`
+	Changed                     int     `json:"changed"`
+	Precision, Recall, Accuracy Metric  `json:"-"`
+}
+
 // Evaluate measures in (see Report); it returns Validate's error first.
 func Evaluate(in Inputs) (Report, error) {
 	if err := in.Validate(); err != nil {
@@ -270,6 +287,30 @@ func Evaluate(in Inputs) (Report, error) {
 			score[i] = -float64(p)
 		}
 		r.AUC = AUC(score, wrong)
+	}
+
+	if in.CleanProb != nil && in.Clean != nil {
+		// Conservative relabelling (--min-confidence T): a label changes
+		// only where clean_prob >= T.
+		for _, t := range ConfidenceThresholds {
+			c := ConfidencePR{Threshold: t}
+			tp, right := 0, 0
+			for i, y := range in.Truth {
+				label := given[i]
+				if in.Clean[i] != given[i] && float64(in.CleanProb[i]) >= t {
+					label = in.Clean[i]
+					c.Changed++
+					if wrong[i] {
+						tp++
+					}
+				}
+				if label == y {
+					right++
+				}
+			}
+			c.Precision, c.Recall, c.Accuracy = ratio(tp, c.Changed), ratio(tp, r.GivenWrong), ratio(right, n)
+			r.ByConfidence = append(r.ByConfidence, c)
+		}
 	}
 
 	if in.CleanProb != nil {

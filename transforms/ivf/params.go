@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/relabel/relabel/transforms/internal/splitmix"
 	"github.com/relabel/relabel/transforms/knn"
 )
 
@@ -103,11 +104,5 @@ func (p Params) Validate() error {
 // mask differs from engine.CandidateHash's so that the sample and a
 // --candidates subset are independent.
 func Hash(seed uint64, key int64) uint64 {
-	x := uint64(key) ^ (seed*0x9e3779b97f4a7c15 + 0x632be59bd9b4e019)
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return x
+	return splitmix.Mix64(uint64(key) ^ (seed*splitmix.Golden + 0x632be59bd9b4e019))
 }

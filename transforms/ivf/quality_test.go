@@ -120,7 +120,7 @@ func ivfNeighbourhoods(t testing.TB, keys []int64, x knn.Matrix, p ivf.Params, o
 		hi := min(lo+engine.BatchRows, x.Rows)
 		sub.K, sub.Index, sub.Dist = o.K, res.Index[lo*o.K:hi*o.K], res.Dist[lo*o.K:hi*o.K]
 		q := knn.Matrix{Rows: hi - lo, Cols: x.Cols, Data: x.Data[lo*x.Cols : hi*x.Cols]}
-		if err := wb.Weights(nb.Weight[lo*o.K:hi*o.K], q, x, &sub, o, llc.CPU{}); err != nil {
+		if err := wb.Weights(nb.Weight[lo*o.K:hi*o.K], q, x, &sub, o.Weighting, o.LLC, llc.CPU{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -191,9 +191,11 @@ func TestQualityVsExact(t *testing.T) {
 		for i := range off {
 			off[i] = int32(i)
 		}
-		o := pipelines.DefaultEngine()
-		o.Mixture.C = meta.C
-		o = o.WithDefaults()
+		d := pipelines.Defaults()
+		o, err := d.Engine(meta.C)
+		if err != nil {
+			t.Fatal(err)
+		}
 		exactNB, err := engine.Neighbours(x.Data, keys, x.Cols, engine.SelectCandidates(keys, 0, 0), o, engine.Backends{Searcher: knn.CPU{}, Coder: llc.CPU{}})
 		if err != nil {
 			t.Fatal(err)

@@ -10,25 +10,31 @@ import (
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas32"
+	"gonum.org/v1/gonum/blas/gonum"
 
 	"github.com/relabel/relabel/transforms/knn"
 	"github.com/relabel/relabel/transforms/knn/knntest"
 )
 
 // BenchmarkKNN times, for each of issue 2's shapes, the CPU search (SGEMM
-// tiles + fused top-K) and a plain SGEMM of the same B x S x d shape,
-// alternately within every iteration so that all see the same load on a
-// shared machine. The plain SGEMM writes the whole B x S matrix, timed two
-// ways: one blas32.Gemm call with the BLAS's own threading (OpenBLAS set to
-// GOMAXPROCS threads for the call; gonum parallelises itself), and
-// GOMAXPROCS goroutines each multiplying a slab of rows with a
-// single-threaded OpenBLAS, the way the search runs (more robust when other
-// processes take cores). It reports GFLOP/s of 2*B*S*d for the search and
-// for each SGEMM, and the search's percentage of the faster SGEMM's
-// throughput (the target is >= 75). On a shared machine wall time mostly
-// measures the neighbours' load, so it also reports the search's
-// percentage of the slabs SGEMM's throughput per CPU-second of this process
-// (the threaded OpenBLAS call spin-waits, which would inflate its CPU time).
+// tiles + fused top-K) against two plain SGEMMs of the same B x S x d
+// shape, alternately within every iteration so that all see the same load
+// on a shared machine:
+//
+//   - sgemm: the build's own SGEMM (OpenBLAS single-threaded, or the pure-Go
+//     build's micro-kernel; knn.Gemm) writing the whole B x S matrix,
+//     GOMAXPROCS goroutines each multiplying a slab of rows, the way the
+//     search runs. search/sgemm says what the top-K costs on top of it.
+//   - gonum: gonum's own pure-Go Sgemm (gonum.Implementation, the same code
+//     in every build whatever blas32 is routed to) on the first B/8 queries.
+//     It is the yardstick common to both builds: search/gonum from the
+//     OpenBLAS build and from the pure-Go build, each taken in one run,
+//     compare the two builds without running them at the same moment.
+//
+// On a shared machine wall time mostly measures the neighbours' load, so
+// every figure is also reported per CPU-second of this process, which
+// hardly depends on it (no call here spin-waits: OpenBLAS is
+// single-threaded and gonum parks its goroutines).
 func BenchmarkKNN(b *testing.B) {
 	b.Logf("BLAS: %s; GOMAXPROCS=%d", knn.BLASImplementation(), runtime.GOMAXPROCS(0))
 	for _, sh := range knntest.BenchShapes {
@@ -45,7 +51,8 @@ func BenchmarkKNN(b *testing.B) {
 			}
 			var res knn.Result
 			c := make([]float32, sh.B*sh.S)
-			var search, threaded, slabs, searchCPU, slabsCPU time.Duration
+			gb := sh.B / 8
+			var search, slabs, ref, searchCPU, slabsCPU, refCPU time.Duration
 			for b.Loop() {
 				t0, c0 := time.Now(), cpuTime()
 				if err := idx.Search(&res, q, ids[:sh.B], sh.K); err != nil {
@@ -54,48 +61,42 @@ func BenchmarkKNN(b *testing.B) {
 				t1, c1 := time.Now(), cpuTime()
 				sgemm(sh, q, p, c, runtime.GOMAXPROCS(0))
 				t2, c2 := time.Now(), cpuTime()
-				sgemm(sh, q, p, c, 1)
+				gonum.Implementation{}.Sgemm(blas.NoTrans, blas.Trans, gb, sh.S, sh.D,
+					-2, q.Data, sh.D, p.Data, sh.D, 0, c, sh.S)
 				search += t1.Sub(t0)
 				slabs += t2.Sub(t1)
-				threaded += time.Since(t2)
+				ref += time.Since(t2)
 				searchCPU += c1 - c0
 				slabsCPU += c2 - c1
+				refCPU += cpuTime() - c2
 			}
 			n := float64(b.N)
-			gemm := min(threaded, slabs)
+			refFlops := sh.Flops() * float64(gb) / float64(sh.B)
 			b.ReportMetric(sh.Flops()*n/search.Seconds()/1e9, "search-GFLOP/s")
-			b.ReportMetric(sh.Flops()*n/threaded.Seconds()/1e9, "sgemm-GFLOP/s")
-			b.ReportMetric(sh.Flops()*n/slabs.Seconds()/1e9, "sgemm-slabs-GFLOP/s")
-			b.ReportMetric(100*gemm.Seconds()/search.Seconds(), "search/sgemm-%")
-			if searchCPU > 0 && slabsCPU > 0 {
-				b.ReportMetric(100*slabsCPU.Seconds()/searchCPU.Seconds(), "search/slabs-cpu-%")
+			b.ReportMetric(sh.Flops()*n/slabs.Seconds()/1e9, "sgemm-GFLOP/s")
+			b.ReportMetric(refFlops*n/ref.Seconds()/1e9, "gonum-GFLOP/s")
+			b.ReportMetric(100*(sh.Flops()/slabs.Seconds())/(sh.Flops()/search.Seconds()), "search/sgemm-%")
+			if searchCPU > 0 && slabsCPU > 0 && refCPU > 0 {
+				b.ReportMetric(sh.Flops()*n/searchCPU.Seconds()/1e9, "search-GFLOP/cpu-s")
+				b.ReportMetric(sh.Flops()*n/slabsCPU.Seconds()/1e9, "sgemm-GFLOP/cpu-s")
+				b.ReportMetric(refFlops*n/refCPU.Seconds()/1e9, "gonum-GFLOP/cpu-s")
+				b.ReportMetric(100*slabsCPU.Seconds()/searchCPU.Seconds(), "search/sgemm-cpu-%")
+				b.ReportMetric((sh.Flops()/searchCPU.Seconds())/(refFlops/refCPU.Seconds()), "search/gonum-cpu-x")
 			}
 		})
 	}
 }
 
-// sgemm computes c = -2 q p^T (B x S) as a plain SGEMM: one call with the
-// BLAS's own threading when slabs is 1, otherwise slabs goroutines each
-// multiplying B/slabs rows of q with a single-threaded BLAS.
+// sgemm computes c = -2 q p^T (B x S) with the build's SGEMM (knn.Gemm),
+// slabs goroutines each multiplying B/slabs rows of q single-threaded.
 func sgemm(sh knntest.Shape, q, p knn.Matrix, c []float32, slabs int) {
-	pm := blas32.General{Rows: sh.S, Cols: sh.D, Stride: sh.D, Data: p.Data}
-	mul := func(r0, r1 int) {
-		qm := blas32.General{Rows: r1 - r0, Cols: sh.D, Stride: sh.D, Data: q.Data[r0*sh.D : r1*sh.D]}
-		cm := blas32.General{Rows: r1 - r0, Cols: sh.S, Stride: sh.S, Data: c[r0*sh.S : r1*sh.S]}
-		blas32.Gemm(blas.NoTrans, blas.Trans, -2, qm, pm, 0, cm)
-	}
-	if slabs == 1 {
-		knn.SetBLASThreads(runtime.GOMAXPROCS(0))
-		mul(0, sh.B)
-		knn.SetBLASThreads(1)
-		return
-	}
 	var wg sync.WaitGroup
 	for i := range slabs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			mul(i*sh.B/slabs, (i+1)*sh.B/slabs)
+			r0, r1 := i*sh.B/slabs, (i+1)*sh.B/slabs
+			knn.Gemm(r1-r0, sh.S, sh.D, -2, q.Data[r0*sh.D:r1*sh.D], p.Data, c[r0*sh.S:r1*sh.S], sh.S)
 		}()
 	}
 	wg.Wait()

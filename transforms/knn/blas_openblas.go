@@ -15,7 +15,7 @@ import (
 // OpenBLAS under concurrent callers oversubscribes the cores.
 func init() {
 	blas32.Use(netlib.Implementation{})
-	setBLASThreads(1)
+	openblas.SetNumThreads(1)
 }
 
 // BLASImplementation names the SGEMM this build uses: OpenBLAS through
@@ -24,6 +24,5 @@ func BLASImplementation() string {
 	return "OpenBLAS via gonum.org/v1/netlib (cgo): " + openblas.Config()
 }
 
-// setBLASThreads sets OpenBLAS's process-wide thread count; the benchmarks
-// use it to time a plain SGEMM with OpenBLAS's own threading.
-func setBLASThreads(n int) { openblas.SetNumThreads(n) }
+// tileKernel is nil: this build computes the search's tiles with OpenBLAS.
+func tileKernel() *kernel { return nil }

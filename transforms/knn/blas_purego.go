@@ -2,10 +2,21 @@
 
 package knn
 
-// BLASImplementation names the SGEMM this build uses: gonum's pure-Go blas32
-// here, since the binary was built without -tags openblas or without cgo.
-func BLASImplementation() string { return "gonum (pure Go)" }
+// BLASImplementation names the SGEMM this build's search uses: the fastest
+// Go-assembly micro-kernel the CPU runs (gemm.go), or gonum's pure-Go
+// blas32 on CPUs without one. Either way the binary needs no cgo.
+func BLASImplementation() string {
+	if k := tileKernel(); k != nil {
+		return "pure Go (" + k.name + " Go-assembly SGEMM micro-kernel)"
+	}
+	return "pure Go (gonum blas32)"
+}
 
-// setBLASThreads is a no-op: gonum's pure-Go SGEMM schedules its own
-// goroutines, which the Go runtime multiplexes with Search's.
-func setBLASThreads(int) {}
+// tileKernel is the micro-kernel of the search's tiles: the fastest this
+// CPU runs, chosen at run time, or nil for gonum's blas32.
+func tileKernel() *kernel {
+	if ks := kernels(); len(ks) > 0 {
+		return ks[0]
+	}
+	return nil
+}

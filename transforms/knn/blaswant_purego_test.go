@@ -2,4 +2,4 @@
 
 package knn_test
 
-const blasWant = "gonum (pure Go)"
+const blasWant = "pure Go ("

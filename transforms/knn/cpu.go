@@ -29,8 +29,10 @@ const (
 const maxSqNorm = math.MaxFloat32 / 8
 
 // CPU is the exact batched kNN Searcher for the CPU. The zero value is ready to
-// use. Output does not depend on Workers; it depends on QueryBlock and
-// CandidateBlock only through float32 rounding of the SGEMM (the tile shape
+// use. Output does not depend on Workers. With a Go-assembly micro-kernel
+// (the default build on AVX2 or AVX-512 CPUs) it does not depend on
+// QueryBlock and CandidateBlock either; with blas32 (the OpenBLAS build, other
+// CPUs) it does, through float32 rounding of the SGEMM (the tile shape
 // changes the BLAS's summation order).
 type CPU struct {
 	// Workers is the number of goroutines a Search runs, each taking whole
@@ -42,6 +44,11 @@ type CPU struct {
 	// CandidateBlock is the number of candidate rows per SGEMM tile. Optional,
 	// default DefaultCandidateBlock.
 	CandidateBlock int
+
+	// kernel names the SGEMM of the tiles, for tests that run every kernel
+	// on one machine: "" takes the build's default (tileKernel), "gonum"
+	// forces blas32, anything else a micro-kernel of kernels() by name.
+	kernel string
 }
 
 // Index prepares c (S x d) with one id per row. For Cosine it keeps a
@@ -73,7 +80,20 @@ func (s CPU) Index(c Matrix, ids []int64, m Metric) (Index, error) {
 	if s.CandidateBlock == 0 {
 		s.CandidateBlock = DefaultCandidateBlock
 	}
+	kern := tileKernel()
+	if s.kernel != "" {
+		kern = nil
+		for _, k := range kernels() {
+			if k.name == s.kernel {
+				kern = k
+			}
+		}
+		if kern == nil && s.kernel != "gonum" {
+			return nil, fmt.Errorf("knn: CPU.Index: no kernel %q on this CPU", s.kernel)
+		}
+	}
 	x := &cpuIndex{
+		kern:   kern,
 		opt:    s,
 		metric: m,
 		n:      c.Rows,
@@ -110,6 +130,9 @@ func (s CPU) Index(c Matrix, ids []int64, m Metric) (Index, error) {
 // cpuIndex is the Index of CPU. It is safe for concurrent Searches: each
 // Search draws its workspaces from pool.
 type cpuIndex struct {
+	// kern is the micro-kernel that computes the tiles, or nil for
+	// blas32.Gemm (the OpenBLAS build, and CPUs without a kernel).
+	kern   *kernel
 	opt    CPU
 	metric Metric
 	n, d   int
@@ -122,13 +145,17 @@ type cpuIndex struct {
 }
 
 // workspace is one worker's scratch: the SGEMM tile, the query block's
-// per-row distance terms, a normalised copy of the query block (Cosine) and
-// the fill count of each query's top-K list.
+// per-row distance terms, a normalised copy of the query block (Cosine), the
+// fill count of each query's top-K list and, with a micro-kernel, the packed
+// query block, the packed candidate block and the kernel's edge tile.
 type workspace struct {
 	tile  []float32
 	qterm []float32
 	qbuf  []float32
 	fill  []int
+	apack []float32
+	bpack []float32
+	edge  []float32
 }
 
 func (x *cpuIndex) newWorkspace() any {
@@ -141,6 +168,11 @@ func (x *cpuIndex) newWorkspace() any {
 	}
 	if x.metric == Cosine {
 		w.qbuf = make([]float32, qb*x.d)
+	}
+	if kn := x.kern; kn != nil {
+		w.apack = make([]float32, packedLen(qb, x.d, kn.mr))
+		w.bpack = make([]float32, packedLen(cb, x.d, kn.nr))
+		w.edge = make([]float32, kn.mr*kn.nr)
 	}
 	return w
 }
@@ -251,12 +283,24 @@ func (x *cpuIndex) searchBlock(w *workspace, dst *Result, q Matrix, qIDs []int64
 	clear(fill)
 
 	a := blas32.General{Rows: rows, Cols: d, Stride: d, Data: qdata}
+	kn := x.kern
+	if kn != nil {
+		// The query block is packed once (times alpha, exact: a power of
+		// two) for all its candidate blocks.
+		pack(w.apack, qdata, rows, d, kn.mr, alpha)
+	}
 	for c0 := 0; c0 < x.n; c0 += x.opt.CandidateBlock {
 		cols := min(x.opt.CandidateBlock, x.n-c0)
-		p := blas32.General{Rows: cols, Cols: d, Stride: d, Data: x.data[c0*d : (c0+cols)*d]}
+		pdata := x.data[c0*d : (c0+cols)*d]
 		t := blas32.General{Rows: rows, Cols: cols, Stride: cols, Data: w.tile[:rows*cols]}
 		// tile = alpha * Q P^T: -2 q.p for L2, -cos for Cosine.
-		blas32.Gemm(blas.NoTrans, blas.Trans, alpha, a, p, 0, t)
+		if kn != nil {
+			pack(w.bpack, pdata, cols, d, kn.nr, 1)
+			kn.gemm(rows, cols, d, w.apack, w.bpack, t.Data, cols, w.edge)
+		} else {
+			p := blas32.General{Rows: cols, Cols: d, Stride: d, Data: pdata}
+			blas32.Gemm(blas.NoTrans, blas.Trans, alpha, a, p, 0, t)
+		}
 		bias := x.bias[c0 : c0+cols]
 		for i := range rows {
 			var qid int64

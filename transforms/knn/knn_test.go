@@ -22,6 +22,64 @@ func TestCPUSmallBlocks(t *testing.T) {
 	knntest.Run(t, knn.CPU{Workers: 3, QueryBlock: 7, CandidateBlock: 13})
 }
 
+// TestCPUKernels runs the suite with each SGEMM a CPU binary can pick at run
+// time (every micro-kernel this machine runs, and gonum's blas32, the
+// fallback elsewhere), at the default tiles and at tiles that split every
+// case at odd offsets, so each kernel's edge handling is exercised.
+func TestCPUKernels(t *testing.T) {
+	t.Logf("this CPU's micro-kernels: %q", knn.KernelNames())
+	for _, name := range append(knn.KernelNames(), "gonum") {
+		t.Run(name, func(t *testing.T) {
+			knntest.Run(t, knn.WithKernel(knn.CPU{}, name))
+			t.Run("small", func(t *testing.T) {
+				knntest.Run(t, knn.WithKernel(knn.CPU{Workers: 3, QueryBlock: 7, CandidateBlock: 13}, name))
+			})
+		})
+	}
+}
+
+// TestCPUKernelsTileIndependent checks that a micro-kernel's output does not
+// depend on the tile shape: each distance is the same FMA chain whatever the
+// blocking (gemm.go's kernel), unlike blas32's.
+func TestCPUKernelsTileIndependent(t *testing.T) {
+	if len(knn.KernelNames()) == 0 {
+		t.Skip("no micro-kernel on this CPU")
+	}
+	cand := knntest.Gaussian(700, 300, 7, 0)
+	ids := make([]int64, cand.Rows)
+	for i := range ids {
+		ids[i] = int64(i)
+	}
+	q := knn.Matrix{Rows: 100, Cols: 300, Data: cand.Data[:100*300]}
+	var want knn.Result
+	for i, s := range []knn.CPU{{}, {QueryBlock: 5, CandidateBlock: 31}, {QueryBlock: 64, CandidateBlock: 33}} {
+		for _, name := range knn.KernelNames() {
+			x, err := knn.WithKernel(s, name).Index(cand, ids, knn.L2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got knn.Result
+			if err := x.Search(&got, q, ids[:q.Rows], 9); err != nil {
+				t.Fatal(err)
+			}
+			if want.K == 0 {
+				want = got
+				continue
+			}
+			if !slices.Equal(got.Index, want.Index) || !slices.Equal(got.Dist, want.Dist) {
+				t.Errorf("tiles %d (%+v), kernel %s: result differs from the first", i, s, name)
+			}
+		}
+	}
+}
+
+func TestCPUUnknownKernel(t *testing.T) {
+	_, err := knn.WithKernel(knn.CPU{}, "MMX 1x1").Index(knntest.Gaussian(3, 2, 1, 0), make([]int64, 3), knn.L2)
+	if err == nil || !strings.Contains(err.Error(), `no kernel "MMX 1x1"`) {
+		t.Errorf("error %v, want one naming the kernel", err)
+	}
+}
+
 // TestCPUWorkersDeterministic checks that the output is bit-identical for any
 // number of goroutines, as the pipeline's retries require.
 func TestCPUWorkersDeterministic(t *testing.T) {

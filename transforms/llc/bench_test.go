@@ -25,7 +25,7 @@ func BenchmarkCPU(b *testing.B) {
 			b.Run(name, func(b *testing.B) {
 				c := llc.CPU{Workers: workers}
 				for b.Loop() {
-					if err := c.Code(dst, bt, llc.Params{}); err != nil {
+					if err := c.Code(dst, bt, llc.DefaultParams()); err != nil {
 						b.Fatal(err)
 					}
 				}

@@ -15,16 +15,17 @@ import (
 //
 //	G = C + Lambda diag(d^2) + Ridge trace(C + Lambda diag(d^2)) I,
 //
-// over the valid neighbours only. A zero field means its default (WithDefaults).
+// over the valid neighbours only. Every field is required: DefaultParams holds
+// the defaults.
 type Params struct {
-	// Lambda weights the locality adaptor. Optional, default 0 (the paper and the
-	// authors' code use 0).
+	// Lambda weights the locality adaptor (the paper and the authors' code
+	// use 0).
 	Lambda float64
-	// Sigma scales the locality adaptor's distances. Optional, default 1.
+	// Sigma scales the locality adaptor's distances.
 	Sigma float64
 	// Ridge is added to the Gram matrix's diagonal, relative to its trace, so that
-	// singular neighbourhoods (K > d, duplicates) have a unique solution.
-	// Optional, default 1e-10. The ridge selects, among equally good codes, the
+	// singular neighbourhoods (K > d, duplicates) have a unique solution
+	// (DefaultParams: 1e-10). The ridge selects, among equally good codes, the
 	// one of least norm; in those flat directions the weights are only as
 	// accurate as about 1e-16/Ridge allows. When the trace is zero (every valid
 	// neighbour equals the query and Lambda = 0) all codes are equally good and
@@ -32,39 +33,23 @@ type Params struct {
 	Ridge float64
 	// Tol is the KKT tolerance the solver stops at, relative to the largest
 	// entry of G: a multiplier (G a)_j - nu of a neighbour off the support may be
-	// negative by at most Tol max|G|. Optional, default 1e-9.
+	// negative by at most Tol max|G|.
 	Tol float64
-	// MaxIter bounds solver iterations. Optional, default 1000.
+	// MaxIter bounds solver iterations.
 	MaxIter int
 }
 
-// Defaults of the optional Params fields.
-const (
-	DefaultSigma   = 1.0
-	DefaultRidge   = 1e-10
-	DefaultTol     = 1e-9
-	DefaultMaxIter = 1000
-)
-
-// WithDefaults returns p with every zero optional field set to its default.
-func (p Params) WithDefaults() Params {
-	if p.Sigma == 0 {
-		p.Sigma = DefaultSigma
-	}
-	if p.Ridge == 0 {
-		p.Ridge = DefaultRidge
-	}
-	if p.Tol == 0 {
-		p.Tol = DefaultTol
-	}
-	if p.MaxIter == 0 {
-		p.MaxIter = DefaultMaxIter
-	}
-	return p
+// DefaultParams returns the QP's defaults: the paper's plain LLC (Lambda 0),
+// a unit locality scale, a ridge small enough not to move a well-posed code,
+// and the solver's tolerance and iteration bound. pipelines.Defaults takes
+// --llc-lambda and --llc-sigma from here, so each default is written once.
+func DefaultParams() Params {
+	return Params{Lambda: 0, Sigma: 1, Ridge: 1e-10, Tol: 1e-9, MaxIter: 1000}
 }
 
-// Validate reports the first field outside its domain. Zero fields are valid:
-// they stand for their defaults.
+// Validate reports the first field outside its domain. Every field is
+// required (DefaultParams has them all): a zero Sigma, Tol or MaxIter is an
+// error, not a default.
 func (p Params) Validate() error {
 	bad := func(name string, v float64, want string) error {
 		return fmt.Errorf("llc: Params.%s = %v, want %s", name, v, want)
@@ -72,14 +57,14 @@ func (p Params) Validate() error {
 	switch {
 	case !(p.Lambda >= 0) || math.IsInf(p.Lambda, 1):
 		return bad("Lambda", p.Lambda, "finite and >= 0")
-	case !(p.Sigma >= 0) || math.IsInf(p.Sigma, 1):
-		return bad("Sigma", p.Sigma, "finite and > 0 (0 for the default 1)")
+	case !(p.Sigma > 0) || math.IsInf(p.Sigma, 1):
+		return bad("Sigma", p.Sigma, "finite and > 0")
 	case !(p.Ridge >= 0) || p.Ridge >= 1:
-		return bad("Ridge", p.Ridge, "in (0, 1) (0 for the default 1e-10)")
-	case !(p.Tol >= 0) || p.Tol >= 1:
-		return bad("Tol", p.Tol, "in (0, 1) (0 for the default 1e-9)")
-	case p.MaxIter < 0:
-		return fmt.Errorf("llc: Params.MaxIter = %d, want >= 0 (0 for the default 1000)", p.MaxIter)
+		return bad("Ridge", p.Ridge, "in [0, 1)")
+	case !(p.Tol > 0) || p.Tol >= 1:
+		return bad("Tol", p.Tol, "in (0, 1)")
+	case p.MaxIter < 1:
+		return fmt.Errorf("llc: Params.MaxIter = %d, want >= 1", p.MaxIter)
 	}
 	return nil
 }

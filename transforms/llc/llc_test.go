@@ -52,7 +52,7 @@ func TestCPUWorkersBitwise(t *testing.T) {
 	var first []float64
 	for _, w := range []int{1, 2, 3, 8} {
 		dst := make([]float64, b.B*b.K)
-		if err := (llc.CPU{Workers: w}).Code(dst, b, llc.Params{Lambda: 0.01}); err != nil {
+		if err := (llc.CPU{Workers: w}).Code(dst, b, withParams(func(p *llc.Params) { p.Lambda = 0.01 })); err != nil {
 			t.Fatalf("Workers=%d: %v", w, err)
 		}
 		if first == nil {
@@ -77,7 +77,7 @@ func TestCPULowestError(t *testing.T) {
 	b.X[260*b.D] = float32(math.NaN())
 	b.Len[130] = 7
 	for _, w := range []int{1, 2, 4, 16} {
-		err := (llc.CPU{Workers: w}).Code(make([]float64, b.B*b.K), b, llc.Params{})
+		err := (llc.CPU{Workers: w}).Code(make([]float64, b.B*b.K), b, llc.DefaultParams())
 		if err == nil || !strings.Contains(err.Error(), "neighbourhood 130:") {
 			t.Errorf("Workers=%d: error %v, want the one of neighbourhood 130", w, err)
 		}
@@ -86,7 +86,7 @@ func TestCPULowestError(t *testing.T) {
 
 func TestCPUMaxIter(t *testing.T) {
 	b := randomBatch(9, 4, 50, 64)
-	err := llc.CPU{}.Code(make([]float64, b.B*b.K), b, llc.Params{MaxIter: 2})
+	err := llc.CPU{}.Code(make([]float64, b.B*b.K), b, withParams(func(p *llc.Params) { p.MaxIter = 2 }))
 	if err == nil || !strings.Contains(err.Error(), "did not converge") {
 		t.Errorf("MaxIter 2 at K=50: error %v, want non-convergence", err)
 	}
@@ -100,12 +100,12 @@ func TestCPUShapePanics(t *testing.T) {
 		edit func(*llc.Batch)
 		p    llc.Params
 	}{
-		{"short dst", 11, func(*llc.Batch) {}, llc.Params{}},
-		{"short X", 12, func(b *llc.Batch) { b.X = b.X[:14] }, llc.Params{}},
-		{"short N", 12, func(b *llc.Batch) { b.N = b.N[:59] }, llc.Params{}},
-		{"short Dist with locality", 12, func(b *llc.Batch) { b.Dist = nil }, llc.Params{Lambda: 1}},
-		{"short Len", 12, func(b *llc.Batch) { b.Len = []int32{4, 4} }, llc.Params{}},
-		{"negative D", 12, func(b *llc.Batch) { b.D = -1 }, llc.Params{}},
+		{"short dst", 11, func(*llc.Batch) {}, llc.DefaultParams()},
+		{"short X", 12, func(b *llc.Batch) { b.X = b.X[:14] }, llc.DefaultParams()},
+		{"short N", 12, func(b *llc.Batch) { b.N = b.N[:59] }, llc.DefaultParams()},
+		{"short Dist with locality", 12, func(b *llc.Batch) { b.Dist = nil }, withParams(func(p *llc.Params) { p.Lambda = 1 })},
+		{"short Len", 12, func(b *llc.Batch) { b.Len = []int32{4, 4} }, llc.DefaultParams()},
+		{"negative D", 12, func(b *llc.Batch) { b.D = -1 }, llc.DefaultParams()},
 	} {
 		b := good
 		tc.edit(&b)
@@ -121,38 +121,38 @@ func TestCPUShapePanics(t *testing.T) {
 	// Without the locality adaptor distances are not needed.
 	b := good
 	b.Dist = nil
-	if err := (llc.CPU{}).Code(make([]float64, 12), b, llc.Params{}); err != nil {
+	if err := (llc.CPU{}).Code(make([]float64, 12), b, llc.DefaultParams()); err != nil {
 		t.Errorf("nil Dist, Lambda 0: %v", err)
 	}
 	// An empty batch is fine.
-	if err := (llc.CPU{}).Code(nil, llc.Batch{K: 10, D: 3}, llc.Params{}); err != nil {
+	if err := (llc.CPU{}).Code(nil, llc.Batch{K: 10, D: 3}, llc.DefaultParams()); err != nil {
 		t.Errorf("empty batch: %v", err)
 	}
 }
 
 func TestParams(t *testing.T) {
-	d := llc.Params{}.WithDefaults()
-	if d != (llc.Params{Sigma: 1, Ridge: 1e-10, Tol: 1e-9, MaxIter: 1000}) {
-		t.Errorf("Params{}.WithDefaults() = %+v", d)
+	if d := llc.DefaultParams(); d != (llc.Params{Lambda: 0, Sigma: 1, Ridge: 1e-10, Tol: 1e-9, MaxIter: 1000}) {
+		t.Errorf("DefaultParams() = %+v", d)
 	}
-	set := llc.Params{Lambda: 2, Sigma: 3, Ridge: 1e-6, Tol: 1e-7, MaxIter: 5}
-	if got := set.WithDefaults(); got != set {
-		t.Errorf("WithDefaults changed set fields: %+v, want %+v", got, set)
-	}
+	set := llc.Params{Lambda: 2, Sigma: 3, Ridge: 0, Tol: 1e-7, MaxIter: 5}
 	for _, tc := range []struct {
 		p       llc.Params
 		wantErr string
 	}{
-		{llc.Params{}, ""},
+		{llc.DefaultParams(), ""},
 		{set, ""},
-		{llc.Params{Lambda: -1}, "Lambda"},
-		{llc.Params{Lambda: math.Inf(1)}, "Lambda"},
-		{llc.Params{Sigma: -1}, "Sigma"},
-		{llc.Params{Sigma: math.NaN()}, "Sigma"},
-		{llc.Params{Ridge: -1e-9}, "Ridge"},
-		{llc.Params{Ridge: 1}, "Ridge"},
-		{llc.Params{Tol: -1}, "Tol"},
-		{llc.Params{MaxIter: -1}, "MaxIter"},
+		{withParams(func(p *llc.Params) { p.Lambda = -1 }), "Lambda"},
+		{withParams(func(p *llc.Params) { p.Lambda = math.Inf(1) }), "Lambda"},
+		{withParams(func(p *llc.Params) { p.Sigma = -1 }), "Sigma"},
+		{withParams(func(p *llc.Params) { p.Sigma = math.NaN() }), "Sigma"},
+		{withParams(func(p *llc.Params) { p.Ridge = -1e-9 }), "Ridge"},
+		{withParams(func(p *llc.Params) { p.Ridge = 1 }), "Ridge"},
+		{withParams(func(p *llc.Params) { p.Tol = -1 }), "Tol"},
+		{withParams(func(p *llc.Params) { p.MaxIter = -1 }), "MaxIter"},
+		// Zero is a value, never "the default": the zero Params is invalid.
+		{llc.Params{}, "Sigma"},
+		{withParams(func(p *llc.Params) { p.Tol = 0 }), "Tol"},
+		{withParams(func(p *llc.Params) { p.MaxIter = 0 }), "MaxIter"},
 	} {
 		err := tc.p.Validate()
 		switch {
@@ -169,7 +169,7 @@ func TestCPUAllocs(t *testing.T) {
 	dst := make([]float64, b.B*b.K)
 	c := llc.CPU{Workers: 1}
 	allocs := testing.AllocsPerRun(20, func() {
-		if err := c.Code(dst, b, llc.Params{}); err != nil {
+		if err := c.Code(dst, b, llc.DefaultParams()); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -186,7 +186,7 @@ func TestDigits(t *testing.T) {
 	path := filepath.Join("..", "..", "..", "shared", "data", "sklearn_digits", "features.f32")
 	raw, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("dev data (../shared/data, see its README.md): %v", err)
+		t.Skipf("development data absent (%v): this test reads ../shared/data", err)
 	}
 	const d, k, items = 64, 10, 200
 	n := len(raw) / 4 / d
@@ -221,7 +221,7 @@ func TestDigits(t *testing.T) {
 			b.Dist[i*k+r] = cs[r].dist
 		}
 	}
-	for _, p := range []llc.Params{{}, {Lambda: 1e-3, Sigma: 200}} {
+	for _, p := range []llc.Params{llc.DefaultParams(), withParams(func(p *llc.Params) { p.Lambda, p.Sigma = 1e-3, 200 })} {
 		got := make([]float64, items*k)
 		if err := (llc.CPU{}).Code(got, b, p); err != nil {
 			t.Fatalf("Lambda %g: %v", p.Lambda, err)
@@ -249,4 +249,12 @@ func TestDigits(t *testing.T) {
 			t.Errorf("Lambda %g: mean support %.2f neighbours, want >= 2", p.Lambda, mean)
 		}
 	}
+}
+
+// withParams is llc.DefaultParams() changed by edit: a case states what it
+// departs from the defaults in.
+func withParams(edit func(*llc.Params)) llc.Params {
+	p := llc.DefaultParams()
+	edit(&p)
+	return p
 }

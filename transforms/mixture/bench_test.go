@@ -16,7 +16,8 @@ func BenchmarkRound(b *testing.B) {
 		b.Run(fmt.Sprintf("C=%d", c), func(b *testing.B) {
 			rng := rand.New(rand.NewPCG(1, uint64(c)))
 			const k = 10
-			p := Params{C: c, C0: 10, L: 250, Mu: 0.5, Gamma: 0.5, EMIters: 10, Seed: 1}.WithDefaults()
+			p := DefaultParams(c)
+			p.AnnotationWeight, p.Seed = 0, 1
 			// States after a few rounds: several classes with mass, rows with
 			// off-diagonal entries, as in a real run (one-hots would be too easy).
 			items := make([]State, 64)

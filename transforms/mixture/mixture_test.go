@@ -125,7 +125,8 @@ func TestEMMonotone(t *testing.T) {
 			s.Init([]int32{int32(rng.IntN(c))}, c, 10, 0.2)
 			states = append(states, s)
 		}
-		p := Params{C: c, Mu: 0.5, Gamma: 0.5, EMIters: 30, Seed: 9}.WithDefaults()
+		p := DefaultParams(c)
+		p.EMIters, p.AnnotationWeight, p.Seed = 30, 0, 9
 		var ws Workspace
 		prev := math.Inf(-1)
 		ws.Trace = func(it int, obj float64) {

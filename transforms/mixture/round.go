@@ -9,86 +9,104 @@ import (
 type Params struct {
 	// C is the number of classes. Required.
 	C int
-	// C0 is how many classes each item's pi keeps (step 7). Optional, default min(C, 10).
+	// C0 is how many classes each item's pi keeps (step 7), in [1, C].
 	C0 int
-	// L is the number of count vectors sampled per item. Optional, default 250.
+	// L is the number of count vectors sampled per item.
 	L int
-	// N is the trials per count vector; identifiability needs N >= 2 C0 - 1.
-	// Optional, default 2 C0 - 1.
+	// N is the trials per count vector; identifiability needs N >= 2 C0 - 1
+	// (DefaultN).
 	N int
 	// Mu is the mixture weight of the item's own state (step 3); the
-	// neighbours share 1-Mu. Required: 0 is meaningful (neighbours only); the
-	// paper uses 0.5, the authors' code 0.99, relabel's CLI default comes from
-	// docs/QUALITY.md.
+	// neighbours share 1-Mu; 0 is meaningful (neighbours only). The paper
+	// uses 0.5, the authors' code 0.99.
 	Mu float64
 	// Gamma is the momentum of the state update (step 6): 0 replaces the state
-	// with the EM output (the authors' code). Optional.
+	// with the EM output (the authors' code).
 	Gamma float64
 	// Alpha and Beta are the Dirichlet priors of pi and rho rows (>= 1).
-	// Optional, default 1.1.
 	Alpha, Beta float64
-	// EMIters is the number of EM iterations per round. Optional, default 10.
+	// EMIters is the number of EM iterations per round.
 	EMIters int
-	// Variant selects the paper's or the authors' code's EM. Optional, default Paper.
+	// Variant selects the paper's or the authors' code's EM.
 	Variant Variant
-	// Smooth is the label smoothing of the initial rho rows. Optional, default 0.1.
+	// Smooth is the label smoothing of the initial rho rows, in [0, 1): 0 is
+	// no smoothing.
 	Smooth float64
-	// MaxRowEntries bounds the explicit entries of a stored rho row. Optional,
-	// default 2 C0 (0 after defaults means unbounded is not allowed).
+	// MaxRowEntries bounds the explicit entries of a stored rho row (>= 1).
 	MaxRowEntries int
 	// Anchor is the weight of the item's initial (given-label) state as an extra
 	// mixture component, next to its current state and its neighbours': it keeps
 	// the given annotations in play over many rounds instead of letting repeated
-	// averaging wash them out. 0 is the paper's method. Optional, default 0.
+	// averaging wash them out. 0 is the paper's method.
 	Anchor float64
 	// AnnotationWeight adds, per annotation beyond the first, this much weight
 	// to the given-label component (see AnchorWeight). One label per item is
 	// not identifiable on its own (N = 1) and enters only through the initial
 	// state; several annotations are genuine i.i.d. draws from the item's
 	// noisy-label distribution, so they keep a say in every round, the more
-	// the more annotations. 0 is the paper's method. Optional, default 0.
+	// the more annotations. 0 is the paper's method.
 	AnnotationWeight float64
 	// Seed seeds all sampling, together with the item key and the round.
 	Seed uint64
 }
 
-// WithDefaults returns p with zero optional fields set to their defaults.
-func (p Params) WithDefaults() Params {
-	if p.C0 <= 0 {
-		p.C0 = min(p.C, 10)
+// DefaultParams returns relabel's defaults for c classes, chosen by
+// measurement on the dev grid (docs/QUALITY.md); the data-dependent ones
+// (C0, N, MaxRowEntries) follow from c as DefaultC0, DefaultN and
+// DefaultMaxRowEntries say. pipelines.Defaults takes its method defaults from
+// here, so each is written once. Seed is left 0 (a seed like any other).
+func DefaultParams(c int) Params {
+	c0 := DefaultC0(c)
+	return Params{
+		C:       c,
+		C0:      c0,
+		L:       250,
+		N:       DefaultN(c0),
+		Mu:      0.5,
+		Gamma:   0.5,
+		Alpha:   1.1,
+		Beta:    1.1,
+		EMIters: 10,
+		Variant: Paper,
+		Smooth:  0.1,
+		// Several annotations per item keep a say every round (docs/QUALITY.md).
+		AnnotationWeight: 0.05,
+		MaxRowEntries:    DefaultMaxRowEntries(c0),
 	}
-	if p.C0 > p.C {
-		p.C0 = p.C
-	}
-	if p.L <= 0 {
-		p.L = 250
-	}
-	if p.N <= 0 {
-		p.N = 2*p.C0 - 1
-	}
-	if p.Alpha == 0 {
-		p.Alpha = 1.1
-	}
-	if p.Beta == 0 {
-		p.Beta = 1.1
-	}
-	if p.EMIters <= 0 {
-		p.EMIters = 10
-	}
-	if p.Smooth == 0 {
-		p.Smooth = 0.1
-	}
-	if p.MaxRowEntries <= 0 {
-		p.MaxRowEntries = 2 * p.C0
-	}
-	return p
 }
 
-// Validate reports the first invalid field (after WithDefaults).
+// DefaultC0 is the default C0 for c classes: min(c, 10).
+func DefaultC0(c int) int { return min(c, 10) }
+
+// DefaultN is the default N for c0 kept classes: 2 c0 - 1, the
+// identifiability bound.
+func DefaultN(c0 int) int { return 2*c0 - 1 }
+
+// DefaultMaxRowEntries is the default MaxRowEntries for c0 kept classes: 2 c0.
+func DefaultMaxRowEntries(c0 int) int { return 2 * c0 }
+
+// Validate reports every invalid field. Every field is required
+// (DefaultParams has them all): a zero L, N, EMIters or MaxRowEntries is an
+// error, not a default.
 func (p Params) Validate() error {
 	var errs []error
 	if p.C < 1 {
 		errs = append(errs, fmt.Errorf("C = %d, want >= 1", p.C))
+	}
+	if p.C0 < 1 || p.C0 > p.C {
+		errs = append(errs, fmt.Errorf("C0 = %d, want in [1, C = %d]", p.C0, p.C))
+	}
+	if p.L < 1 {
+		errs = append(errs, fmt.Errorf("L = %d, want >= 1", p.L))
+	}
+	if p.N < 1 {
+		errs = append(errs, fmt.Errorf("N = %d, want >= 1", p.N))
+	}
+	if p.EMIters < 1 {
+		errs = append(errs, fmt.Errorf("EM iterations = %d, want >= 1", p.EMIters))
+	}
+	if p.MaxRowEntries < 1 {
+		errs = append(errs, fmt.Errorf("MaxRowEntries = %d, want >= 1", p.MaxRowEntries))
 	}
 	if p.Mu < 0 || p.Mu > 1 {
 		errs = append(errs, fmt.Errorf("mu = %g, want in [0,1]", p.Mu))

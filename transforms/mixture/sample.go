@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"sort"
+
+	"github.com/relabel/relabel/transforms/internal/splitmix"
 )
 
 // Counts is a set of sparse noisy-label count vectors y_l, each with a weight
@@ -101,20 +103,10 @@ type Sampler struct {
 // Seed makes the draws a pure function of (seed, key, round): a retried bundle, a
 // different runner or a different parallelism reproduces them exactly.
 func (s *Sampler) Seed(seed, key uint64, round int) {
-	s.pcg.Seed(seed, mix64(key^mix64(uint64(round)+0x9e3779b97f4a7c15)))
+	s.pcg.Seed(seed, splitmix.Mix64(key^splitmix.Mix64(uint64(round)+splitmix.Golden)))
 	if s.rng == nil {
 		s.rng = rand.New(&s.pcg)
 	}
-}
-
-// mix64 is the splitmix64 finaliser: decorrelates nearby keys and rounds.
-func mix64(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return x
 }
 
 // uniform is a uniform float64 in [0, 1), as rand.Float64 makes it, without

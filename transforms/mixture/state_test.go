@@ -188,7 +188,9 @@ func TestRound(t *testing.T) {
 	own := mk(0)
 	neigh := []State{mk(2), mk(2), mk(2), mk(2), mk(1)}
 	w := []float64{0.2, 0.2, 0.2, 0.2, 0.2}
-	p := Params{C: c, C0: 4, Mu: 0.3, Gamma: 0.2, Seed: 3}.WithDefaults()
+	p := DefaultParams(c)
+	p.C0, p.N, p.MaxRowEntries = 4, DefaultN(4), DefaultMaxRowEntries(4)
+	p.Mu, p.Gamma, p.AnnotationWeight, p.Seed = 0.3, 0.2, 0, 3
 	var ws Workspace
 	run := func(own *State, key uint64, round int, p Params) State {
 		var dst State

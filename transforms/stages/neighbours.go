@@ -17,9 +17,9 @@ import (
 	"github.com/relabel/relabel/transforms/mixture"
 )
 
-// standardised returns r's features z-scored with the global moments (a copy),
+// Standardised returns r's features z-scored with the global moments (a copy),
 // or r's own slice when standardisation is off.
-func standardised(r *schemas.Rows, st *Stats, on bool) []float32 {
+func Standardised(r *schemas.Rows, st *Stats, on bool) []float32 {
 	if !on {
 		return r.Features
 	}
@@ -38,7 +38,7 @@ func (f *candRowsFn) ProcessElement(r schemas.Rows, st Stats, emit func(Candidat
 	if st.Dup != "" {
 		return errors.New(st.Dup)
 	}
-	x := standardised(&r, &st, f.Standardise)
+	x := Standardised(&r, &st, f.Standardise)
 	out := Candidates{D: r.D}
 	for i, key := range r.IDs {
 		if st.CandIndex(key) < 0 {
@@ -86,15 +86,42 @@ func (candidatesFn) ExtractOutput(a Candidates) Candidates {
 	return out
 }
 
-// NeighbourParams configures the neighbour stage.
+// NeighbourParams configures Neighbours. Every field is required unless
+// said otherwise; nothing is defaulted here (pipelines resolves the options).
 type NeighbourParams struct {
-	K           int
-	Metric      knn.Metric
+	// K is the number of neighbours per item, >= 1.
+	K int
+	// Metric ranks neighbours.
+	Metric knn.Metric
+	// Standardise z-scores features with the global moments before the
+	// search.
 	Standardise bool
-	Weighting   engine.Weighting
-	Options     engine.Options // LLC and mixture parameters (for initial states)
+	// Weighting and LLC: how neighbours are weighted (engine.WeightBuffer);
+	// LLC is used by the LLC and Blend weightings.
+	Weighting engine.Weighting
+	LLC       llc.Params
+	// Mixture gives the initial states (C, C0, Smooth, and whether rounds
+	// need them kept: UsesInit).
+	Mixture mixture.Params
 	// Device selects the kernels: cpu, cuda or auto (see Backends).
 	Device string
+}
+
+// Validate checks p, in the stage's terms.
+func (p NeighbourParams) Validate() error {
+	var errs []error
+	if p.K < 1 {
+		errs = append(errs, fmt.Errorf("stages: Neighbours: K = %d, want >= 1", p.K))
+	}
+	if p.Weighting != engine.Uniform {
+		if err := p.LLC.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("stages: Neighbours: %w", err))
+		}
+	}
+	if err := p.Mixture.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("stages: Neighbours: %w", err))
+	}
+	return errors.Join(errs...)
 }
 
 // neighboursFn searches a batch's K nearest candidates, weights them (LLC) and
@@ -143,7 +170,7 @@ func (f *neighboursFn) ProcessElement(ctx context.Context, r schemas.Rows, st St
 		}
 		f.idx, f.cands = idx, &cands.Features[0]
 	}
-	x := standardised(&r, &st, f.P.Standardise)
+	x := Standardised(&r, &st, f.P.Standardise)
 	n, k := r.Len(), f.P.K
 	q := knn.Matrix{Rows: n, Cols: r.D, Data: x}
 	if err := f.idx.Search(&f.res, q, r.IDs, k); err != nil {
@@ -154,12 +181,11 @@ func (f *neighboursFn) ProcessElement(ctx context.Context, r schemas.Rows, st St
 		Labels: r.Labels, LabelOff: r.LabelOff, Multi: r.Multi,
 		Cand: make([]int32, n), K: k, Neigh: append([]int32(nil), f.res.Index...), Weight: make([]float64, n*k),
 	}
-	o := f.P.Options
-	if err := f.wb.Weights(it.Weight, q, cm, &f.res, o, f.coder); err != nil {
+	if err := f.wb.Weights(it.Weight, q, cm, &f.res, f.P.Weighting, f.P.LLC, f.coder); err != nil {
 		return fmt.Errorf("stages: %s rows %d..%d: neighbour weights: %w", r.Shard, r.Offset, r.Offset+int64(n), err)
 	}
 	var s mixture.State
-	mp := o.Mixture
+	mp := &f.P.Mixture
 	it.State.Reset()
 	if mp.UsesInit() {
 		it.Init.Reset()
@@ -186,9 +212,13 @@ func init() {
 
 // Neighbours builds the candidate set and emits every batch as Items.
 // rows: PCollection<schemas.Rows>; stats: singleton PCollection<Stats>.
-// Returns PCollection<Items>.
+// Returns PCollection<Items>. It panics on invalid p, while the pipeline is
+// built.
 func Neighbours(s beam.Scope, rows, stats beam.PCollection, p NeighbourParams) beam.PCollection {
 	s = s.Scope("relabel.Neighbours")
+	if err := p.Validate(); err != nil {
+		panic(err)
+	}
 	frags := beam.ParDo(s, &candRowsFn{Standardise: p.Standardise}, rows, beam.SideInput{Input: stats})
 	cands := beam.Combine(s, &candidatesFn{}, frags)
 	return beam.ParDo(s, &neighboursFn{P: p}, rows, beam.SideInput{Input: stats}, beam.SideInput{Input: cands})

@@ -2,7 +2,7 @@ package stages
 
 import (
 	"context"
-	"encoding/json"
+	"fmt"
 	"math"
 	"path"
 	"strings"
@@ -10,9 +10,10 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
-	"github.com/relabel/relabel/io/blobio"
+	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/schemas"
+	"github.com/relabel/relabel/transforms/mixture"
 )
 
 // GivenLabel is the label an item was given: its single label, or the
@@ -42,8 +43,60 @@ func GivenLabel(labels []int32) int32 {
 	return best
 }
 
+// Calibration maps an item's final state to the probabilities and label the
+// output gives.
+type Calibration struct {
+	// Temperature calibrates pi: the output's posterior is pi^(1/T)
+	// renormalised (mixture.Temper; mixture.DefaultTemperature says why).
+	// Required, > 0; 1 leaves pi as it is.
+	Temperature float64
+	// MinConfidence makes the relabelling conservative: a labelled row's
+	// label is changed only where the calibrated clean_prob is at least
+	// MinConfidence; elsewhere clean_label stays the given label (with its
+	// probability) and changed is false. Optional, default 0: every row
+	// takes its most probable class.
+	MinConfidence float64
+}
+
+// Validate checks c.
+func (c Calibration) Validate() error {
+	if !(c.Temperature > 0) || math.IsInf(c.Temperature, 0) {
+		return fmt.Errorf("stages: calibration temperature %v, want > 0", c.Temperature)
+	}
+	if !(c.MinConfidence >= 0 && c.MinConfidence <= 1) {
+		return fmt.Errorf("stages: min confidence %v outside [0, 1]", c.MinConfidence)
+	}
+	return nil
+}
+
+// Clean is one item's output: its clean label (Unlabelled when its state is
+// empty), that label's calibrated probability, the given label's (NaN when
+// unlabelled), whether the label changed, and the calibrated posterior
+// entries in post (the state's order: most probable first).
+func (c Calibration) Clean(st *mixture.States, i int, given int32, post []float32) (clean int32, cleanProb, givenProb float32, changed bool, out []float32) {
+	lo, hi := st.ItemOff[i], st.ItemOff[i+1]
+	out = mixture.Temper(post, st.Pi[lo:hi], c.Temperature)
+	clean, cleanProb, givenProb = schemas.Unlabelled, 0, float32(math.NaN())
+	if hi > lo {
+		clean, cleanProb = st.Class[lo], out[0]
+	}
+	if given < 0 {
+		return clean, cleanProb, givenProb, false, out
+	}
+	givenProb = 0
+	for e := lo; e < hi; e++ {
+		if st.Class[e] == given {
+			givenProb = out[e-lo]
+		}
+	}
+	if clean >= 0 && clean != given && cleanProb < float32(c.MinConfidence) {
+		clean, cleanProb = given, givenProb // not sure enough to change it
+	}
+	return clean, cleanProb, givenProb, clean >= 0 && clean != given, out
+}
+
 // ToCleaned turns a batch's final states into output rows.
-func ToCleaned(it *Items) schemas.Cleaned {
+func ToCleaned(it *Items, cal Calibration) schemas.Cleaned {
 	n := it.Len()
 	c := schemas.Cleaned{
 		Shard: it.Shard, Offset: it.Offset, IDKind: it.IDKind, IDs: it.IDs, StrIDs: it.StrIDs,
@@ -52,22 +105,12 @@ func ToCleaned(it *Items) schemas.Cleaned {
 		Changed: make([]bool, n), PostOff: make([]int32, n+1),
 	}
 	st := &it.State
+	var post []float32
 	for i := 0; i < n; i++ {
-		top, p := st.Top(i)
-		c.CleanLabel[i], c.CleanProb[i] = top, p
 		given := GivenLabel(it.Labels[it.LabelOff[i]:it.LabelOff[i+1]])
-		c.GivenProb[i] = float32(math.NaN())
-		if given >= 0 {
-			c.GivenProb[i] = 0
-			for e := st.ItemOff[i]; e < st.ItemOff[i+1]; e++ {
-				if st.Class[e] == given {
-					c.GivenProb[i] = st.Pi[e]
-				}
-			}
-			c.Changed[i] = top >= 0 && top != given
-		}
+		c.CleanLabel[i], c.CleanProb[i], c.GivenProb[i], c.Changed[i], post = cal.Clean(st, i, given, post)
 		c.PostClass = append(c.PostClass, st.Class[st.ItemOff[i]:st.ItemOff[i+1]]...)
-		c.PostProb = append(c.PostProb, st.Pi[st.ItemOff[i]:st.ItemOff[i+1]]...)
+		c.PostProb = append(c.PostProb, post...)
 		c.PostOff[i+1] = int32(len(c.PostClass))
 	}
 	return c
@@ -79,6 +122,9 @@ type ShardReport struct {
 	Output  string `json:"output"`
 	Rows    int64  `json:"rows"`
 	Changed int64  `json:"changed"`
+	// Unresolved counts rows left without a clean label (null): unlabelled
+	// rows that no labelled row reached through neighbours within the rounds.
+	Unresolved int64 `json:"unresolved,omitempty"`
 	// ChangedTo[c] counts labels changed into class c; ChangedFrom[c] out of c.
 	ChangedFrom []int64 `json:"changed_from"`
 	ChangedTo   []int64 `json:"changed_to"`
@@ -100,6 +146,8 @@ type WriteParams struct {
 	ClassNames []string
 	IDKind     schemas.IDKind
 	C          int
+	// Cal calibrates the output's probabilities. Required (Temperature > 0).
+	Cal Calibration
 }
 
 // OutputName is the output file name of an input shard: the same base name with
@@ -112,14 +160,15 @@ func OutputName(input string, f shardio.Format) string {
 	return base + f.Ext()
 }
 
-type keyByShardFn struct{}
+type keyByShardFn struct{ Cal Calibration }
 
-func (keyByShardFn) ProcessElement(it Items) (string, schemas.Cleaned) {
-	return it.Shard, ToCleaned(&it)
+func (f *keyByShardFn) ProcessElement(it Items) (string, schemas.Cleaned) {
+	return it.Shard, ToCleaned(&it, f.Cal)
 }
 
 // writeFn writes one shard's rows to the temporary directory and a report
-// beside it; the launcher renames them into place once every shard is written.
+// beside it (resultio.WriteShard); the launcher renames them into place once
+// every shard is written.
 type writeFn struct {
 	P WriteParams
 }
@@ -132,31 +181,17 @@ func (f *writeFn) ProcessElement(ctx context.Context, shard string, iter func(*s
 		batches = append(batches, &cc)
 		c = schemas.Cleaned{}
 	}
-	fs, err := blobio.For(f.P.TmpDir)
+	name := OutputName(shard, f.P.Format)
+	rep := report(shard, name, batches, f.P.C)
+	err := resultio.WriteShard(ctx, f.P.TmpDir, name, batches, rep, resultio.ShardOptions{
+		Format: f.P.Format, Meta: f.P.Meta, LabelKind: f.P.LabelKind, ClassNames: f.P.ClassNames, IDKind: f.P.IDKind,
+	})
 	if err != nil {
 		return err
 	}
-	name := OutputName(shard, f.P.Format)
-	out := blobio.Join(f.P.TmpDir, name)
-	if err := shardio.WriteShard(ctx, fs, out, f.P.Format, batches, f.P.Meta, f.P.LabelKind, f.P.ClassNames, f.P.IDKind); err != nil {
-		return err
-	}
-	rep := report(shard, name, batches, f.P.C)
 	rowsWritten.Inc(ctx, rep.Rows)
 	labelsChanged.Inc(ctx, rep.Changed)
-	b, err := json.Marshal(rep)
-	if err != nil {
-		return err
-	}
-	w, err := fs.Create(ctx, blobio.Join(f.P.TmpDir, name+".report.json"))
-	if err != nil {
-		return err
-	}
-	if _, err := w.Write(b); err != nil {
-		w.Close()
-		return err
-	}
-	return w.Close()
+	return nil
 }
 
 func report(shard, name string, batches []*schemas.Cleaned, c int) ShardReport {
@@ -167,6 +202,9 @@ func report(shard, name string, batches []*schemas.Cleaned, c int) ShardReport {
 	for _, b := range batches {
 		for i := range b.IDs {
 			r.Rows++
+			if b.CleanLabel[i] < 0 {
+				r.Unresolved++
+			}
 			given := GivenLabel(b.Labels[b.LabelOff[i]:b.LabelOff[i+1]])
 			if b.Changed[i] {
 				r.Changed++
@@ -198,7 +236,10 @@ func init() {
 // under p.TmpDir, with a report per shard.
 func Write(s beam.Scope, items beam.PCollection, p WriteParams) {
 	s = s.Scope("relabel.Write")
-	keyed := beam.ParDo(s, &keyByShardFn{}, items)
+	if err := p.Cal.Validate(); err != nil {
+		panic(err) // Build's callers validate options first: a programmer error
+	}
+	keyed := beam.ParDo(s, &keyByShardFn{Cal: p.Cal}, items)
 	grouped := beam.GroupByKey(s, keyed)
 	beam.ParDo0(s, &writeFn{P: p}, grouped)
 }

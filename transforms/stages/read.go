@@ -2,11 +2,11 @@ package stages
 
 import (
 	"context"
-	"log"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
+	"github.com/relabel/relabel/internal/progress"
 	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/schemas"
 )
@@ -31,7 +31,7 @@ func (f *readFn) ProcessElement(ctx context.Context, u shardio.Unit, emit func(s
 	}
 	if !f.Again {
 		rowsRead.Inc(ctx, int64(r.Len()))
-		log.Printf("relabel: read %s rows %d..%d", u.Path, r.Offset, r.Offset+int64(r.Len()))
+		progress.ReadRows(u.Path, r.Offset, r.Offset+int64(r.Len()))
 	}
 	emit(*r)
 	return nil

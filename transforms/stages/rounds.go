@@ -3,16 +3,17 @@ package stages
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
-	"log"
-	"runtime"
 	"slices"
 	"sync"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
+	"github.com/relabel/relabel/internal/progress"
 	"github.com/relabel/relabel/transforms/engine"
+	"github.com/relabel/relabel/transforms/internal/pool"
 	"github.com/relabel/relabel/transforms/mixture"
 )
 
@@ -69,17 +70,8 @@ type roundFn struct {
 	Mixture mixture.Params
 	Workers int
 
-	pool sync.Pool
-	once sync.Once
-}
-
-type roundWorker struct {
-	ws    mixture.Workspace
-	own   mixture.State
-	init  mixture.State
-	dst   mixture.State
-	neigh []mixture.State
-	w     []float64
+	scratch pool.Scratch[engine.RoundScratch]
+	once    sync.Once
 }
 
 func (f *roundFn) ProcessElement(ctx context.Context, it Items, cs CandStates, emit func(Items)) error {
@@ -87,78 +79,38 @@ func (f *roundFn) ProcessElement(ctx context.Context, it Items, cs CandStates, e
 	if cs.States.Len() == 0 && len(it.Neigh) > 0 {
 		return fmt.Errorf("stages: round %d: empty candidate states", f.Round)
 	}
-	f.once.Do(func() {
-		if f.Round == f.Rounds-1 || f.Round == 0 {
-			log.Printf("relabel: round %d/%d started", f.Round+1, f.Rounds)
-		}
-	})
+	f.once.Do(func() { progress.RoundStarted(f.Round, f.Rounds) })
 	out := make([]mixture.State, n)
-	workers := f.Workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	var wg sync.WaitGroup
-	const chunk = 64
-	next := make(chan int, workers)
-	go func() {
-		for lo := 0; lo < n; lo += chunk {
-			next <- lo
+	pool.Each(n, f.Workers, &f.scratch, func(w *engine.RoundScratch, i int) {
+		w.Reset(k)
+		for j := 0; j < k; j++ {
+			if c := it.Neigh[i*k+j]; c >= 0 {
+				cs.States.Get(w.Neighbour(it.Weight[i*k+j]), int(c))
+			}
 		}
-		close(next)
-	}()
-	for g := 0; g < workers; g++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			w, _ := f.pool.Get().(*roundWorker)
-			if w == nil {
-				w = &roundWorker{}
-			}
-			defer f.pool.Put(w)
-			for lo := range next {
-				for i := lo; i < min(lo+chunk, n); i++ {
-					f.one(w, &it, &cs, i, k, &out[i])
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	next2 := it
-	next2.State = mixture.States{}
-	next2.State.Reset()
+		it.State.Get(&w.Own, i)
+		var init *mixture.State
+		if it.Init.Len() > 0 {
+			it.Init.Get(&w.Init, i)
+			init = &w.Init
+		}
+		iw := f.Mixture.AnchorWeight(engine.Annotations(it.Labels[it.LabelOff[i]:it.LabelOff[i+1]]))
+		w.WS.Round(&w.Dst, &w.Own, init, iw, w.Neigh, w.W, uint64(it.IDs[i]), f.Round, &f.Mixture)
+		out[i].CopyFrom(&w.Dst)
+	})
+	next := it
+	next.State = mixture.States{}
+	next.State.Reset()
 	for i := range out {
-		next2.State.Append(&out[i])
+		next.State.Append(&out[i])
 	}
 	itemRounds.Inc(ctx, int64(n))
-	emit(next2)
+	emit(next)
 	return nil
 }
 
-func (f *roundFn) one(w *roundWorker, it *Items, cs *CandStates, i, k int, dst *mixture.State) {
-	if cap(w.neigh) < k {
-		w.neigh = make([]mixture.State, k)
-	}
-	w.neigh, w.w = w.neigh[:0], w.w[:0]
-	for j := 0; j < k; j++ {
-		c := it.Neigh[i*k+j]
-		if c < 0 {
-			continue
-		}
-		w.neigh = w.neigh[:len(w.neigh)+1]
-		cs.States.Get(&w.neigh[len(w.neigh)-1], int(c))
-		w.w = append(w.w, it.Weight[i*k+j])
-	}
-	it.State.Get(&w.own, i)
-	var init *mixture.State
-	if it.Init.Len() > 0 {
-		it.Init.Get(&w.init, i)
-		init = &w.init
-	}
-	iw := f.Mixture.AnchorWeight(engine.Annotations(it.Labels[it.LabelOff[i]:it.LabelOff[i+1]]))
-	w.ws.Round(&w.dst, &w.own, init, iw, w.neigh, w.w, uint64(it.IDs[i]), f.Round, &f.Mixture)
-	dst.CopyFrom(&w.dst)
-}
-
+// itemRounds counts items times rounds run (summary.json's item_rounds):
+// every round stage, exact or ivf, adds its items once per round.
 var itemRounds = beam.NewCounter("relabel", "item_rounds")
 
 func init() {
@@ -166,15 +118,47 @@ func init() {
 	register.DoFn4x1[context.Context, Items, CandStates, func(Items), error](&roundFn{})
 }
 
-// Rounds runs R rounds over items (PCollection<Items>), each reading the
-// candidates' states of the previous round as a singleton side input.
-// Returns PCollection<Items> with final states.
-func Rounds(s beam.Scope, items beam.PCollection, rounds, workers int, p mixture.Params) beam.PCollection {
+// RoundsParams configures Rounds.
+type RoundsParams struct {
+	// Rounds of sample + EM. Optional, default 0: items keep their initial
+	// states.
+	Rounds int
+	// Workers bounds the goroutines one bundle's items run on. Optional,
+	// default 0: GOMAXPROCS.
+	Workers int
+	// Mixture configures each round. Required: Mixture.C and a valid rest
+	// (mixture.Params.Validate), defaults already applied.
+	Mixture mixture.Params
+}
+
+// Validate checks p, in the stage's terms.
+func (p RoundsParams) Validate() error {
+	var errs []error
+	if p.Rounds < 0 {
+		errs = append(errs, fmt.Errorf("stages: Rounds: Rounds = %d, want >= 0", p.Rounds))
+	}
+	if p.Workers < 0 {
+		errs = append(errs, fmt.Errorf("stages: Rounds: Workers = %d, want >= 0 (0: GOMAXPROCS)", p.Workers))
+	}
+	if err := p.Mixture.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("stages: Rounds: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+// Rounds runs p.Rounds rounds over items (PCollection<Items>), each reading
+// the candidates' states of the previous round as a singleton side input.
+// Returns PCollection<Items> with final states. It panics on invalid p,
+// while the pipeline is built.
+func Rounds(s beam.Scope, items beam.PCollection, p RoundsParams) beam.PCollection {
 	s = s.Scope("relabel.Rounds")
-	for r := 0; r < rounds; r++ {
+	if err := p.Validate(); err != nil {
+		panic(err)
+	}
+	for r := 0; r < p.Rounds; r++ {
 		rs := s.Scope(fmt.Sprintf("round%02d", r))
 		cs := beam.Combine(rs, &candStatesFn{}, items)
-		items = beam.ParDo(rs, &roundFn{Round: r, Rounds: rounds, Mixture: p, Workers: workers}, items, beam.SideInput{Input: cs})
+		items = beam.ParDo(rs, &roundFn{Round: r, Rounds: p.Rounds, Mixture: p.Mixture, Workers: p.Workers}, items, beam.SideInput{Input: cs})
 	}
 	return items
 }

@@ -227,13 +227,73 @@ func (s *Stats) CandIndex(key int64) int32 {
 	return -1
 }
 
+// momentsFn is statsFn without the keys: the global moments for
+// standardisation, in the same fixed order (so the same values), but O(batches
+// x D) instead of O(rows), for a mode that checks duplicate ids with a keyed
+// shuffle (transforms/ivfstages) rather than on one worker.
+type momentsFn struct{}
+
+func (momentsFn) CreateAccumulator() Stats { return Stats{} }
+
+func (momentsFn) AddInput(a Stats, r schemas.Rows) Stats {
+	a = (&statsFn{}).AddInput(a, r)
+	a.Keys, a.Pos = nil, nil
+	return a
+}
+
+func (momentsFn) MergeAccumulators(a, b Stats) Stats {
+	a = (&statsFn{}).MergeAccumulators(a, b)
+	a.Keys, a.Pos = nil, nil
+	return a
+}
+
+func (momentsFn) ExtractOutput(a Stats) Stats { return (&statsFn{}).ExtractOutput(a) }
+
 func init() {
 	register.Combiner3[Stats, schemas.Rows, Stats](&statsFn{})
+	register.Combiner3[Stats, schemas.Rows, Stats](&momentsFn{})
+}
+
+// StatsParams configures ComputeStats.
+type StatsParams struct {
+	// Candidates bounds the candidate set to the Candidates items with the
+	// smallest engine.CandidateHash(Seed, key), the engine's choice.
+	// Optional, default 0: every item is a candidate.
+	Candidates int
+	// Seed keys the candidate choice. Required (0 is a seed).
+	Seed uint64
+	// IDColumn names the id column in duplicate-id errors. Optional.
+	IDColumn string
+}
+
+// Validate checks p, in the stage's terms.
+func (p StatsParams) Validate() error {
+	if p.Candidates < 0 {
+		return fmt.Errorf("stages: Stats: Candidates = %d, want >= 0 (0: every item)", p.Candidates)
+	}
+	return nil
 }
 
 // ComputeStats computes the global Stats of rows (PCollection<schemas.Rows>) as a
-// singleton PCollection<Stats>.
-func ComputeStats(s beam.Scope, rows beam.PCollection, candidates int, seed uint64, idColumn string) beam.PCollection {
+// singleton PCollection<Stats>. It costs one pass over the rows and holds
+// every key on one worker (for the duplicate check and the candidate set):
+// the exact and sample modes' bound; ivf mode checks keys by hash bucket
+// instead. It panics on invalid p, while the pipeline is built.
+func ComputeStats(s beam.Scope, rows beam.PCollection, p StatsParams) beam.PCollection {
 	s = s.Scope("relabel.Stats")
-	return beam.Combine(s, &statsFn{Candidates: candidates, Seed: seed, IDColumn: idColumn}, rows)
+	if err := p.Validate(); err != nil {
+		panic(err)
+	}
+	return beam.Combine(s, &statsFn{Candidates: p.Candidates, Seed: p.Seed, IDColumn: p.IDColumn}, rows)
+}
+
+// ComputeMoments is ComputeStats without the keys: rows
+// (PCollection<schemas.Rows>) to a singleton PCollection<Stats> holding N, D
+// and the global moments only (no candidate keys, no duplicate check). It
+// costs O(batches x D) on one worker, so it suits inputs too large for
+// ComputeStats' one-worker key set; the moments are the same values
+// ComputeStats gives.
+func ComputeMoments(s beam.Scope, rows beam.PCollection) beam.PCollection {
+	s = s.Scope("relabel.Moments")
+	return beam.Combine(s, &momentsFn{}, rows)
 }

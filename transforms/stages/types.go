@@ -60,7 +60,7 @@ func getStates(r *wire.Reader) mixture.States {
 	}
 }
 
-func encodeItems(it Items) []byte {
+func EncodeItems(it Items) []byte {
 	w := wire.Writer{B: make([]byte, 0, 64+len(it.IDs)*(16+it.K*12)+4*len(it.State.Cat)*3)}
 	w.String(it.Shard)
 	w.Varint(it.Offset)
@@ -79,7 +79,7 @@ func encodeItems(it Items) []byte {
 	return w.B
 }
 
-func decodeItems(b []byte) (Items, error) {
+func DecodeItems(b []byte) (Items, error) {
 	r := wire.Reader{B: b}
 	var it Items
 	it.Shard = r.String()
@@ -153,7 +153,7 @@ func encodeCleaned(c schemas.Cleaned) ([]byte, error) {
 func decodeCleaned(b []byte) (schemas.Cleaned, error) { return schemas.DecodeCleaned(b) }
 
 func init() {
-	beam.RegisterCoder(reflect.TypeOf(Items{}), encodeItems, decodeItems)
+	beam.RegisterCoder(reflect.TypeOf(Items{}), EncodeItems, DecodeItems)
 	beam.RegisterCoder(reflect.TypeOf(CandStates{}), encodeCandStates, decodeCandStates)
 	beam.RegisterCoder(reflect.TypeOf(Candidates{}), encodeCandidates, decodeCandidates)
 	beam.RegisterCoder(reflect.TypeOf(schemas.Rows{}), encodeRows, decodeRows)

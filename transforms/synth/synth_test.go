@@ -1,15 +1,10 @@
 package synth_test
 
 import (
-	"context"
-	"encoding/binary"
 	"math"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 
-	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/transforms/knn"
 	"github.com/relabel/relabel/transforms/synth"
 )
@@ -143,62 +138,6 @@ func TestValidate(t *testing.T) {
 	} {
 		if _, err := synth.New(p); err == nil {
 			t.Errorf("New(%+v) accepted", p)
-		}
-	}
-}
-
-// TestWrite writes a small dataset twice with different shard layouts and
-// reads it back: same rows, labels and truth file.
-func TestWrite(t *testing.T) {
-	ctx := context.Background()
-	g, err := synth.New(synth.Params{Rows: 1000, D: 5, Classes: 4, Noise: 0.2, Seed: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ids, x, truth, given := gen(t, g, 0, 1000)
-	for _, o := range []synth.WriteOptions{{Shards: 1, BatchRows: 300}, {Shards: 3, BatchRows: 128, Format: shardio.ArrowFile}} {
-		dir := t.TempDir()
-		paths, err := synth.Write(ctx, dir, g, o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(paths) != o.Shards {
-			t.Fatalf("%+v: %d paths", o, len(paths))
-		}
-		shards, err := shardio.Scan(ctx, filepath.Join(dir, "part-*"), shardio.ReadOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var gotIDs []int64
-		var gotX []float32
-		var gotL []int32
-		units := 0
-		for _, s := range shards {
-			for _, u := range s.Units {
-				units++
-				r, err := shardio.ReadUnit(ctx, u, shardio.ReadOptions{D: 5, Classes: 4})
-				if err != nil {
-					t.Fatal(err)
-				}
-				gotIDs = append(gotIDs, r.IDs...)
-				gotX = append(gotX, r.Features...)
-				gotL = append(gotL, r.Labels...)
-			}
-		}
-		if !slices.Equal(gotIDs, ids) || !slices.Equal(gotX, x) || !slices.Equal(gotL, given) {
-			t.Errorf("%+v: rows read back differ", o)
-		}
-		if want := (1000/o.Shards + o.BatchRows - 1) / o.BatchRows * o.Shards; units < want {
-			t.Errorf("%+v: %d units, want at least %d", o, units, want)
-		}
-		b, err := os.ReadFile(filepath.Join(dir, "truth.i32"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := make([]int32, len(b)/4)
-		binary.Decode(b, binary.LittleEndian, got)
-		if !slices.Equal(got, truth) {
-			t.Errorf("%+v: truth.i32 differs", o)
 		}
 	}
 }

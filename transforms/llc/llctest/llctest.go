@@ -193,28 +193,28 @@ func testKnown(t *testing.T, c llc.Coder) {
 	v := func(xs ...float32) []float32 { return xs }
 	// Flat cases (the code is not unique without the ridge) use Ridge 1e-8: its
 	// least-norm choice is then within ~1e-8 of the ridge -> 0 limit listed.
-	exact := llc.Params{Ridge: 1e-8}
+	exact := withParams(func(p *llc.Params) { p.Ridge = 1e-8 })
 	for _, tc := range []struct {
 		name string
 		h    hood
 		p    llc.Params
 		want []float64
 	}{
-		{"K=1", hood{v(3), [][]float32{v(-2)}}, llc.Params{}, []float64{1}},
-		{"segment", hood{v(0), [][]float32{v(-1), v(2)}}, llc.Params{}, []float64{2. / 3, 1. / 3}},
-		{"barycentric", hood{v(0.2, 0.3), [][]float32{v(0, 0), v(1, 0), v(0, 1)}}, llc.Params{}, []float64{0.5, 0.2, 0.3}},
-		{"projection onto an edge", hood{v(1, 1), [][]float32{v(1, 0), v(0, 1), v(0, 0)}}, llc.Params{}, []float64{0.5, 0.5, 0}},
-		{"nearest vertex", hood{v(-1, -1), [][]float32{v(1, 0), v(0, 1), v(0, 0)}}, llc.Params{}, []float64{0, 0, 1}},
-		{"query equals a neighbour", hood{v(1, 2, 3), [][]float32{v(0, 0, 0), v(1, 2, 3), v(3, 2, 1)}}, llc.Params{}, []float64{0, 1, 0}},
+		{"K=1", hood{v(3), [][]float32{v(-2)}}, llc.DefaultParams(), []float64{1}},
+		{"segment", hood{v(0), [][]float32{v(-1), v(2)}}, llc.DefaultParams(), []float64{2. / 3, 1. / 3}},
+		{"barycentric", hood{v(0.2, 0.3), [][]float32{v(0, 0), v(1, 0), v(0, 1)}}, llc.DefaultParams(), []float64{0.5, 0.2, 0.3}},
+		{"projection onto an edge", hood{v(1, 1), [][]float32{v(1, 0), v(0, 1), v(0, 0)}}, llc.DefaultParams(), []float64{0.5, 0.5, 0}},
+		{"nearest vertex", hood{v(-1, -1), [][]float32{v(1, 0), v(0, 1), v(0, 0)}}, llc.DefaultParams(), []float64{0, 0, 1}},
+		{"query equals a neighbour", hood{v(1, 2, 3), [][]float32{v(0, 0, 0), v(1, 2, 3), v(3, 2, 1)}}, llc.DefaultParams(), []float64{0, 1, 0}},
 		{"query equals two duplicates", hood{v(1, 2), [][]float32{v(1, 2), v(5, 5), v(1, 2)}}, exact, []float64{0.5, 0, 0.5}},
 		{"identical neighbours", hood{v(0, 0), [][]float32{v(1, 1), v(1, 1), v(1, 1), v(1, 1)}}, exact, []float64{0.25, 0.25, 0.25, 0.25}},
-		{"all zero", hood{v(0, 0), [][]float32{v(0, 0), v(0, 0), v(0, 0)}}, llc.Params{}, []float64{1. / 3, 1. / 3, 1. / 3}},
+		{"all zero", hood{v(0, 0), [][]float32{v(0, 0), v(0, 0), v(0, 0)}}, llc.DefaultParams(), []float64{1. / 3, 1. / 3, 1. / 3}},
 		{"duplicates share", hood{v(0), [][]float32{v(1), v(1), v(-1)}}, exact, []float64{0.25, 0.25, 0.5}},
 		// Locality with equal distances adds the same to every diagonal entry
 		// and keeps the symmetric answer; with unequal ones it favours the
 		// nearer neighbour beyond what reconstruction alone would.
-		{"locality, equal distances", hood{v(0), [][]float32{v(-1), v(1)}}, llc.Params{Lambda: 1, Sigma: 1}, []float64{0.5, 0.5}},
-		{"locality prefers the nearer", hood{v(0), [][]float32{v(-1), v(2)}}, llc.Params{Lambda: 1, Sigma: 4}, segmentLocality(1, 2, 1, 4)},
+		{"locality, equal distances", hood{v(0), [][]float32{v(-1), v(1)}}, withParams(func(p *llc.Params) { p.Lambda, p.Sigma = 1, 1 }), []float64{0.5, 0.5}},
+		{"locality prefers the nearer", hood{v(0), [][]float32{v(-1), v(2)}}, withParams(func(p *llc.Params) { p.Lambda, p.Sigma = 1, 4 }), segmentLocality(1, 2, 1, 4)},
 	} {
 		b := batchOf(len(tc.h.nb), len(tc.h.x), []hood{tc.h})
 		got := code(t, c, b, tc.p)
@@ -242,19 +242,19 @@ func testRandom(t *testing.T, c llc.Coder) {
 		k, d, count int
 		p           llc.Params
 	}{
-		{"K=2 d=3", 2, 3, 40, llc.Params{}},
-		{"K=3 d=8", 3, 8, 40, llc.Params{}},
-		{"K=5 d=16", 5, 16, 40, llc.Params{}},
-		{"K=6 d=33", 6, 33, 40, llc.Params{}},
-		{"K=6 d=128", 6, 128, 20, llc.Params{}},
-		{"K=6 d=16 locality", 6, 16, 40, llc.Params{Lambda: 0.1, Sigma: 2}},
-		{"K=6 d=16 strong locality", 6, 16, 40, llc.Params{Lambda: 10, Sigma: 1}},
-		{"K=10 d=128", 10, 128, 40, llc.Params{}},
-		{"K=10 d=128 locality", 10, 128, 40, llc.Params{Lambda: 0.1, Sigma: 2}},
-		{"K=33 d=31", 33, 31, 20, llc.Params{}},
-		{"K=100 d=128", 100, 128, 8, llc.Params{}},
-		{"K=100 d=16", 100, 16, 8, llc.Params{}},
-		{"K=100 d=128 locality", 100, 128, 8, llc.Params{Lambda: 0.05, Sigma: 2}},
+		{"K=2 d=3", 2, 3, 40, llc.DefaultParams()},
+		{"K=3 d=8", 3, 8, 40, llc.DefaultParams()},
+		{"K=5 d=16", 5, 16, 40, llc.DefaultParams()},
+		{"K=6 d=33", 6, 33, 40, llc.DefaultParams()},
+		{"K=6 d=128", 6, 128, 20, llc.DefaultParams()},
+		{"K=6 d=16 locality", 6, 16, 40, withParams(func(p *llc.Params) { p.Lambda, p.Sigma = 0.1, 2 })},
+		{"K=6 d=16 strong locality", 6, 16, 40, withParams(func(p *llc.Params) { p.Lambda, p.Sigma = 10, 1 })},
+		{"K=10 d=128", 10, 128, 40, llc.DefaultParams()},
+		{"K=10 d=128 locality", 10, 128, 40, withParams(func(p *llc.Params) { p.Lambda, p.Sigma = 0.1, 2 })},
+		{"K=33 d=31", 33, 31, 20, llc.DefaultParams()},
+		{"K=100 d=128", 100, 128, 8, llc.DefaultParams()},
+		{"K=100 d=16", 100, 16, 8, llc.DefaultParams()},
+		{"K=100 d=128 locality", 100, 128, 8, withParams(func(p *llc.Params) { p.Lambda, p.Sigma = 0.05, 2 })},
 	} {
 		rng := rand.New(rand.NewPCG(1, uint64(tc.k*1000+tc.d)))
 		b := batchOf(tc.k, tc.d, randomHoods(rng, tc.count, tc.k, tc.d))
@@ -343,9 +343,9 @@ func testDegenerate(t *testing.T, c llc.Coder) {
 			p     llc.Params
 			brute bool
 		}{
-			{"default ridge", llc.Params{}, !tc.flat},
-			{"ridge 1e-8", llc.Params{Ridge: 1e-8}, true},
-			{"locality", llc.Params{Lambda: 0.1, Sigma: sigma, Ridge: 1e-8}, true},
+			{"default ridge", llc.DefaultParams(), !tc.flat},
+			{"ridge 1e-8", withParams(func(p *llc.Params) { p.Ridge = 1e-8 }), true},
+			{"locality", withParams(func(p *llc.Params) { p.Lambda, p.Sigma, p.Ridge = 0.1, sigma, 1e-8 }), true},
 		} {
 			name := tc.name + ", " + p.name
 			checkRows(t, name, code(t, c, b, p.p), b, p.p, p.brute)
@@ -358,7 +358,7 @@ func testDegenerate(t *testing.T, c llc.Coder) {
 	}
 	h.nb[80] = append([]float32(nil), h.x...)
 	b := batchOf(100, 4, []hood{h, one(100, 4)})
-	checkRows(t, "K=100 d=4 duplicates", code(t, c, b, llc.Params{}), b, llc.Params{}, false)
+	checkRows(t, "K=100 d=4 duplicates", code(t, c, b, llc.DefaultParams()), b, llc.DefaultParams(), false)
 }
 
 func testPadding(t *testing.T, c llc.Coder) {
@@ -368,7 +368,7 @@ func testPadding(t *testing.T, c llc.Coder) {
 	for i := range hs {
 		hs[i].nb = hs[i].nb[:1+i%k] // Len 1..K
 	}
-	for _, p := range []llc.Params{{}, {Lambda: 0.1, Sigma: 2}} {
+	for _, p := range []llc.Params{llc.DefaultParams(), withParams(func(p *llc.Params) { p.Lambda, p.Sigma = 0.1, 2 })} {
 		b := batchOf(k, d, hs)
 		if b.Len == nil {
 			t.Fatal("llctest: padded batch without Len")
@@ -399,7 +399,7 @@ func testInvariance(t *testing.T, c llc.Coder) {
 			}
 		}
 	}
-	base := code(t, c, batchOf(k, d, hs), llc.Params{})
+	base := code(t, c, batchOf(k, d, hs), llc.DefaultParams())
 	transform := func(f func(float32) float32) []hood {
 		out := make([]hood, len(hs))
 		for i, h := range hs {
@@ -425,7 +425,7 @@ func testInvariance(t *testing.T, c llc.Coder) {
 		{"scale 2^10", func(v float32) float32 { return v * 1024 }},
 		{"translate 1024", func(v float32) float32 { return v + 1024 }},
 	} {
-		got := code(t, c, batchOf(k, d, transform(tc.f)), llc.Params{})
+		got := code(t, c, batchOf(k, d, transform(tc.f)), llc.DefaultParams())
 		if diff, j := maxDiff(got, base); diff > 1e-9 {
 			t.Errorf("%s: a[%d] = %.15g, untransformed %.15g", tc.name, j, got[j], base[j])
 		}
@@ -438,7 +438,7 @@ func testInvariance(t *testing.T, c llc.Coder) {
 			rev[i].nb = append(rev[i].nb, h.nb[j])
 		}
 	}
-	got := code(t, c, batchOf(k, d, rev), llc.Params{})
+	got := code(t, c, batchOf(k, d, rev), llc.DefaultParams())
 	for i := range hs {
 		for j := 0; j < k; j++ {
 			if g, w := got[i*k+k-1-j], base[i*k+j]; math.Abs(g-w) > 1e-9 {
@@ -454,9 +454,9 @@ func testDeterministic(t *testing.T, c llc.Coder) {
 		const d = 32
 		hs := randomHoods(rng, 100, k, d)
 		b := batchOf(k, d, hs)
-		first := code(t, c, b, llc.Params{})
+		first := code(t, c, b, llc.DefaultParams())
 		for rep := 0; rep < 3; rep++ {
-			again := code(t, c, b, llc.Params{})
+			again := code(t, c, b, llc.DefaultParams())
 			for i := range first {
 				if math.Float64bits(again[i]) != math.Float64bits(first[i]) {
 					t.Fatalf("K=%d repeat %d: dst[%d] = %v, first call %v", k, rep, i, again[i], first[i])
@@ -465,7 +465,7 @@ func testDeterministic(t *testing.T, c llc.Coder) {
 		}
 		// A neighbourhood's code does not depend on the rest of its batch.
 		for _, i := range []int{0, 37, 99} {
-			alone := code(t, c, batchOf(k, d, hs[i:i+1]), llc.Params{})
+			alone := code(t, c, batchOf(k, d, hs[i:i+1]), llc.DefaultParams())
 			if diff, j := maxDiff(alone, first[i*k:(i+1)*k]); diff > 1e-12 {
 				t.Errorf("K=%d neighbourhood %d: coded alone a[%d] = %.15g, in the batch %.15g", k, i, j, alone[j], first[i*k+j])
 			}
@@ -483,17 +483,17 @@ func testErrors(t *testing.T, c llc.Coder) {
 		b    func() llc.Batch
 		p    llc.Params
 	}{
-		{"Len 0", func() llc.Batch { b := good(); b.Len = []int32{4, 0, 4}; return b }, llc.Params{}},
-		{"Len > K", func() llc.Batch { b := good(); b.Len = []int32{4, 5, 4}; return b }, llc.Params{}},
-		{"negative Len", func() llc.Batch { b := good(); b.Len = []int32{4, 4, -1}; return b }, llc.Params{}},
-		{"NaN query", func() llc.Batch { b := good(); b.X[d+1] = nan; return b }, llc.Params{}},
-		{"Inf neighbour", func() llc.Batch { b := good(); b.N[(2*k+3)*d] = inf; return b }, llc.Params{}},
-		{"NaN distance with locality", func() llc.Batch { b := good(); b.Dist[5] = nan; return b }, llc.Params{Lambda: 1}},
-		{"locality overflows", func() llc.Batch { b := good(); b.Dist[2] = 1e4; return b }, llc.Params{Lambda: 1, Sigma: 1}},
-		{"negative Lambda", good, llc.Params{Lambda: -1}},
-		{"negative Sigma", good, llc.Params{Sigma: -1}},
-		{"NaN Lambda", good, llc.Params{Lambda: math.NaN()}},
-		{"negative Ridge", good, llc.Params{Ridge: -1}},
+		{"Len 0", func() llc.Batch { b := good(); b.Len = []int32{4, 0, 4}; return b }, llc.DefaultParams()},
+		{"Len > K", func() llc.Batch { b := good(); b.Len = []int32{4, 5, 4}; return b }, llc.DefaultParams()},
+		{"negative Len", func() llc.Batch { b := good(); b.Len = []int32{4, 4, -1}; return b }, llc.DefaultParams()},
+		{"NaN query", func() llc.Batch { b := good(); b.X[d+1] = nan; return b }, llc.DefaultParams()},
+		{"Inf neighbour", func() llc.Batch { b := good(); b.N[(2*k+3)*d] = inf; return b }, llc.DefaultParams()},
+		{"NaN distance with locality", func() llc.Batch { b := good(); b.Dist[5] = nan; return b }, withParams(func(p *llc.Params) { p.Lambda = 1 })},
+		{"locality overflows", func() llc.Batch { b := good(); b.Dist[2] = 1e4; return b }, withParams(func(p *llc.Params) { p.Lambda, p.Sigma = 1, 1 })},
+		{"negative Lambda", good, withParams(func(p *llc.Params) { p.Lambda = -1 })},
+		{"negative Sigma", good, withParams(func(p *llc.Params) { p.Sigma = -1 })},
+		{"NaN Lambda", good, withParams(func(p *llc.Params) { p.Lambda = math.NaN() })},
+		{"negative Ridge", good, withParams(func(p *llc.Params) { p.Ridge = -1 })},
 	} {
 		b := tc.b()
 		dst := make([]float64, b.B*b.K)
@@ -501,4 +501,12 @@ func testErrors(t *testing.T, c llc.Coder) {
 			t.Errorf("%s: Code returned no error", tc.name)
 		}
 	}
+}
+
+// withParams is llc.DefaultParams() changed by edit: a case states what it
+// departs from the defaults in.
+func withParams(edit func(*llc.Params)) llc.Params {
+	p := llc.DefaultParams()
+	edit(&p)
+	return p
 }

@@ -11,7 +11,6 @@ import (
 // valid neighbours), straight from the definition, and whether its trace was
 // zero (every code is then optimal and the answer is uniform).
 func gram(b llc.Batch, p llc.Params, i int) (g []float64, n int, zero bool) {
-	p = p.WithDefaults()
 	n = b.K
 	if b.Len != nil {
 		n = int(b.Len[i])

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Runs each native Go fuzz target of the readers for a bounded time, one
+# target per invocation (go test -fuzz takes one target at a time).
+# Crashers found land in io/shardio/testdata/fuzz/<Target>/: commit them, and
+# go test then runs them as regression cases (every committed crasher is a
+# deterministic test in the main test run).
+#
+# FUZZ_STRICT=1 (the default) fails on a new crasher. .ci/run sets
+# FUZZ_STRICT=0: fuzzing is random, so a new find there is printed in full
+# (the input, base64, to commit) and marked in the log instead of failing a
+# submission whose own tests pass; the committed corpus keeps failing tests
+# strict.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+FUZZTIME="${FUZZTIME:-20s}"
+FUZZ_STRICT="${FUZZ_STRICT:-1}"
+found=0
+for target in FuzzParquet FuzzArrowFile FuzzArrowStream FuzzColumns; do
+	echo "== $target ($FUZZTIME)"
+	before=$(ls io/shardio/testdata/fuzz/$target 2>/dev/null | sort || true)
+	if ! go test -run '^$' -fuzz "^${target}\$" -fuzztime "$FUZZTIME" ./io/shardio; then
+		found=1
+		after=$(ls io/shardio/testdata/fuzz/$target 2>/dev/null | sort || true)
+		for f in $(comm -13 <(echo "$before") <(echo "$after")); do
+			echo "FUZZ CRASHER $target/$f (commit it under io/shardio/testdata/fuzz/$target/):"
+			base64 -w0 "io/shardio/testdata/fuzz/$target/$f"
+			echo
+		done
+	fi
+done
+if [ "$found" = 1 ]; then
+	echo "fuzzing found crashers (above)" >&2
+	[ "$FUZZ_STRICT" = 1 ] && exit 1
+fi
+exit 0

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/relabel/relabel/io/reportio"
+)
+
+const reportUsage = `Usage: relabel report DIR [--out FILE] [--top N]
+
+Writes report.html for the output directory DIR of relabel run: one
+self-contained page (no network; open it from a bucket or an email) with the
+run, a per-class table, the estimated transition matrix as a heatmap, the
+most confused class pairs, a histogram of given_label_prob and the N
+likeliest wrong labels. It reads the output once, so it is quick at any size.
+
+Options:
+`
+
+// reportCmd is relabel report.
+func reportCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("report", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, reportUsage); fs.PrintDefaults() }
+	out := fs.String("out", "", "the page to write (default DIR/report.html)")
+	top := fs.Int("top", reportio.DefaultTop, "how many of the likeliest wrong labels to list")
+	pairs := fs.Int("pairs", reportio.DefaultPairs, "how many confused class pairs to list")
+	// DIR may come before or after the flags.
+	var dir string
+	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
+		dir, args = args[0], args[1:]
+	}
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return err
+		}
+		return usageError{err}
+	}
+	rest := fs.Args()
+	if dir == "" && len(rest) > 0 {
+		dir, rest = rest[0], rest[1:]
+	}
+	switch {
+	case dir == "":
+		return usageError{errors.New("the output directory DIR is required")}
+	case len(rest) > 0:
+		return usageError{fmt.Errorf("unexpected arguments %q", rest)}
+	case *top < 0:
+		return usageError{fmt.Errorf("--top %d, want >= 0", *top)}
+	case *pairs < 1:
+		return usageError{fmt.Errorf("--pairs %d, want >= 1", *pairs)}
+	}
+	top0 := *top
+	if top0 == 0 {
+		top0 = -1 // reportio's zero means its default; --top 0 means none
+	}
+	path, err := reportio.Write(ctx, dir, reportio.Options{Out: *out, Top: top0, Pairs: *pairs})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "relabel report: wrote %s\n", path)
+	return nil
+}

@@ -1,0 +1,313 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/chromedp"
+
+	"github.com/relabel/relabel/io/reportio"
+)
+
+// digitsReport runs relabel on the committed digits shards (shared with the
+// other CLI tests) and writes its report with reportCmd to a file outside the
+// run's directory, which the other tests list.
+func digitsReport(t *testing.T, args ...string) (dir, page string) {
+	t.Helper()
+	dir = outDir(t, "testdata-digits")
+	sharedRun(t, "run", "--input", digitsShards, "--output", dir)
+	page = filepath.Join(t.TempDir(), "report.html")
+	var stdout, stderr bytes.Buffer
+	if err := reportCmd(context.Background(), append([]string{dir, "--out", page}, args...), &stdout, &stderr); err != nil {
+		t.Fatalf("relabel report: %v\n%s", err, stderr.String())
+	}
+	if want := "relabel report: wrote " + page + "\n"; stdout.String() != want {
+		t.Errorf("stdout = %q, want %q", stdout.String(), want)
+	}
+	return dir, page
+}
+
+func readSummary(t *testing.T, dir string) *reportio.Summary {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s reportio.Summary
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatal(err)
+	}
+	return &s
+}
+
+func TestReportUsage(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no directory", nil, "DIR is required"},
+		{"two directories", []string{"a", "b"}, "unexpected arguments"},
+		{"negative top", []string{"a", "--top", "-1"}, "--top -1"},
+		{"bad flag", []string{"a", "--nope"}, "nope"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			err := reportCmd(context.Background(), tc.args, &stdout, &stderr)
+			var ue usageError
+			if !errors.As(err, &ue) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("reportCmd(%q) = %v, want a usage error saying %q", tc.args, err, tc.want)
+			}
+		})
+	}
+	t.Run("not an output", func(t *testing.T) {
+		var stdout, stderr bytes.Buffer
+		err := reportCmd(context.Background(), []string{t.TempDir()}, &stdout, &stderr)
+		var ue usageError
+		if err == nil || errors.As(err, &ue) || !strings.Contains(err.Error(), "not a finished relabel output") {
+			t.Errorf("reportCmd(empty dir) = %v, want a run error saying it is not an output", err)
+		}
+	})
+}
+
+// pageFacts is what the in-page script reads from the DOM.
+type pageFacts struct {
+	Figures     map[string]string `json:"figures"`
+	HeatCells   int               `json:"heatCells"`
+	RowLabels   []string          `json:"rowLabels"`
+	ColLabels   []string          `json:"colLabels"`
+	Classes     [][]string        `json:"classes"`
+	Pairs       int               `json:"pairs"`
+	HistBins    int               `json:"histBins"`
+	Suspects    int               `json:"suspects"`
+	SuspectCols int               `json:"suspectCols"`
+	Width       float64           `json:"width"`
+}
+
+const factsJS = `(() => {
+  const text = (sel) => Array.from(document.querySelectorAll(sel), (e) => e.textContent);
+  const figures = {};
+  for (const id of ["run-rows", "run-changed", "run-changed-pct", "run-classes", "run-wall", "run-device", "run-neighbours", "run-input"]) {
+    const e = document.getElementById(id);
+    figures[id] = e ? e.textContent : null;
+  }
+  return {
+    figures,
+    heatCells: document.querySelectorAll("#heatmap rect.cell").length,
+    rowLabels: text("#heatmap text.rowlabel"),
+    colLabels: text("#heatmap text.collabel"),
+    classes: Array.from(document.querySelectorAll("#classes tbody tr"), (r) => Array.from(r.cells, (c) => c.textContent)),
+    pairs: document.querySelectorAll("#pairs tbody tr").length,
+    histBins: document.querySelectorAll("#hist g.bin").length,
+    suspects: document.querySelectorAll("#suspects tbody tr").length,
+    suspectCols: document.querySelectorAll("#suspects thead th").length,
+    width: document.getElementById("heatmap").getBoundingClientRect().width,
+  };
+})()`
+
+// columnJS reads one column of the suspects table, in the order shown.
+const columnJS = `Array.from(document.querySelectorAll("#suspects tbody tr"), (r) => Number(r.cells[%d].textContent))`
+
+// TestReportInBrowser opens the digits report in headless Chromium from a
+// file:// URL with the network off: no console message of level error or
+// warning, no request but the page itself, the heatmap and tables found by id
+// with the digits' ten classes, the suspects table sortable by a click, and a
+// screenshot (RELABEL_REPORT_PNG=path also copies it there, which is how
+// docs/report.png is made).
+func TestReportInBrowser(t *testing.T) {
+	bin := chromium(t)
+	dir, page := digitsReport(t, "--top", "25")
+	sum := readSummary(t, dir)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	actx, cancelAlloc := chromedp.NewExecAllocator(ctx,
+		chromedp.ExecPath(bin), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck, chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1200, 900),
+		// Belt and braces beside the offline emulation below: no name
+		// resolves and every proxied request goes to a closed port.
+		chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND"),
+		chromedp.ProxyServer("http://127.0.0.1:9"),
+	)
+	defer cancelAlloc()
+	bctx, cancelBrowser := chromedp.NewContext(actx)
+	defer cancelBrowser()
+
+	// Collect the console and the requests from before the navigation.
+	var mu sync.Mutex
+	var requests, messages []string
+	if err := chromedp.Listen(bctx, func(ev any) {
+		if e, ok := ev.(*network.EventRequestWillBeSent); ok {
+			mu.Lock()
+			requests = append(requests, e.Request.URL)
+			mu.Unlock()
+		}
+	}); err != nil {
+		t.Fatalf("starting %s: %v", bin, err)
+	}
+	console := chromedp.Console(bctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for m, err := range console {
+			if err != nil {
+				return
+			}
+			if m.Type == chromedp.ConsoleError || m.Type == chromedp.ConsoleWarning || m.IsException() {
+				mu.Lock()
+				messages = append(messages, m.String())
+				mu.Unlock()
+			}
+		}
+	}()
+	if _, err := chromedp.Call(bctx, network.Enable, network.EnableParams{}); err != nil {
+		t.Fatal(err)
+	}
+	// The network is off by the browser's flags (no proxy reachable, no
+	// host resolves) and by the page's Content-Security-Policy; every
+	// request is recorded above and checked below.
+	u := (&url.URL{Scheme: "file", Path: page}).String()
+	if err := chromedp.Do(bctx, chromedp.Navigate(u), chromedp.WaitVisible("#suspects")); err != nil {
+		t.Fatal(err)
+	}
+	facts, err := chromedp.Run(bctx, chromedp.Evaluate[pageFacts](factsJS))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The run's figures, as summary.json has them.
+	want := map[string]string{
+		"run-rows":        strconv.FormatInt(sum.Rows, 10),
+		"run-changed":     strconv.FormatInt(sum.Changed, 10),
+		"run-changed-pct": strconv.FormatFloat(100*(float64(sum.Changed)/float64(sum.Rows)), 'f', 1, 64) + "%",
+		"run-classes":     strconv.Itoa(sum.Classes),
+		"run-wall":        strconv.FormatFloat(sum.Timings["total"], 'f', 1, 64) + " s",
+		"run-device":      sum.Device,
+		"run-neighbours":  sum.Neighbours,
+		"run-input":       sum.Input,
+	}
+	for id, w := range want {
+		if got := strings.ReplaceAll(facts.Figures[id], "\u202f", ""); got != w {
+			t.Errorf("#%s shows %q, summary.json says %q", id, got, w)
+		}
+	}
+	c := sum.Classes
+	names := make([]string, c)
+	for i := range names {
+		names[i] = strconv.Itoa(i)
+	}
+	if facts.HeatCells != c*c {
+		t.Errorf("#heatmap has %d cells, want %d", facts.HeatCells, c*c)
+	}
+	if strings.Join(facts.RowLabels, ",") != strings.Join(names, ",") || strings.Join(facts.ColLabels, ",") != strings.Join(names, ",") {
+		t.Errorf("#heatmap labels rows %q, columns %q; want the class names %q", facts.RowLabels, facts.ColLabels, names)
+	}
+	if facts.Width < 300 {
+		t.Errorf("#heatmap is %v px wide: not laid out", facts.Width)
+	}
+	if len(facts.Classes) != c {
+		t.Fatalf("#classes has %d rows, want %d", len(facts.Classes), c)
+	}
+	for k, r := range facts.Classes {
+		if r[0] != names[k] {
+			t.Errorf("#classes row %d names %q, want %q", k, r[0], names[k])
+		}
+		if from := strings.ReplaceAll(r[3], "\u202f", ""); from != strconv.FormatInt(sum.ChangedFrom[k], 10) {
+			t.Errorf("#classes row %d: changed from %s, summary.json says %d", k, from, sum.ChangedFrom[k])
+		}
+		if to := strings.ReplaceAll(r[4], "\u202f", ""); to != strconv.FormatInt(sum.ChangedTo[k], 10) {
+			t.Errorf("#classes row %d: changed to %s, summary.json says %d", k, to, sum.ChangedTo[k])
+		}
+	}
+	if facts.Pairs != reportio.DefaultPairs {
+		t.Errorf("#pairs has %d rows, want %d", facts.Pairs, reportio.DefaultPairs)
+	}
+	if facts.HistBins != reportio.HistBins {
+		t.Errorf("#hist has %d bins, want %d", facts.HistBins, reportio.HistBins)
+	}
+	if facts.Suspects != 25 {
+		t.Errorf("#suspects has %d rows, want 25 (--top 25)", facts.Suspects)
+	}
+
+	// Sorting: the table comes lowest given_label_prob first; a click on
+	// that header sorts it ascending, a second descending.
+	const probCol = 4
+	if facts.SuspectCols <= probCol {
+		t.Fatalf("#suspects has %d columns", facts.SuspectCols)
+	}
+	sel := "#suspects thead th:nth-child(" + strconv.Itoa(probCol+1) + ")"
+	for _, dir := range []int{+1, -1} {
+		if err := chromedp.Do(bctx, chromedp.Click(sel)); err != nil {
+			t.Fatal(err)
+		}
+		col, err := chromedp.Run(bctx, chromedp.Evaluate[[]float64](strings.Replace(columnJS, "%d", strconv.Itoa(probCol), 1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 1; i < len(col); i++ {
+			if float64(dir)*(col[i]-col[i-1]) < 0 {
+				t.Errorf("after clicking given_label_prob (direction %+d), rows %d, %d read %v, %v", dir, i-1, i, col[i-1], col[i])
+				break
+			}
+		}
+	}
+
+	png, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(png, []byte("\x89PNG")) {
+		t.Fatal("the screenshot is not a PNG")
+	}
+	shot := filepath.Join(t.TempDir(), "report.png")
+	if err := os.WriteFile(shot, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s (%d bytes)", shot, len(png))
+	if p := os.Getenv("RELABEL_REPORT_PNG"); p != "" {
+		if err := os.WriteFile(p, png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	cancelBrowser()
+	<-done
+	mu.Lock()
+	defer mu.Unlock()
+	if len(messages) > 0 {
+		t.Errorf("console: %q", messages)
+	}
+	// data: URLs (the page's empty icon) are inline, not requests to anywhere.
+	for _, r := range requests {
+		if r != u && !strings.HasPrefix(r, "data:") {
+			t.Errorf("requests %q, want only the page %s", requests, u)
+			break
+		}
+	}
+}
+
+// chromium returns the browser's path, skipping the test when there is none
+// (.ci/run installs Debian's chromium).
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "headless_shell"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Skip("no chromium on PATH: the browser test of report.html needs it (apt-get install chromium)")
+	return ""
+}

@@ -1,0 +1,270 @@
+package quality
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/relabel/relabel/pipelines"
+	"github.com/relabel/relabel/transforms/engine"
+	"github.com/relabel/relabel/transforms/evaluate"
+	"github.com/relabel/relabel/transforms/mixture"
+	"github.com/relabel/relabel/transforms/noise"
+	"github.com/relabel/relabel/transforms/stages"
+)
+
+// Cell is one benchmark: a dataset of the dev data and one set of noisy
+// labels for it.
+type Cell struct {
+	// Dataset is the dataset's name (its folder's base name).
+	Dataset string
+	// Dir is the dataset's folder: clean.parquet (ids, features, truth) and
+	// meta.json.
+	Dir string
+	// Noise names the labels: "idn-0.4", "sym-0.4", "pair-0.3", "sym-0.2",
+	// "annotators-5".
+	Noise string
+	// File holds the noisy labels (Parquet or Arrow with the clean file's ids
+	// and features, or raw .i32 labels in the clean file's row order); empty
+	// when the harness generates them with Generate from the truth.
+	File string
+	// Generate is the noise model of a cell without File.
+	Generate noise.Params
+	// Peers are the data README's figures for the cell (NaN when absent).
+	Peers Peers
+}
+
+// Name is "dataset/noise".
+func (c Cell) Name() string { return c.Dataset + "/" + c.Noise }
+
+// Target reports whether the cell is one of the issue's accuracy targets: the
+// idn-0.4 and sym-0.4 files, whose cleanlab figures the README lists.
+func (c Cell) Target() bool { return !math.IsNaN(c.Peers.Cleanlab) }
+
+// Annotators reports whether the cell has several labels per item.
+func (c Cell) Annotators() bool { return strings.HasPrefix(c.Noise, "annotators") }
+
+// DevGrid returns the grid of issue 4 over dataDir (../shared/data): for
+// every dataset folder with a clean.parquet, smallest first, the
+// noisy-idn-0.4 labels (.parquet, else .i32), the noisy-sym-0.4 labels
+// (.arrow, else .i32), pair-flip noise at 0.3 and symmetric noise at 0.2
+// generated here with NoiseSeed, and annotators-5.parquet where present.
+func DevGrid(dataDir string) ([]Cell, error) {
+	peers, err := ReadPeers(dataDir)
+	if err != nil {
+		return nil, err
+	}
+	ents, err := os.ReadDir(dataDir)
+	if err != nil {
+		return nil, fmt.Errorf("quality: %w", err)
+	}
+	type ds struct {
+		name, dir string
+		n         int
+	}
+	var sets []ds
+	for _, e := range ents {
+		dir := filepath.Join(dataDir, e.Name())
+		if !e.IsDir() || !exists(filepath.Join(dir, "clean.parquet")) {
+			continue
+		}
+		m, err := readMeta(dir)
+		if err != nil {
+			return nil, err
+		}
+		sets = append(sets, ds{e.Name(), dir, m.N})
+	}
+	slices.SortFunc(sets, func(a, b ds) int {
+		if a.n != b.n {
+			return a.n - b.n
+		}
+		return strings.Compare(a.name, b.name)
+	})
+	var cells []Cell
+	for _, s := range sets {
+		add := func(nz, file string, gen noise.Params) {
+			p, ok := peers[s.name+"/"+nz]
+			if !ok {
+				p = Peers{KNN: nan, Cleanlab: nan}
+			}
+			cells = append(cells, Cell{Dataset: s.name, Dir: s.dir, Noise: nz, File: file, Generate: gen, Peers: p})
+		}
+		if f := firstFile(s.dir, "noisy-idn-0.4.parquet", "noisy-idn-0.4.i32"); f != "" {
+			add("idn-0.4", f, noise.Params{})
+		}
+		if f := firstFile(s.dir, "noisy-sym-0.4.arrow", "noisy-sym-0.4.i32"); f != "" {
+			add("sym-0.4", f, noise.Params{})
+		}
+		add("pair-0.3", "", noise.Params{Kind: noise.PairFlip, Rate: 0.3, Seed: NoiseSeed})
+		add("sym-0.2", "", noise.Params{Kind: noise.Symmetric, Rate: 0.2, Seed: NoiseSeed})
+		if f := firstFile(s.dir, "annotators-5.parquet"); f != "" {
+			add("annotators-5", f, noise.Params{})
+		}
+	}
+	if len(cells) == 0 {
+		return nil, fmt.Errorf("quality: no dataset folder with a clean.parquet in %s", dataDir)
+	}
+	return cells, nil
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+func firstFile(dir string, names ...string) string {
+	for _, n := range names {
+		if p := filepath.Join(dir, n); exists(p) {
+			return p
+		}
+	}
+	return ""
+}
+
+// Without returns the cells whose dataset is none of datasets: a sweep leaves
+// out fashion_mnist_pca50, whose 70,000 rows take minutes per run on 2 cores.
+func Without(cells []Cell, datasets ...string) []Cell {
+	var out []Cell
+	for _, c := range cells {
+		if !slices.Contains(datasets, c.Dataset) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Only returns the cells whose noise is one of noises ("idn-0.4", ...).
+func Only(cells []Cell, noises ...string) []Cell {
+	var out []Cell
+	for _, c := range cells {
+		if slices.Contains(noises, c.Noise) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// RunCell relabels cell's labels with opts (resolved for the data's class
+// count as relabel run resolves them: pipelines.Options.Engine), in process with the CPU kernels, and evaluates the result against the truth
+// with the kNN vote (VoteK, z-scored) as baseline "knn". It returns the
+// report and the time engine.Run took (loading and the baseline excluded:
+// both are cached across calls).
+func RunCell(cell Cell, opts pipelines.Options) (evaluate.Report, time.Duration, error) {
+	ds, err := loadDataset(cell.Dir)
+	if err != nil {
+		return evaluate.Report{}, 0, err
+	}
+	g, err := loadGiven(cell, ds)
+	if err != nil {
+		return evaluate.Report{}, 0, err
+	}
+	eo, err := opts.Engine(ds.c)
+	if err != nil {
+		return evaluate.Report{}, 0, fmt.Errorf("quality: %s: %w", cell.Name(), err)
+	}
+	t0 := time.Now()
+	res, err := engine.Run(&engine.Data{Keys: ds.ids, D: ds.d, Features: ds.x, Labels: g.labels, LabelOff: g.off}, eo, engine.Backends{})
+	dt := time.Since(t0)
+	if err != nil {
+		return evaluate.Report{}, dt, fmt.Errorf("quality: %s: %w", cell.Name(), err)
+	}
+	in := Inputs(ds.c, ds.truth, g.single, &res.States, stages.Calibration{Temperature: opts.Temperature, MinConfidence: opts.MinConfidence})
+	if g.multi {
+		in.Given, in.GivenMulti, in.GivenOffsets = nil, g.labels, g.off
+	}
+	in.Baselines = []evaluate.Baseline{{Name: "knn", Labels: g.vote(ds)}}
+	rep, err := evaluate.Evaluate(in)
+	if err != nil {
+		return rep, dt, fmt.Errorf("quality: %s: %w", cell.Name(), err)
+	}
+	return rep, dt, nil
+}
+
+// Inputs turns final engine states into the evaluation inputs the way relabel
+// writes its output (stages.Calibration.Clean, the writer's): clean_label and
+// clean_prob are the top class of the calibrated pi and its mass,
+// given_label_prob is its mass on the given label (the majority annotation
+// when several), and changed is clean_label != given. An empty state (no
+// information; the output's null) keeps the given label with probability 0.
+func Inputs(c int, truth, given []int32, st *mixture.States, cal stages.Calibration) evaluate.Inputs {
+	n := len(truth)
+	in := evaluate.Inputs{
+		C: c, Truth: truth, Given: given,
+		Clean: make([]int32, n), CleanProb: make([]float32, n), GivenProb: make([]float32, n),
+	}
+	var post []float32
+	for i := range n {
+		var top int32
+		var p, gp float32
+		top, p, gp, _, post = cal.Clean(st, i, given[i], post)
+		if top < 0 {
+			top, p = given[i], 0
+		}
+		if gp != gp { // NaN: unlabelled
+			gp = 0
+		}
+		in.Clean[i], in.CleanProb[i], in.GivenProb[i] = top, clamp01(p), clamp01(gp)
+	}
+	return in
+}
+
+// clamp01 absorbs float32 rounding of probabilities that sum to 1.
+func clamp01(p float32) float32 { return min(max(p, 0), 1) }
+
+// Result is one cell's outcome.
+type Result struct {
+	Cell   Cell
+	Report evaluate.Report
+	// Time is engine.Run's wall time.
+	Time time.Duration
+	// NoFeatures, for annotator cells, is the report of the same options with
+	// Mu = 1: every item's mixture is its own state alone, so the
+	// method sees the annotations but no neighbour, i.e. no feature.
+	NoFeatures *evaluate.Report
+}
+
+// Cleaned is the cleaned-label accuracy.
+func (r Result) Cleaned() float64 { return float64(r.Report.CleanedAccuracy) }
+
+// KNN is the measured kNN-vote accuracy.
+func (r Result) KNN() float64 {
+	for _, b := range r.Report.Baselines {
+		if b.Name == "knn" {
+			return float64(b.Accuracy)
+		}
+	}
+	return nan
+}
+
+// Run runs every cell with opts, logging a line per cell to log (nil: none).
+func Run(cells []Cell, opts pipelines.Options, log io.Writer) ([]Result, error) {
+	if log == nil {
+		log = io.Discard
+	}
+	out := make([]Result, 0, len(cells))
+	for _, c := range cells {
+		rep, dt, err := RunCell(c, opts)
+		if err != nil {
+			return out, err
+		}
+		r := Result{Cell: c, Report: rep, Time: dt}
+		if c.Annotators() {
+			o := opts
+			o.Mu = 1
+			nf, _, err := RunCell(c, o)
+			if err != nil {
+				return out, err
+			}
+			r.NoFeatures = &nf
+		}
+		fmt.Fprintf(log, "%-32s noisy %.4f  knn %.4f  relabel %.4f  (%.1fs)\n",
+			c.Name(), float64(rep.NoisyAccuracy), r.KNN(), r.Cleaned(), dt.Seconds())
+		out = append(out, r)
+	}
+	return out, nil
+}

@@ -1,0 +1,44 @@
+package shardio
+
+import (
+	"context"
+
+	"github.com/relabel/relabel/schemas"
+)
+
+// ReadEach reads every unit of shards with ReadUnit, shard by shard and unit
+// by unit in order, and hands each batch of rows to fn. It stops at the first
+// error, from the reader or from fn, and returns it. It is the loop of the
+// tools that read a dataset whole (noise, eval, the quality harness); the
+// pipeline reads units in parallel instead, one per element.
+func ReadEach(ctx context.Context, shards []Shard, opts ReadOptions, fn func(*schemas.Rows) error) error {
+	for _, s := range shards {
+		for _, u := range s.Units {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			r, err := ReadUnit(ctx, u, opts)
+			if err != nil {
+				return err
+			}
+			if err := fn(r); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// ReadAll reads every unit of shards, in order (ReadEach), and returns their
+// rows, one batch per unit.
+func ReadAll(ctx context.Context, shards []Shard, opts ReadOptions) ([]*schemas.Rows, error) {
+	var rows []*schemas.Rows
+	err := ReadEach(ctx, shards, opts, func(r *schemas.Rows) error {
+		rows = append(rows, r)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return rows, nil
+}

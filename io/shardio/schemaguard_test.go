@@ -1,0 +1,62 @@
+package shardio
+
+import (
+	"context"
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// patchFieldsLength sets the Schema.fields vector length of the schema table
+// at t.pos to n, in place.
+func patchFieldsLength(t *testing.T, tb fb, n uint32) {
+	t.Helper()
+	vec, err := vector(tb, 1)
+	if err != nil || len(vec) == 0 {
+		t.Fatalf("no fields vector: %v", err)
+	}
+	binary.LittleEndian.PutUint32(tb.b[vec[0]-4:], n)
+}
+
+// TestSchemaGuard: an Arrow stream or file whose schema claims a huge field
+// vector is refused with an error naming the file, before arrow-go would
+// size a slice by it (2^31 fields: hundreds of GiB).
+func TestSchemaGuard(t *testing.T) {
+	dir := t.TempDir()
+	// Stream: the schema is the first message, after the 8-byte prefix.
+	b, err := os.ReadFile("testdata/int.arrows")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metaLen := int(binary.LittleEndian.Uint32(b[4:]))
+	msg := b[8 : 8+metaLen]
+	rt, _ := root(msg)
+	at, _ := rt.field(2)
+	s, _ := rt.indirect(at)
+	patchFieldsLength(t, fb{b: msg, pos: s}, 1<<31-1)
+	stream := filepath.Join(dir, "huge.arrows")
+	os.WriteFile(stream, b, 0o644)
+
+	// File: the footer's schema.
+	b, err = os.ReadFile("testdata/int.arrow")
+	if err != nil {
+		t.Fatal(err)
+	}
+	flen := int(binary.LittleEndian.Uint32(b[len(b)-10:]))
+	footer := b[len(b)-10-flen : len(b)-10]
+	rt, _ = root(footer)
+	at, _ = rt.field(1)
+	s, _ = rt.indirect(at)
+	patchFieldsLength(t, fb{b: footer, pos: s}, 1<<31-1)
+	file := filepath.Join(dir, "huge.arrow")
+	os.WriteFile(file, b, 0o644)
+
+	for _, p := range []string{stream, file} {
+		_, err := Scan(context.Background(), p, ReadOptions{})
+		if err == nil || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), "vector") {
+			t.Errorf("%s: %v; want an error naming the file and the oversized vector", p, err)
+		}
+	}
+}

@@ -1,0 +1,83 @@
+// Package spillio keeps encoded pipeline elements in local files while they
+// wait between stages, so that a runner's shuffle carries only references to
+// them (Ref). Files are grouped in generations, one directory each, that a
+// stage removes whole once nothing will read them again. What is stored and
+// when a generation is obsolete is the caller's (transforms/ivfstages'
+// Spill); this package only writes, reads and removes the files.
+package spillio
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// Ref locates a stored element: Len bytes at Off in the file Path. The zero
+// value means the element is not stored (it travels inline).
+type Ref struct {
+	Path     string
+	Off, Len int64
+}
+
+// Dir is a spill directory that every worker can read and write, and that
+// nothing else uses. The empty Dir stores nothing (On is false).
+type Dir string
+
+// On reports whether d stores anything.
+func (d Dir) On() bool { return d != "" }
+
+// Gen is the directory of generation gen.
+func (d Dir) Gen(gen int) string {
+	return filepath.Join(string(d), fmt.Sprintf("g%03d", gen))
+}
+
+// Write stores the encodings encs one after the other as the file name of
+// generation gen, and returns a reference to each. The file is written under
+// a temporary name and renamed, so a reader never sees half of it, and a
+// retried bundle that writes the same name rewrites the same bytes.
+func (d Dir) Write(gen int, name string, encs ...[]byte) ([]Ref, error) {
+	dir := d.Gen(gen)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("spillio: %w", err)
+	}
+	path := filepath.Join(dir, name)
+	refs := make([]Ref, len(encs))
+	var buf []byte
+	for i, e := range encs {
+		refs[i] = Ref{Path: path, Off: int64(len(buf)), Len: int64(len(e))}
+		buf = append(buf, e...)
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, buf, 0o644); err != nil {
+		return nil, fmt.Errorf("spillio: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return nil, fmt.Errorf("spillio: %w", err)
+	}
+	return refs, nil
+}
+
+// Drop removes generation gen; nothing when d is off.
+func (d Dir) Drop(gen int) error {
+	if !d.On() {
+		return nil
+	}
+	if err := os.RemoveAll(d.Gen(gen)); err != nil {
+		return fmt.Errorf("spillio: %w", err)
+	}
+	return nil
+}
+
+// Read returns the bytes ref points to.
+func Read(ref Ref) ([]byte, error) {
+	f, err := os.Open(ref.Path)
+	if err != nil {
+		return nil, fmt.Errorf("spillio: %w (was the spill directory removed while the job ran?)", err)
+	}
+	defer f.Close()
+	b := make([]byte, ref.Len)
+	if _, err := f.ReadAt(b, ref.Off); err != nil {
+		return nil, fmt.Errorf("spillio: reading %d bytes at %d of %s: %w", ref.Len, ref.Off, ref.Path, err)
+	}
+	return b, nil
+}

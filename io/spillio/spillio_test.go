@@ -1,0 +1,43 @@
+package spillio
+
+import (
+	"bytes"
+	"os"
+	"strings"
+	"testing"
+)
+
+// TestRoundTrip: what Write stores comes back from Read by reference, several
+// elements to a file, an empty one included; a rewrite of the same name gives
+// the same references; Drop removes the generation, after which a Read is an
+// error that says what probably happened; an off Dir drops nothing.
+func TestRoundTrip(t *testing.T) {
+	d := Dir(t.TempDir())
+	encs := [][]byte{[]byte("first"), {}, []byte("third element")}
+	refs, err := d.Write(2, "b1", encs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range refs {
+		got, err := Read(r)
+		if err != nil || !bytes.Equal(got, encs[i]) {
+			t.Errorf("element %d: %q (err %v), want %q", i, got, err, encs[i])
+		}
+	}
+	again, err := d.Write(2, "b1", encs...)
+	if err != nil || len(again) != len(refs) || again[2] != refs[2] {
+		t.Errorf("rewrite: refs %v (err %v), want %v", again, err, refs)
+	}
+	if _, err := os.Stat(refs[0].Path + ".tmp"); !os.IsNotExist(err) {
+		t.Errorf("temporary file left behind: %v", err)
+	}
+	if err := d.Drop(2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Read(refs[0]); err == nil || !strings.Contains(err.Error(), "spill directory removed") {
+		t.Errorf("read after drop: %v, want an error naming the removed directory", err)
+	}
+	if err := Dir("").Drop(2); err != nil || Dir("").On() {
+		t.Errorf("off Dir: Drop %v, On %v", err, Dir("").On())
+	}
+}

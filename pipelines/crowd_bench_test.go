@@ -1,0 +1,94 @@
+//go:build unix
+
+package pipelines_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/relabel/relabel/io/annotio"
+	"github.com/relabel/relabel/io/blobio"
+	"github.com/relabel/relabel/io/shardio"
+	"github.com/relabel/relabel/pipelines"
+	"github.com/relabel/relabel/transforms/crowd"
+)
+
+// crowdBenchAnnotators is 10,000 simulated annotators: 70% experts
+// (accuracy .6-.95), 20% spammers, 10% adversaries.
+func crowdBenchAnnotators() []crowd.SimAnnotator {
+	rng := rand.New(rand.NewPCG(3, 3))
+	ann := make([]crowd.SimAnnotator, 10000)
+	for a := range ann {
+		switch u := rng.Float64(); {
+		case u < 0.7:
+			ann[a] = crowd.SimAnnotator{Kind: crowd.Expert, Acc: 0.6 + 0.35*rng.Float64()}
+		case u < 0.9:
+			ann[a] = crowd.SimAnnotator{Kind: crowd.Spammer}
+		default:
+			ann[a] = crowd.SimAnnotator{Kind: crowd.Adversary, Acc: 0.7}
+		}
+	}
+	return ann
+}
+
+// BenchmarkCrowdLabelOnly runs label-only mode (pipelines.Run on Prism,
+// defaults: 30 EM iterations) on n items x 3 annotations from 10,000
+// annotators, C = 10, written as 8 Parquet shards, at named sizes. It
+// reports annotations/s, the wall and CPU time, the peak RSS and the
+// accuracy. Slow at 1M: run one size alone with -benchtime 1x
+// (docs/PERFORMANCE.md has the command and the figures).
+func BenchmarkCrowdLabelOnly(b *testing.B) {
+	for _, n := range []int{100_000, 300_000, 1_000_000} {
+		b.Run("items="+strconv.Itoa(n), func(b *testing.B) {
+			const C = 10
+			cr := crowd.Simulate(n, C, 3, crowdBenchAnnotators(), 5)
+			in := b.TempDir()
+			var ids [8][]int64
+			var anns [8][]int64
+			var labs [8][]int32
+			for i := 0; i < n; i++ {
+				a, l := cr.Items.Item(i)
+				for k := range a {
+					f := (i*3 + k) % 8
+					ids[f] = append(ids[f], int64(i))
+					anns[f] = append(anns[f], a[k])
+					labs[f] = append(labs[f], l[k])
+				}
+			}
+			for f := range 8 {
+				if err := annotio.WriteAnnotations(context.Background(), blobio.Local{}, filepath.Join(in, fmt.Sprintf("ann-%d.parquet", f)), shardio.Parquet, ids[f], nil, anns[f], nil, labs[f], 1<<16); err != nil {
+					b.Fatal(err)
+				}
+			}
+			cfg := pipelines.Defaults()
+			cfg.Annotations = filepath.Join(in, "*.parquet")
+			cfg.Report = false
+			b.ResetTimer()
+			for it := 0; it < b.N; it++ {
+				b.StopTimer()
+				freeMemory(b)
+				cfg.Output = filepath.Join(b.TempDir(), "out")
+				os.RemoveAll(cfg.Output)
+				b.StartTimer()
+				t0, c0 := time.Now(), cpuTime(b)
+				sum, err := pipelines.Run(context.Background(), cfg, prism)
+				if err != nil {
+					b.Fatal(err)
+				}
+				wall, cpu := time.Since(t0), cpuTime(b)-c0
+				b.StopTimer()
+				b.ReportMetric(float64(3*n)/wall.Seconds(), "annotations/s")
+				b.ReportMetric(cpu.Seconds(), "cpu-s")
+				b.ReportMetric(float64(peakRSS(b))/(1<<20), "peak-MiB")
+				b.Logf("%d items, %d annotations: wall %.1fs, cpu %.1fs, %d shards, %d changed, annotators %+v", sum.Rows, 3*n, wall.Seconds(), cpu.Seconds(), len(sum.Shards), sum.Changed, sum.Annotators)
+				b.StartTimer()
+			}
+		})
+	}
+}

@@ -1,0 +1,124 @@
+package pipelines
+
+import (
+	"errors"
+	"flag"
+	"io"
+	"os"
+	"strings"
+	"testing"
+)
+
+var updateREADME = flag.Bool("update-readme", false, "rewrite README.md's options table from Flags")
+
+const (
+	tableBegin = "<!-- options table: generated from pipelines.Flags by TestREADMEOptions; go test ./pipelines -run TestREADMEOptions -update-readme -->\n"
+	tableEnd   = "<!-- options table: end -->"
+)
+
+// TestREADMEOptions: README's options table is the one Flags renders.
+func TestREADMEOptions(t *testing.T) {
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	i, j := strings.Index(s, tableBegin), strings.Index(s, tableEnd)
+	if i < 0 || j < i {
+		t.Fatalf("README.md has no generated options table (markers %q ... %q)", tableBegin, tableEnd)
+	}
+	want := OptionsTable()
+	got := s[i+len(tableBegin) : j]
+	if got == want {
+		return
+	}
+	if *updateREADME {
+		if err := os.WriteFile("../README.md", []byte(s[:i+len(tableBegin)]+want+s[j:]), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	t.Errorf("README.md's options table differs from pipelines.Flags; rerun with -update-readme.\nwant:\n%s", want)
+}
+
+// TestOptionsExplicitValues: an explicit value is used as given or rejected
+// with its flag named, never replaced by a default (issue 13 item 4).
+func TestOptionsExplicitValues(t *testing.T) {
+	parse := func(args ...string) (Options, error) {
+		o := Defaults()
+		fs := flag.NewFlagSet("run", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		o.Bind(fs)
+		if err := fs.Parse(append([]string{"--input", "x", "--output", "y"}, args...)); err != nil {
+			return o, err
+		}
+		return o, o.Validate()
+	}
+	for _, tc := range []struct {
+		args []string
+		flag string // "" = valid
+	}{
+		{[]string{"--smooth", "0"}, ""},
+		{[]string{"--mu", "0"}, ""},
+		{[]string{"--gamma", "0"}, ""},
+		{[]string{"--rounds", "0"}, ""},
+		{[]string{"--k", "0"}, "k"},
+		{[]string{"--k", "-1"}, "k"},
+		{[]string{"--l", "0"}, "l"},
+		{[]string{"--n", "0"}, "n"},
+		{[]string{"--em-iters", "0"}, "em-iters"},
+		{[]string{"--alpha", "0"}, "alpha"},
+		{[]string{"--beta", "0.5"}, "beta"},
+		{[]string{"--rounds", "-1"}, "rounds"},
+		{[]string{"--c0", "0"}, "c0"},
+		{[]string{"--smooth", "1"}, "smooth"},
+		{[]string{"--mu", "1.5"}, "mu"},
+		{[]string{"--gamma", "1"}, "gamma"},
+		{[]string{"--classes", "0"}, "classes"},
+		{[]string{"--workers", "0"}, "workers"},
+		{[]string{"--partitions", "0"}, "partitions"},
+		{[]string{"--partitions", "4", "--nprobe", "5"}, "nprobe"},
+		{[]string{"--llc-sigma", "0"}, "llc-sigma"},
+		{[]string{"--anchor", "-0.1"}, "anchor"},
+		{[]string{"--wave-mib", "0"}, "wave-mib"},
+		{[]string{"--neighbours", "exact", "--candidates", "100"}, "neighbours"},
+		{[]string{"--neighbours", "exact", "--partitions", "10"}, "neighbours"},
+		{[]string{"--class-names", "a,b,c", "--classes", "4"}, "class-names"},
+		{[]string{"--id-column", ""}, "id-column"},
+	} {
+		name := strings.Join(tc.args, " ")
+		o, err := parse(tc.args...)
+		if tc.flag == "" {
+			if err != nil {
+				t.Errorf("%s: %v, want accepted", name, err)
+			}
+			continue
+		}
+		var oe *OptionError
+		if !errors.As(err, &oe) || oe.Flag != tc.flag {
+			t.Errorf("%s: error %v, want one naming --%s", name, err, tc.flag)
+		}
+		_ = o
+	}
+	o, err := parse("--smooth", "0", "--c0", "3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := o.Engine(10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Mixture.Smooth != 0 || e.Mixture.C0 != 3 || e.Mixture.N != 5 {
+		t.Errorf("--smooth 0 --c0 3 gave smooth %g, c0 %d, n %d; want 0, 3, 5", e.Mixture.Smooth, e.Mixture.C0, e.Mixture.N)
+	}
+	o, _ = parse("--c0", "11")
+	var oe *OptionError
+	if _, err := o.Engine(10); !errors.As(err, &oe) || oe.Flag != "c0" {
+		t.Errorf("--c0 11 with C = 10: %v, want an error naming --c0", err)
+	}
+	for _, bad := range [][]string{{"--k", "x"}, {"--metric", "l3"}, {"--format", "csv"}, {"--weights", "foo"}, {"--class-names", "a,b,"}, {"--class-names", "a,b,a"}, {"--device", "tpu"}, {"--neighbours", "foo"}} {
+		if _, err := parse(bad...); err == nil || !strings.Contains(err.Error(), "-"+strings.TrimPrefix(bad[0], "--")) {
+			t.Errorf("%s: %v, want a parse error naming the flag", strings.Join(bad, " "), err)
+		}
+	}
+}

@@ -1,0 +1,123 @@
+package crowdstages
+
+import (
+	"fmt"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+
+	"github.com/relabel/relabel/io/annotio"
+	"github.com/relabel/relabel/io/shardio"
+	"github.com/relabel/relabel/schemas"
+	"github.com/relabel/relabel/transforms/crowd"
+)
+
+// Params configures the crowd stages.
+type Params struct {
+	// Crowd is the model's configuration; Crowd.C is required.
+	Crowd crowd.Params
+	// Buckets is the number of buckets items are joined in (and, label-only,
+	// of output shards). Optional, default 1.
+	Buckets int
+	// C0 is how many classes of each item's posterior the output keeps.
+	// Optional, default min(C, 10).
+	C0 int
+	// IDKind is how item ids are typed (label-only mode: in the annotations).
+	// Required for string ids.
+	IDKind schemas.IDKind
+	// AnnotatorKind is how annotator ids are typed. Required for string ids.
+	AnnotatorKind schemas.IDKind
+	// TmpDir is where the annotators file and its report are written.
+	// Optional: none is written when empty.
+	TmpDir string
+	// Format of the annotators file. Required with TmpDir.
+	Format shardio.Format
+}
+
+// WithDefaults fills unset optional fields.
+func (p Params) WithDefaults() Params {
+	p.Crowd = p.Crowd.WithDefaults()
+	if p.Buckets <= 0 {
+		p.Buckets = 1
+	}
+	if p.C0 <= 0 {
+		p.C0 = min(p.Crowd.C, 10)
+	}
+	return p
+}
+
+// Validate checks p once defaults are applied; called while the pipeline is
+// built.
+func (p Params) Validate() error {
+	if err := p.Crowd.Validate(); err != nil {
+		return err
+	}
+	if p.C0 > p.Crowd.C {
+		return fmt.Errorf("crowdstages: C0 = %d > C = %d", p.C0, p.Crowd.C)
+	}
+	if p.TmpDir != "" && p.Format == 0 {
+		return fmt.Errorf("crowdstages: no format for the annotators file")
+	}
+	return nil
+}
+
+// ReadAnnotations reads annotation units (PCollection<annotio.Unit>) into
+// PCollection<KV<int, AnnRows>>, keyed by bucket among buckets.
+func ReadAnnotations(s beam.Scope, units beam.PCollection, opts annotio.Options, buckets int) beam.PCollection {
+	s = s.Scope("crowd.ReadAnnotations")
+	return beam.ParDo(s, &readAnnFn{Columns: opts.Columns, Classes: opts.Classes, Buckets: max(buckets, 1)}, units)
+}
+
+// ReadItemAnnotators reads the annotators list column of item units
+// (PCollection<shardio.Unit>) with their labels into
+// PCollection<KV<int, AnnRows>>, keyed by bucket among buckets.
+func ReadItemAnnotators(s beam.Scope, units beam.PCollection, opts shardio.ReadOptions, column string, buckets int) beam.PCollection {
+	s = s.Scope("crowd.ReadItemAnnotators")
+	return beam.ParDo(s, &itemAnnFn{Columns: opts.Columns, D: opts.D, Classes: opts.Classes, ClassNames: opts.ClassNames, Column: column, Buckets: max(buckets, 1)}, units)
+}
+
+// LabelOnly relabels from annotations alone. anns: PCollection<KV<int,
+// AnnRows>> (ReadAnnotations). Returns PCollection<stages.Items>: one batch
+// per non-empty bucket (Shard = ShardName(bucket)), one item per id seen, in
+// id order, its given label the majority of its annotations; and writes the
+// annotators file when p.TmpDir is set. Cost: one shuffle of the
+// annotations, then per iteration one combine of the annotators' counts
+// (O(annotations x classes with posterior mass)) and one E step
+// (O(annotations x C)).
+func LabelOnly(s beam.Scope, anns beam.PCollection, p Params) beam.PCollection {
+	s = s.Scope("crowd.LabelOnly")
+	p = p.WithDefaults()
+	if err := p.Validate(); err != nil {
+		panic(err) // programmer error: pipelines validates options before building
+	}
+	grouped := beam.GroupByKey(s, anns)
+	batches := beam.ParDo(s, &bucketBatchFn{C: p.Crowd.C, IDKind: p.IDKind}, grouped)
+	return finish(s, batches, anns, p, false)
+}
+
+// WithFeatures relabels items with neighbours (PCollection<stages.Items>
+// from stages.Neighbours: exact or sample mode) from their annotations
+// (PCollection<KV<int, AnnRows>>): the annotations are joined to the items
+// by id, in buckets; an annotation of an id that is not an item is an
+// error naming its file and row. Returns PCollection<stages.Items> with the
+// final posteriors, and writes the annotators file when p.TmpDir is set.
+func WithFeatures(s beam.Scope, items, anns beam.PCollection, p Params) beam.PCollection {
+	s = s.Scope("crowd.WithFeatures")
+	p = p.WithDefaults()
+	if err := p.Validate(); err != nil {
+		panic(err)
+	}
+	refs := beam.ParDo(s, &itemRefsFn{Buckets: p.Buckets}, items)
+	matched := beam.ParDo(s, &matchFn{}, beam.CoGroupByKey(s, refs, anns))
+	keyed := beam.ParDo(s, &keyItemsFn{}, items)
+	batches := beam.ParDo(s, &attachFn{C: p.Crowd.C}, beam.CoGroupByKey(s, keyed, matched))
+	return finish(s, batches, anns, p, true)
+}
+
+func finish(s beam.Scope, batches, anns beam.PCollection, p Params, withNeighbours bool) beam.PCollection {
+	final, model := rounds(s, batches, p.Crowd, withNeighbours)
+	if p.TmpDir != "" {
+		names := beam.Combine(s, &namesFn{}, beam.DropKey(s, anns))
+		beam.ParDo0(s, &writeAnnotatorsFn{TmpDir: p.TmpDir, Format: p.Format, Kind: p.AnnotatorKind, Params: p.Crowd}, model, beam.SideInput{Input: names})
+	}
+	return beam.ParDo(s, &toItemsFn{C0: p.C0}, final)
+}

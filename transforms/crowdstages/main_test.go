@@ -1,0 +1,11 @@
+package crowdstages
+
+import (
+	"testing"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
+)
+
+// TestMain initialises Beam so that the pipeline tests run on the embedded
+// runner, in-process.
+func TestMain(m *testing.M) { ptest.Main(m) }

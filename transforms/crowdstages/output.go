@@ -1,0 +1,138 @@
+package crowdstages
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+
+	"github.com/relabel/relabel/io/annotio"
+	"github.com/relabel/relabel/io/blobio"
+	"github.com/relabel/relabel/io/resultio"
+	"github.com/relabel/relabel/io/shardio"
+	"github.com/relabel/relabel/schemas"
+	"github.com/relabel/relabel/transforms/crowd"
+	"github.com/relabel/relabel/transforms/mixture"
+	"github.com/relabel/relabel/transforms/stages"
+)
+
+// toItemsFn turns a final Batch into stages.Items for stages.Write: each
+// item's state is its posterior's C0 most probable classes (ties to the
+// lower class), with no transition rows.
+type toItemsFn struct {
+	C0 int
+}
+
+func (f *toItemsFn) ProcessElement(b Batch, emit func(stages.Items)) {
+	it := stages.Items{Shard: b.Shard, Offset: b.Offset, IDKind: b.IDKind, IDs: b.IDs, StrIDs: b.StrIDs,
+		Labels: b.Labels, LabelOff: b.LabelOff, Multi: b.Multi}
+	it.State.Reset()
+	C := b.C
+	order := make([]int32, C)
+	var st mixture.State
+	for i := 0; i < b.Len(); i++ {
+		p := b.Post[i*C : (i+1)*C]
+		for c := range order {
+			order[c] = int32(c)
+		}
+		slices.SortFunc(order, func(x, y int32) int {
+			if c := cmp.Compare(p[y], p[x]); c != 0 {
+				return c
+			}
+			return cmp.Compare(x, y)
+		})
+		st.Class, st.Pi = st.Class[:0], st.Pi[:0]
+		st.Rows = st.Rows[:0]
+		for _, c := range order[:min(f.C0, C)] {
+			st.Class = append(st.Class, c)
+			st.Pi = append(st.Pi, p[c])
+			st.Rows = append(st.Rows, mixture.Row{})
+		}
+		it.State.Append(&st)
+	}
+	emit(it)
+}
+
+// AnnotatorsReport is what writing the annotators file tells the summary.
+type AnnotatorsReport struct {
+	File        string `json:"file"`
+	Annotators  int    `json:"annotators"`
+	Spammers    int    `json:"spammers"`
+	Adversaries int    `json:"adversaries"`
+	// Strength is the prior's weight, in labels, of the final model.
+	Strength float64 `json:"prior_strength"`
+}
+
+// AnnotatorsName is the annotators file's name in format f.
+func AnnotatorsName(f shardio.Format) string { return resultio.AnnotatorsBase + f.Ext() }
+
+// writeAnnotatorsFn writes the annotators file of the final model and its
+// report into the temporary directory.
+type writeAnnotatorsFn struct {
+	TmpDir string
+	Format shardio.Format
+	Kind   schemas.IDKind
+	Params crowd.Params
+}
+
+func (f *writeAnnotatorsFn) ProcessElement(ctx context.Context, m crowd.Model, names Names) error {
+	if names.Clash != "" {
+		return fmt.Errorf("crowdstages: %s", names.Clash)
+	}
+	rows := Summaries(&m, f.Params, names)
+	fs, err := blobio.For(f.TmpDir)
+	if err != nil {
+		return err
+	}
+	name := AnnotatorsName(f.Format)
+	if err := annotio.WriteAnnotators(ctx, fs, blobio.Join(f.TmpDir, name), f.Format, f.Kind, m.C, rows); err != nil {
+		return err
+	}
+	rep := AnnotatorsReport{File: name, Annotators: len(rows), Strength: m.Strength}
+	for _, r := range rows {
+		if r.Spammer {
+			rep.Spammers++
+		}
+		if r.Adversary {
+			rep.Adversaries++
+		}
+	}
+	b, err := json.Marshal(rep)
+	if err != nil {
+		return err
+	}
+	return blobio.WriteFile(ctx, fs, blobio.Join(f.TmpDir, name+resultio.ReportSuffix), b)
+}
+
+// Summaries are the annotators file's rows of model m: every annotator in
+// ascending key order (by name for string ids), the Anonymous one last.
+func Summaries(m *crowd.Model, p crowd.Params, names Names) []annotio.AnnotatorRow {
+	var rows []annotio.AnnotatorRow
+	var anon []annotio.AnnotatorRow
+	for _, s := range m.Summarise(p) {
+		r := annotio.AnnotatorRow{Key: s.Key, Labels: s.Given, Accuracy: s.Accuracy, Lift: s.Lift, Misdir: s.Misdirected,
+			Diagonal: s.Diagonal, Spammer: s.Spammer, Adversary: s.Adversary}
+		if s.Key == Anonymous {
+			r.Anonymous = true
+			anon = append(anon, r)
+			continue
+		}
+		if k, ok := slices.BinarySearch(names.Key, s.Key); ok {
+			r.Name = names.Name[k]
+		}
+		rows = append(rows, r)
+	}
+	if names.Key != nil {
+		slices.SortFunc(rows, func(a, b annotio.AnnotatorRow) int { return cmp.Compare(a.Name, b.Name) })
+	}
+	return append(rows, anon...)
+}
+
+func init() {
+	register.DoFn2x0[Batch, func(stages.Items)](&toItemsFn{})
+	register.Emitter1[stages.Items]()
+	register.DoFn3x1[context.Context, crowd.Model, Names, error](&writeAnnotatorsFn{})
+}

@@ -1,0 +1,260 @@
+package crowdstages
+
+import (
+	"reflect"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+
+	"github.com/relabel/relabel/schemas"
+	"github.com/relabel/relabel/schemas/wire"
+	"github.com/relabel/relabel/transforms/crowd"
+)
+
+// AnnRows is a batch of annotations, all bound for one bucket of items and
+// read from one file: row k says that annotator Annotator[k] (Name[k] for
+// string annotator ids, whose key Annotator[k] is schemas.Key(Name[k]))
+// labelled item Item[k] (StrItem[k] likewise) with class Label[k], at File
+// row Row[k].
+type AnnRows struct {
+	Bucket    int
+	File      string
+	Column    string // the id column, for errors
+	Item      []int64
+	StrItem   []string
+	Annotator []int64
+	Name      []string
+	Label     []int32
+	Row       []int64
+}
+
+// Len is the number of annotations.
+func (a *AnnRows) Len() int { return len(a.Item) }
+
+func encodeAnnRows(a AnnRows) []byte {
+	var w wire.Writer
+	w.Uvarint(uint64(a.Bucket))
+	w.String(a.File)
+	w.String(a.Column)
+	wire.Slice(&w, a.Item)
+	w.Strings(a.StrItem)
+	wire.Slice(&w, a.Annotator)
+	w.Strings(a.Name)
+	wire.Slice(&w, a.Label)
+	wire.Slice(&w, a.Row)
+	return w.B
+}
+
+func decodeAnnRows(b []byte) (AnnRows, error) {
+	r := wire.Reader{B: b}
+	a := AnnRows{Bucket: int(r.Uvarint()), File: r.String(), Column: r.String()}
+	a.Item = wire.ReadSlice[int64](&r)
+	a.StrItem = r.Strings()
+	a.Annotator = wire.ReadSlice[int64](&r)
+	a.Name = r.Strings()
+	a.Label = wire.ReadSlice[int32](&r)
+	a.Row = wire.ReadSlice[int64](&r)
+	return a, r.Err()
+}
+
+// ItemRefs are the items of one bucket found in one batch of stages.Items:
+// item Key[k] is row Pos[k] of batch Batch.
+type ItemRefs struct {
+	Batch  string
+	Key    []int64
+	StrID  []string
+	Pos    []int32
+	IDKind schemas.IDKind
+}
+
+func encodeItemRefs(x ItemRefs) []byte {
+	var w wire.Writer
+	w.String(x.Batch)
+	wire.Slice(&w, x.Key)
+	w.Strings(x.StrID)
+	wire.Slice(&w, x.Pos)
+	w.Byte(byte(x.IDKind))
+	return w.B
+}
+
+func decodeItemRefs(b []byte) (ItemRefs, error) {
+	r := wire.Reader{B: b}
+	x := ItemRefs{Batch: r.String()}
+	x.Key = wire.ReadSlice[int64](&r)
+	x.StrID = r.Strings()
+	x.Pos = wire.ReadSlice[int32](&r)
+	x.IDKind = schemas.IDKind(r.Byte())
+	return x, r.Err()
+}
+
+// ItemAnns are the annotations of some rows of one batch of stages.Items:
+// row Pos[k]'s are Ann/Lab[Off[k]:Off[k+1]], sorted.
+type ItemAnns struct {
+	Pos []int32
+	Off []int32
+	Ann []int64
+	Lab []int32
+}
+
+func encodeItemAnns(x ItemAnns) []byte {
+	var w wire.Writer
+	wire.Slice(&w, x.Pos)
+	wire.Slice(&w, x.Off)
+	wire.Slice(&w, x.Ann)
+	wire.Slice(&w, x.Lab)
+	return w.B
+}
+
+func decodeItemAnns(b []byte) (ItemAnns, error) {
+	r := wire.Reader{B: b}
+	x := ItemAnns{Pos: wire.ReadSlice[int32](&r), Off: wire.ReadSlice[int32](&r), Ann: wire.ReadSlice[int64](&r), Lab: wire.ReadSlice[int32](&r)}
+	return x, r.Err()
+}
+
+// Batch is a batch of items between the join and the output: ids, the given
+// labels the output copies through, the annotations (item i's are
+// Ann/Lab[AnnOff[i]:AnnOff[i+1]], ascending by annotator), the neighbours
+// (with features: as in stages.Items) and the current posteriors (n x C).
+type Batch struct {
+	Shard    string
+	Offset   int64
+	IDKind   schemas.IDKind
+	IDs      []int64
+	StrIDs   []string
+	Labels   []int32
+	LabelOff []int32
+	Multi    bool
+	AnnOff   []int32
+	Ann      []int64
+	Lab      []int32
+	Cand     []int32
+	K        int
+	Neigh    []int32
+	Weight   []float64
+	C        int
+	Post     []float64
+}
+
+// Len is the number of items.
+func (b *Batch) Len() int { return len(b.IDs) }
+
+// Item returns item i's annotators and labels.
+func (b *Batch) Item(i int) ([]int64, []int32) {
+	lo, hi := b.AnnOff[i], b.AnnOff[i+1]
+	return b.Ann[lo:hi], b.Lab[lo:hi]
+}
+
+func encodeBatch(b Batch) []byte {
+	w := wire.Writer{B: make([]byte, 0, 64+len(b.IDs)*(24+8*b.C)+12*len(b.Ann)+12*len(b.Neigh))}
+	w.String(b.Shard)
+	w.Varint(b.Offset)
+	w.Byte(byte(b.IDKind))
+	wire.Slice(&w, b.IDs)
+	w.Strings(b.StrIDs)
+	wire.Slice(&w, b.Labels)
+	wire.Slice(&w, b.LabelOff)
+	w.Bool(b.Multi)
+	wire.Slice(&w, b.AnnOff)
+	wire.Slice(&w, b.Ann)
+	wire.Slice(&w, b.Lab)
+	wire.Slice(&w, b.Cand)
+	w.Uvarint(uint64(b.K))
+	wire.Slice(&w, b.Neigh)
+	wire.Slice(&w, b.Weight)
+	w.Uvarint(uint64(b.C))
+	wire.Slice(&w, b.Post)
+	return w.B
+}
+
+func decodeBatch(bs []byte) (Batch, error) {
+	r := wire.Reader{B: bs}
+	var b Batch
+	b.Shard = r.String()
+	b.Offset = r.Varint()
+	b.IDKind = schemas.IDKind(r.Byte())
+	b.IDs = wire.ReadSlice[int64](&r)
+	b.StrIDs = r.Strings()
+	b.Labels = wire.ReadSlice[int32](&r)
+	b.LabelOff = wire.ReadSlice[int32](&r)
+	b.Multi = r.Bool()
+	b.AnnOff = wire.ReadSlice[int32](&r)
+	b.Ann = wire.ReadSlice[int64](&r)
+	b.Lab = wire.ReadSlice[int32](&r)
+	b.Cand = wire.ReadSlice[int32](&r)
+	b.K = int(r.Uvarint())
+	b.Neigh = wire.ReadSlice[int32](&r)
+	b.Weight = wire.ReadSlice[float64](&r)
+	b.C = int(r.Uvarint())
+	b.Post = wire.ReadSlice[float64](&r)
+	return b, r.Err()
+}
+
+// CandPosts are the candidates' posteriors of one iteration (the side input
+// of the next E step with features): candidate c's is Post[c*C:(c+1)*C]
+// after ExtractOutput; before, Idx says which candidate each row is.
+type CandPosts struct {
+	C    int
+	Idx  []int32
+	Post []float64
+}
+
+func encodeCandPosts(c CandPosts) []byte {
+	var w wire.Writer
+	w.Uvarint(uint64(c.C))
+	wire.Slice(&w, c.Idx)
+	wire.Slice(&w, c.Post)
+	return w.B
+}
+
+func decodeCandPosts(b []byte) (CandPosts, error) {
+	r := wire.Reader{B: b}
+	c := CandPosts{C: int(r.Uvarint())}
+	c.Idx = wire.ReadSlice[int32](&r)
+	c.Post = wire.ReadSlice[float64](&r)
+	return c, r.Err()
+}
+
+// Names maps annotator keys to their string ids (string annotator ids only).
+type Names struct {
+	Key  []int64
+	Name []string
+	// Clash describes two names of one key, if any ("" when none).
+	Clash string
+}
+
+func encodeNames(n Names) []byte {
+	var w wire.Writer
+	wire.Slice(&w, n.Key)
+	w.Strings(n.Name)
+	w.String(n.Clash)
+	return w.B
+}
+
+func decodeNames(b []byte) (Names, error) {
+	r := wire.Reader{B: b}
+	n := Names{Key: wire.ReadSlice[int64](&r), Name: r.Strings(), Clash: r.String()}
+	return n, r.Err()
+}
+
+func encodeStats(s crowd.Stats) ([]byte, error) { return s.MarshalBinary() }
+func decodeStats(b []byte) (crowd.Stats, error) {
+	var s crowd.Stats
+	err := s.UnmarshalBinary(b)
+	return s, err
+}
+func encodeModel(m crowd.Model) ([]byte, error) { return m.MarshalBinary() }
+func decodeModel(b []byte) (crowd.Model, error) {
+	var m crowd.Model
+	err := m.UnmarshalBinary(b)
+	return m, err
+}
+
+func init() {
+	beam.RegisterCoder(reflect.TypeOf(AnnRows{}), encodeAnnRows, decodeAnnRows)
+	beam.RegisterCoder(reflect.TypeOf(ItemRefs{}), encodeItemRefs, decodeItemRefs)
+	beam.RegisterCoder(reflect.TypeOf(ItemAnns{}), encodeItemAnns, decodeItemAnns)
+	beam.RegisterCoder(reflect.TypeOf(Batch{}), encodeBatch, decodeBatch)
+	beam.RegisterCoder(reflect.TypeOf(CandPosts{}), encodeCandPosts, decodeCandPosts)
+	beam.RegisterCoder(reflect.TypeOf(Names{}), encodeNames, decodeNames)
+	beam.RegisterCoder(reflect.TypeOf(crowd.Stats{}), encodeStats, decodeStats)
+	beam.RegisterCoder(reflect.TypeOf(crowd.Model{}), encodeModel, decodeModel)
+}

@@ -1,0 +1,74 @@
+// Package pool runs a loop over item indices on all cores, in chunks, with
+// one scratch value per goroutine: the shape of every per-item step of
+// relabel (neighbour gathering and mixture.Round in the engine, in the exact
+// rounds and in ivf's joined rounds).
+//
+// By hand rather than golang.org/x/sync/errgroup: errgroup bounds goroutines
+// but gives them no scratch of their own and stops at the first error, while
+// these loops cannot fail and need a reusable workspace per goroutine.
+package pool
+
+import (
+	"runtime"
+	"sync"
+)
+
+// Chunk is how many consecutive indices a goroutine takes at a time: large
+// enough that handing out work costs nothing next to a round, small enough
+// that the last chunks spread over all goroutines.
+const Chunk = 64
+
+// Scratch recycles per-goroutine workspaces across calls of Each (a DoFn
+// keeps one for all its bundles). The zero value is ready to use.
+type Scratch[W any] struct {
+	p sync.Pool
+}
+
+func (s *Scratch[W]) get() *W {
+	if s == nil {
+		return new(W)
+	}
+	if w, ok := s.p.Get().(*W); ok {
+		return w
+	}
+	return new(W)
+}
+
+func (s *Scratch[W]) put(w *W) {
+	if s != nil {
+		s.p.Put(w)
+	}
+}
+
+// Each calls f(w, i) for every i in [0, n) on workers goroutines (<= 0:
+// GOMAXPROCS), Chunk indices at a time; w is the calling goroutine's
+// workspace, from scratch (nil: a fresh one per goroutine). Calls for
+// different i run concurrently, so f must write only to i's own output and
+// to w. Each returns once every call has.
+func Each[W any](n, workers int, scratch *Scratch[W], f func(w *W, i int)) {
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	var wg sync.WaitGroup
+	next := make(chan int, workers)
+	go func() {
+		for lo := 0; lo < n; lo += Chunk {
+			next <- lo
+		}
+		close(next)
+	}()
+	for g := 0; g < workers; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w := scratch.get()
+			defer scratch.put(w)
+			for lo := range next {
+				for i := lo; i < min(lo+Chunk, n); i++ {
+					f(w, i)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}

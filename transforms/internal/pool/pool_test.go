@@ -1,0 +1,65 @@
+package pool
+
+import (
+	"sync"
+	"testing"
+)
+
+// TestEach: every index is visited exactly once at awkward sizes and worker
+// counts, and a goroutine's workspace is never shared with another while
+// in use.
+func TestEach(t *testing.T) {
+	type ws struct {
+		busy bool
+		used int
+	}
+	var scratch Scratch[ws]
+	for _, n := range []int{0, 1, Chunk - 1, Chunk, Chunk + 1, 10*Chunk + 3} {
+		for _, workers := range []int{0, 1, 3, 64} {
+			for _, sc := range []*Scratch[ws]{nil, &scratch} {
+				hits := make([]int, n)
+				var mu sync.Mutex
+				shared := false
+				Each(n, workers, sc, func(w *ws, i int) {
+					mu.Lock()
+					if w.busy {
+						shared = true
+					}
+					w.busy = true
+					mu.Unlock()
+					hits[i]++
+					w.used++
+					mu.Lock()
+					w.busy = false
+					mu.Unlock()
+				})
+				for i, h := range hits {
+					if h != 1 {
+						t.Fatalf("n=%d workers=%d pooled=%v: index %d visited %d times", n, workers, sc != nil, i, h)
+					}
+				}
+				if shared {
+					t.Errorf("n=%d workers=%d pooled=%v: a workspace was used by two goroutines at once", n, workers, sc != nil)
+				}
+			}
+		}
+	}
+}
+
+// TestScratchReused: a Scratch hands back workspaces it was given, so a DoFn's
+// buffers survive from one bundle to the next.
+func TestScratchReused(t *testing.T) {
+	type ws struct{ buf []float64 }
+	var s Scratch[ws]
+	Each(1, 1, &s, func(w *ws, i int) { w.buf = make([]float64, 100) })
+	reused := false
+	for range 10 { // sync.Pool may drop an item; a few tries make it certain enough
+		Each(1, 1, &s, func(w *ws, i int) { reused = reused || cap(w.buf) == 100 })
+		if reused {
+			break
+		}
+	}
+	if !reused {
+		t.Errorf("workspace not reused across calls")
+	}
+}

@@ -1,0 +1,527 @@
+package ivfstages
+
+import (
+	"bytes"
+	"context"
+	"math/rand/v2"
+	"os"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/relabel/relabel/schemas"
+	"github.com/relabel/relabel/schemas/wire"
+	"github.com/relabel/relabel/transforms/engine"
+	"github.com/relabel/relabel/transforms/ivf"
+	"github.com/relabel/relabel/transforms/knn"
+	"github.com/relabel/relabel/transforms/llc"
+	"github.com/relabel/relabel/transforms/mixture"
+	"github.com/relabel/relabel/transforms/stages"
+	"github.com/relabel/relabel/transforms/synth"
+)
+
+// fixture is a small synthetic dataset in input batches, with its moments
+// and a fitted partitioning small enough to have several blocks and
+// external neighbours.
+type fixture struct {
+	batches []schemas.Rows
+	stats   stages.Stats
+	model   ivf.Model
+	nb      stages.NeighbourParams
+	rounds  int
+}
+
+func newFixture(t *testing.T, n, batch int) *fixture {
+	t.Helper()
+	const d, c = 8, 5
+	g, err := synth.New(synth.Params{Rows: int64(n), D: d, Classes: c, Noise: 0.3, Seed: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{}
+	var all []float32
+	sf := &sampleFn{Cap: 200, Seed: 1}
+	sacc := sf.CreateAccumulator()
+	for lo := 0; lo < n; lo += batch {
+		hi := min(lo+batch, n)
+		shard := "s0"
+		if lo >= n/2 {
+			shard = "s1"
+		}
+		r := schemas.Rows{Shard: shard, Offset: int64(lo), IDs: make([]int64, hi-lo), D: d, Features: make([]float32, (hi-lo)*d),
+			Labels: make([]int32, hi-lo), LabelOff: make([]int32, hi-lo+1)}
+		for i := range r.LabelOff {
+			r.LabelOff[i] = int32(i)
+		}
+		g.Rows(int64(lo), int64(hi), r.IDs, r.Features, make([]int32, hi-lo), r.Labels)
+		f.batches = append(f.batches, r)
+		all = append(all, r.Features...)
+		sacc = sf.AddInput(sacc, r)
+	}
+	// The global moments, as stages.ComputeMoments gives them (up to the
+	// order of the float sums, which the fixture does not depend on).
+	mean, std := engine.Moments(all, n, d)
+	f.stats = stages.Stats{N: int64(n), D: d, Mean: mean, M2: std}
+	sample := sf.ExtractOutput(sacc)
+	fit := &fitFn{P: ivf.Params{Partitions: 8, NProbe: 3, BlockRows: 40, Seed: 1}, Standardise: true}
+	var models []ivf.Model
+	if err := fit.ProcessElement(context.Background(), sample, f.stats, func(m ivf.Model) { models = append(models, m) }); err != nil {
+		t.Fatal(err)
+	}
+	f.model = models[0]
+	m := mixture.DefaultParams(c)
+	m.L, m.EMIters, m.AnnotationWeight, m.Seed = 40, 3, 0, 1
+	f.nb = stages.NeighbourParams{K: 5, Metric: knn.L2, Standardise: true, Weighting: engine.LLC, LLC: llc.DefaultParams(), Mixture: m, Device: "cpu"}
+	f.rounds = 3
+	return f
+}
+
+// parts probes every batch and emits it in the given number of waves: the
+// shuffle's input, by key. Every batch is emitted a second time spilled to
+// files, which must give references to the same parts.
+func (f *fixture) parts(t *testing.T, waves int) map[int64][]Part {
+	t.Helper()
+	out := map[int64][]Part{}
+	pf := &probeFn{NProbe: 3, Standardise: true}
+	sp := Spill{Dir: t.TempDir()}
+	for _, r := range f.batches {
+		var pr Probed
+		if err := pf.ProcessElement(context.Background(), r, f.stats, f.model, func(p Probed) { pr = p }); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := decodeProbed(encodeProbed(pr)); err != nil || !reflect.DeepEqual(got, pr) {
+			t.Fatalf("Probed coder: err %v", err)
+		}
+		for w := 0; w < waves; w++ {
+			ef := &emitFn{Wave: w, Waves: waves}
+			var inline, spilled []Part
+			if err := ef.ProcessElement(pr, f.model, iterOf([]int64{1}), func(k int64, p Part) {
+				if int(k>>24)%waves != w {
+					t.Fatalf("wave %d of %d emitted to partition %d", w, waves, k>>24)
+				}
+				out[k] = append(out[k], p)
+				inline = append(inline, p)
+			}); err != nil {
+				t.Fatal(err)
+			}
+			sef := &emitFn{Wave: w, Waves: waves, Spill: sp}
+			if err := sef.ProcessElement(pr, f.model, iterOf([]int64{1}), func(_ int64, p Part) {
+				if p.Keys != nil || len(encodePart(p)) > 256 {
+					t.Fatalf("batch %s@%d: part not spilled (%d bytes encoded)", r.Shard, r.Offset, len(encodePart(p)))
+				}
+				if err := p.unspill(); err != nil {
+					t.Fatal(err)
+				}
+				spilled = append(spilled, p)
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(inline, spilled) {
+				t.Fatalf("batch %s@%d wave %d: the spilled batch emits other parts", r.Shard, r.Offset, w)
+			}
+		}
+	}
+	return out
+}
+
+func iterOf[T any](vs []T) func(*T) bool {
+	i := 0
+	return func(v *T) bool {
+		if i == len(vs) {
+			return false
+		}
+		*v = vs[i]
+		i++
+		return true
+	}
+}
+
+// search runs the search DoFn on every key, the parts in the given order.
+func (f *fixture) search(t *testing.T, parts map[int64][]Part, shuffle *rand.Rand) map[int64]Block {
+	t.Helper()
+	s := &searchFn{P: f.nb}
+	if err := s.Setup(); err != nil {
+		t.Fatal(err)
+	}
+	out := map[int64]Block{}
+	for k, ps := range parts {
+		ps = slices.Clone(ps)
+		if shuffle != nil {
+			shuffle.Shuffle(len(ps), func(i, j int) { ps[i], ps[j] = ps[j], ps[i] })
+		}
+		if err := s.ProcessElement(context.Background(), k, iterOf(ps), "", func(b Block) { out[k] = b }, func(int64) {}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+// TestSearchOrder: a block does not depend on the number of waves nor on
+// the order the shuffle delivers its parts in; every item is searched in exactly one block; the
+// partitioning has several blocks per partition and external neighbours.
+func TestSearchOrder(t *testing.T) {
+	f := newFixture(t, 600, 70)
+	a := f.search(t, f.parts(t, 1), nil)
+	b := f.search(t, f.parts(t, 3), rand.New(rand.NewPCG(1, 2)))
+	if len(a) != len(b) {
+		t.Fatalf("%d blocks in one wave, %d in three", len(a), len(b))
+	}
+	seen := map[int64]int{}
+	ext := 0
+	for k, ba := range a {
+		if !bytes.Equal(encodeBlock(ba), encodeBlock(b[k])) {
+			t.Errorf("block %d differs when searched in another wave or its parts arrive in another order", k)
+		}
+		for _, key := range ba.Keys {
+			seen[key]++
+		}
+		ext += len(ba.ExtKeys)
+		for i := range ba.Keys {
+			for j, c := range ba.Nbr[i*ba.K : (i+1)*ba.K] {
+				if c == -1 {
+					t.Errorf("block %d item %d: neighbour %d missing among 600 items", k, i, j)
+				}
+			}
+		}
+	}
+	if len(seen) != 600 {
+		t.Errorf("%d items searched, want 600", len(seen))
+	}
+	for key, c := range seen {
+		if c != 1 {
+			t.Errorf("item %d searched in %d blocks", key, c)
+		}
+	}
+	if sum32(f.model.Blocks) <= int64(f.model.P()) || ext == 0 {
+		t.Errorf("fixture too easy: %d blocks for %d partitions, %d external neighbours", sum32(f.model.Blocks), f.model.P(), ext)
+	}
+}
+
+// TestJoinRounds: rounds joined by key across blocks, with messages delivered
+// in scrambled orders, give exactly the states of the same rounds run over
+// all items in one place (the neighbourhoods the search found); the same
+// when blocks and states are spilled to files, where the joins carry only
+// small references and each round removes the generation it made obsolete.
+func TestJoinRounds(t *testing.T) {
+	t.Run("shuffled", func(t *testing.T) { testJoinRounds(t, Spill{}) })
+	t.Run("spilled", func(t *testing.T) { testJoinRounds(t, Spill{Dir: t.TempDir()}) })
+}
+
+func testJoinRounds(t *testing.T, sp Spill) {
+	f := newFixture(t, 500, 64)
+	blocks := f.search(t, f.parts(t, 2), nil)
+	rng := rand.New(rand.NewPCG(3, 4))
+
+	// Reference: global arrays, item by key.
+	type ref struct {
+		block int64
+		i     int
+	}
+	where := map[int64]ref{}
+	for k, b := range blocks {
+		for i, key := range b.Keys {
+			where[key] = ref{k, i}
+		}
+	}
+	keyOf := func(b *Block, c int32) int64 {
+		if c >= 0 {
+			return b.Keys[c]
+		}
+		return b.ExtKeys[-2-c]
+	}
+	states := map[int64]mixture.State{}
+	for _, b := range blocks {
+		for i, key := range b.Keys {
+			var s mixture.State
+			b.State.Get(&s, i)
+			states[key] = s
+		}
+	}
+	p := f.nb.Mixture
+	var before map[int64]mixture.State // after all rounds but the last
+	for r := 0; r < f.rounds; r++ {
+		before = states
+		next := map[int64]mixture.State{}
+		var ws mixture.Workspace
+		for key, w := range where {
+			b := blocks[w.block]
+			var neigh []mixture.State
+			var wt []float64
+			for j := 0; j < b.K; j++ {
+				c := b.Nbr[w.i*b.K+j]
+				if c == -1 {
+					continue
+				}
+				neigh = append(neigh, states[keyOf(&b, c)])
+				wt = append(wt, b.Weight[w.i*b.K+j])
+			}
+			own := states[key]
+			var dst mixture.State
+			ws.Round(&dst, &own, nil, 0, neigh, wt, uint64(key), r, &p)
+			var q mixture.States
+			q.Append(&dst)
+			var back mixture.State
+			q.Get(&back, 0)
+			next[key] = back
+		}
+		states = next
+	}
+
+	// Joined: request/route, then rounds, each CoGroupByKey simulated.
+	type kv[T any] struct {
+		k int64
+		v T
+	}
+	cogroup := func(own []kv[Block], msgs []kv[JoinMsg], fn func(int64, func(*Block) bool, func(*JoinMsg) bool) error) {
+		byKey := map[int64][]JoinMsg{}
+		for _, m := range msgs {
+			byKey[m.k] = append(byKey[m.k], m.v)
+		}
+		for _, o := range own {
+			ms := byKey[o.k]
+			rng.Shuffle(len(ms), func(i, j int) { ms[i], ms[j] = ms[j], ms[i] })
+			if err := fn(o.k, iterOf([]Block{o.v}), iterOf(ms)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var own []kv[Block]
+	var msgs []kv[JoinMsg]
+	emitOwn := func(k int64, b Block) { own = append(own, kv[Block]{k, b}) }
+	emitMsg := func(k int64, m JoinMsg) { msgs = append(msgs, kv[JoinMsg]{k, m}) }
+	for _, b := range blocks {
+		if sp.On() { // as the search emits them
+			if err := sp.put(genSearched, &b, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := (requestFn{}).ProcessElement(b, emitOwn, emitMsg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Spilled, the shuffle carries references of a few dozen bytes.
+	checkSpilled := func(r int) {
+		if !sp.On() {
+			return
+		}
+		for _, o := range own {
+			if o.v.Keys != nil || o.v.Spilled.Path == "" || len(encodeBlock(o.v)) > 128 {
+				t.Fatalf("round %d: block %d not spilled (%d bytes encoded)", r, blockOf(o.k), len(encodeBlock(o.v)))
+			}
+		}
+		for _, m := range msgs {
+			if m.v.Keys != nil || m.v.Spilled.Path == "" || len(encodeJoinMsg(m.v)) > 128 {
+				t.Fatalf("round %d: message from %d not spilled (%d bytes encoded)", r, m.v.From, len(encodeJoinMsg(m.v)))
+			}
+		}
+	}
+	const waves = 3
+	// Every producer keys its blocks and messages for the next round's wave.
+	checkWaves := func(r int) {
+		for _, o := range own {
+			if int(o.k>>56) != int(blockOf(o.k)>>24)%waves {
+				t.Fatalf("round %d: block %d keyed for wave %d", r, blockOf(o.k), o.k>>56)
+			}
+		}
+	}
+	in, inMsgs := own, msgs
+	own, msgs = nil, nil
+	cogroup(in, inMsgs, func(k int64, b func(*Block) bool, m func(*JoinMsg) bool) error {
+		return (&routeFn{Waves: waves, Spill: sp}).ProcessElement(k, b, m, emitOwn, emitMsg, func(int64) {})
+	})
+	cur := map[int64]Block{}
+	byBatch := map[string][]BatchItems{}
+	for r := 0; r < f.rounds; r++ {
+		checkWaves(r)
+		checkSpilled(r)
+		in, inMsgs := own, msgs
+		own, msgs = nil, nil
+		cur = map[int64]Block{}
+		for _, o := range in {
+			b := o.v
+			if err := b.unspill(); err != nil {
+				t.Fatal(err)
+			}
+			cur[blockOf(o.k)] = b
+		}
+		jf := joinRoundFn{Round: r, Rounds: f.rounds, Mixture: p, Workers: 2, Waves: waves, Spill: sp}
+		cogroup(in, inMsgs, func(k int64, b func(*Block) bool, m func(*JoinMsg) bool) error {
+			if r == f.rounds-1 {
+				// The last round sends the items back to their batches.
+				last := &lastRoundFn{joinRoundFn{Round: r, Rounds: f.rounds, Mixture: p, Workers: 2, Spill: sp}}
+				return last.ProcessElement(context.Background(), k, b, m, iterOf([]int64{1}),
+					func(bk string, rs BatchItems) { byBatch[bk] = append(byBatch[bk], rs) }, func(int64) {})
+			}
+			return jf.ProcessElement(context.Background(), k, b, m, iterOf([]int64{1}), emitOwn, emitMsg, func(int64) {})
+		})
+		if sp.On() {
+			// Round r read its input generation and removed the one before.
+			if _, err := os.Stat(sp.genDir(genRouted + r - 1)); !os.IsNotExist(err) {
+				t.Errorf("round %d: generation %d still there (%v)", r, genRouted+r-1, err)
+			}
+			out := genRouted + r + 1 // the last round sends items to their batches instead
+			if r == f.rounds-1 {
+				out = genRouted + r
+			}
+			if _, err := os.Stat(sp.genDir(out)); err != nil {
+				t.Errorf("round %d: generation %d is missing: %v", r, out, err)
+			}
+		}
+	}
+	// cur holds the blocks the last round started from: after all rounds
+	// but the last.
+	for k, b := range cur {
+		if got, err := decodeBlock(encodeBlock(b)); err != nil || !reflect.DeepEqual(got, b) {
+			t.Fatalf("block %d after a round: coder round trip differs (err %v)", k, err)
+		}
+	}
+	for key, w := range where {
+		b := cur[w.block]
+		var got mixture.State
+		b.State.Get(&got, w.i)
+		if want := before[key]; !reflect.DeepEqual(got, want) {
+			t.Fatalf("item %d: joined rounds give %+v, one-place rounds %+v", key, got, want)
+		}
+	}
+
+	// Back to input batches after the last round: every batch whole, in row
+	// order, with the posteriors (the transition rows are dropped: the
+	// output has no use for them).
+	if len(byBatch) != len(f.batches) {
+		t.Fatalf("%d batches back, want %d", len(byBatch), len(f.batches))
+	}
+	for _, in := range f.batches {
+		rs := byBatch[batchKey(in.Shard, in.Offset)]
+		rng.Shuffle(len(rs), func(i, j int) { rs[i], rs[j] = rs[j], rs[i] })
+		var got stages.Items
+		if err := (rebatchFn{}).ProcessElement("", iterOf(rs), func(it stages.Items) { got = it }); err != nil {
+			t.Fatal(err)
+		}
+		if got.Shard != in.Shard || got.Offset != in.Offset || !slices.Equal(got.IDs, in.IDs) || !slices.Equal(got.Labels, in.Labels) {
+			t.Errorf("batch %s@%d: ids or labels not restored in row order", in.Shard, in.Offset)
+		}
+		for i, key := range got.IDs {
+			var s mixture.State
+			got.State.Get(&s, i)
+			if want := states[key]; !slices.Equal(s.Class, want.Class) || !slices.Equal(s.Pi, want.Pi) {
+				t.Errorf("batch %s@%d row %d: posterior differs after rebatching", in.Shard, in.Offset, i)
+				break
+			}
+		}
+	}
+}
+
+// TestDupCheck: duplicates across batches are found (the smallest key's, the
+// later occurrence named), whatever the bucket count; none gives "".
+func TestDupCheck(t *testing.T) {
+	mk := func(shard string, off int64, ids ...int64) schemas.Rows {
+		return schemas.Rows{Shard: shard, Offset: off, IDs: ids}
+	}
+	for _, tc := range []struct {
+		name    string
+		batches []schemas.Rows
+		want    string
+	}{
+		{"none", []schemas.Rows{mk("a", 0, 1, 2, 3), mk("b", 0, 4, 5)}, ""},
+		{"across shards", []schemas.Rows{mk("a", 0, 1, 9, 3), mk("b", 10, 4, 9, 3)}, "duplicate id 3 (first at a row 2)"},
+		{"within a batch", []schemas.Rows{mk("a", 0, 7, 8, 7)}, "duplicate id 7 (first at row 0)"},
+	} {
+		for _, buckets := range []int{1, 3, 64} {
+			groups := map[int64][]DupFrag{}
+			bf := &dupBucketFn{Buckets: buckets}
+			for _, r := range tc.batches {
+				bf.ProcessElement(r, func(k int64, f DupFrag) { groups[k] = append(groups[k], f) })
+			}
+			got := ""
+			cf := &dupCheckFn{IDColumn: "id"}
+			for k, fs := range groups {
+				cf.ProcessElement(k, iterOf(fs), func(s string) { got = firstDupFn{}.MergeAccumulators(got, s) })
+			}
+			got = dupMessage(got)
+			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+				t.Errorf("%s, %d buckets: got %q, want one containing %q", tc.name, buckets, got, tc.want)
+			}
+		}
+	}
+}
+
+// TestCoders: every ivf element type survives its bulk coder exactly,
+// nil and empty slices included.
+func TestCoders(t *testing.T) {
+	f := newFixture(t, 300, 64)
+	parts := f.parts(t, 1)
+	blocks := f.search(t, parts, nil)
+	for k, ps := range parts {
+		for _, p := range ps {
+			got, err := decodePart(encodePart(p))
+			if err != nil || !reflect.DeepEqual(got, p) {
+				t.Fatalf("Part of block %d: err %v, differs %v", k, err, !reflect.DeepEqual(got, p))
+			}
+		}
+	}
+	for k, b := range blocks {
+		got, err := decodeBlock(encodeBlock(b))
+		if err != nil || !reflect.DeepEqual(got, b) {
+			t.Fatalf("Block %d: err %v, differs %v", k, err, !reflect.DeepEqual(got, b))
+		}
+	}
+	var st mixture.States
+	st.Reset()
+	for _, v := range []any{
+		f.model,
+		ivf.Model{D: 2, Centroids: []float32{1, 2}, Blocks: []int32{3}, Seed: 9, Metric: knn.Cosine},
+		ivf.Sample{Cap: 3, D: 2, Hashes: []uint64{1}, Keys: []int64{-5}, Features: []float32{1, 2}},
+		ivf.Sample{},
+		JoinMsg{From: -3, Keys: []int64{1, 2}, States: st},
+		JoinMsg{},
+		DupFrag{Shard: "x", Offset: 5, Keys: []int64{1}, Row: []int32{0}, StrIDs: []string{"a"}},
+		DupFrag{Keys: []int64{}},
+		BatchItems{Row: []int32{2, 0}, Items: stages.Items{Shard: "s", IDs: []int64{1, 2}, State: st}},
+	} {
+		var got any
+		var err error
+		switch x := v.(type) {
+		case ivf.Model:
+			got, err = decodeModel(encodeModel(x))
+		case ivf.Sample:
+			got, err = decodeSample(encodeSample(x))
+		case JoinMsg:
+			got, err = decodeJoinMsg(encodeJoinMsg(x))
+		case DupFrag:
+			got, err = decodeDupFrag(encodeDupFrag(x))
+		case BatchItems:
+			got, err = decodeBatchItems(encodeBatchItems(x))
+		}
+		if err != nil || !reflect.DeepEqual(got, v) {
+			t.Errorf("%T: err %v; got %+v, want %+v", v, err, got, v)
+		}
+	}
+}
+
+// TestPackedStates: the packed state coder keeps every value at 1-, 2- and
+// 4-byte widths, and rejects truncated input.
+func TestPackedStates(t *testing.T) {
+	for _, c := range []int32{5, 300, 70000} {
+		var ss mixture.States
+		ss.Reset()
+		rng := rand.New(rand.NewPCG(uint64(c), 1))
+		for i := 0; i < 20; i++ {
+			var s mixture.State
+			s.Init([]int32{rng.Int32N(c), rng.Int32N(c)}, int(c), 10, 0.1)
+			ss.Append(&s)
+		}
+		ss.Append(&mixture.State{}) // an empty state
+		var w wire.Writer
+		putStatesPacked(&w, &ss)
+		r := wire.Reader{B: w.B}
+		got, err := getStatesPacked(&r)
+		if err != nil || r.Err() != nil || !reflect.DeepEqual(got, ss) {
+			t.Errorf("C=%d: round trip differs (err %v, %v)", c, err, r.Err())
+		}
+		r = wire.Reader{B: w.B[:len(w.B)/2]}
+		if _, err := getStatesPacked(&r); err == nil && r.Err() == nil {
+			t.Errorf("C=%d: truncated input accepted", c)
+		}
+	}
+}

@@ -1,0 +1,405 @@
+package ivfstages
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"sync"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+
+	"github.com/relabel/relabel/internal/progress"
+	"github.com/relabel/relabel/transforms/engine"
+	"github.com/relabel/relabel/transforms/internal/pool"
+	"github.com/relabel/relabel/transforms/mixture"
+)
+
+// requestFn keys a block by its own key and asks each block holding some of
+// its external neighbours for them (one JoinMsg per asked block, keys only).
+// A spilled block goes on as its reference.
+type requestFn struct{}
+
+func (requestFn) ProcessElement(b Block, emitBlock func(int64, Block), emitMsg func(int64, JoinMsg)) error {
+	full := b
+	if err := full.unspill(); err != nil {
+		return err
+	}
+	ask := map[int64][]int64{}
+	for e, h := range full.ExtHome {
+		ask[h] = append(ask[h], full.ExtKeys[e])
+	}
+	for _, h := range slices.Sorted(maps.Keys(ask)) {
+		emitMsg(h, JoinMsg{From: b.Key, Keys: ask[h]})
+	}
+	emitBlock(b.Key, b)
+	return nil
+}
+
+// routeFn records in each block which of its items' states every other block
+// asked for (Dest*), in the order of the asking blocks' keys.
+type routeFn struct {
+	Waves int
+	Spill Spill
+
+	once sync.Once
+}
+
+func (f *routeFn) ProcessElement(key int64, blocks func(*Block) bool, msgs func(*JoinMsg) bool, emitBlock func(int64, Block), emitMsg func(int64, JoinMsg), done func(int64)) error {
+	// The join waited for every block of the search, the last reader of
+	// the search's input.
+	var dropErr error
+	f.once.Do(func() { dropErr = f.Spill.drop(genSearchIn) })
+	if dropErr != nil {
+		return dropErr
+	}
+	b, err := oneBlock(key, blocks)
+	if err != nil {
+		return err
+	}
+	var asks []JoinMsg
+	var m JoinMsg
+	for msgs(&m) {
+		if err := m.unspill(); err != nil {
+			return err
+		}
+		asks = append(asks, m)
+		m = JoinMsg{}
+	}
+	slices.SortFunc(asks, func(x, y JoinMsg) int { return cmp.Compare(x.From, y.From) })
+	b.DestKey, b.DestOff, b.DestItem = nil, []int32{0}, nil
+	for _, a := range asks {
+		b.DestKey = append(b.DestKey, a.From)
+		for _, k := range a.Keys {
+			b.DestItem = append(b.DestItem, int32(search64(b.Keys, k)))
+		}
+		b.DestOff = append(b.DestOff, int32(len(b.DestItem)))
+	}
+	if err := send(&b, f.Waves, f.Spill, genRouted, emitBlock, emitMsg); err != nil {
+		return err
+	}
+	done(int64(b.Len()))
+	return nil
+}
+
+// oneBlock reads the one block under key, unspilled.
+func oneBlock(key int64, blocks func(*Block) bool) (Block, error) {
+	var b, extra Block
+	if !blocks(&b) {
+		return b, fmt.Errorf("ivfstages: block %d: asked for states but absent", key)
+	}
+	if blocks(&extra) {
+		return b, fmt.Errorf("ivfstages: block %d: two blocks under one key", key)
+	}
+	return b, b.unspill()
+}
+
+// send keys a block by its own key and sends the states other blocks need
+// next round (one JoinMsg per receiving block). Keys carry the receiving
+// block's wave in their top byte (waveKey). It runs in the stage that made
+// the states (routeFn, joinRoundFn), one wave at a time, so no stage holds
+// a whole round's output at once. With sp on, the block and its messages
+// go to generation gen of the spill, and only their references are emitted.
+func send(b *Block, waves int, sp Spill, gen int, emitBlock func(int64, Block), emitMsg func(int64, JoinMsg)) error {
+	msgs := make([]JoinMsg, len(b.DestKey))
+	for d := range b.DestKey {
+		m := &msgs[d]
+		m.From = b.Key
+		m.States.Reset()
+		for _, i := range b.DestItem[b.DestOff[d]:b.DestOff[d+1]] {
+			m.Keys = append(m.Keys, b.Keys[i])
+			m.States.AppendFrom(&b.State, int(i))
+		}
+	}
+	to := b.DestKey
+	if sp.On() {
+		to = slices.Clone(to) // put empties b
+		if err := sp.put(gen, b, msgs); err != nil {
+			return err
+		}
+	}
+	for d := range msgs {
+		emitMsg(waveKey(to[d], waves), msgs[d])
+	}
+	emitBlock(waveKey(b.Key, waves), *b)
+	return nil
+}
+
+// waveKey prefixes a block key with the wave its partition is joined in.
+func waveKey(block int64, waves int) int64 {
+	return int64((block>>24)%int64(max(waves, 1)))<<56 | block
+}
+
+// blockOf strips waveKey's prefix.
+func blockOf(key int64) int64 { return key & (1<<56 - 1) }
+
+func waveOfBlock(key int64, _ Block) int { return int(key >> 56) }
+func waveOfMsg(key int64, _ JoinMsg) int { return int(key >> 56) }
+
+// joinRoundFn runs one round (mixture.Round) for every item of a block, with
+// its neighbours' states of the previous round: local ones from the block,
+// external ones from the messages joined to it by key. Items run on all
+// cores: Prism may hand a worker one bundle at a time.
+type joinRoundFn struct {
+	Round   int
+	Rounds  int
+	Mixture mixture.Params
+	Workers int
+	// Waves is the next round's wave count, for send.
+	Waves int
+	// Spill: see Spill and genRouted.
+	Spill Spill
+
+	scratch pool.Scratch[engine.RoundScratch]
+	once    sync.Once
+}
+
+func (f *joinRoundFn) ProcessElement(ctx context.Context, key int64, blocks func(*Block) bool, msgs func(*JoinMsg) bool, _ func(*int64) bool, emitBlock func(int64, Block), emitMsg func(int64, JoinMsg), done func(int64)) error {
+	b, err := f.round(blockOf(key), blocks, msgs)
+	if err != nil {
+		return err
+	}
+	itemRounds.Inc(ctx, int64(b.Len()))
+	if err := send(&b, f.Waves, f.Spill, genRouted+f.Round+1, emitBlock, emitMsg); err != nil {
+		return err
+	}
+	done(int64(b.Len()))
+	return nil
+}
+
+// lastRoundFn is joinRoundFn for the last round: it sends the items straight
+// back towards their input batches (unblockFn), so the last round's blocks,
+// neighbourhoods and transition rows are never materialised.
+type lastRoundFn struct {
+	joinRoundFn
+}
+
+func (f *lastRoundFn) ProcessElement(ctx context.Context, key int64, blocks func(*Block) bool, msgs func(*JoinMsg) bool, _ func(*int64) bool, emit func(string, BatchItems), done func(int64)) error {
+	b, err := f.round(blockOf(key), blocks, msgs)
+	if err != nil {
+		return err
+	}
+	itemRounds.Inc(ctx, int64(b.Len()))
+	if err := (unblockFn{}).ProcessElement(b, emit); err != nil {
+		return err
+	}
+	done(int64(b.Len()))
+	return nil
+}
+
+// round runs the round for the block under key.
+func (f *joinRoundFn) round(key int64, blocks func(*Block) bool, msgs func(*JoinMsg) bool) (Block, error) {
+	b, err := oneBlock(key, blocks)
+	if err != nil {
+		return b, err
+	}
+	var dropErr error
+	f.once.Do(func() {
+		progress.RoundStarted(f.Round, f.Rounds)
+		// This round's join waited for all of the previous round (or
+		// routeFn), the last reader of the generation before its input.
+		dropErr = f.Spill.drop(genRouted + f.Round - 1)
+	})
+	if dropErr != nil {
+		return b, dropErr
+	}
+	// ext[e] locates external neighbour e's state: message, item.
+	type loc struct{ m, i int32 }
+	ext := make([]loc, len(b.ExtKeys))
+	for e := range ext {
+		ext[e] = loc{-1, -1}
+	}
+	var got []JoinMsg
+	var m JoinMsg
+	for msgs(&m) {
+		if err := m.unspill(); err != nil {
+			return b, err
+		}
+		for i, k := range m.Keys {
+			e := sort.Search(len(b.ExtKeys), func(e int) bool { return b.ExtKeys[e] >= k })
+			if e == len(b.ExtKeys) || b.ExtKeys[e] != k {
+				return b, fmt.Errorf("ivfstages: block %d round %d: state of %d not asked for", key, f.Round, k)
+			}
+			ext[e] = loc{int32(len(got)), int32(i)}
+		}
+		got = append(got, m)
+		m = JoinMsg{}
+	}
+	for e, l := range ext {
+		if l.m < 0 {
+			return b, fmt.Errorf("ivfstages: block %d round %d: no state for neighbour %d (block %d)", key, f.Round, b.ExtKeys[e], b.ExtHome[e])
+		}
+	}
+	n, k := b.Len(), b.K
+	out := make([]mixture.State, n)
+	pool.Each(n, f.Workers, &f.scratch, func(w *engine.RoundScratch, i int) {
+		w.Reset(k)
+		for j := 0; j < k; j++ {
+			c := b.Nbr[i*k+j]
+			switch {
+			case c >= 0:
+				b.State.Get(w.Neighbour(b.Weight[i*k+j]), int(c))
+			case c != -1:
+				l := ext[-2-c]
+				got[l.m].States.Get(w.Neighbour(b.Weight[i*k+j]), int(l.i))
+			}
+		}
+		b.State.Get(&w.Own, i)
+		var init *mixture.State
+		if b.Init.Len() > 0 {
+			b.Init.Get(&w.Init, i)
+			init = &w.Init
+		}
+		iw := f.Mixture.AnchorWeight(engine.Annotations(b.Labels[b.LabelOff[i]:b.LabelOff[i+1]]))
+		w.WS.Round(&w.Dst, &w.Own, init, iw, w.Neigh, w.W, uint64(b.Keys[i]), f.Round, &f.Mixture)
+		out[i].CopyFrom(&w.Dst)
+	})
+	b.State = mixture.States{}
+	b.State.Reset()
+	for i := range out {
+		b.State.Append(&out[i])
+	}
+	return b, nil
+}
+
+// itemRounds adds this path's items times rounds to summary.json's
+// item_rounds: a counter is one by its name, so it sums with stages.Rounds'.
+var itemRounds = beam.NewCounter("relabel", "item_rounds")
+
+func init() {
+	register.DoFn3x1[Block, func(int64, Block), func(int64, JoinMsg), error](&requestFn{})
+	register.Function2x1(waveOfBlock)
+	register.Function2x1(waveOfMsg)
+	register.Emitter2[int64, Block]()
+	register.Emitter2[int64, JoinMsg]()
+	register.DoFn6x1[int64, func(*Block) bool, func(*JoinMsg) bool, func(int64, Block), func(int64, JoinMsg), func(int64), error](&routeFn{})
+	register.DoFn8x1[context.Context, int64, func(*Block) bool, func(*JoinMsg) bool, func(*int64) bool, func(int64, Block), func(int64, JoinMsg), func(int64), error](&joinRoundFn{})
+	register.DoFn7x1[context.Context, int64, func(*Block) bool, func(*JoinMsg) bool, func(*int64) bool, func(string, BatchItems), func(int64), error](&lastRoundFn{})
+	register.Iter1[Block]()
+	register.Iter1[JoinMsg]()
+}
+
+// JoinRoundsParams configures JoinRounds.
+type JoinRoundsParams struct {
+	// Rounds of sample + EM. Optional, default 0: items keep their initial
+	// states.
+	Rounds int
+	// Workers bounds the goroutines one block's items run on. Optional,
+	// default 0: GOMAXPROCS.
+	Workers int
+	// Waves splits each round's join into that many joins run one after the
+	// other (RoundWaves sizes it). Optional, default 0: one join a round.
+	Waves int
+	// Spill, when on, keeps blocks and states in files between the joins
+	// (see Spill); Waves is then ignored. Optional, default off.
+	Spill Spill
+	// Mixture configures each round. Required: Mixture.C and a valid rest
+	// (mixture.Params.Validate), defaults already applied.
+	Mixture mixture.Params
+}
+
+// Validate checks p, in the stage's terms.
+func (p JoinRoundsParams) Validate() error {
+	var errs []error
+	if p.Rounds < 0 {
+		errs = append(errs, fmt.Errorf("ivfstages: JoinRounds: Rounds = %d, want >= 0", p.Rounds))
+	}
+	if p.Workers < 0 {
+		errs = append(errs, fmt.Errorf("ivfstages: JoinRounds: Workers = %d, want >= 0 (0: GOMAXPROCS)", p.Workers))
+	}
+	if p.Waves < 0 {
+		errs = append(errs, fmt.Errorf("ivfstages: JoinRounds: Waves = %d, want >= 0", p.Waves))
+	}
+	if err := p.Mixture.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("ivfstages: JoinRounds: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+// JoinRounds runs jp.Rounds rounds over blocks (PCollection<Block>, from
+// Neighbours), joining to each block, every round, the previous round's
+// states of its neighbours in other blocks by key (CoGroupByKey): a worker
+// holds one block and the states sent to it, never the whole dataset. Which
+// states go where is worked out once, before the first round. Each round's
+// join runs in waves (blocks by partition modulo waves, one after the other):
+// an embedded runner holds a join's whole input several times over while it
+// runs, and a wave bounds that to its share (waves <= 1: one join a round).
+// The final states go back to their input batches, in row order. With
+// Spill on, blocks and states wait in spill files and the joins carry only their
+// references, so no waves are needed (Waves is ignored).
+// Returns PCollection<stages.Items>, as Rounds does, for Write. It panics on
+// invalid jp, while the pipeline is built.
+func JoinRounds(s beam.Scope, blocks beam.PCollection, jp JoinRoundsParams) beam.PCollection {
+	s = s.Scope("relabel.ivf.JoinRounds")
+	if err := jp.Validate(); err != nil {
+		panic(err)
+	}
+	rounds, workers, sp, p := jp.Rounds, jp.Workers, jp.Spill, jp.Mixture
+	waves := max(jp.Waves, 1)
+	if sp.On() {
+		waves = 1
+	}
+	if rounds <= 0 {
+		return rebatch(s, beam.ParDo(s, &unblockFn{}, blocks))
+	}
+	own, asks := beam.ParDo2(s, &requestFn{}, blocks)
+	// Every stage that makes states keys them for the next round and splits
+	// them by wave; each wave's join gathers its piece from every producer.
+	split := func(s beam.Scope, own, msgs beam.PCollection) ([]beam.PCollection, []beam.PCollection) {
+		if waves == 1 {
+			return []beam.PCollection{own}, []beam.PCollection{msgs}
+		}
+		return beam.Partition(s, waves, waveOfBlock, own), beam.Partition(s, waves, waveOfMsg, msgs)
+	}
+	routed, msgs, token := beam.ParDo3(s, &routeFn{Waves: waves, Spill: sp}, beam.CoGroupByKey(s, own, asks))
+	o, m := split(s, routed, msgs)
+	owns, msgss := [][]beam.PCollection{o}, [][]beam.PCollection{m} // [producer][wave]
+	var rows []beam.PCollection
+	for r := 0; r < rounds; r++ {
+		rs := s.Scope(fmt.Sprintf("round%02d", r))
+		var nextOwns, nextMsgss [][]beam.PCollection
+		for w := range waves {
+			ws := rs.Scope(fmt.Sprintf("wave%02d", w))
+			var ow, mw []beam.PCollection
+			for p := range owns {
+				ow, mw = append(ow, owns[p][w]), append(mw, msgss[p][w])
+			}
+			in := beam.CoGroupByKey(ws, flatten(ws, ow), flatten(ws, mw))
+			if r == rounds-1 {
+				last := &lastRoundFn{joinRoundFn{Round: r, Rounds: rounds, Mixture: p, Workers: workers, Spill: sp}}
+				var out beam.PCollection
+				out, token = beam.ParDo2(ws, last, in, beam.SideInput{Input: token})
+				rows = append(rows, out)
+				continue
+			}
+			jf := &joinRoundFn{Round: r, Rounds: rounds, Mixture: p, Workers: workers, Waves: waves, Spill: sp}
+			var ob, om beam.PCollection
+			ob, om, token = beam.ParDo3(ws, jf, in, beam.SideInput{Input: token})
+			o, m := split(ws, ob, om)
+			nextOwns, nextMsgss = append(nextOwns, o), append(nextMsgss, m)
+		}
+		owns, msgss = nextOwns, nextMsgss
+	}
+	return rebatch(s, flatten(s, rows))
+}
+
+func flatten(s beam.Scope, cols []beam.PCollection) beam.PCollection {
+	if len(cols) == 1 {
+		return cols[0]
+	}
+	return beam.Flatten(s, cols...)
+}
+
+// RoundWaves is how many waves JoinRounds needs for rows items so that one
+// wave's join input (blocks and the states sent to them) stays under about
+// waveBytes (as Waves takes it), with states at their largest (c0 classes,
+// rows of p.MaxRowEntries entries) and k neighbours.
+func RoundWaves(rows int64, k int, p mixture.Params, waveBytes int64) int {
+	state := int64(p.C0) * int64(12+5*p.MaxRowEntries) // packed: packed.go
+	perRow := 64 + 12*int64(k) + 2*state
+	return Waves(max(rows, 1)*perRow, waveBytes)
+}

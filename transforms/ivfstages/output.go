@@ -1,0 +1,130 @@
+package ivfstages
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+
+	"github.com/relabel/relabel/transforms/mixture"
+	"github.com/relabel/relabel/transforms/stages"
+)
+
+// unblockFn sends each item of a block back towards the input batch it came
+// from: one BatchItems per (shard, batch offset), keyed by both.
+type unblockFn struct{}
+
+func (unblockFn) ProcessElement(b Block, emit func(string, BatchItems)) error {
+	if err := b.unspill(); err != nil {
+		return err
+	}
+	type origin struct {
+		src    int32
+		offset int64
+	}
+	groups := map[origin][]int{}
+	for i := range b.Keys {
+		o := origin{b.Src[i], b.Offset[i]}
+		groups[o] = append(groups[o], i)
+	}
+	keys := slices.SortedFunc(maps.Keys(groups), func(x, y origin) int {
+		return cmp.Or(cmp.Compare(b.Shards[x.src], b.Shards[y.src]), cmp.Compare(x.offset, y.offset))
+	})
+	for _, o := range keys {
+		idx := groups[o]
+		r := BatchItems{Row: make([]int32, len(idx))}
+		it := &r.Items
+		it.Shard, it.Offset, it.IDKind, it.Multi = b.Shards[o.src], o.offset, b.IDKind, b.Multi
+		it.LabelOff = []int32{0}
+		it.State.Reset()
+		for a, i := range idx {
+			r.Row[a] = b.Row[i]
+			it.IDs = append(it.IDs, b.Keys[i])
+			if b.StrIDs != nil {
+				it.StrIDs = append(it.StrIDs, b.StrIDs[i])
+			}
+			it.Labels = append(it.Labels, b.Labels[b.LabelOff[i]:b.LabelOff[i+1]]...)
+			it.LabelOff = append(it.LabelOff, int32(len(it.Labels)))
+			appendPosterior(&it.State, &b.State, i)
+		}
+		emit(batchKey(it.Shard, it.Offset), r)
+	}
+	return nil
+}
+
+// appendPosterior packs item i of src into dst without its transition rows
+// (each class gets an empty row with remainder 1): the output needs only pi
+// (ToCleaned), and the rows are most of a state's bytes.
+func appendPosterior(dst, src *mixture.States, i int) {
+	if len(dst.ItemOff) == 0 {
+		dst.Reset()
+	}
+	for e := src.ItemOff[i]; e < src.ItemOff[i+1]; e++ {
+		dst.Class = append(dst.Class, src.Class[e])
+		dst.Pi = append(dst.Pi, src.Pi[e])
+		dst.Rem = append(dst.Rem, 1)
+		dst.RowOff = append(dst.RowOff, int32(len(dst.Cat)))
+	}
+	dst.ItemOff = append(dst.ItemOff, int32(len(dst.Class)))
+}
+
+func batchKey(shard string, offset int64) string {
+	return shard + "\\x00" + strconv.FormatInt(offset, 10)
+}
+
+// rebatchFn reassembles one input batch, in row order, as the Items the
+// writer takes.
+type rebatchFn struct{}
+
+func (rebatchFn) ProcessElement(key string, iter func(*BatchItems) bool, emit func(stages.Items)) error {
+	var parts []BatchItems
+	var r BatchItems
+	n := 0
+	for iter(&r) {
+		parts = append(parts, r)
+		n += len(r.Row)
+		r = BatchItems{}
+	}
+	if len(parts) == 0 {
+		return nil
+	}
+	type ref struct{ p, i int32 }
+	pos := make([]ref, n)
+	seen := make([]bool, n)
+	for p := range parts {
+		for i, row := range parts[p].Row {
+			if int(row) >= n || seen[row] {
+				return fmt.Errorf("ivfstages: batch %s: row %d missing or repeated", parts[p].Items.Shard, row)
+			}
+			seen[row] = true
+			pos[row] = ref{int32(p), int32(i)}
+		}
+	}
+	f := &parts[0].Items
+	out := stages.Items{Shard: f.Shard, Offset: f.Offset, IDKind: f.IDKind, Multi: f.Multi,
+		IDs: make([]int64, n), LabelOff: make([]int32, 1, n+1)}
+	out.State = mixture.States{}
+	out.State.Reset()
+	for row, rf := range pos {
+		it := &parts[rf.p].Items
+		out.IDs[row] = it.IDs[rf.i]
+		if it.StrIDs != nil {
+			out.StrIDs = append(out.StrIDs, it.StrIDs[rf.i])
+		}
+		out.Labels = append(out.Labels, it.Labels[it.LabelOff[rf.i]:it.LabelOff[rf.i+1]]...)
+		out.LabelOff = append(out.LabelOff, int32(len(out.Labels)))
+		out.State.AppendFrom(&it.State, int(rf.i))
+	}
+	emit(out)
+	return nil
+}
+
+func init() {
+	register.DoFn2x1[Block, func(string, BatchItems), error](&unblockFn{})
+	register.Emitter2[string, BatchItems]()
+	register.DoFn3x1[string, func(*BatchItems) bool, func(stages.Items), error](&rebatchFn{})
+	register.Iter1[BatchItems]()
+}

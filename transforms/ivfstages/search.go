@@ -1,0 +1,317 @@
+package ivfstages
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+
+	"github.com/relabel/relabel/schemas"
+	"github.com/relabel/relabel/transforms/engine"
+	"github.com/relabel/relabel/transforms/ivf"
+	"github.com/relabel/relabel/transforms/knn"
+	"github.com/relabel/relabel/transforms/llc"
+	"github.com/relabel/relabel/transforms/mixture"
+	"github.com/relabel/relabel/transforms/stages"
+)
+
+// BlockKey is the shuffle key of block b of partition p.
+func BlockKey(p, b int32) int64 { return int64(p)<<24 | int64(b) }
+
+// maxBlocks bounds a partition's blocks so that BlockKey stays unique.
+const maxBlocks = 1 << 24
+
+// probeFn standardises a batch and finds every item's NProbe nearest
+// partitions and the block of its home partition (the nearest) it will be
+// searched in.
+type probeFn struct {
+	NProbe      int
+	Standardise bool
+
+	cent *float32
+	idx  knn.Index
+	res  knn.Result
+}
+
+func (f *probeFn) Teardown() {
+	if f.idx != nil {
+		f.idx.Close()
+	}
+}
+
+func (f *probeFn) ProcessElement(ctx context.Context, r schemas.Rows, st stages.Stats, m ivf.Model, emit func(Probed)) error {
+	if m.P() == 0 {
+		return errors.New("ivfstages: empty partitioning")
+	}
+	// Side inputs are decoded once per bundle: index the centroids once.
+	if f.idx == nil || f.cent != &m.Centroids[0] {
+		if f.idx != nil {
+			f.idx.Close()
+		}
+		idx, err := m.Index(knn.CPU{})
+		if err != nil {
+			return fmt.Errorf("ivfstages: %w", err)
+		}
+		f.idx, f.cent = idx, &m.Centroids[0]
+	}
+	n, d := r.Len(), r.D
+	x := stages.Standardised(&r, &st, f.Standardise)
+	np := min(f.NProbe, m.P())
+	if err := f.idx.Search(&f.res, knn.Matrix{Rows: n, Cols: d, Data: x}, nil, np); err != nil {
+		return fmt.Errorf("ivfstages: %s rows %d..%d: ivf probe: %w", r.Shard, r.Offset, r.Offset+int64(n), err)
+	}
+	out := Probed{NProbe: np, Probe: append([]int32(nil), f.res.Index...), Block: make([]int32, n), Rows: r}
+	out.Rows.Features = x
+	for i := 0; i < n; i++ {
+		out.Block[i] = m.Block(out.Probe[i*np], r.IDs[i])
+	}
+	emit(out)
+	return nil
+}
+
+// emitFn sends the items of a probed batch to the blocks of one wave's
+// partitions (p % Waves == Wave): to every block of each of its probed
+// partitions as a stored item, and to its home block as a searched one, one
+// Part per destination block. The side input, the previous wave's
+// blocks (or the model, for the first), only orders the waves: Prism holds
+// one wave's copies at a time.
+type emitFn struct {
+	Wave, Waves int
+	// Spill: see Spill; the parts go to one file per batch.
+	Spill Spill
+}
+
+func (f *emitFn) ProcessElement(pr Probed, m ivf.Model, _ func(*int64) bool, emit func(int64, Part)) error {
+	r := &pr.Rows
+	n, d, np := r.Len(), r.D, pr.NProbe
+	parts := map[int64]*Part{}
+	part := func(key int64) *Part {
+		p := parts[key]
+		if p == nil {
+			p = &Part{D: d, Shard: r.Shard, Offset: r.Offset, IDKind: r.IDKind, Multi: r.Multi, LabelOff: []int32{0}}
+			parts[key] = p
+		}
+		return p
+	}
+	for i := 0; i < n; i++ {
+		key := r.IDs[i]
+		probes := pr.Probe[i*np : (i+1)*np]
+		homeKey := BlockKey(probes[0], pr.Block[i])
+		row := r.Features[i*d : (i+1)*d]
+		for _, p := range probes {
+			if int(p)%f.Waves != f.Wave {
+				continue
+			}
+			for b := int32(0); b < m.Blocks[p]; b++ {
+				bk := BlockKey(p, b)
+				pt := part(bk)
+				if bk == homeKey {
+					pt.Q = append(pt.Q, int32(len(pt.Keys)))
+					pt.Row = append(pt.Row, int32(i))
+					if r.IDKind == schemas.IDString {
+						pt.StrIDs = append(pt.StrIDs, r.StrIDs[i])
+					}
+					pt.Labels = append(pt.Labels, r.Labels[r.LabelOff[i]:r.LabelOff[i+1]]...)
+					pt.LabelOff = append(pt.LabelOff, int32(len(pt.Labels)))
+				}
+				pt.Keys = append(pt.Keys, key)
+				pt.Home = append(pt.Home, homeKey)
+				pt.X = append(pt.X, row...)
+			}
+		}
+	}
+	keys := slices.Sorted(maps.Keys(parts))
+	out := make([]Part, len(keys))
+	for i, k := range keys {
+		out[i] = *parts[k]
+	}
+	if f.Spill.On() {
+		if err := f.Spill.putParts(r.Shard, r.Offset, f.Wave, out); err != nil {
+			return err
+		}
+	}
+	for i, k := range keys {
+		emit(k, out[i])
+	}
+	return nil
+}
+
+// modelTokenFn is the first wave's order token: the model is ready.
+type modelTokenFn struct{}
+
+func (modelTokenFn) ProcessElement(_ ivf.Model, emit func(int64)) { emit(0) }
+
+// searchFn searches one block: its home items against every item stored
+// in its partition (exact batched kNN, the item itself excluded), weights the
+// neighbours (LLC, with the stored features at hand), and emits the block
+// with initial states. Stored and searched items are sorted by key first, so
+// the output does not depend on the order the shuffle delivered the parts.
+type searchFn struct {
+	P stages.NeighbourParams
+	// Spill: see Spill; the blocks go to a file each.
+	Spill Spill
+
+	searcher knn.Searcher
+	coder    llc.Coder
+	res      knn.Result
+	wb       engine.WeightBuffer
+}
+
+func (f *searchFn) Setup() error {
+	var err error
+	f.searcher, f.coder, _, err = stages.Backends(f.P.Device)
+	return err
+}
+
+type storedRef struct {
+	part, i int32
+}
+
+func (f *searchFn) ProcessElement(ctx context.Context, key int64, iter func(*Part) bool, dup string, emit func(Block), done func(int64)) error {
+	if dup != "" {
+		return errors.New(dupMessage(dup))
+	}
+	var parts []Part
+	var p Part
+	for iter(&p) {
+		if err := p.unspill(); err != nil {
+			return err
+		}
+		parts = append(parts, p)
+		p = Part{}
+	}
+	if len(parts) == 0 {
+		return nil
+	}
+	d := parts[0].D
+	var stored, queries []storedRef
+	for a := range parts {
+		for i := range parts[a].Keys {
+			stored = append(stored, storedRef{int32(a), int32(i)})
+		}
+		for qi := range parts[a].Q {
+			queries = append(queries, storedRef{int32(a), int32(qi)})
+		}
+	}
+	skey := func(r storedRef) int64 { return parts[r.part].Keys[r.i] }
+	qkey := func(r storedRef) int64 { return parts[r.part].Keys[parts[r.part].Q[r.i]] }
+	slices.SortFunc(stored, func(a, b storedRef) int { return cmp.Compare(skey(a), skey(b)) })
+	slices.SortFunc(queries, func(a, b storedRef) int { return cmp.Compare(qkey(a), qkey(b)) })
+	if len(queries) == 0 {
+		return nil
+	}
+	cm := knn.Matrix{Rows: len(stored), Cols: d, Data: make([]float32, 0, len(stored)*d)}
+	cids := make([]int64, len(stored))
+	chome := make([]int64, len(stored))
+	for c, r := range stored {
+		pt := &parts[r.part]
+		cm.Data = append(cm.Data, pt.X[int(r.i)*d:int(r.i+1)*d]...)
+		cids[c], chome[c] = pt.Keys[r.i], pt.Home[r.i]
+	}
+	n, k := len(queries), f.P.K
+	q := knn.Matrix{Rows: n, Cols: d, Data: make([]float32, 0, n*d)}
+	b := Block{Key: key, Keys: make([]int64, n), Src: make([]int32, n), Offset: make([]int64, n), Row: make([]int32, n),
+		LabelOff: make([]int32, 1, n+1), K: k, Nbr: make([]int32, n*k), Weight: make([]float64, n*k)}
+	shardIdx := map[string]int32{}
+	for a, r := range queries {
+		pt := &parts[r.part]
+		s := pt.Q[r.i]
+		q.Data = append(q.Data, pt.X[int(s)*d:int(s+1)*d]...)
+		b.Keys[a] = pt.Keys[s]
+		si, ok := shardIdx[pt.Shard]
+		if !ok {
+			si = int32(len(b.Shards))
+			shardIdx[pt.Shard] = si
+			b.Shards = append(b.Shards, pt.Shard)
+		}
+		b.Src[a], b.Offset[a], b.Row[a] = si, pt.Offset, pt.Row[r.i]
+		b.IDKind, b.Multi = pt.IDKind, pt.Multi
+		if pt.IDKind == schemas.IDString {
+			b.StrIDs = append(b.StrIDs, pt.StrIDs[r.i])
+		}
+		b.Labels = append(b.Labels, pt.Labels[pt.LabelOff[r.i]:pt.LabelOff[r.i+1]]...)
+		b.LabelOff = append(b.LabelOff, int32(len(b.Labels)))
+	}
+	idx, err := f.searcher.Index(cm, cids, f.P.Metric)
+	if err != nil {
+		return fmt.Errorf("ivfstages: block %d: indexing %d stored items: %w", key, len(cids), err)
+	}
+	err = idx.Search(&f.res, q, b.Keys, k)
+	idx.Close()
+	if err != nil {
+		return fmt.Errorf("ivfstages: block %d: kNN of %d items: %w", key, n, err)
+	}
+	if err := f.wb.Weights(b.Weight, q, cm, &f.res, f.P.Weighting, f.P.LLC, f.coder); err != nil {
+		return fmt.Errorf("ivfstages: block %d: neighbour weights: %w", key, err)
+	}
+	// Neighbours: local items by index, others through the external table.
+	ext := map[int64]int64{}
+	for _, c := range f.res.Index {
+		if c >= 0 && chome[c] != key {
+			ext[cids[c]] = chome[c]
+		}
+	}
+	b.ExtKeys = slices.Sorted(maps.Keys(ext))
+	b.ExtHome = make([]int64, len(b.ExtKeys))
+	for e, nk := range b.ExtKeys {
+		b.ExtHome[e] = ext[nk]
+	}
+	for j, c := range f.res.Index {
+		switch {
+		case c < 0:
+			b.Nbr[j] = -1
+		case chome[c] == key:
+			b.Nbr[j] = int32(search64(b.Keys, cids[c]))
+		default:
+			b.Nbr[j] = int32(-2 - search64(b.ExtKeys, cids[c]))
+		}
+	}
+	mp := &f.P.Mixture
+	var s mixture.State
+	b.State.Reset()
+	if mp.UsesInit() {
+		b.Init.Reset()
+	}
+	for i := 0; i < n; i++ {
+		s.Init(b.Labels[b.LabelOff[i]:b.LabelOff[i+1]], mp.C, mp.C0, mp.Smooth)
+		b.State.Append(&s)
+		if mp.UsesInit() {
+			b.Init.Append(&s)
+		}
+	}
+	if f.Spill.On() {
+		if err := f.Spill.put(genSearched, &b, nil); err != nil {
+			return err
+		}
+	}
+	emit(b)
+	done(int64(n))
+	return nil
+}
+
+// search64 returns the index of x in the ascending slice s (which holds it).
+func search64(s []int64, x int64) int {
+	i := sort.Search(len(s), func(i int) bool { return s[i] >= x })
+	if i == len(s) || s[i] != x {
+		panic(fmt.Sprintf("ivfstages: key %d missing from its block", x))
+	}
+	return i
+}
+
+func init() {
+	register.DoFn5x1[context.Context, schemas.Rows, stages.Stats, ivf.Model, func(Probed), error](&probeFn{})
+	register.Emitter1[Probed]()
+	register.DoFn4x1[Probed, ivf.Model, func(*int64) bool, func(int64, Part), error](&emitFn{})
+	register.Iter1[int64]()
+	register.Emitter2[int64, Part]()
+	register.DoFn6x1[context.Context, int64, func(*Part) bool, string, func(Block), func(int64), error](&searchFn{})
+	register.DoFn2x0[ivf.Model, func(int64)](&modelTokenFn{})
+	register.Emitter1[int64]()
+	register.Iter1[Part]()
+	register.Emitter1[Block]()
+}

@@ -1,0 +1,182 @@
+package ivfstages
+
+import (
+	"fmt"
+	"hash/fnv"
+	"strconv"
+
+	"github.com/relabel/relabel/io/spillio"
+	"github.com/relabel/relabel/schemas/wire"
+)
+
+// Spill keeps ivf mode's blocks and the states they send each other in local
+// files while they wait between stages, and passes only references to them
+// through the runner's shuffle.
+//
+// Why: the embedded runner (Prism) keeps a shuffle's whole input in memory,
+// in several copies (the producing bundle's output, the stored elements, the
+// consuming bundle's input), until its consumer has run. A round's join
+// cannot start before every block of the previous round is done, so at each
+// round's boundary every item's state and neighbourhood was in memory a few
+// times over: 11 GiB at a million rows (docs/perf/scale.md). Spilled, the
+// shuffle carries about 50 bytes per block and per message, and a worker holds
+// only the blocks it is running. On Flink and Dataflow the shuffle spreads
+// over workers and disks, so spilling is off there (Dir empty).
+//
+// Spilled, the search needs no waves either: the items' copies for the
+// blocks (Part) go to files too, one per input batch.
+//
+// Files are named by generation and block key (or input batch), so a retried
+// bundle rewrites the same bytes. A generation is removed by the first stage
+// whose input waits for every reader of it (a GroupByKey's output needs all
+// of its input): see the gen* constants. The caller removes Dir (and the
+// last generation) when the pipeline is done.
+type Spill struct {
+	// Dir is a directory that every worker can read and write, and that
+	// nothing else uses. Optional: empty means no spilling.
+	Dir string
+}
+
+// On reports whether elements are spilled.
+func (s Spill) On() bool { return s.Dir != "" }
+
+// files is where the spill's files are kept (io/spillio).
+func (s Spill) files() spillio.Dir { return spillio.Dir(s.Dir) }
+
+// spillRef locates a spilled element; the zero value means the element is
+// inline.
+type spillRef = spillio.Ref
+
+func putSpillRef(w *wire.Writer, r spillRef) {
+	w.String(r.Path)
+	w.Varint(r.Off)
+	w.Varint(r.Len)
+}
+
+func getSpillRef(r *wire.Reader) spillRef {
+	return spillRef{Path: r.String(), Off: r.Varint(), Len: r.Varint()}
+}
+
+// Generations of spill files.
+const (
+	// genSearchIn: the items' copies for the blocks, read by the search;
+	// removed by routeFn.
+	genSearchIn = 0
+	// genSearched: the search's blocks, read by requestFn and routeFn;
+	// removed by round 0.
+	genSearched = 1
+	// genRouted: what routeFn sends round 0. Round r reads genRouted+r,
+	// writes genRouted+r+1 and removes genRouted+r-1.
+	genRouted = 2
+)
+
+func (s Spill) genDir(gen int) string { return s.files().Gen(gen) }
+
+// write stores the encodings encs as the file name of generation gen
+// (spillio.Dir.Write) and returns a reference to each.
+func (s Spill) write(gen int, name string, encs ...[]byte) ([]spillRef, error) {
+	refs, err := s.files().Write(gen, name, encs...)
+	if err != nil {
+		return nil, fmt.Errorf("ivfstages: spill: %w", err)
+	}
+	return refs, nil
+}
+
+// drop removes generation gen (see Spill).
+func (s Spill) drop(gen int) error {
+	if err := s.files().Drop(gen); err != nil {
+		return fmt.Errorf("ivfstages: spill: %w", err)
+	}
+	return nil
+}
+
+// put writes block b and the messages it sends (msgs) into one file of
+// generation gen and replaces them by references.
+func (s Spill) put(gen int, b *Block, msgs []JoinMsg) error {
+	encs := [][]byte{encodeBlock(*b)}
+	for _, m := range msgs {
+		encs = append(encs, encodeJoinMsg(m))
+	}
+	refs, err := s.write(gen, "b"+strconv.FormatInt(b.Key, 16), encs...)
+	if err != nil {
+		return err
+	}
+	*b = Block{Key: b.Key, Spilled: refs[0]}
+	for i := range msgs {
+		msgs[i] = JoinMsg{From: msgs[i].From, Spilled: refs[1+i]}
+	}
+	return nil
+}
+
+// putParts writes the parts one input batch (shard, offset) sends to blocks
+// (wave w) into one file, named by the batch, and replaces them by
+// references.
+func (s Spill) putParts(shard string, offset int64, w int, parts []Part) error {
+	encs := make([][]byte, len(parts))
+	for i := range parts {
+		encs[i] = encodePart(parts[i])
+	}
+	h := fnv.New64a()
+	h.Write([]byte(shard))
+	refs, err := s.write(genSearchIn, fmt.Sprintf("s%016x-%x-w%d", h.Sum64(), offset, w), encs...)
+	if err != nil {
+		return err
+	}
+	for i := range parts {
+		parts[i] = Part{Spilled: refs[i]}
+	}
+	return nil
+}
+
+// load reads and decodes the element ref points to (what names it in errors).
+func load[T any](ref spillRef, decode func([]byte) (T, error), what string) (T, error) {
+	var v T
+	b, err := spillio.Read(ref)
+	if err != nil {
+		return v, fmt.Errorf("ivfstages: spill: %s: %w", what, err)
+	}
+	if v, err = decode(b); err != nil {
+		return v, fmt.Errorf("ivfstages: spill: %s in %s at %d: %w", what, ref.Path, ref.Off, err)
+	}
+	return v, nil
+}
+
+// unspill replaces a spilled block by its contents; an inline block stays.
+func (b *Block) unspill() error {
+	if b.Spilled.Path == "" {
+		return nil
+	}
+	nb, err := load(b.Spilled, decodeBlock, fmt.Sprintf("block %d", b.Key))
+	if err != nil {
+		return err
+	}
+	if nb.Key != b.Key {
+		return fmt.Errorf("ivfstages: spill: %s holds block %d, want %d", b.Spilled.Path, nb.Key, b.Key)
+	}
+	*b = nb
+	return nil
+}
+
+// unspill replaces a spilled message by its contents; an inline one stays.
+func (m *JoinMsg) unspill() error {
+	if m.Spilled.Path == "" {
+		return nil
+	}
+	nm, err := load(m.Spilled, decodeJoinMsg, fmt.Sprintf("message from block %d", m.From))
+	if err != nil {
+		return err
+	}
+	if nm.From != m.From {
+		return fmt.Errorf("ivfstages: spill: %s at %d holds a message from block %d, want %d", m.Spilled.Path, m.Spilled.Off, nm.From, m.From)
+	}
+	*m = nm
+	return nil
+}
+
+// unspill replaces a spilled part by its contents; an inline one stays.
+func (p *Part) unspill() (err error) {
+	if p.Spilled.Path != "" {
+		*p, err = load(p.Spilled, decodePart, "part")
+	}
+	return err
+}

@@ -1,0 +1,7 @@
+//go:build !amd64 || noasm
+
+package knn
+
+// kernels is empty here: without the amd64 assembly the search uses
+// gonum's blas32.
+func kernels() []*kernel { return nil }
