@@ -54,10 +54,10 @@ type Params struct {
 	// since it last moved that much; a skipped item keeps its state, and the
 	// rounds stop once no item is active. 0 runs every item every round (the
 	// paper's method), the default: over relabel's default 10 rounds the
-	// states are still moving (on digits the median item moves 0.05 in
-	// round 5 and 0.04 in round 8, by sampling noise and by the labels still
-	// spreading: accuracy .89 after 5 rounds, .97 after 10), so a tolerance
-	// that skips items also changes labels. It pays with more rounds, or
+	// states are still moving (on digits the median item moves 0.056 in
+	// round 5 and 0.038 in round 10, by sampling noise and by the labels
+	// still spreading: accuracy .89 after 5 rounds, .97 after 10), so a
+	// tolerance that skips items also changes labels (docs/PERFORMANCE.md). It pays with more rounds, or
 	// where most of the data is settled from the start. In [0, 1].
 	ActiveTol float64
 }
