@@ -85,6 +85,7 @@ type Options struct {
 	Smooth           float64
 	Anchor           float64
 	AnnotationWeight float64
+	ActiveTol        float64
 	// Temperature calibrates the output's probabilities (pi^(1/T)
 	// renormalised); MinConfidence changes a label only where the
 	// calibrated clean_prob reaches it (stages.Calibration).
@@ -143,6 +144,7 @@ func Defaults() Options {
 		Smooth:           m.Smooth,
 		Anchor:           m.Anchor,
 		AnnotationWeight: m.AnnotationWeight,
+		ActiveTol:        m.ActiveTol,
 		Temperature:      mixture.DefaultTemperature,
 		Seed:             1,
 		Device:           "auto",
@@ -259,6 +261,8 @@ var Flags = []Flag{
 		bind: func(o *Options) flag.Value { return (*floatValue)(&o.Anchor) }, check: floatAtLeast(0, func(o *Options) float64 { return o.Anchor })},
 	{Name: "annotation-weight", Group: GroupMethod, Usage: "weight per extra annotation of an item's given labels as a mixture component, >= 0",
 		bind: func(o *Options) flag.Value { return (*floatValue)(&o.AnnotationWeight) }, check: floatAtLeast(0, func(o *Options) float64 { return o.AnnotationWeight })},
+	{Name: "active-tol", Group: GroupMethod, Usage: "rerun an item only when it or a neighbour moved more than this (total variation) since it last did, in [0,1] (0: every item every round)",
+		bind: func(o *Options) flag.Value { return (*floatValue)(&o.ActiveTol) }, check: inRange(0, 1, true, func(o *Options) float64 { return o.ActiveTol })},
 	{Name: "temperature", Group: GroupMethod, Usage: "calibration of the output probabilities: pi^(1/T) renormalised, > 0 (1: uncalibrated mixture weights)",
 		bind: func(o *Options) flag.Value { return (*floatValue)(&o.Temperature) }, check: func(o *Options) error {
 			if !(o.Temperature > 0) || o.Temperature > 100 {
@@ -447,6 +451,7 @@ func (o *Options) Mixture(c int) (mixture.Params, error) {
 		MaxRowEntries:    mixture.DefaultMaxRowEntries(c0),
 		Anchor:           o.Anchor,
 		AnnotationWeight: o.AnnotationWeight,
+		ActiveTol:        o.ActiveTol,
 		Seed:             o.Seed,
 	}, nil
 }

@@ -39,6 +39,7 @@ func sweepVariants() []Variant {
 	add("weights=llc (paper)", func(o *pipelines.Options) { o.Weighting = engine.LLC })
 	add("weights=uniform", func(o *pipelines.Options) { o.Weighting = engine.Uniform })
 	add("annotation-weight=0 (paper)", func(o *pipelines.Options) { o.AnnotationWeight = 0 })
+	add("active-tol=0.1 (skip settled items)", func(o *pipelines.Options) { o.ActiveTol = 0.1 })
 	return vs
 }
 

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/relabel/relabel/transforms/internal/pool"
 	"github.com/relabel/relabel/transforms/knn"
 	"github.com/relabel/relabel/transforms/llc"
 	"github.com/relabel/relabel/transforms/mixture"
@@ -124,6 +123,9 @@ type Result struct {
 	States mixture.States
 	// Candidates are the item indices used as the candidate set.
 	Candidates []int
+	// ItemRounds counts the item-rounds that ran (mixture.Params.ActiveTol
+	// skips settled items).
+	ItemRounds int64
 }
 
 // Backends are the kernels the engine calls; nil fields get the CPU ones.
@@ -156,43 +158,46 @@ func Run(d *Data, o Options, be Backends) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	states := make([]mixture.State, n)
-	for i := range states {
-		states[i].Init(d.Labels[d.LabelOff[i]:d.LabelOff[i+1]], o.Mixture.C, o.Mixture.C0, o.Mixture.Smooth)
-		states[i].Quantize()
+	var states, init mixture.States
+	states.Reset()
+	var st mixture.State
+	for i := 0; i < n; i++ {
+		st.Init(d.Labels[d.LabelOff[i]:d.LabelOff[i+1]], o.Mixture.C, o.Mixture.C0, o.Mixture.Smooth)
+		states.Append(&st) // packing quantizes, as the pipeline's states are
 	}
-	var init []mixture.State
 	if o.Mixture.UsesInit() {
-		init = make([]mixture.State, n)
-		for i := range init {
-			init[i].CopyFrom(&states[i])
+		init.Reset()
+		for i := 0; i < n; i++ {
+			init.AppendFrom(&states, i)
 		}
 	}
-	next := make([]mixture.State, n)
-	candStates := make([]mixture.State, len(cands))
-	for r := 0; r < o.Rounds; r++ {
-		for c, i := range cands {
-			candStates[c].CopyFrom(&states[i])
-		}
-		pool.Each(n, o.Workers, nil, func(w *RoundScratch, i int) {
-			k := nb.K
-			w.Reset(k)
-			for j := 0; j < k; j++ {
-				if c := nb.Index[i*k+j]; c >= 0 {
-					w.Neighbour(nb.Weight[i*k+j]).CopyFrom(&candStates[c])
-				}
-			}
-			iw := o.Mixture.AnchorWeight(annotations(d.Labels[d.LabelOff[i]:d.LabelOff[i+1]]))
-			w.WS.Round(&next[i], &states[i], initOf(init, i), iw, w.Neigh, w.W, uint64(d.Keys[i]), r, &o.Mixture)
-			next[i].Quantize() // what the pipeline's packed states carry
-		})
-		states, next = next, states
-	}
+	var candStates mixture.States
 	res := &Result{Candidates: cands}
-	res.States.Reset()
-	for i := range states {
-		res.States.Append(&states[i])
+	for r := 0; r < o.Rounds; r++ {
+		candStates.Reset()
+		for _, i := range cands {
+			candStates.AppendFrom(&states, i)
+		}
+		k := nb.K
+		b := Batch{N: n, K: k, Own: &states, Init: &init,
+			Neighbour: func(i, j int) (*mixture.States, int, float64) {
+				if c := nb.Index[i*k+j]; c >= 0 {
+					return &candStates, int(c), nb.Weight[i*k+j]
+				}
+				return nil, 0, 0
+			},
+			Annotations: func(i int) int { return annotations(d.Labels[d.LabelOff[i]:d.LabelOff[i+1]]) },
+			Key:         func(i int) uint64 { return uint64(d.Keys[i]) },
+		}
+		var ran int
+		states, ran = RunRound(b, r, o.Workers, nil, &o.Mixture)
+		res.ItemRounds += int64(ran)
+		if ran == 0 {
+			// Nothing moved: every later round would skip every item.
+			break
+		}
 	}
+	res.States = states
 	return res, nil
 }
 
@@ -209,13 +214,6 @@ func annotations(labels []int32) int {
 
 // Annotations counts an item's labels (unlabelled entries excluded).
 func Annotations(labels []int32) int { return annotations(labels) }
-
-func initOf(init []mixture.State, i int) *mixture.State {
-	if init == nil {
-		return nil
-	}
-	return &init[i]
-}
 
 // RoundScratch is one goroutine's workspace for running mixture.Round over
 // items: the gathered neighbour states and weights, and room for unpacking an

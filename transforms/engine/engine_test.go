@@ -130,3 +130,60 @@ func equalStates(a, b *mixture.States) bool {
 	}
 	return true
 }
+
+// TestActiveTol: with a tolerance, settled items skip their rounds the same
+// way on any worker count, the run stops when nothing moves, and 0 runs
+// every item every round (the paper's method) without tracking anything.
+func TestActiveTol(t *testing.T) {
+	d, _ := digits(t)
+	o := options()
+	o.Rounds = 4
+	n := int64(d.Len())
+	full, err := engine.Run(d, o, engine.Backends{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if full.ItemRounds != 4*n || full.States.Moved != nil {
+		t.Errorf("tolerance 0: %d item-rounds, Moved tracked = %v; want %d, false", full.ItemRounds, full.States.Moved != nil, 4*n)
+	}
+	// Moves are about 0.05-0.25 a round over these rounds (sampling noise
+	// and labels spreading): 0.15 skips some items, not all.
+	o.Mixture.ActiveTol = 0.15
+	o.Workers = 1
+	a, err := engine.Run(d, o, engine.Backends{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.ItemRounds <= n || a.ItemRounds >= 4*n {
+		t.Errorf("tolerance 0.15: %d item-rounds, want some skipped after the first round's %d", a.ItemRounds, n)
+	}
+	if len(a.States.Moved) != d.Len() {
+		t.Errorf("tolerance 0.15: %d Moved for %d items", len(a.States.Moved), d.Len())
+	}
+	o.Workers = 3
+	b, err := engine.Run(d, o, engine.Backends{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !equalStates(&a.States, &b.States) || a.ItemRounds != b.ItemRounds {
+		t.Errorf("1 and 3 workers differ with skipping: %d and %d item-rounds", a.ItemRounds, b.ItemRounds)
+	}
+	// Nothing moves more than 1 (a distance is at most 1): one round, then stop.
+	o.Mixture.ActiveTol = 1
+	one, err := engine.Run(d, o, engine.Backends{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Rounds, o.Mixture.ActiveTol = 1, 0
+	ref, err := engine.Run(d, o, engine.Backends{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if one.ItemRounds != n {
+		t.Errorf("tolerance 1: %d item-rounds, want %d (the first round only)", one.ItemRounds, n)
+	}
+	one.States.Moved = nil
+	if !equalStates(&one.States, &ref.States) {
+		t.Error("tolerance 1 over 4 rounds differs from 1 round")
+	}
+}

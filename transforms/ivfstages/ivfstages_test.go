@@ -3,6 +3,7 @@ package ivfstages
 import (
 	"bytes"
 	"context"
+	"math"
 	"math/rand/v2"
 	"os"
 	"reflect"
@@ -204,12 +205,17 @@ func TestSearchOrder(t *testing.T) {
 // when blocks and states are spilled to files, where the joins carry only
 // small references and each round removes the generation it made obsolete.
 func TestJoinRounds(t *testing.T) {
-	t.Run("shuffled", func(t *testing.T) { testJoinRounds(t, Spill{}) })
-	t.Run("spilled", func(t *testing.T) { testJoinRounds(t, Spill{Dir: t.TempDir()}) })
+	t.Run("shuffled", func(t *testing.T) { testJoinRounds(t, Spill{}, 0) })
+	t.Run("spilled", func(t *testing.T) { testJoinRounds(t, Spill{Dir: t.TempDir()}, 0) })
+	// Settled items skip rounds: which ones depends on the neighbours'
+	// moves, which travel with their states through the joins (and spills).
+	t.Run("skipping", func(t *testing.T) { testJoinRounds(t, Spill{}, 0.2) })
+	t.Run("skipping spilled", func(t *testing.T) { testJoinRounds(t, Spill{Dir: t.TempDir()}, 0.2) })
 }
 
-func testJoinRounds(t *testing.T, sp Spill) {
+func testJoinRounds(t *testing.T, sp Spill, tol float64) {
 	f := newFixture(t, 500, 64)
+	f.nb.Mixture.ActiveTol = tol
 	blocks := f.search(t, f.parts(t, 2), nil)
 	rng := rand.New(rand.NewPCG(3, 4))
 
@@ -239,15 +245,29 @@ func testJoinRounds(t *testing.T, sp Spill) {
 		}
 	}
 	p := f.nb.Mixture
+	// With a tolerance, the reference applies the skipping rule of
+	// mixture.Params.ActiveTol itself: an item runs when its own or a
+	// weighted neighbour's accumulated move exceeds it (every item in the
+	// first round).
+	moved := map[int64]float32{}
+	movedOf := func(key int64) float32 {
+		if m, ok := moved[key]; ok {
+			return m
+		}
+		return float32(math.Inf(1))
+	}
 	var before map[int64]mixture.State // after all rounds but the last
+	skipped := 0
 	for r := 0; r < f.rounds; r++ {
 		before = states
 		next := map[int64]mixture.State{}
+		nextMoved := map[int64]float32{}
 		var ws mixture.Workspace
 		for key, w := range where {
 			b := blocks[w.block]
 			var neigh []mixture.State
 			var wt []float64
+			active := tol == 0 || movedOf(key) > float32(tol)
 			for j := 0; j < b.K; j++ {
 				c := b.Nbr[w.i*b.K+j]
 				if c == -1 {
@@ -255,8 +275,14 @@ func testJoinRounds(t *testing.T, sp Spill) {
 				}
 				neigh = append(neigh, states[keyOf(&b, c)])
 				wt = append(wt, b.Weight[w.i*b.K+j])
+				active = active || wt[len(wt)-1] > 0 && movedOf(keyOf(&b, c)) > float32(tol)
 			}
 			own := states[key]
+			if !active {
+				next[key], nextMoved[key] = own, moved[key]
+				skipped++
+				continue
+			}
 			var dst mixture.State
 			ws.Round(&dst, &own, nil, 0, neigh, wt, uint64(key), r, &p)
 			var q mixture.States
@@ -264,8 +290,13 @@ func testJoinRounds(t *testing.T, sp Spill) {
 			var back mixture.State
 			q.Get(&back, 0)
 			next[key] = back
+			prev := movedOf(key)
+			if prev > float32(tol) {
+				prev = 0
+			}
+			nextMoved[key] = prev + float32(mixture.Distance(&own, &back, p.C))
 		}
-		states = next
+		states, moved = next, nextMoved
 	}
 
 	// Joined: request/route, then rounds, each CoGroupByKey simulated.
@@ -383,6 +414,9 @@ func testJoinRounds(t *testing.T, sp Spill) {
 		if want := before[key]; !reflect.DeepEqual(got, want) {
 			t.Fatalf("item %d: joined rounds give %+v, one-place rounds %+v", key, got, want)
 		}
+	}
+	if tol > 0 && skipped == 0 {
+		t.Errorf("tolerance %g: no item skipped a round; the case tests nothing", tol)
 	}
 
 	// Back to input batches after the last round: every batch whole, in row

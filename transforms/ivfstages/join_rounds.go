@@ -159,11 +159,11 @@ type joinRoundFn struct {
 }
 
 func (f *joinRoundFn) ProcessElement(ctx context.Context, key int64, blocks func(*Block) bool, msgs func(*JoinMsg) bool, _ func(*int64) bool, emitBlock func(int64, Block), emitMsg func(int64, JoinMsg), done func(int64)) error {
-	b, err := f.round(blockOf(key), blocks, msgs)
+	b, ran, err := f.round(blockOf(key), blocks, msgs)
 	if err != nil {
 		return err
 	}
-	itemRounds.Inc(ctx, int64(b.Len()))
+	itemRounds.Inc(ctx, int64(ran))
 	if err := send(&b, f.Waves, f.Spill, genRouted+f.Round+1, emitBlock, emitMsg); err != nil {
 		return err
 	}
@@ -179,11 +179,11 @@ type lastRoundFn struct {
 }
 
 func (f *lastRoundFn) ProcessElement(ctx context.Context, key int64, blocks func(*Block) bool, msgs func(*JoinMsg) bool, _ func(*int64) bool, emit func(string, BatchItems), done func(int64)) error {
-	b, err := f.round(blockOf(key), blocks, msgs)
+	b, ran, err := f.round(blockOf(key), blocks, msgs)
 	if err != nil {
 		return err
 	}
-	itemRounds.Inc(ctx, int64(b.Len()))
+	itemRounds.Inc(ctx, int64(ran))
 	if err := (unblockFn{}).ProcessElement(b, emit); err != nil {
 		return err
 	}
@@ -191,11 +191,12 @@ func (f *lastRoundFn) ProcessElement(ctx context.Context, key int64, blocks func
 	return nil
 }
 
-// round runs the round for the block under key.
-func (f *joinRoundFn) round(key int64, blocks func(*Block) bool, msgs func(*JoinMsg) bool) (Block, error) {
+// round runs the round for the block under key; it returns the block with
+// its next states and how many of its items ran.
+func (f *joinRoundFn) round(key int64, blocks func(*Block) bool, msgs func(*JoinMsg) bool) (Block, int, error) {
 	b, err := oneBlock(key, blocks)
 	if err != nil {
-		return b, err
+		return b, 0, err
 	}
 	var dropErr error
 	f.once.Do(func() {
@@ -205,7 +206,7 @@ func (f *joinRoundFn) round(key int64, blocks func(*Block) bool, msgs func(*Join
 		dropErr = f.Spill.drop(genRouted + f.Round - 1)
 	})
 	if dropErr != nil {
-		return b, dropErr
+		return b, 0, dropErr
 	}
 	// ext[e] locates external neighbour e's state: message, item.
 	type loc struct{ m, i int32 }
@@ -217,12 +218,12 @@ func (f *joinRoundFn) round(key int64, blocks func(*Block) bool, msgs func(*Join
 	var m JoinMsg
 	for msgs(&m) {
 		if err := m.unspill(); err != nil {
-			return b, err
+			return b, 0, err
 		}
 		for i, k := range m.Keys {
 			e := sort.Search(len(b.ExtKeys), func(e int) bool { return b.ExtKeys[e] >= k })
 			if e == len(b.ExtKeys) || b.ExtKeys[e] != k {
-				return b, fmt.Errorf("ivfstages: block %d round %d: state of %d not asked for", key, f.Round, k)
+				return b, 0, fmt.Errorf("ivfstages: block %d round %d: state of %d not asked for", key, f.Round, k)
 			}
 			ext[e] = loc{int32(len(got)), int32(i)}
 		}
@@ -231,39 +232,26 @@ func (f *joinRoundFn) round(key int64, blocks func(*Block) bool, msgs func(*Join
 	}
 	for e, l := range ext {
 		if l.m < 0 {
-			return b, fmt.Errorf("ivfstages: block %d round %d: no state for neighbour %d (block %d)", key, f.Round, b.ExtKeys[e], b.ExtHome[e])
+			return b, 0, fmt.Errorf("ivfstages: block %d round %d: no state for neighbour %d (block %d)", key, f.Round, b.ExtKeys[e], b.ExtHome[e])
 		}
 	}
 	n, k := b.Len(), b.K
-	out := make([]mixture.State, n)
-	pool.Each(n, f.Workers, &f.scratch, func(w *engine.RoundScratch, i int) {
-		w.Reset(k)
-		for j := 0; j < k; j++ {
-			c := b.Nbr[i*k+j]
-			switch {
+	var ran int
+	b.State, ran = engine.RunRound(engine.Batch{N: n, K: k, Own: &b.State, Init: &b.Init,
+		Neighbour: func(i, j int) (*mixture.States, int, float64) {
+			switch c := b.Nbr[i*k+j]; {
 			case c >= 0:
-				b.State.Get(w.Neighbour(b.Weight[i*k+j]), int(c))
+				return &b.State, int(c), b.Weight[i*k+j]
 			case c != -1:
 				l := ext[-2-c]
-				got[l.m].States.Get(w.Neighbour(b.Weight[i*k+j]), int(l.i))
+				return &got[l.m].States, int(l.i), b.Weight[i*k+j]
 			}
-		}
-		b.State.Get(&w.Own, i)
-		var init *mixture.State
-		if b.Init.Len() > 0 {
-			b.Init.Get(&w.Init, i)
-			init = &w.Init
-		}
-		iw := f.Mixture.AnchorWeight(engine.Annotations(b.Labels[b.LabelOff[i]:b.LabelOff[i+1]]))
-		w.WS.Round(&w.Dst, &w.Own, init, iw, w.Neigh, w.W, uint64(b.Keys[i]), f.Round, &f.Mixture)
-		out[i].CopyFrom(&w.Dst)
-	})
-	b.State = mixture.States{}
-	b.State.Reset()
-	for i := range out {
-		b.State.Append(&out[i])
-	}
-	return b, nil
+			return nil, 0, 0
+		},
+		Annotations: func(i int) int { return engine.Annotations(b.Labels[b.LabelOff[i]:b.LabelOff[i+1]]) },
+		Key:         func(i int) uint64 { return uint64(b.Keys[i]) },
+	}, f.Round, f.Workers, &f.scratch, &f.Mixture)
+	return b, ran, nil
 }
 
 // itemRounds adds this path's items times rounds to summary.json's

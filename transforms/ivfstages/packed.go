@@ -85,6 +85,7 @@ func putStatesPacked(w *wire.Writer, s *mixture.States) {
 	putSmall(w, len(s.Class), func(e int) int32 { return s.RowOff[e+1] - s.RowOff[e] })
 	putSmall(w, len(s.Cat), func(i int) int32 { return s.Cat[i] })
 	wire.Slice(w, s.P)
+	wire.Slice(w, s.Moved)
 }
 
 func getStatesPacked(r *wire.Reader) (mixture.States, error) {
@@ -117,5 +118,6 @@ func getStatesPacked(r *wire.Reader) (mixture.States, error) {
 	s.Rem = wire.ReadSlice[float32](r)
 	err = errors.Join(err, getSmall(r, offsets(&s.RowOff)), getSmall(r, values(&s.Cat)))
 	s.P = wire.ReadSlice[float32](r)
+	s.Moved = wire.ReadSlice[float32](r)
 	return s, err
 }

@@ -244,3 +244,177 @@ func equalCounts(a, b *Counts) bool {
 	}
 	return true
 }
+
+// TestSamplerCounts checks the binomial split of a vector's trials (the most
+// probable category's count is Binomial(N, p), the rest drawn trial by trial)
+// against the exact multinomial: the distribution of the top category's count
+// and the rest's category frequencies, by chi-square at a fixed seed, for a row
+// split on its top entry and for a row too flat to split.
+func TestSamplerCounts(t *testing.T) {
+	const c, n, l = 8, 7, 40000
+	for _, tc := range []struct {
+		name string
+		cat  []int32
+		p    []float64
+		rem  float64
+	}{
+		{"split", []int32{3, 1, 6}, []float64{0.8, 0.1, 0.04}, 0.06},
+		{"flat", []int32{3, 1, 6}, []float64{0.3, 0.25, 0.2}, 0.25},
+	} {
+		var st State
+		r := st.add(0, 1)
+		r.Cat, r.P, r.Rem = tc.cat, tc.p, tc.rem
+		var s Sampler
+		s.Seed(5, 1, 2)
+		s.SetMixture([]*State{&st}, []float64{1})
+		var y Counts
+		s.Sample(&y, l, n, c)
+		hist := make([]float64, n+1)
+		cats := make([]float64, c)
+		var tot float64
+		for v := 0; v < y.Len(); v++ {
+			k := 0.0
+			for e := y.Off[v]; e < y.Off[v+1]; e++ {
+				cats[y.Cat[e]] += y.W[v] * y.Cnt[e]
+				if y.Cat[e] == 3 {
+					k = y.Cnt[e]
+				}
+			}
+			if y.Trials[v] != n {
+				t.Fatalf("%s: vector %d has %g trials, want %d", tc.name, v, y.Trials[v], n)
+			}
+			hist[int(k)] += y.W[v]
+			tot += y.W[v]
+		}
+		if tot != l {
+			t.Fatalf("%s: weights sum to %g, want %d", tc.name, tot, l)
+		}
+		// Count of category 3 ~ Binomial(n, p3); pool cells with expectation < 5.
+		p3 := tc.p[0]
+		chi, dof, pe, po := 0.0, -1, 0.0, 0.0
+		for k := 0; k <= n; k++ {
+			pe += l * math.Exp(lgammaInt(n+1)-lgammaInt(k+1)-lgammaInt(n-k+1)+float64(k)*math.Log(p3)+float64(n-k)*math.Log(1-p3))
+			po += hist[k]
+			if pe >= 5 || k == n {
+				chi += sq(po-pe) / pe
+				dof++
+				pe, po = 0, 0
+			}
+		}
+		if crit := chiCrit001(dof); chi > crit {
+			t.Errorf("%s: top count histogram %v: chi2 = %.2f > %.2f (%d dof)", tc.name, hist, chi, crit, dof)
+		}
+		// Category frequencies over all trials (trials are independent given
+		// the single component, so no design effect).
+		exp := make([]float64, c)
+		for e, cat := range tc.cat {
+			exp[cat] = tc.p[e]
+		}
+		for cat := range exp {
+			if exp[cat] == 0 && cat != 3 && cat != 1 && cat != 6 {
+				exp[cat] = tc.rem / float64(c-len(tc.cat))
+			}
+		}
+		chi = 0
+		for cat := range exp {
+			e := exp[cat] * l * n
+			chi += sq(cats[cat]-e) / e
+		}
+		if crit := chiCrit001(c - 1); chi > crit {
+			t.Errorf("%s: category counts %v: chi2 = %.2f > %.2f", tc.name, cats, chi, crit)
+		}
+	}
+}
+
+func lgammaInt(n int) float64 {
+	v, _ := math.Lgamma(float64(n))
+	return v
+}
+
+// chiCrit001 is the chi-square quantile at p = 0.001 for dof 1..8.
+func chiCrit001(dof int) float64 {
+	return []float64{0, 10.83, 13.82, 16.27, 18.47, 20.52, 22.46, 24.32, 26.12}[dof]
+}
+
+// TestPickComp checks the guide table picks exactly the component a search
+// over the cumulative weights from the start picks, zero weights included.
+func TestPickComp(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 4))
+	for _, m := range []int{1, 2, 7, 55, 300} {
+		states := make([]*State, m)
+		w := make([]float64, m)
+		for j := range states {
+			var s State
+			s.Init([]int32{int32(j % 5)}, 5, 5, 0.1)
+			states[j] = &s
+			if rng.IntN(4) > 0 {
+				w[j] = rng.Float64() * float64(1+j%3*10)
+			}
+		}
+		w[m-1] = 1
+		var s Sampler
+		s.SetMixture(states, w)
+		for i := 0; i < 20000; i++ {
+			u := rng.Float64()
+			if i < 4 {
+				u = []float64{0, 0.5, 1 - 1e-16, s.compCum[0]}[i]
+			}
+			want := pick(s.compCum, u)
+			if got := s.pickComp(u); got != &s.comps[want] {
+				t.Fatalf("m=%d u=%g: picked %p, want component %d", m, u, got, want)
+			}
+		}
+	}
+}
+
+// TestEMFixpoint checks stopping at Converged changes nothing: EM run for all
+// its iterations and EM stopped at the first step that reproduced its
+// parameters give bit-identical results, and the stop does happen on
+// near-diagonal data (else the saving would be untested).
+func TestEMFixpoint(t *testing.T) {
+	const c, iters = 10, 30
+	mk := func(l int32) State {
+		var s State
+		s.Init([]int32{l}, c, 10, 0.1)
+		return s
+	}
+	a, b, d := mk(2), mk(2), mk(5)
+	var s Sampler
+	s.Seed(3, 9, 1)
+	s.SetMixture([]*State{&a, &b, &d}, []float64{0.5, 0.3, 0.2})
+	var y Counts
+	s.Sample(&y, 250, 19, c)
+	run := func(stop bool) (State, int) {
+		var em EM
+		em.SetClasses([]int32{2, 5}, c, 1.1, 1.1)
+		em.Observe(&y)
+		em.InitFrom(&a, 0.1)
+		n := 0
+		for it := 0; it < iters && !(stop && em.Converged); it++ {
+			em.StepFast()
+			n++
+		}
+		var out State
+		em.Result(&out)
+		return out, n
+	}
+	full, _ := run(false)
+	early, n := run(true)
+	if n >= iters {
+		t.Fatalf("EM never reached an exact fixpoint in %d steps", iters)
+	}
+	if !sameState(&full, &early) {
+		t.Fatalf("stopping at the fixpoint after %d steps changed pi: %v vs %v", n, early.Pi, full.Pi)
+	}
+	for k := range full.Rows {
+		fr, er := &full.Rows[k], &early.Rows[k]
+		if fr.Rem != er.Rem || !equalInt32(fr.Cat, er.Cat) {
+			t.Fatalf("row %d differs: %+v vs %+v", k, er, fr)
+		}
+		for e := range fr.P {
+			if fr.P[e] != er.P[e] {
+				t.Fatalf("row %d entry %d: %v vs %v", k, e, er.P[e], fr.P[e])
+			}
+		}
+	}
+}

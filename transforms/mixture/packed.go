@@ -1,5 +1,7 @@
 package mixture
 
+import "math"
+
 // States is the packed, flat form of a batch of item states: what a PCollection
 // element or a side input carries (a bulk coder writes each slice at once).
 // Item i owns classes [ItemOff[i], ItemOff[i+1]); class entry e owns row entries
@@ -13,6 +15,12 @@ type States struct {
 	RowOff  []int32
 	Cat     []int32
 	P       []float32
+	// Moved is, per item, how far its state has moved (Distance, summed over
+	// the rounds it ran) since it last moved more than Params.ActiveTol: the
+	// rounds rerun an item only when it or a neighbour moved that much
+	// (engine.RunRound). nil when nothing is tracked (ActiveTol 0, or the initial
+	// states): every item then counts as moved.
+	Moved []float32
 }
 
 // Len is the number of items.
@@ -29,6 +37,7 @@ func (ss *States) Reset() {
 	ss.Class, ss.Pi, ss.Rem = ss.Class[:0], ss.Pi[:0], ss.Rem[:0]
 	ss.RowOff = append(ss.RowOff[:0], 0)
 	ss.Cat, ss.P = ss.Cat[:0], ss.P[:0]
+	ss.Moved = ss.Moved[:0]
 }
 
 // Append packs s as the next item.
@@ -65,6 +74,17 @@ func (ss *States) AppendFrom(o *States, i int) {
 		ss.RowOff = append(ss.RowOff, int32(len(ss.Cat)))
 	}
 	ss.ItemOff = append(ss.ItemOff, int32(len(ss.Class)))
+	if len(o.Moved) > 0 {
+		ss.Moved = append(ss.Moved, o.Moved[i])
+	}
+}
+
+// MovedOf is item i's Moved, +Inf when untracked (every item counts as moved).
+func (ss *States) MovedOf(i int) float32 {
+	if len(ss.Moved) == 0 {
+		return float32(math.Inf(1))
+	}
+	return ss.Moved[i]
 }
 
 // Get unpacks item i into dst, reusing dst's storage.

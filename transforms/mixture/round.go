@@ -48,6 +48,18 @@ type Params struct {
 	AnnotationWeight float64
 	// Seed seeds all sampling, together with the item key and the round.
 	Seed uint64
+	// ActiveTol lets the rounds skip settled items: from the second round on,
+	// an item runs only if its own state or a neighbour's has moved more than
+	// ActiveTol (Distance, accumulated over the rounds it ran: States.Moved)
+	// since it last moved that much; a skipped item keeps its state, and the
+	// rounds stop once no item is active. 0 runs every item every round (the
+	// paper's method), the default: over relabel's default 10 rounds the
+	// states are still moving (on digits the median item moves 0.056 in
+	// round 5 and 0.038 in round 10, by sampling noise and by the labels
+	// still spreading: accuracy .89 after 5 rounds, .97 after 10), so a
+	// tolerance that skips items also changes labels (docs/PERFORMANCE.md). It pays with more rounds, or
+	// where most of the data is settled from the start. In [0, 1].
+	ActiveTol float64
 }
 
 // DefaultParams returns relabel's defaults for c classes, chosen by
@@ -122,6 +134,9 @@ func (p Params) Validate() error {
 	}
 	if p.Anchor < 0 || p.AnnotationWeight < 0 {
 		errs = append(errs, fmt.Errorf("anchor = %g, annotation weight = %g, want >= 0", p.Anchor, p.AnnotationWeight))
+	}
+	if !(p.ActiveTol >= 0 && p.ActiveTol <= 1) {
+		errs = append(errs, fmt.Errorf("active tolerance = %g, want in [0,1]", p.ActiveTol))
 	}
 	if p.Variant != Paper && p.Variant != Code {
 		errs = append(errs, fmt.Errorf("variant %v unknown", p.Variant))

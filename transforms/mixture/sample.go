@@ -1,8 +1,8 @@
 package mixture
 
 import (
+	"math"
 	"math/rand/v2"
-	"slices"
 	"sort"
 
 	"github.com/relabel/relabel/transforms/internal/splitmix"
@@ -63,11 +63,24 @@ func sortEntries(cat []int32, cnt []float64) {
 }
 
 // component is one (item j, class c) term of the mixture of METHOD.md step 3.
+// Its N-trial draws split on the row's most probable category (binomial
+// splitting): the number of trials that miss it is Binomial(N, q) with q the
+// mass of the rest, and only those trials are drawn one by one from the rest.
+// With the near-diagonal rows of a relabelling run (q ~ 0.1) that is ~2 draws
+// per vector instead of N. The tables are built on the component's first draw
+// (a component of tiny weight is often never drawn).
 type component struct {
-	row *Row
-	// cum is the cumulative distribution over the row's explicit entries, then
-	// the remainder, in sampler.cum[cumLo:cumLo+len(row.Cat)+1].
-	cumLo int
+	row   *Row
+	built bool
+	// top is the explicit entry split on, -1 when every trial is drawn from
+	// rest (no entry holds at least half the row's mass).
+	top int
+	// miss[d] is P(D <= d) for the number D of trials missing top
+	// (unnormalised: compare with u * miss[len-1]), in sampler.tab.
+	missLo, missN int
+	// rest is the cumulative distribution over the row's explicit entries
+	// other than top, then the remainder, in sampler.tab.
+	restLo, restN int
 }
 
 // Sampler draws count vectors from a multinomial mixture (METHOD.md step 4). It
@@ -75,12 +88,16 @@ type component struct {
 type Sampler struct {
 	comps   []component
 	compCum []float64
-	cum     []float64
-	draw    []int32
+	guide   []int32
+	tab     []float64
 	pcg     rand.PCG
 	rng     *rand.Rand
-	order   []int32
-	scratch Counts
+	n       int
+	draw    []int32
+	vec     []int32 // sorted distinct categories of the current draw
+	cnt     []float64
+	slots   []int32 // open-addressing table of distinct vectors (index + 1)
+	hashes  []uint64
 }
 
 // Seed makes the draws a pure function of (seed, key, round): a retried bundle, a
@@ -92,13 +109,19 @@ func (s *Sampler) Seed(seed, key uint64, round int) {
 	}
 }
 
+// uniform is a uniform float64 in [0, 1), as rand.Float64 makes it, without
+// the interface call.
+func (s *Sampler) uniform() float64 {
+	return float64(s.pcg.Uint64()<<11>>11) / (1 << 53)
+}
+
 // SetMixture sets the mixture sum_j w[j] sum_k states[j].Pi[k] Mult(N, rho_jk).
 // Weights need not be normalised; items with zero weight or empty states are
 // skipped. It returns false when the mixture is empty.
 func (s *Sampler) SetMixture(states []*State, w []float64) bool {
 	s.comps = s.comps[:0]
 	s.compCum = s.compCum[:0]
-	s.cum = s.cum[:0]
+	s.tab = s.tab[:0]
 	var tot float64
 	for j, st := range states {
 		if w[j] <= 0 {
@@ -109,16 +132,9 @@ func (s *Sampler) SetMixture(states []*State, w []float64) bool {
 			if pw <= 0 {
 				continue
 			}
-			r := &st.Rows[k]
 			tot += pw
-			s.comps = append(s.comps, component{row: r, cumLo: len(s.cum)})
+			s.comps = append(s.comps, component{row: &st.Rows[k]})
 			s.compCum = append(s.compCum, tot)
-			var c float64
-			for _, p := range r.P {
-				c += p
-				s.cum = append(s.cum, c)
-			}
-			s.cum = append(s.cum, c+r.Rem)
 		}
 	}
 	if tot <= 0 {
@@ -127,7 +143,73 @@ func (s *Sampler) SetMixture(states []*State, w []float64) bool {
 	for i := range s.compCum {
 		s.compCum[i] /= tot
 	}
+	// Guide table (the cutpoint method): guide[i] is the first component whose
+	// cumulative weight exceeds i/M, so a pick starts there and steps on
+	// rarely; it returns exactly what a search from the start would.
+	m := len(s.comps)
+	s.guide = s.guide[:0]
+	j := 0
+	for i := 0; i < m; i++ {
+		for j < m-1 && s.compCum[j] <= float64(i)/float64(m) {
+			j++
+		}
+		s.guide = append(s.guide, int32(j))
+	}
 	return true
+}
+
+// pickComp returns the first component whose cumulative weight exceeds u.
+func (s *Sampler) pickComp(u float64) *component {
+	m := len(s.comps)
+	j := int(s.guide[min(int(u*float64(m)), m-1)])
+	for j < m-1 && s.compCum[j] <= u {
+		j++
+	}
+	return &s.comps[j]
+}
+
+// build lays out comp's tables (see component) for n trials.
+func (s *Sampler) build(comp *component, n int) {
+	r := comp.row
+	comp.built = true
+	var tot, best float64
+	top := -1
+	for e, p := range r.P {
+		tot += p
+		if p > best {
+			top, best = e, p
+		}
+	}
+	tot += r.Rem
+	comp.top = -1
+	if top >= 0 && best >= 0.5*tot {
+		// D ~ Binomial(n, q): pmf(0) = p^n, pmf(d+1) = pmf(d) (n-d)/(d+1) q/p.
+		// p >= 1/2 keeps p^n far from underflow for any practical n.
+		p := best / tot
+		q := 1 - p
+		if pn := math.Pow(p, float64(n)); pn > 1e-280 {
+			comp.top = top
+			comp.missLo, comp.missN = len(s.tab), n+1
+			f, c := pn, pn
+			s.tab = append(s.tab, c)
+			for d := 0; d < n; d++ {
+				f *= float64(n-d) / float64(d+1) * q / p
+				c += f
+				s.tab = append(s.tab, c)
+			}
+		}
+	}
+	comp.restLo = len(s.tab)
+	var c float64
+	for e, p := range r.P {
+		if e == comp.top {
+			continue
+		}
+		c += p
+		s.tab = append(s.tab, c)
+	}
+	s.tab = append(s.tab, c+r.Rem)
+	comp.restN = len(s.tab) - comp.restLo
 }
 
 // pick returns the first index whose cumulative value exceeds u (clamped).
@@ -155,27 +237,133 @@ func pick(cum []float64, u float64) int {
 // with near-diagonal rho most draws coincide, and EM's cost is per distinct
 // vector. Each vector picks ONE component (j, k) with probability w_j pi_jk and
 // draws all n trials from rho_jk (METHOD.md step 4; drawing trials from the
-// blended marginal would collapse the mixture to one component).
+// blended marginal would collapse the mixture to one component). Distinct
+// vectors come out in the order of their first draw, a function of the draws
+// alone.
 func (s *Sampler) Sample(dst *Counts, l, n, c int) {
-	raw := &s.scratch
-	raw.Reset()
-	for v := 0; v < l; v++ {
-		comp := &s.comps[pick(s.compCum, s.rng.Float64())]
-		row := comp.row
-		cum := s.cum[comp.cumLo : comp.cumLo+len(row.Cat)+1]
-		tot := cum[len(cum)-1]
-		s.draw = s.draw[:0]
-		for t := 0; t < n; t++ {
-			e := pick(cum, s.rng.Float64()*tot)
-			if e < len(row.Cat) {
-				s.draw = append(s.draw, row.Cat[e])
-				continue
-			}
-			s.draw = append(s.draw, s.uniformOutside(row.Cat, c))
+	if n != s.n {
+		// The binomial tables depend on n.
+		for i := range s.comps {
+			s.comps[i].built = false
 		}
-		raw.Add(s.draw, 1)
+		s.n = n
 	}
-	merge(dst, raw, &s.order)
+	dst.Reset()
+	size := 1
+	for size < 2*l {
+		size <<= 1
+	}
+	if len(s.slots) != size {
+		s.slots = make([]int32, size)
+	} else {
+		clear(s.slots)
+	}
+	s.hashes = s.hashes[:0]
+	for v := 0; v < l; v++ {
+		comp := s.pickComp(s.uniform())
+		if !comp.built {
+			s.build(comp, n)
+		}
+		row := comp.row
+		miss := n
+		s.draw = s.draw[:0]
+		if comp.top >= 0 {
+			// Linear from d = 0: the mass sits at small d (q <= 1/2).
+			cdf := s.tab[comp.missLo : comp.missLo+comp.missN]
+			u := s.uniform() * cdf[len(cdf)-1]
+			miss = 0
+			for miss < len(cdf)-1 && cdf[miss] <= u {
+				miss++
+			}
+		}
+		if miss > 0 {
+			rest := s.tab[comp.restLo : comp.restLo+comp.restN]
+			tot := rest[len(rest)-1]
+			for t := 0; t < miss; t++ {
+				e := pick(rest, s.uniform()*tot)
+				if comp.top >= 0 && e >= comp.top {
+					e++ // rest skips top
+				}
+				if e < len(row.Cat) {
+					s.draw = append(s.draw, row.Cat[e])
+					continue
+				}
+				s.draw = append(s.draw, s.uniformOutside(row.Cat, c))
+			}
+		}
+		s.vector(row, comp.top, n-miss)
+		s.insert(dst)
+	}
+}
+
+// vector sets s.vec, s.cnt to the sorted distinct categories of the current
+// draw: k trials of row entry top (when top >= 0) and the categories in s.draw.
+func (s *Sampler) vector(row *Row, top, k int) {
+	s.vec, s.cnt = s.vec[:0], s.cnt[:0]
+	if top >= 0 && k > 0 {
+		s.vec = append(s.vec, row.Cat[top])
+		s.cnt = append(s.cnt, float64(k))
+	}
+	for _, x := range s.draw {
+		found := false
+		for e, y := range s.vec {
+			if y == x {
+				s.cnt[e]++
+				found = true
+				break
+			}
+		}
+		if !found {
+			s.vec = append(s.vec, x)
+			s.cnt = append(s.cnt, 1)
+		}
+	}
+	sortEntries(s.vec, s.cnt)
+}
+
+// insert adds the current vector (s.vec, s.cnt) to dst with weight 1, or adds
+// 1 to the weight of an identical vector already there.
+func (s *Sampler) insert(dst *Counts) {
+	h := uint64(len(s.vec))
+	for e, x := range s.vec {
+		h = (h ^ uint64(x)<<8 ^ uint64(s.cnt[e])) * 0x9e3779b97f4a7c15
+	}
+	h ^= h >> 29
+	mask := uint64(len(s.slots) - 1)
+	for i := h & mask; ; i = (i + 1) & mask {
+		v := s.slots[i] - 1
+		if v < 0 {
+			s.slots[i] = int32(dst.Len()) + 1
+			s.hashes = append(s.hashes, h)
+			dst.Cat = append(dst.Cat, s.vec...)
+			dst.Cnt = append(dst.Cnt, s.cnt...)
+			dst.Off = append(dst.Off, int32(len(dst.Cat)))
+			dst.W = append(dst.W, 1)
+			var t float64
+			for _, x := range s.cnt {
+				t += x
+			}
+			dst.Trials = append(dst.Trials, t)
+			return
+		}
+		if s.hashes[v] == h && s.sameVec(dst, int(v)) {
+			dst.W[v]++
+			return
+		}
+	}
+}
+
+func (s *Sampler) sameVec(y *Counts, v int) bool {
+	lo, hi := int(y.Off[v]), int(y.Off[v+1])
+	if hi-lo != len(s.vec) {
+		return false
+	}
+	for e, x := range s.vec {
+		if y.Cat[lo+e] != x || y.Cnt[lo+e] != s.cnt[e] {
+			return false
+		}
+	}
+	return true
 }
 
 // uniformOutside draws a category uniformly from [0,c) minus cats (the
@@ -198,56 +386,4 @@ func (s *Sampler) uniformOutside(cats []int32, c int) int32 {
 			return x
 		}
 	}
-}
-
-// merge writes the distinct vectors of src into dst, weights summed, in a
-// canonical order (so EM's floating-point sums do not depend on draw order
-// beyond the draws themselves).
-func merge(dst, src *Counts, order *[]int32) {
-	dst.Reset()
-	o := (*order)[:0]
-	for i := 0; i < src.Len(); i++ {
-		o = append(o, int32(i))
-	}
-	*order = o
-	slices.SortFunc(o, func(a, b int32) int { return cmpVec(src, int(a), int(b)) })
-	for i := 0; i < len(o); i++ {
-		v := int(o[i])
-		if i > 0 && cmpVec(src, int(o[i-1]), v) == 0 {
-			dst.W[len(dst.W)-1] += src.W[v]
-			continue
-		}
-		lo, hi := src.Off[v], src.Off[v+1]
-		dst.Cat = append(dst.Cat, src.Cat[lo:hi]...)
-		dst.Cnt = append(dst.Cnt, src.Cnt[lo:hi]...)
-		dst.Off = append(dst.Off, int32(len(dst.Cat)))
-		dst.W = append(dst.W, src.W[v])
-		dst.Trials = append(dst.Trials, src.Trials[v])
-	}
-}
-
-func cmpVec(y *Counts, a, b int) int {
-	al, ah := int(y.Off[a]), int(y.Off[a+1])
-	bl, bh := int(y.Off[b]), int(y.Off[b+1])
-	for i, j := al, bl; i < ah && j < bh; i, j = i+1, j+1 {
-		if y.Cat[i] != y.Cat[j] {
-			if y.Cat[i] < y.Cat[j] {
-				return -1
-			}
-			return 1
-		}
-		if y.Cnt[i] != y.Cnt[j] {
-			if y.Cnt[i] < y.Cnt[j] {
-				return -1
-			}
-			return 1
-		}
-	}
-	switch {
-	case ah-al < bh-bl:
-		return -1
-	case ah-al > bh-bl:
-		return 1
-	}
-	return 0
 }

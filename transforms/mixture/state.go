@@ -1,8 +1,10 @@
 package mixture
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 )
 
@@ -13,6 +15,8 @@ type Row struct {
 	Cat []int32
 	P   []float64
 	Rem float64
+
+	ents []entry // sortRow's scratch
 }
 
 // Prob returns rho_c(cat) for a row over c categories.
@@ -173,7 +177,7 @@ func (s *State) Truncate(c0, maxEntries int) {
 		if len(r.Cat) <= maxEntries {
 			continue
 		}
-		sort.Sort(rowByProb{r})
+		sortRow(r)
 		for _, p := range r.P[maxEntries:] {
 			r.Rem += p
 		}
@@ -198,18 +202,33 @@ func (b byProb) Swap(i, j int) {
 	s.Rows[i], s.Rows[j] = s.Rows[j], s.Rows[i]
 }
 
-type rowByProb struct{ r *Row }
-
-func (b rowByProb) Len() int { return len(b.r.Cat) }
-func (b rowByProb) Less(i, j int) bool {
-	if b.r.P[i] != b.r.P[j] {
-		return b.r.P[i] > b.r.P[j]
+// sortRow sorts r's entries by probability, largest first (ties to the lower
+// category; categories are distinct, so the order is unique). A row out of EM
+// can hold hundreds of entries at large C: sorting (p, cat) pairs in place is
+// several times faster than sort.Sort's interface calls over two slices.
+func sortRow(r *Row) {
+	ents := r.ents[:0]
+	for e, c := range r.Cat {
+		ents = append(ents, entry{r.P[e], c})
 	}
-	return b.r.Cat[i] < b.r.Cat[j]
+	slices.SortFunc(ents, func(a, b entry) int {
+		switch {
+		case a.p > b.p:
+			return -1
+		case a.p < b.p:
+			return 1
+		}
+		return cmp.Compare(a.cat, b.cat)
+	})
+	for e, x := range ents {
+		r.P[e], r.Cat[e] = x.p, x.cat
+	}
+	r.ents = ents
 }
-func (b rowByProb) Swap(i, j int) {
-	b.r.Cat[i], b.r.Cat[j] = b.r.Cat[j], b.r.Cat[i]
-	b.r.P[i], b.r.P[j] = b.r.P[j], b.r.P[i]
+
+type entry struct {
+	p   float64
+	cat int32
 }
 
 // Check reports whether s is a valid state over c classes: classes in range and

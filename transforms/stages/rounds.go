@@ -80,37 +80,26 @@ func (f *roundFn) ProcessElement(ctx context.Context, it Items, cs CandStates, e
 		return fmt.Errorf("stages: round %d: empty candidate states", f.Round)
 	}
 	f.once.Do(func() { progress.RoundStarted(f.Round, f.Rounds) })
-	out := make([]mixture.State, n)
-	pool.Each(n, f.Workers, &f.scratch, func(w *engine.RoundScratch, i int) {
-		w.Reset(k)
-		for j := 0; j < k; j++ {
-			if c := it.Neigh[i*k+j]; c >= 0 {
-				cs.States.Get(w.Neighbour(it.Weight[i*k+j]), int(c))
-			}
-		}
-		it.State.Get(&w.Own, i)
-		var init *mixture.State
-		if it.Init.Len() > 0 {
-			it.Init.Get(&w.Init, i)
-			init = &w.Init
-		}
-		iw := f.Mixture.AnchorWeight(engine.Annotations(it.Labels[it.LabelOff[i]:it.LabelOff[i+1]]))
-		w.WS.Round(&w.Dst, &w.Own, init, iw, w.Neigh, w.W, uint64(it.IDs[i]), f.Round, &f.Mixture)
-		out[i].CopyFrom(&w.Dst)
-	})
 	next := it
-	next.State = mixture.States{}
-	next.State.Reset()
-	for i := range out {
-		next.State.Append(&out[i])
-	}
-	itemRounds.Inc(ctx, int64(n))
+	var ran int
+	next.State, ran = engine.RunRound(engine.Batch{N: n, K: k, Own: &it.State, Init: &it.Init,
+		Neighbour: func(i, j int) (*mixture.States, int, float64) {
+			if c := it.Neigh[i*k+j]; c >= 0 {
+				return &cs.States, int(c), it.Weight[i*k+j]
+			}
+			return nil, 0, 0
+		},
+		Annotations: func(i int) int { return engine.Annotations(it.Labels[it.LabelOff[i]:it.LabelOff[i+1]]) },
+		Key:         func(i int) uint64 { return uint64(it.IDs[i]) },
+	}, f.Round, f.Workers, &f.scratch, &f.Mixture)
+	itemRounds.Inc(ctx, int64(ran))
 	emit(next)
 	return nil
 }
 
-// itemRounds counts items times rounds run (summary.json's item_rounds):
-// every round stage, exact or ivf, adds its items once per round.
+// itemRounds counts the item-rounds that ran (summary.json's item_rounds):
+// every round stage, exact or ivf, adds the items it ran (settled items
+// skip: mixture.Params.ActiveTol).
 var itemRounds = beam.NewCounter("relabel", "item_rounds")
 
 func init() {

@@ -69,7 +69,8 @@ func init() {
 // for 3 rounds twice in one pipeline: the two runs' states are identical
 // (every draw is seeded from the seed, the item and the round); the
 // posteriors are distributions over at most C0 classes; the batches come out
-// whole; and 0 rounds leave the initial states as they were.
+// whole; the same holds when settled items skip rounds (ActiveTol); and 0
+// rounds leave the initial states as they were.
 func TestRoundsDeterministic(t *testing.T) {
 	const n, batch, d = 120, 25, 4
 	np := testNeighbourParams(6)
@@ -85,6 +86,13 @@ func TestRoundsDeterministic(t *testing.T) {
 	passert.Equals(s, sa, beam.ParDo(s, itemStates, b))
 	passert.Empty(s, beam.ParDo(s, &checkPosteriorsFn{C: np.Mixture.C, C0: np.Mixture.C0}, a))
 	passert.Sum(s, beam.ParDo(s, itemCount, a), "items", (n+batch-1)/batch, n)
+	// Skipping settled items (Moved travels through the coders) is as
+	// deterministic.
+	sp := rp
+	sp.Mixture.ActiveTol = 0.15
+	sa2 := beam.ParDo(s, itemStates, Rounds(s.Scope("skip-a"), items, sp))
+	passert.Equals(s, sa2, beam.ParDo(s, itemStates, Rounds(s.Scope("skip-b"), items, sp)))
+	passert.Count(s, sa2, "skip states", n)
 	// 0 rounds change nothing.
 	zero := Rounds(s.Scope("zero"), items, RoundsParams{Rounds: 0, Workers: 2, Mixture: np.Mixture})
 	passert.Equals(s, beam.ParDo(s, itemStates, zero), beam.ParDo(s, itemStates, items))

@@ -46,6 +46,7 @@ func putStates(w *wire.Writer, s *mixture.States) {
 	wire.Slice(w, s.RowOff)
 	wire.Slice(w, s.Cat)
 	wire.Slice(w, s.P)
+	wire.Slice(w, s.Moved)
 }
 
 func getStates(r *wire.Reader) mixture.States {
@@ -57,6 +58,7 @@ func getStates(r *wire.Reader) mixture.States {
 		RowOff:  wire.ReadSlice[int32](r),
 		Cat:     wire.ReadSlice[int32](r),
 		P:       wire.ReadSlice[float32](r),
+		Moved:   wire.ReadSlice[float32](r),
 	}
 }
 

@@ -1,0 +1,106 @@
+package engine
+
+import (
+	"github.com/relabel/relabel/transforms/internal/pool"
+	"github.com/relabel/relabel/transforms/mixture"
+)
+
+// Batch is one round's input for a batch of n items, wherever their states
+// live: Run's whole dataset, an exact-mode batch (transforms/stages) or an
+// ivf block (transforms/ivfstages). RunRound is the one round loop all
+// three share, so they skip and seed items the same way and a pipeline
+// computes bit for bit what Run computes.
+type Batch struct {
+	// N is the number of items, K the neighbour slots per item.
+	N, K int
+	// Own holds the items' states of the previous round, item i at i.
+	Own *mixture.States
+	// Init holds their initial states (nil or empty: no anchor).
+	Init *mixture.States
+	// Neighbour locates item i's neighbour j's state of the previous round:
+	// packed item at of ss, with its mixture weight; ss nil for none.
+	Neighbour func(i, j int) (ss *mixture.States, at int, weight float64)
+	// Annotations is item i's annotation count (mixture.Params.AnchorWeight).
+	Annotations func(i int) int
+	// Key is item i's key, for seeding its draws.
+	Key func(i int) uint64
+}
+
+// RunRound runs round r (mixture.Round) for every item of b on workers
+// goroutines and returns their next states, packed in item order, and how
+// many items ran. With p.ActiveTol > 0 an item runs only when it or one of
+// its neighbours moved more than the tolerance (States.Moved); the others
+// keep their state, and the result carries every item's Moved. With 0 every
+// item runs and nothing is tracked.
+func RunRound(b Batch, r, workers int, scratch *pool.Scratch[RoundScratch], p *mixture.Params) (mixture.States, int) {
+	n, k := b.N, b.K
+	out := make([]mixture.State, n)
+	ran := make([]bool, n)
+	var moved []float32
+	track := p.ActiveTol > 0
+	if track {
+		moved = make([]float32, n)
+	}
+	tol := float32(p.ActiveTol)
+	pool.Each(n, workers, scratch, func(w *RoundScratch, i int) {
+		if track && !b.active(i, tol) {
+			moved[i] = b.Own.Moved[i]
+			return
+		}
+		w.Reset(k)
+		for j := 0; j < k; j++ {
+			if ss, at, wt := b.Neighbour(i, j); ss != nil {
+				ss.Get(w.Neighbour(wt), at)
+			}
+		}
+		b.Own.Get(&w.Own, i)
+		var init *mixture.State
+		if b.Init != nil && b.Init.Len() > 0 {
+			b.Init.Get(&w.Init, i)
+			init = &w.Init
+		}
+		iw := p.AnchorWeight(b.Annotations(i))
+		w.WS.Round(&w.Dst, &w.Own, init, iw, w.Neigh, w.W, b.Key(i), r, p)
+		// What the packed states carry: the distance, and so which items
+		// run next round, is the same in process and in a pipeline.
+		w.Dst.Quantize()
+		if track {
+			// A move over the tolerance was announced (it made this
+			// item and its neighbours run): count afresh from here.
+			prev := b.Own.MovedOf(i)
+			if prev > tol {
+				prev = 0
+			}
+			moved[i] = prev + float32(mixture.Distance(&w.Own, &w.Dst, p.C))
+		}
+		out[i].CopyFrom(&w.Dst)
+		ran[i] = true
+	})
+	var next mixture.States
+	next.Reset()
+	count := 0
+	for i := range out {
+		if ran[i] {
+			next.Append(&out[i])
+			count++
+		} else {
+			next.AppendFrom(b.Own, i)
+		}
+	}
+	next.Moved = moved
+	return next, count
+}
+
+// active reports whether item i must run: its own state or a neighbour's
+// (with weight, as mixture.Round counts them) moved more than tol.
+func (b *Batch) active(i int, tol float32) bool {
+	if b.Own.MovedOf(i) > tol {
+		return true
+	}
+	for j := 0; j < b.K; j++ {
+		if ss, at, wt := b.Neighbour(i, j); ss != nil && wt > 0 && ss.MovedOf(at) > tol {
+			return true
+		}
+	}
+	return false
+}
