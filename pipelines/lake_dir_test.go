@@ -38,7 +38,7 @@ func writeDay(t testing.TB, path string, r *schemas.Rows) {
 // dirConfig is an incremental run over the directory lake in/*.parquet.
 func dirConfig(in, out string) pipelines.Options {
 	o := pipelines.Defaults()
-	o.Rounds, o.L = lakeRounds, 100
+	o.Rounds = lakeRounds // the defaults' L: see testLake.config
 	o.Input, o.Output = blobio.Join(in, "*.parquet"), out
 	o.Lake.Incremental = true
 	return o
@@ -170,7 +170,7 @@ func TestLakeDirIncrementalDigits(t *testing.T) {
 
 	// One full run over the whole directory.
 	full := pipelines.Defaults()
-	full.Rounds, full.L = lakeRounds, 100
+	full.Rounds = lakeRounds
 	full.Input, full.Output = cfg.Input, filepath.Join(t.TempDir(), "full")
 	if _, err := pipelines.Run(ctx, full, embedded); err != nil {
 		t.Fatal(err)
