@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/relabel/relabel/transforms/internal/splitmix"
@@ -106,6 +107,9 @@ func (wb *WeightBuffer) Weights(dst []float64, q, cands knn.Matrix, res *knn.Res
 		}
 		wb.lens[i] = l
 	}
+	if w != Uniform && slices.Contains(wb.lens, 0) {
+		return wb.weightsIsolated(dst, q, cands, res, w, lp, coder)
+	}
 	if w == Uniform {
 		for i := 0; i < b; i++ {
 			for j := 0; j < k; j++ {
@@ -140,6 +144,42 @@ func (wb *WeightBuffer) Weights(dst []float64, q, cands knn.Matrix, res *knn.Res
 				dst[i*k+j] = 0.5*dst[i*k+j] + 0.5/float64(wb.lens[i])
 			}
 		}
+	}
+	return nil
+}
+
+// weightsIsolated is Weights for a batch in which some query has no valid
+// neighbour at all. ivf can leave a row so: k-means may keep an outlier's
+// centroid to itself, and the home partition of that row then stores no other
+// row. Such a row gets no weights, so its round mixes its own state alone
+// (mixture.Workspace.Round), as an isolated item should; llc.Coder refuses a
+// neighbourhood of Len 0, so the others are coded as a batch of their own.
+func (wb *WeightBuffer) weightsIsolated(dst []float64, q, cands knn.Matrix, res *knn.Result, w Weighting, lp llc.Params, coder llc.Coder) error {
+	b, k, d := q.Rows, res.K, q.Cols
+	var keep []int
+	for i, l := range wb.lens {
+		if l > 0 {
+			keep = append(keep, i)
+		}
+	}
+	sub := knn.Matrix{Rows: len(keep), Cols: d, Data: make([]float32, 0, len(keep)*d)}
+	var sr knn.Result
+	sr.Reset(len(keep), k)
+	for a, i := range keep {
+		sub.Data = append(sub.Data, q.Row(i)...)
+		copy(sr.Index[a*k:(a+1)*k], res.Index[i*k:(i+1)*k])
+		copy(sr.Dist[a*k:(a+1)*k], res.Dist[i*k:(i+1)*k])
+	}
+	sd := make([]float64, len(keep)*k)
+	if len(keep) > 0 {
+		var inner WeightBuffer
+		if err := inner.Weights(sd, sub, cands, &sr, w, lp, coder); err != nil {
+			return err
+		}
+	}
+	clear(dst[:b*k])
+	for a, i := range keep {
+		copy(dst[i*k:(i+1)*k], sd[a*k:(a+1)*k])
 	}
 	return nil
 }
