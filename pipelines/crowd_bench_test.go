@@ -72,43 +72,72 @@ func BenchmarkCrowdLabelOnly(b *testing.B) {
 			}
 			cfg := pipelines.Defaults()
 			cfg.Annotations = filepath.Join(in, "*.parquet")
-			cfg.Report = false
-			cfg.SpillDir = pipelines.Some("none")
-			if os.Getenv("CROWD_SPILL") != "none" {
-				cfg.SpillDir = pipelines.Some(b.TempDir())
-			}
-			b.ResetTimer()
-			for it := 0; it < b.N; it++ {
-				b.StopTimer()
-				freeMemory(b)
-				cfg.Output = filepath.Join(b.TempDir(), "out")
-				os.RemoveAll(cfg.Output)
-				b.StartTimer()
-				t0, c0 := time.Now(), cpuTime(b)
-				if p := os.Getenv("CROWD_HEAPPROF"); p != "" {
-					// A heap profile while the job runs (CROWD_HEAPPROF_S
-					// seconds in): what the runner holds between iterations.
-					go func() {
-						s, _ := strconv.Atoi(os.Getenv("CROWD_HEAPPROF_S"))
-						time.Sleep(time.Duration(max(s, 1)) * time.Second)
-						if f, err := os.Create(p); err == nil {
-							pprof.WriteHeapProfile(f)
-							f.Close()
-						}
-					}()
-				}
-				sum, err := pipelines.Run(context.Background(), cfg, prism)
-				if err != nil {
-					b.Fatal(err)
-				}
-				wall, cpu := time.Since(t0), cpuTime(b)-c0
-				b.StopTimer()
-				b.ReportMetric(float64(3*n)/wall.Seconds(), "annotations/s")
-				b.ReportMetric(cpu.Seconds(), "cpu-s")
-				b.ReportMetric(float64(peakRSS(b))/(1<<20), "peak-MiB")
-				b.Logf("%d items, %d annotations, spill %s: wall %.1fs, cpu %.1fs, peak %d MiB, %d shards, %d changed, annotators %+v", sum.Rows, 3*n, cfg.SpillDir.V, wall.Seconds(), cpu.Seconds(), peakRSS(b)>>20, len(sum.Shards), sum.Changed, sum.Annotators)
-				b.StartTimer()
-			}
+			runCrowdBench(b, cfg, n)
 		})
+	}
+}
+
+// BenchmarkCrowdFeatures runs an annotator-aware run with features
+// (pipelines.Run on Prism, 30 EM iterations, sample neighbours with
+// --rounds 4 --l 100: the crowd stages, not the neighbour search, are what
+// is measured) on n items of 4 features with an annotators column (3
+// annotations each from 10,000 annotators), C = 10, at named sizes. Each
+// iteration's candidate posteriors (n x C floats) are the next E step's
+// side input: spilled, Prism keeps a reference to them, not the floats.
+// Reports as BenchmarkCrowdLabelOnly; CROWD_SPILL=none as there.
+func BenchmarkCrowdFeatures(b *testing.B) {
+	for _, n := range []int{50_000, 200_000} {
+		b.Run("items="+strconv.Itoa(n), func(b *testing.B) {
+			const C = 10
+			cr := crowd.Simulate(n, C, 3, crowdBenchAnnotators(), 7)
+			items := filepath.Join(b.TempDir(), "items.parquet")
+			writeCrowdItems(b, items, cr, C, true)
+			cfg := pipelines.Defaults()
+			cfg.Input, cfg.Format = items, shardio.Parquet
+			cfg.Rounds, cfg.L, cfg.Neighbours = 4, 100, pipelines.NeighboursSample
+			runCrowdBench(b, cfg, n)
+		})
+	}
+}
+
+// runCrowdBench runs cfg (its Output and SpillDir set here) b.N times and
+// reports annotations/s (3 per item), CPU seconds, peak RSS.
+func runCrowdBench(b *testing.B, cfg pipelines.Options, n int) {
+	cfg.Report = false
+	cfg.SpillDir = pipelines.Some("none")
+	if os.Getenv("CROWD_SPILL") != "none" {
+		cfg.SpillDir = pipelines.Some(b.TempDir())
+	}
+	b.ResetTimer()
+	for it := 0; it < b.N; it++ {
+		b.StopTimer()
+		freeMemory(b)
+		cfg.Output = filepath.Join(b.TempDir(), "out")
+		os.RemoveAll(cfg.Output)
+		b.StartTimer()
+		t0, c0 := time.Now(), cpuTime(b)
+		if p := os.Getenv("CROWD_HEAPPROF"); p != "" {
+			// A heap profile while the job runs (CROWD_HEAPPROF_S
+			// seconds in): what the runner holds between iterations.
+			go func() {
+				s, _ := strconv.Atoi(os.Getenv("CROWD_HEAPPROF_S"))
+				time.Sleep(time.Duration(max(s, 1)) * time.Second)
+				if f, err := os.Create(p); err == nil {
+					pprof.WriteHeapProfile(f)
+					f.Close()
+				}
+			}()
+		}
+		sum, err := pipelines.Run(context.Background(), cfg, prism)
+		if err != nil {
+			b.Fatal(err)
+		}
+		wall, cpu := time.Since(t0), cpuTime(b)-c0
+		b.StopTimer()
+		b.ReportMetric(float64(3*n)/wall.Seconds(), "annotations/s")
+		b.ReportMetric(cpu.Seconds(), "cpu-s")
+		b.ReportMetric(float64(peakRSS(b))/(1<<20), "peak-MiB")
+		b.Logf("%d items, %d annotations, spill %s: wall %.1fs, cpu %.1fs, peak %d MiB, %d shards, %d changed, annotators %+v", sum.Rows, 3*n, cfg.SpillDir.V, wall.Seconds(), cpu.Seconds(), peakRSS(b)>>20, len(sum.Shards), sum.Changed, sum.Annotators)
+		b.StartTimer()
 	}
 }
