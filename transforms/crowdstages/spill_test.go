@@ -110,7 +110,8 @@ func TestSpillLabelOnly(t *testing.T) {
 }
 
 // TestSpillWithFeatures: the same with features (neighbour priors from the
-// candidates' posteriors of the previous iteration).
+// candidates' posteriors of the previous iteration, spilled too: their
+// generation goes with the batches', so only the last one is left).
 func TestSpillWithFeatures(t *testing.T) {
 	const iterations, K = 4, 5
 	cr := crowd.Simulate(300, testC, 2, testAnnotators(), 33)
