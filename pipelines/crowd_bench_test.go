@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"runtime/pprof"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -140,4 +142,53 @@ func runCrowdBench(b *testing.B, cfg pipelines.Options, n int) {
 		b.Logf("%d items, %d annotations, spill %s: wall %.1fs, cpu %.1fs, peak %d MiB, %d shards, %d changed, annotators %+v", sum.Rows, 3*n, cfg.SpillDir.V, wall.Seconds(), cpu.Seconds(), peakRSS(b)>>20, len(sum.Shards), sum.Changed, sum.Annotators)
 		b.StartTimer()
 	}
+}
+
+// sampleRSS samples the process's resident set (MiB) every d until the
+// returned function is called, which returns the samples.
+func sampleRSS(d time.Duration) func() []int {
+	var (
+		mu   sync.Mutex
+		out  []int
+		done = make(chan struct{})
+	)
+	go func() {
+		t := time.NewTicker(d)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				s, _ := os.ReadFile("/proc/self/status")
+				for _, l := range strings.Split(string(s), "\n") {
+					if f := strings.Fields(l); len(f) == 3 && f[0] == "VmRSS:" {
+						kb, _ := strconv.Atoi(f[1])
+						mu.Lock()
+						out = append(out, kb>>10)
+						mu.Unlock()
+					}
+				}
+			}
+		}
+	}()
+	return func() []int {
+		close(done)
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]int(nil), out...)
+	}
+}
+
+// thin keeps about n evenly spaced values of xs, the last included.
+func thin(xs []int, n int) []int {
+	step := max(1, len(xs)/n)
+	var out []int
+	for i := 0; i < len(xs); i += step {
+		out = append(out, xs[i])
+	}
+	if len(xs) > 0 && (len(xs)-1)%step != 0 {
+		out = append(out, xs[len(xs)-1])
+	}
+	return out
 }
