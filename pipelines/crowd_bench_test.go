@@ -130,12 +130,23 @@ func runCrowdBench(b *testing.B, cfg pipelines.Options, n int) {
 				}
 			}()
 		}
+		rss := sampleRSS(time.Second)
 		sum, err := pipelines.Run(context.Background(), cfg, prism)
 		if err != nil {
 			b.Fatal(err)
 		}
 		wall, cpu := time.Since(t0), cpuTime(b)-c0
+		series := rss()
 		b.StopTimer()
+		// The peak of the run's second half: the EM iterations, after the
+		// read and the neighbour search (whose peak VmHWM may hide what
+		// the iterations accumulate).
+		late := 0
+		for _, v := range series[len(series)/2:] {
+			late = max(late, v)
+		}
+		b.ReportMetric(float64(late), "late-peak-MiB")
+		b.Logf("RSS (MiB) sampled every %d s: %v", max(1, len(series)/12), thin(series, 12))
 		b.ReportMetric(float64(3*n)/wall.Seconds(), "annotations/s")
 		b.ReportMetric(cpu.Seconds(), "cpu-s")
 		b.ReportMetric(float64(peakRSS(b))/(1<<20), "peak-MiB")
