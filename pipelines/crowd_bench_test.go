@@ -86,10 +86,19 @@ func BenchmarkCrowdLabelOnly(b *testing.B) {
 // annotations each from 10,000 annotators), C = 10, at named sizes. Each
 // iteration's candidate posteriors (n x C floats) are the next E step's
 // side input: spilled, Prism keeps a reference to them, not the floats.
+// They are candidates x C floats: with the default 15,000 candidates a
+// small part of the memory; with every item a candidate (the
+// candidates=N case, which searches like exact mode) they grew with the
+// iterations before they were spilled.
 // Reports as BenchmarkCrowdLabelOnly; CROWD_SPILL=none as there.
 func BenchmarkCrowdFeatures(b *testing.B) {
-	for _, n := range []int{50_000, 200_000} {
-		b.Run("items="+strconv.Itoa(n), func(b *testing.B) {
+	for _, tc := range []struct{ n, cands int }{{50_000, 0}, {200_000, 0}, {100_000, 100_000}} {
+		n := tc.n
+		name := "items=" + strconv.Itoa(n)
+		if tc.cands > 0 {
+			name += "/candidates=" + strconv.Itoa(tc.cands)
+		}
+		b.Run(name, func(b *testing.B) {
 			const C = 10
 			cr := crowd.Simulate(n, C, 3, crowdBenchAnnotators(), 7)
 			items := filepath.Join(b.TempDir(), "items.parquet")
@@ -97,6 +106,9 @@ func BenchmarkCrowdFeatures(b *testing.B) {
 			cfg := pipelines.Defaults()
 			cfg.Input, cfg.Format = items, shardio.Parquet
 			cfg.Rounds, cfg.L, cfg.Neighbours = 4, 100, pipelines.NeighboursSample
+			if tc.cands > 0 {
+				cfg.Candidates = pipelines.Some(tc.cands)
+			}
 			runCrowdBench(b, cfg, n)
 		})
 	}
