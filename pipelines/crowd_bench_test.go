@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"runtime/pprof"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -72,43 +74,144 @@ func BenchmarkCrowdLabelOnly(b *testing.B) {
 			}
 			cfg := pipelines.Defaults()
 			cfg.Annotations = filepath.Join(in, "*.parquet")
-			cfg.Report = false
-			cfg.SpillDir = pipelines.Some("none")
-			if os.Getenv("CROWD_SPILL") != "none" {
-				cfg.SpillDir = pipelines.Some(b.TempDir())
-			}
-			b.ResetTimer()
-			for it := 0; it < b.N; it++ {
-				b.StopTimer()
-				freeMemory(b)
-				cfg.Output = filepath.Join(b.TempDir(), "out")
-				os.RemoveAll(cfg.Output)
-				b.StartTimer()
-				t0, c0 := time.Now(), cpuTime(b)
-				if p := os.Getenv("CROWD_HEAPPROF"); p != "" {
-					// A heap profile while the job runs (CROWD_HEAPPROF_S
-					// seconds in): what the runner holds between iterations.
-					go func() {
-						s, _ := strconv.Atoi(os.Getenv("CROWD_HEAPPROF_S"))
-						time.Sleep(time.Duration(max(s, 1)) * time.Second)
-						if f, err := os.Create(p); err == nil {
-							pprof.WriteHeapProfile(f)
-							f.Close()
-						}
-					}()
-				}
-				sum, err := pipelines.Run(context.Background(), cfg, prism)
-				if err != nil {
-					b.Fatal(err)
-				}
-				wall, cpu := time.Since(t0), cpuTime(b)-c0
-				b.StopTimer()
-				b.ReportMetric(float64(3*n)/wall.Seconds(), "annotations/s")
-				b.ReportMetric(cpu.Seconds(), "cpu-s")
-				b.ReportMetric(float64(peakRSS(b))/(1<<20), "peak-MiB")
-				b.Logf("%d items, %d annotations, spill %s: wall %.1fs, cpu %.1fs, peak %d MiB, %d shards, %d changed, annotators %+v", sum.Rows, 3*n, cfg.SpillDir.V, wall.Seconds(), cpu.Seconds(), peakRSS(b)>>20, len(sum.Shards), sum.Changed, sum.Annotators)
-				b.StartTimer()
-			}
+			runCrowdBench(b, cfg, n)
 		})
 	}
+}
+
+// BenchmarkCrowdFeatures runs an annotator-aware run with features
+// (pipelines.Run on Prism, 30 EM iterations, sample neighbours with
+// --rounds 4 --l 100: the crowd stages, not the neighbour search, are what
+// is measured) on n items of 4 features with an annotators column (3
+// annotations each from 10,000 annotators), C = 10, at named sizes. Each
+// iteration's candidate posteriors (n x C floats) are the next E step's
+// side input: spilled, Prism keeps a reference to them, not the floats.
+// They are candidates x C floats: with the default 15,000 candidates a
+// small part of the memory; with every item a candidate (the
+// candidates=N case, which searches like exact mode) they grew with the
+// iterations before they were spilled.
+// Reports as BenchmarkCrowdLabelOnly; CROWD_SPILL=none as there.
+func BenchmarkCrowdFeatures(b *testing.B) {
+	for _, tc := range []struct{ n, cands int }{{50_000, 0}, {200_000, 0}, {100_000, 100_000}} {
+		n := tc.n
+		name := "items=" + strconv.Itoa(n)
+		if tc.cands > 0 {
+			name += "/candidates=" + strconv.Itoa(tc.cands)
+		}
+		b.Run(name, func(b *testing.B) {
+			const C = 10
+			cr := crowd.Simulate(n, C, 3, crowdBenchAnnotators(), 7)
+			items := filepath.Join(b.TempDir(), "items.parquet")
+			writeCrowdItems(b, items, cr, C, true)
+			cfg := pipelines.Defaults()
+			cfg.Input, cfg.Format = items, shardio.Parquet
+			cfg.Rounds, cfg.L, cfg.Neighbours = 4, 100, pipelines.NeighboursSample
+			if tc.cands > 0 {
+				cfg.Candidates = pipelines.Some(tc.cands)
+			}
+			runCrowdBench(b, cfg, n)
+		})
+	}
+}
+
+// runCrowdBench runs cfg (its Output and SpillDir set here) b.N times and
+// reports annotations/s (3 per item), CPU seconds, peak RSS.
+func runCrowdBench(b *testing.B, cfg pipelines.Options, n int) {
+	cfg.Report = false
+	cfg.SpillDir = pipelines.Some("none")
+	if os.Getenv("CROWD_SPILL") != "none" {
+		cfg.SpillDir = pipelines.Some(b.TempDir())
+	}
+	b.ResetTimer()
+	for it := 0; it < b.N; it++ {
+		b.StopTimer()
+		freeMemory(b)
+		cfg.Output = filepath.Join(b.TempDir(), "out")
+		os.RemoveAll(cfg.Output)
+		b.StartTimer()
+		t0, c0 := time.Now(), cpuTime(b)
+		if p := os.Getenv("CROWD_HEAPPROF"); p != "" {
+			// A heap profile while the job runs (CROWD_HEAPPROF_S
+			// seconds in): what the runner holds between iterations.
+			go func() {
+				s, _ := strconv.Atoi(os.Getenv("CROWD_HEAPPROF_S"))
+				time.Sleep(time.Duration(max(s, 1)) * time.Second)
+				if f, err := os.Create(p); err == nil {
+					pprof.WriteHeapProfile(f)
+					f.Close()
+				}
+			}()
+		}
+		rss := sampleRSS(time.Second)
+		sum, err := pipelines.Run(context.Background(), cfg, prism)
+		if err != nil {
+			b.Fatal(err)
+		}
+		wall, cpu := time.Since(t0), cpuTime(b)-c0
+		series := rss()
+		b.StopTimer()
+		// The peak of the run's second half: the EM iterations, after the
+		// read and the neighbour search (whose peak VmHWM may hide what
+		// the iterations accumulate).
+		late := 0
+		for _, v := range series[len(series)/2:] {
+			late = max(late, v)
+		}
+		b.ReportMetric(float64(late), "late-peak-MiB")
+		b.Logf("RSS (MiB) sampled every %d s: %v", max(1, len(series)/12), thin(series, 12))
+		b.ReportMetric(float64(3*n)/wall.Seconds(), "annotations/s")
+		b.ReportMetric(cpu.Seconds(), "cpu-s")
+		b.ReportMetric(float64(peakRSS(b))/(1<<20), "peak-MiB")
+		b.Logf("%d items, %d annotations, spill %s: wall %.1fs, cpu %.1fs, peak %d MiB, %d shards, %d changed, annotators %+v", sum.Rows, 3*n, cfg.SpillDir.V, wall.Seconds(), cpu.Seconds(), peakRSS(b)>>20, len(sum.Shards), sum.Changed, sum.Annotators)
+		b.StartTimer()
+	}
+}
+
+// sampleRSS samples the process's resident set (MiB) every d until the
+// returned function is called, which returns the samples.
+func sampleRSS(d time.Duration) func() []int {
+	var (
+		mu   sync.Mutex
+		out  []int
+		done = make(chan struct{})
+	)
+	go func() {
+		t := time.NewTicker(d)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				s, _ := os.ReadFile("/proc/self/status")
+				for _, l := range strings.Split(string(s), "\n") {
+					if f := strings.Fields(l); len(f) == 3 && f[0] == "VmRSS:" {
+						kb, _ := strconv.Atoi(f[1])
+						mu.Lock()
+						out = append(out, kb>>10)
+						mu.Unlock()
+					}
+				}
+			}
+		}
+	}()
+	return func() []int {
+		close(done)
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]int(nil), out...)
+	}
+}
+
+// thin keeps about n evenly spaced values of xs, the last included.
+func thin(xs []int, n int) []int {
+	step := max(1, len(xs)/n)
+	var out []int
+	for i := 0; i < len(xs); i += step {
+		out = append(out, xs[i])
+	}
+	if len(xs) > 0 && (len(xs)-1)%step != 0 {
+		out = append(out, xs[len(xs)-1])
+	}
+	return out
 }

@@ -10,8 +10,8 @@ import (
 	"github.com/relabel/relabel/transforms/crowd"
 )
 
-// TestCrowdSpill: annotator-aware runs with their EM batches spilled to
-// files (what relabel run does on the embedded runner) write the same bytes
+// TestCrowdSpill: annotator-aware runs with their EM batches, models and
+// (with features) candidate posteriors spilled to files (what relabel run does on the embedded runner) write the same bytes
 // as with them in the runner's memory (--spill-dir none), in label-only mode
 // and with features, and remove their spill directory.
 func TestCrowdSpill(t *testing.T) {

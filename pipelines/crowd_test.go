@@ -108,7 +108,7 @@ func TestLabelOnlyRun(t *testing.T) {
 // writeCrowdItems writes items (ids 100+i, features: the class centre plus
 // noise, labels, and an annotators list column when withAnnotators) as one
 // Parquet shard of two row groups.
-func writeCrowdItems(t *testing.T, path string, cr *crowd.Crowd, C int, withAnnotators bool) {
+func writeCrowdItems(t testing.TB, path string, cr *crowd.Crowd, C int, withAnnotators bool) {
 	t.Helper()
 	const d = 4
 	fields := []arrow.Field{

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -29,6 +30,7 @@ func reportCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	out := fs.String("out", "", "the page to write (default DIR/report.html)")
 	top := fs.Int("top", reportio.DefaultTop, "how many of the likeliest wrong labels to list")
 	pairs := fs.Int("pairs", reportio.DefaultPairs, "how many confused class pairs to list")
+	annRows := fs.Int("annotators-rows", reportio.DefaultAnnotators, "annotator-aware runs: how many unflagged annotators the annotators table lists (spammers and adversaries always are); 0: none")
 	// DIR may come before or after the flags.
 	var dir string
 	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
@@ -58,7 +60,7 @@ func reportCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if top0 == 0 {
 		top0 = -1 // reportio's zero means its default; --top 0 means none
 	}
-	path, err := reportio.Write(ctx, dir, reportio.Options{Out: *out, Top: top0, Pairs: *pairs})
+	path, err := reportio.Write(ctx, dir, reportio.Options{Out: *out, Top: top0, Pairs: *pairs, Annotators: cmp.Or(*annRows, -1)})
 	if err != nil {
 		return err
 	}

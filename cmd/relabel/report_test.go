@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -474,5 +475,58 @@ func TestCrowdReportInBrowser(t *testing.T) {
 	}
 	if !slices.IsSorted(after.Labels) || len(after.Labels) != wantRows {
 		t.Errorf("after a click on labels given: %v, want %d rows ascending", after.Labels, wantRows)
+	}
+}
+
+// TestReportAnnotatorsRows: --annotators-rows bounds the unflagged rows of
+// the annotators table (the rest are counted as not shown); 0 lists none.
+func TestReportAnnotatorsRows(t *testing.T) {
+	ann := make([]crowd.SimAnnotator, 40)
+	for a := range ann {
+		ann[a] = crowd.SimAnnotator{Kind: crowd.Expert, Acc: 0.7 + 0.005*float64(a)}
+	}
+	cr := crowd.Simulate(1500, 3, 3, ann, 43)
+	in := t.TempDir()
+	var ids, anns []int64
+	var labs []int32
+	for i := 0; i < cr.Items.Len(); i++ {
+		a, l := cr.Items.Item(i)
+		for k := range a {
+			ids, anns, labs = append(ids, int64(i)), append(anns, a[k]), append(labs, l[k])
+		}
+	}
+	if err := annotio.WriteAnnotations(context.Background(), blobio.Local{}, filepath.Join(in, "ann.parquet"), shardio.Parquet, ids, nil, anns, nil, labs, 10000); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "out")
+	mustRelabel(t, "run", "--annotations", filepath.Join(in, "*.parquet"), "--output", out, "--crowd-iters", "5", "--format", "parquet")
+	hiddenRe := regexp.MustCompile(`<span id="annotators-hidden">([0-9,]+)</span>`)
+	hidden := func(args ...string) int {
+		t.Helper()
+		page := filepath.Join(t.TempDir(), "report.html")
+		var stdout, stderr bytes.Buffer
+		if err := reportCmd(context.Background(), append([]string{out, "--out", page}, args...), &stdout, &stderr); err != nil {
+			t.Fatalf("relabel report %q: %v\n%s", args, err, stderr.String())
+		}
+		b, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := hiddenRe.FindSubmatch(b)
+		if m == nil {
+			t.Fatalf("relabel report %q: no annotators-hidden count in the page", args)
+		}
+		n, err := strconv.Atoi(strings.ReplaceAll(string(m[1]), ",", ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	all, five, none := hidden(), hidden("--annotators-rows", "5"), hidden("--annotators-rows", "0")
+	if all != 0 {
+		t.Errorf("default: %d of 40 annotators not shown, want every one shown", all)
+	}
+	if none-five != 5 || none < 10 {
+		t.Errorf("--annotators-rows 5 hides %d, 0 hides %d: want 5 more shown with 5, and most of the 40 unflagged", five, none)
 	}
 }

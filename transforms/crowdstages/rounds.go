@@ -63,9 +63,12 @@ func (f *estimateFn) ProcessElement(s crowd.Stats, emit func(modelMsg)) error {
 }
 
 // candPostsFn collects the candidates' posteriors of one iteration, in
-// candidate order: the side input of the next E step with features.
+// candidate order: the side input of the next E step with features, inline
+// or, spilled, as the candidate file of generation Gen (candMsg).
 type candPostsFn struct {
-	C int
+	C     int
+	Gen   int
+	Spill Spill
 }
 
 func (f *candPostsFn) CreateAccumulator() CandPosts { return CandPosts{C: f.C} }
@@ -90,7 +93,7 @@ func (f *candPostsFn) MergeAccumulators(a, b CandPosts) CandPosts {
 	return a
 }
 
-func (f *candPostsFn) ExtractOutput(a CandPosts) CandPosts {
+func (f *candPostsFn) ExtractOutput(a CandPosts) (candMsg, error) {
 	C := f.C
 	order := make([]int, len(a.Idx))
 	for i := range order {
@@ -101,7 +104,7 @@ func (f *candPostsFn) ExtractOutput(a CandPosts) CandPosts {
 	for _, i := range order {
 		out.Post = append(out.Post, a.Post[i*C:(i+1)*C]...)
 	}
-	return out
+	return f.Spill.putCand(f.Gen, &out)
 }
 
 // eStepFn is the E step of a batch without neighbours: iteration Round's
@@ -147,11 +150,15 @@ type eStepNbFn struct {
 	prior []float64
 }
 
-func (f *eStepNbFn) ProcessElement(b Batch, mm modelMsg, cp CandPosts, emit func(Batch)) error {
+func (f *eStepNbFn) ProcessElement(b Batch, mm modelMsg, cm candMsg, emit func(Batch)) error {
 	if err := b.unspill(); err != nil {
 		return err
 	}
 	m, err := mm.get()
+	if err != nil {
+		return err
+	}
+	cp, err := cm.get()
 	if err != nil {
 		return err
 	}
@@ -188,9 +195,9 @@ func init() {
 	register.Combiner3[crowd.Stats, Batch, crowd.Stats](&statsFn{})
 	register.DoFn2x1[crowd.Stats, func(modelMsg), error](&estimateFn{})
 	register.Emitter1[modelMsg]()
-	register.Combiner3[CandPosts, Batch, CandPosts](&candPostsFn{})
+	register.Combiner3[CandPosts, Batch, candMsg](&candPostsFn{})
 	register.DoFn3x1[Batch, modelMsg, func(Batch), error](&eStepFn{})
-	register.DoFn4x1[Batch, modelMsg, CandPosts, func(Batch), error](&eStepNbFn{})
+	register.DoFn4x1[Batch, modelMsg, candMsg, func(Batch), error](&eStepNbFn{})
 }
 
 // rounds runs p.Iterations EM iterations over batches (PCollection<Batch>,
@@ -207,7 +214,7 @@ func rounds(s beam.Scope, batches beam.PCollection, p crowd.Params, withNeighbou
 		rs := s.Scope(fmt.Sprintf("iteration %d", r+1))
 		m := model(rs, batches, r)
 		if withNeighbours {
-			cp := beam.Combine(rs, &candPostsFn{C: p.C}, batches)
+			cp := beam.Combine(rs, &candPostsFn{C: p.C, Gen: r, Spill: sp}, batches)
 			batches = beam.ParDo(rs, &eStepNbFn{Params: p, Round: r + 1, Spill: sp}, batches, beam.SideInput{Input: m}, beam.SideInput{Input: cp})
 		} else {
 			batches = beam.ParDo(rs, &eStepFn{Params: p, Round: r + 1, Spill: sp}, batches, beam.SideInput{Input: m})

@@ -25,8 +25,9 @@ import (
 // batches it is running. On Flink and Dataflow the shuffle spreads over
 // workers and disks, so spilling is off there (Dir empty).
 //
-// Generation r holds the batches of iteration r (0: the join's) and the
-// model estimated from them (modelMsg), read by iteration r+1. Files are
+// Generation r holds the batches of iteration r (0: the join's), the
+// model estimated from them (modelMsg) and, with features, their
+// candidates' posteriors (candMsg), both read by iteration r+1. Files are
 // named by batch, so a retried bundle rewrites the same bytes. Iteration
 // r's batches are read by that iteration's statistics (and, with features,
 // candidate posteriors) and by iteration r+1's E step; the M step of
@@ -186,6 +187,94 @@ func decodeModelMsg(b []byte) (modelMsg, error) {
 	return m, err
 }
 
+// candMsg carries an iteration's candidate posteriors to the next E step
+// with features, which reads them as a side input: inline or, spilled, a
+// reference to their encoding. Why: like the model, Prism keeps each
+// iteration's side input until the job ends, and this one is candidates x
+// C floats (80 MB per iteration at 1,000,000 items and C = 10).
+type candMsg struct {
+	Cand    CandPosts
+	Spilled spillio.Ref
+}
+
+// putCand makes cp's message: spilled as the candidate file of generation
+// gen when s is on (removed with the batches the posteriors come from),
+// else inline.
+func (s Spill) putCand(gen int, cp *CandPosts) (candMsg, error) {
+	if !s.On() {
+		return candMsg{Cand: *cp}, nil
+	}
+	refs, err := s.files().Write(gen, "cand", encodeCandPosts(*cp))
+	if err != nil {
+		return candMsg{}, fmt.Errorf("crowdstages: spill: candidate posteriors: %w", err)
+	}
+	return candMsg{Spilled: refs[0]}, nil
+}
+
+// lastCand is the spilled candidate posteriors this process read last:
+// one decoded copy per process, for the reasons of lastModel. Read-only
+// once decoded.
+var lastCand struct {
+	sync.Mutex
+	ref  spillio.Ref
+	cand *CandPosts
+}
+
+// get returns the candidate posteriors of msg, decoding spilled ones
+// unless they are the ones decoded last.
+func (msg *candMsg) get() (*CandPosts, error) {
+	if msg.Spilled.Path == "" {
+		return &msg.Cand, nil
+	}
+	lastCand.Lock()
+	defer lastCand.Unlock()
+	if lastCand.cand != nil && lastCand.ref == msg.Spilled {
+		return lastCand.cand, nil
+	}
+	// Drop the previous iteration's copy before decoding this one, so a
+	// process holds one, not two.
+	lastCand.ref, lastCand.cand = spillio.Ref{}, nil
+	enc, err := spillio.Read(msg.Spilled)
+	if err != nil {
+		return nil, fmt.Errorf("crowdstages: spill: candidate posteriors: %w", err)
+	}
+	cp, err := decodeCandPosts(enc)
+	if err != nil {
+		return nil, fmt.Errorf("crowdstages: spill: candidate posteriors in %s at %d: %w", msg.Spilled.Path, msg.Spilled.Off, err)
+	}
+	lastCand.ref, lastCand.cand = msg.Spilled, &cp
+	return &cp, nil
+}
+
+func encodeCandMsg(m candMsg) []byte {
+	var w wire.Writer
+	w.String(m.Spilled.Path)
+	w.Varint(m.Spilled.Off)
+	w.Varint(m.Spilled.Len)
+	if m.Spilled.Path != "" {
+		return w.B
+	}
+	return append(w.B, encodeCandPosts(m.Cand)...)
+}
+
+func decodeCandMsg(b []byte) (candMsg, error) {
+	r := wire.Reader{B: b}
+	var m candMsg
+	m.Spilled = spillio.Ref{Path: r.String(), Off: r.Varint(), Len: r.Varint()}
+	if m.Spilled.Path != "" {
+		return m, r.Err()
+	}
+	rest := r.B
+	r.B = nil
+	if err := r.Err(); err != nil {
+		return m, err
+	}
+	var err error
+	m.Cand, err = decodeCandPosts(rest)
+	return m, err
+}
+
 func init() {
 	beam.RegisterCoder(reflect.TypeOf(modelMsg{}), encodeModelMsg, decodeModelMsg)
+	beam.RegisterCoder(reflect.TypeOf(candMsg{}), encodeCandMsg, decodeCandMsg)
 }

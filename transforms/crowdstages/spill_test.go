@@ -5,6 +5,8 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -108,7 +110,8 @@ func TestSpillLabelOnly(t *testing.T) {
 }
 
 // TestSpillWithFeatures: the same with features (neighbour priors from the
-// candidates' posteriors of the previous iteration).
+// candidates' posteriors of the previous iteration, spilled too: their
+// generation goes with the batches', so only the last one is left).
 func TestSpillWithFeatures(t *testing.T) {
 	const iterations, K = 4, 5
 	cr := crowd.Simulate(300, testC, 2, testAnnotators(), 33)
@@ -156,5 +159,72 @@ func TestUnspillMismatch(t *testing.T) {
 	}
 	if err := a.unspill(); err != nil || a.Len() != 1 || a.Post[1] != .5 {
 		t.Errorf("unspill: %v, %+v", err, a)
+	}
+}
+
+// TestSpillCandPosts: spilled, an iteration's candidate posteriors travel
+// as a reference of a few bytes (what Prism keeps as the side input), read
+// back equal to the inline ones, decoded once per process, and go with
+// their generation.
+func TestSpillCandPosts(t *testing.T) {
+	const C = 3
+	batches := []Batch{
+		{Shard: "s", Offset: 0, C: C, Cand: []int32{2, -1, 0}, Post: []float64{.1, .2, .7, .3, .3, .4, .5, .25, .25}},
+		{Shard: "s", Offset: 3, C: C, Cand: []int32{1}, Post: []float64{.6, .3, .1}},
+	}
+	combine := func(f *candPostsFn) candMsg {
+		a := f.CreateAccumulator()
+		var err error
+		for _, b := range batches {
+			if a, err = f.AddInput(a, b); err != nil {
+				t.Fatal(err)
+			}
+		}
+		m, err := f.ExtractOutput(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	inline := combine(&candPostsFn{C: C})
+	want := []float64{.5, .25, .25, .6, .3, .1, .1, .2, .7}
+	if inline.Spilled.Path != "" || inline.Cand.C != C || !slices.Equal(inline.Cand.Post, want) {
+		t.Fatalf("inline: %+v, want posteriors %v in candidate order", inline, want)
+	}
+	sp := Spill{Dir: t.TempDir()}
+	msg := combine(&candPostsFn{C: C, Gen: 2, Spill: sp})
+	if msg.Spilled.Path == "" || len(msg.Cand.Post) != 0 {
+		t.Fatalf("spilled: the message carries the posteriors: %+v", msg)
+	}
+	if filepath.Dir(msg.Spilled.Path) != sp.files().Gen(2) {
+		t.Errorf("spilled into %s, want generation 2 (%s)", msg.Spilled.Path, sp.files().Gen(2))
+	}
+	enc := encodeCandMsg(msg)
+	if len(enc) > 200 {
+		t.Errorf("spilled message encodes to %d bytes, want a reference", len(enc))
+	}
+	dec, err := decodeCandMsg(enc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := dec.get()
+	if err != nil || got.C != C || !slices.Equal(got.Post, want) {
+		t.Fatalf("spilled read back: %+v %v, want %v", got, err, want)
+	}
+	again, err := msg.get()
+	if err != nil || again != got {
+		t.Errorf("second read of the same reference decoded a new copy (%p, %p, %v)", got, again, err)
+	}
+	rt, err := decodeCandMsg(encodeCandMsg(inline))
+	if err != nil || rt.Spilled.Path != "" || !slices.Equal(rt.Cand.Post, want) {
+		t.Errorf("inline message round trip: %+v %v", rt, err)
+	}
+	if err := sp.drop(2); err != nil {
+		t.Fatal(err)
+	}
+	other := candMsg{Spilled: msg.Spilled}
+	other.Spilled.Len++ // not the cached reference: read from the (removed) file
+	if _, err := other.get(); err == nil || !strings.Contains(err.Error(), "candidate posteriors") {
+		t.Errorf("reading a removed generation's posteriors: %v, want an error", err)
 	}
 }
