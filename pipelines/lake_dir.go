@@ -319,7 +319,7 @@ func updateDir(ctx context.Context, fsys blobio.FS, plan *Plan, prev, sum *Summa
 		}
 		c := cleanedOf(d, rs, state, plan.Calibration())
 		c.Shard = s.Path
-		if err := resultio.WriteShard(ctx, tmp, name, []*schemas.Cleaned{c}, shardReport(s.Path, name, c, plan.C), so); err != nil {
+		if err := resultio.WriteShard(ctx, tmp, name, []*schemas.Cleaned{c}, stages.Report(s.Path, name, []*schemas.Cleaned{c}, plan.C), so); err != nil {
 			return nil, err
 		}
 		files = append(files, name)
@@ -350,34 +350,6 @@ func updateDir(ctx context.Context, fsys blobio.FS, plan *Plan, prev, sum *Summa
 	}
 	lake.AddedFiles, lake.RemovedFiles = len(files), len(lake.RemovedOutputs)
 	return full, nil
-}
-
-// shardReport is a shard's report, as the pipeline's writer makes it
-// (transforms/stages' report, which is unexported: the same sums over the
-// rows of one shard).
-func shardReport(shard, name string, b *schemas.Cleaned, c int) stages.ShardReport {
-	r := stages.ShardReport{Input: shard, Output: name, ChangedFrom: make([]int64, c), ChangedTo: make([]int64, c)}
-	if c <= stages.MaxDenseClasses {
-		r.Trans = make([]float64, c*c)
-	}
-	for i := range b.IDs {
-		r.Rows++
-		if b.CleanLabel[i] < 0 {
-			r.Unresolved++
-		}
-		given := stages.GivenLabel(b.Labels[b.LabelOff[i]:b.LabelOff[i+1]])
-		if b.Changed[i] {
-			r.Changed++
-			r.ChangedFrom[given]++
-			r.ChangedTo[b.CleanLabel[i]]++
-		}
-		if r.Trans != nil && given >= 0 {
-			for e := b.PostOff[i]; e < b.PostOff[i+1]; e++ {
-				r.Trans[int(b.PostClass[e])*c+int(given)] += float64(b.PostProb[e])
-			}
-		}
-	}
-	return r
 }
 
 // storedTrans is a shard report's Trans from its stored posteriors p (rows

@@ -182,7 +182,7 @@ func (f *writeFn) ProcessElement(ctx context.Context, shard string, iter func(*s
 		c = schemas.Cleaned{}
 	}
 	name := OutputName(shard, f.P.Format)
-	rep := report(shard, name, batches, f.P.C)
+	rep := Report(shard, name, batches, f.P.C)
 	err := resultio.WriteShard(ctx, f.P.TmpDir, name, batches, rep, resultio.ShardOptions{
 		Format: f.P.Format, Meta: f.P.Meta, LabelKind: f.P.LabelKind, ClassNames: f.P.ClassNames, IDKind: f.P.IDKind,
 	})
@@ -194,7 +194,10 @@ func (f *writeFn) ProcessElement(ctx context.Context, shard string, iter func(*s
 	return nil
 }
 
-func report(shard, name string, batches []*schemas.Cleaned, c int) ShardReport {
+// Report is the report of output shard name (of input shard) holding
+// batches: rows, changes per class and the transition sums. The pipeline's
+// write stage and the directory lake's incremental commit both make it.
+func Report(shard, name string, batches []*schemas.Cleaned, c int) ShardReport {
 	r := ShardReport{Input: shard, Output: name, ChangedFrom: make([]int64, c), ChangedTo: make([]int64, c)}
 	if c <= MaxDenseClasses {
 		r.Trans = make([]float64, c*c)
