@@ -121,17 +121,8 @@ func (s Spill) putModel(gen int, m *crowd.Model) (modelMsg, error) {
 	return modelMsg{Spilled: refs[0]}, nil
 }
 
-// lastModel is the spilled model this process read last. Iterations run
-// one after another, so one entry serves every bundle of an iteration; and
-// one entry for the process, not one per DoFn, because the harness keeps
-// every stage's DoFns until the job ends: a model cached in them stayed in
-// memory for every iteration (660 MB by iteration 10 at 100,000 items).
-// Models are read-only once decoded, so bundles may share one.
-var lastModel struct {
-	sync.Mutex
-	ref   spillio.Ref
-	model *crowd.Model
-}
+// lastModel is the spilled model this process read last (see lastRead).
+var lastModel lastRead[crowd.Model]
 
 // get returns the model of msg, decoding a spilled one unless it is the
 // one decoded last.
@@ -139,21 +130,46 @@ func (msg *modelMsg) get() (*crowd.Model, error) {
 	if msg.Spilled.Path == "" {
 		return &msg.Model, nil
 	}
-	lastModel.Lock()
-	defer lastModel.Unlock()
-	if lastModel.model != nil && lastModel.ref == msg.Spilled {
-		return lastModel.model, nil
+	return lastModel.get(msg.Spilled, "model", func(enc []byte) (*crowd.Model, error) {
+		m := new(crowd.Model)
+		return m, m.UnmarshalBinary(enc)
+	})
+}
+
+// lastRead is the spilled value of one kind that this process decoded last.
+// Iterations run one after another, so one entry serves every bundle of an
+// iteration; and one entry for the process, not one per DoFn, because the
+// harness keeps every stage's DoFns until the job ends: a model cached in
+// them stayed in memory for every iteration (660 MB by iteration 10 at
+// 100,000 items). Values are read-only once decoded, so bundles may share
+// one.
+type lastRead[T any] struct {
+	sync.Mutex
+	ref spillio.Ref
+	v   *T
+}
+
+// get returns the value spilled at ref, decoding it unless it is the one
+// decoded last; what names it in errors.
+func (c *lastRead[T]) get(ref spillio.Ref, what string, decode func([]byte) (*T, error)) (*T, error) {
+	c.Lock()
+	defer c.Unlock()
+	if c.v != nil && c.ref == ref {
+		return c.v, nil
 	}
-	enc, err := spillio.Read(msg.Spilled)
+	// Drop the previous iteration's copy before decoding this one, so a
+	// process holds one, not two.
+	c.ref, c.v = spillio.Ref{}, nil
+	enc, err := spillio.Read(ref)
 	if err != nil {
-		return nil, fmt.Errorf("crowdstages: spill: model: %w", err)
+		return nil, fmt.Errorf("crowdstages: spill: %s: %w", what, err)
 	}
-	m := new(crowd.Model)
-	if err := m.UnmarshalBinary(enc); err != nil {
-		return nil, fmt.Errorf("crowdstages: spill: model in %s: %w", msg.Spilled.Path, err)
+	v, err := decode(enc)
+	if err != nil {
+		return nil, fmt.Errorf("crowdstages: spill: %s in %s at %d: %w", what, ref.Path, ref.Off, err)
 	}
-	lastModel.ref, lastModel.model = msg.Spilled, m
-	return m, nil
+	c.ref, c.v = ref, v
+	return v, nil
 }
 
 func encodeModelMsg(m modelMsg) ([]byte, error) {
@@ -211,14 +227,9 @@ func (s Spill) putCand(gen int, cp *CandPosts) (candMsg, error) {
 	return candMsg{Spilled: refs[0]}, nil
 }
 
-// lastCand is the spilled candidate posteriors this process read last:
-// one decoded copy per process, for the reasons of lastModel. Read-only
-// once decoded.
-var lastCand struct {
-	sync.Mutex
-	ref  spillio.Ref
-	cand *CandPosts
-}
+// lastCand is the spilled candidate posteriors this process read last
+// (see lastRead).
+var lastCand lastRead[CandPosts]
 
 // get returns the candidate posteriors of msg, decoding spilled ones
 // unless they are the ones decoded last.
@@ -226,24 +237,10 @@ func (msg *candMsg) get() (*CandPosts, error) {
 	if msg.Spilled.Path == "" {
 		return &msg.Cand, nil
 	}
-	lastCand.Lock()
-	defer lastCand.Unlock()
-	if lastCand.cand != nil && lastCand.ref == msg.Spilled {
-		return lastCand.cand, nil
-	}
-	// Drop the previous iteration's copy before decoding this one, so a
-	// process holds one, not two.
-	lastCand.ref, lastCand.cand = spillio.Ref{}, nil
-	enc, err := spillio.Read(msg.Spilled)
-	if err != nil {
-		return nil, fmt.Errorf("crowdstages: spill: candidate posteriors: %w", err)
-	}
-	cp, err := decodeCandPosts(enc)
-	if err != nil {
-		return nil, fmt.Errorf("crowdstages: spill: candidate posteriors in %s at %d: %w", msg.Spilled.Path, msg.Spilled.Off, err)
-	}
-	lastCand.ref, lastCand.cand = msg.Spilled, &cp
-	return &cp, nil
+	return lastCand.get(msg.Spilled, "candidate posteriors", func(enc []byte) (*CandPosts, error) {
+		cp, err := decodeCandPosts(enc)
+		return &cp, err
+	})
 }
 
 func encodeCandMsg(m candMsg) []byte {
