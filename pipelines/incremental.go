@@ -146,6 +146,20 @@ func (u *update) state(i int) *mixture.State {
 	return &u.fixed[i]
 }
 
+// storedRows maps the rows of a stored output file p, in its order, to rows
+// of the input, and says whether the update touched any of them (the file
+// is then rewritten).
+func (u *update) storedRows(p *resultio.Posteriors) (rs []int, touched bool) {
+	for j := 0; j < p.Len(); j++ {
+		i := u.keyRow[p.Key(j)]
+		rs = append(rs, i)
+		if _, ok := u.res.pos[i]; ok {
+			touched = true
+		}
+	}
+	return rs, touched
+}
+
 // storedUpdate rebuilds the old rows' states from their stored posteriors
 // (posts) and runs the update (search, then rounds over the affected rows):
 // the part that the table and the directory lake share. It fills lake's
@@ -401,7 +415,7 @@ func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.
 	if err != nil {
 		return nil, err
 	}
-	keyRow, res, tPlan, tRun, state := u.keyRow, u.res, u.tPlan, u.tRun, u.state
+	res, tPlan, tRun, state := u.res, u.tPlan, u.tRun, u.state
 
 	// Write: one file per new input file, and every output file holding a
 	// re-scored row, rewritten whole.
@@ -453,15 +467,7 @@ func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.
 		}
 	}
 	for f, p := range posts {
-		var rs []int
-		touched := false
-		for j := 0; j < p.Len(); j++ {
-			i := keyRow[p.Key(j)]
-			rs = append(rs, i)
-			if _, ok := res.pos[i]; ok {
-				touched = true
-			}
-		}
+		rs, touched := u.storedRows(p)
 		if !touched {
 			continue
 		}

@@ -268,7 +268,7 @@ func updateDir(ctx context.Context, fsys blobio.FS, plan *Plan, prev, sum *Summa
 	if err != nil {
 		return nil, err
 	}
-	keyRow, res, tPlan, tRun, state := u.keyRow, u.res, u.tPlan, u.tRun, u.state
+	res, tPlan, tRun, state := u.res, u.tPlan, u.tRun, u.state
 
 	progress.StageStarted("committing")
 	prevReport := map[string]stages.ShardReport{}
@@ -293,14 +293,8 @@ func updateDir(ctx context.Context, fsys blobio.FS, plan *Plan, prev, sum *Summa
 		case p == nil: // new or changed: every row, in the file's order
 			rs = shardRows[shardIdx[s.Path]]
 		default: // unchanged: rewritten, in its stored order, if touched
-			touched := false
-			for j := 0; j < p.Len(); j++ {
-				i := keyRow[p.Key(j)]
-				rs = append(rs, i)
-				if _, ok := res.pos[i]; ok {
-					touched = true
-				}
-			}
+			var touched bool
+			rs, touched = u.storedRows(p)
 			if !touched {
 				rep, ok := prevReport[name]
 				if !ok {
