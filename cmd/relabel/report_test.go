@@ -379,19 +379,7 @@ func TestCrowdReportInBrowser(t *testing.T) {
 			ann[a] = crowd.SimAnnotator{Kind: crowd.Expert, Acc: 0.65 + 0.03*float64(a%10)}
 		}
 	}
-	cr := crowd.Simulate(20000, 4, 3, ann, 41)
-	in := t.TempDir()
-	var ids, anns []int64
-	var labs []int32
-	for i := 0; i < cr.Items.Len(); i++ {
-		a, l := cr.Items.Item(i)
-		for k := range a {
-			ids, anns, labs = append(ids, int64(i)), append(anns, a[k]), append(labs, l[k])
-		}
-	}
-	if err := annotio.WriteAnnotations(context.Background(), blobio.Local{}, filepath.Join(in, "ann.parquet"), shardio.Parquet, ids, nil, anns, nil, labs, 10000); err != nil {
-		t.Fatal(err)
-	}
+	in := writeSimulatedCrowd(t, crowd.Simulate(20000, 4, 3, ann, 41))
 	out := filepath.Join(t.TempDir(), "out")
 	r := mustRelabel(t, "run", "--annotations", filepath.Join(in, "*.parquet"), "--output", out, "--crowd-iters", "15", "--format", "parquet")
 	sum := readSummary(t, out)
@@ -485,19 +473,7 @@ func TestReportAnnotatorsRows(t *testing.T) {
 	for a := range ann {
 		ann[a] = crowd.SimAnnotator{Kind: crowd.Expert, Acc: 0.7 + 0.005*float64(a)}
 	}
-	cr := crowd.Simulate(1500, 3, 3, ann, 43)
-	in := t.TempDir()
-	var ids, anns []int64
-	var labs []int32
-	for i := 0; i < cr.Items.Len(); i++ {
-		a, l := cr.Items.Item(i)
-		for k := range a {
-			ids, anns, labs = append(ids, int64(i)), append(anns, a[k]), append(labs, l[k])
-		}
-	}
-	if err := annotio.WriteAnnotations(context.Background(), blobio.Local{}, filepath.Join(in, "ann.parquet"), shardio.Parquet, ids, nil, anns, nil, labs, 10000); err != nil {
-		t.Fatal(err)
-	}
+	in := writeSimulatedCrowd(t, crowd.Simulate(1500, 3, 3, ann, 43))
 	out := filepath.Join(t.TempDir(), "out")
 	mustRelabel(t, "run", "--annotations", filepath.Join(in, "*.parquet"), "--output", out, "--crowd-iters", "5", "--format", "parquet")
 	hiddenRe := regexp.MustCompile(`<span id="annotators-hidden">([0-9,]+)</span>`)
@@ -529,4 +505,23 @@ func TestReportAnnotatorsRows(t *testing.T) {
 	if none-five != 5 || none < 10 {
 		t.Errorf("--annotators-rows 5 hides %d, 0 hides %d: want 5 more shown with 5, and most of the 40 unflagged", five, none)
 	}
+}
+
+// writeSimulatedCrowd writes cr's annotations as one long-format Parquet
+// file (id, annotator, label) in a new directory, which it returns.
+func writeSimulatedCrowd(t *testing.T, cr *crowd.Crowd) string {
+	t.Helper()
+	in := t.TempDir()
+	var ids, anns []int64
+	var labs []int32
+	for i := 0; i < cr.Items.Len(); i++ {
+		a, l := cr.Items.Item(i)
+		for k := range a {
+			ids, anns, labs = append(ids, int64(i)), append(anns, a[k]), append(labs, l[k])
+		}
+	}
+	if err := annotio.WriteAnnotations(context.Background(), blobio.Local{}, filepath.Join(in, "ann.parquet"), shardio.Parquet, ids, nil, anns, nil, labs, 10000); err != nil {
+		t.Fatal(err)
+	}
+	return in
 }
