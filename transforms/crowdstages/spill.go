@@ -173,34 +173,48 @@ func (c *lastRead[T]) get(ref spillio.Ref, what string, decode func([]byte) (*T,
 }
 
 func encodeModelMsg(m modelMsg) ([]byte, error) {
-	var w wire.Writer
-	w.String(m.Spilled.Path)
-	w.Varint(m.Spilled.Off)
-	w.Varint(m.Spilled.Len)
 	if m.Spilled.Path != "" {
-		return w.B, nil
+		return refHeader(m.Spilled), nil
 	}
 	enc, err := m.Model.MarshalBinary()
 	if err != nil {
 		return nil, err
 	}
-	return append(w.B, enc...), nil
+	return append(refHeader(m.Spilled), enc...), nil
 }
 
 func decodeModelMsg(b []byte) (modelMsg, error) {
-	r := wire.Reader{B: b}
 	var m modelMsg
-	m.Spilled = spillio.Ref{Path: r.String(), Off: r.Varint(), Len: r.Varint()}
-	if m.Spilled.Path != "" {
-		return m, r.Err()
+	var rest []byte
+	var err error
+	if m.Spilled, rest, err = readRefHeader(b); err != nil || m.Spilled.Path != "" {
+		return m, err
+	}
+	err = m.Model.UnmarshalBinary(rest)
+	return m, err
+}
+
+// refHeader starts the encoding of a message that is either spilled (ref,
+// and nothing follows) or inline (a zero ref, then the payload).
+func refHeader(ref spillio.Ref) []byte {
+	var w wire.Writer
+	w.String(ref.Path)
+	w.Varint(ref.Off)
+	w.Varint(ref.Len)
+	return w.B
+}
+
+// readRefHeader reads refHeader's ref and returns the bytes after it (the
+// inline payload when the ref is zero).
+func readRefHeader(b []byte) (spillio.Ref, []byte, error) {
+	r := wire.Reader{B: b}
+	ref := spillio.Ref{Path: r.String(), Off: r.Varint(), Len: r.Varint()}
+	if ref.Path != "" {
+		return ref, nil, r.Err()
 	}
 	rest := r.B
 	r.B = nil
-	if err := r.Err(); err != nil {
-		return m, err
-	}
-	err := m.Model.UnmarshalBinary(rest)
-	return m, err
+	return ref, rest, r.Err()
 }
 
 // candMsg carries an iteration's candidate posteriors to the next E step
@@ -244,29 +258,19 @@ func (msg *candMsg) get() (*CandPosts, error) {
 }
 
 func encodeCandMsg(m candMsg) []byte {
-	var w wire.Writer
-	w.String(m.Spilled.Path)
-	w.Varint(m.Spilled.Off)
-	w.Varint(m.Spilled.Len)
 	if m.Spilled.Path != "" {
-		return w.B
+		return refHeader(m.Spilled)
 	}
-	return append(w.B, encodeCandPosts(m.Cand)...)
+	return append(refHeader(m.Spilled), encodeCandPosts(m.Cand)...)
 }
 
 func decodeCandMsg(b []byte) (candMsg, error) {
-	r := wire.Reader{B: b}
 	var m candMsg
-	m.Spilled = spillio.Ref{Path: r.String(), Off: r.Varint(), Len: r.Varint()}
-	if m.Spilled.Path != "" {
-		return m, r.Err()
-	}
-	rest := r.B
-	r.B = nil
-	if err := r.Err(); err != nil {
+	var rest []byte
+	var err error
+	if m.Spilled, rest, err = readRefHeader(b); err != nil || m.Spilled.Path != "" {
 		return m, err
 	}
-	var err error
 	m.Cand, err = decodeCandPosts(rest)
 	return m, err
 }
