@@ -97,7 +97,7 @@ func (f *fixture) parts(t *testing.T, waves int) map[int64][]Part {
 		for w := 0; w < waves; w++ {
 			ef := &emitFn{Wave: w, Waves: waves}
 			var inline, spilled []Part
-			if err := ef.ProcessElement(pr, f.model, iterOf([]int64{1}), func(k int64, p Part) {
+			if err := ef.ProcessElement(pr, f.model, "", iterOf([]int64{1}), func(k int64, p Part) {
 				if int(k>>24)%waves != w {
 					t.Fatalf("wave %d of %d emitted to partition %d", w, waves, k>>24)
 				}
@@ -107,7 +107,7 @@ func (f *fixture) parts(t *testing.T, waves int) map[int64][]Part {
 				t.Fatal(err)
 			}
 			sef := &emitFn{Wave: w, Waves: waves, Spill: sp}
-			if err := sef.ProcessElement(pr, f.model, iterOf([]int64{1}), func(_ int64, p Part) {
+			if err := sef.ProcessElement(pr, f.model, "", iterOf([]int64{1}), func(_ int64, p Part) {
 				if p.Keys != nil || len(encodePart(p)) > 256 {
 					t.Fatalf("batch %s@%d: part not spilled (%d bytes encoded)", r.Shard, r.Offset, len(encodePart(p)))
 				}
@@ -151,7 +151,7 @@ func (f *fixture) search(t *testing.T, parts map[int64][]Part, shuffle *rand.Ran
 		if shuffle != nil {
 			shuffle.Shuffle(len(ps), func(i, j int) { ps[i], ps[j] = ps[j], ps[i] })
 		}
-		if err := s.ProcessElement(context.Background(), k, iterOf(ps), "", func(b Block) { out[k] = b }, func(int64) {}); err != nil {
+		if err := s.ProcessElement(context.Background(), k, iterOf(ps), func(b Block) { out[k] = b }, func(int64) {}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -376,15 +376,15 @@ func testJoinRounds(t *testing.T, sp Spill, tol float64) {
 			}
 			cur[blockOf(o.k)] = b
 		}
-		jf := joinRoundFn{Round: r, Rounds: f.rounds, Mixture: p, Workers: 2, Waves: waves, Spill: sp}
+		jf := joinRoundFn{RoundConf: RoundConf{Round: r, Rounds: f.rounds, Mixture: p, Workers: 2, Waves: waves, Spill: sp}}
 		cogroup(in, inMsgs, func(k int64, b func(*Block) bool, m func(*JoinMsg) bool) error {
 			if r == f.rounds-1 {
 				// The last round sends the items back to their batches.
-				last := &lastRoundFn{joinRoundFn{Round: r, Rounds: f.rounds, Mixture: p, Workers: 2, Spill: sp}}
-				return last.ProcessElement(context.Background(), k, b, m, iterOf([]int64{1}),
+				last := &lastRoundFn{joinRoundFn{RoundConf: RoundConf{Round: r, Rounds: f.rounds, Mixture: p, Workers: 2, Spill: sp}}}
+				return last.ProcessElement(context.Background(), k, b, m,
 					func(bk string, rs BatchItems) { byBatch[bk] = append(byBatch[bk], rs) }, func(int64) {})
 			}
-			return jf.ProcessElement(context.Background(), k, b, m, iterOf([]int64{1}), emitOwn, emitMsg, func(int64) {})
+			return jf.ProcessElement(context.Background(), k, b, m, emitOwn, emitMsg, func(int64) {})
 		})
 		if sp.On() {
 			// Round r read its input generation and removed the one before.

@@ -145,20 +145,13 @@ func waveOfMsg(key int64, _ JoinMsg) int { return int(key >> 56) }
 // external ones from the messages joined to it by key. Items run on all
 // cores: Prism may hand a worker one bundle at a time.
 type joinRoundFn struct {
-	Round   int
-	Rounds  int
-	Mixture mixture.Params
-	Workers int
-	// Waves is the next round's wave count, for send.
-	Waves int
-	// Spill: see Spill and genRouted.
-	Spill Spill
+	RoundConf
 
 	scratch pool.Scratch[engine.RoundScratch]
 	once    sync.Once
 }
 
-func (f *joinRoundFn) ProcessElement(ctx context.Context, key int64, blocks func(*Block) bool, msgs func(*JoinMsg) bool, _ func(*int64) bool, emitBlock func(int64, Block), emitMsg func(int64, JoinMsg), done func(int64)) error {
+func (f *joinRoundFn) ProcessElement(ctx context.Context, key int64, blocks func(*Block) bool, msgs func(*JoinMsg) bool, emitBlock func(int64, Block), emitMsg func(int64, JoinMsg), done func(int64)) error {
 	b, ran, err := f.round(blockOf(key), blocks, msgs)
 	if err != nil {
 		return err
@@ -178,7 +171,7 @@ type lastRoundFn struct {
 	joinRoundFn
 }
 
-func (f *lastRoundFn) ProcessElement(ctx context.Context, key int64, blocks func(*Block) bool, msgs func(*JoinMsg) bool, _ func(*int64) bool, emit func(string, BatchItems), done func(int64)) error {
+func (f *lastRoundFn) ProcessElement(ctx context.Context, key int64, blocks func(*Block) bool, msgs func(*JoinMsg) bool, emit func(string, BatchItems), done func(int64)) error {
 	b, ran, err := f.round(blockOf(key), blocks, msgs)
 	if err != nil {
 		return err
@@ -189,6 +182,41 @@ func (f *lastRoundFn) ProcessElement(ctx context.Context, key int64, blocks func
 	}
 	done(int64(b.Len()))
 	return nil
+}
+
+// RoundConf is what a round DoFn is told (exported for the runner's
+// serialisation of the DoFn).
+type RoundConf struct {
+	Round   int
+	Rounds  int
+	Mixture mixture.Params
+	Workers int
+	// Waves is the next round's wave count, for send.
+	Waves int
+	// Spill: see Spill and genRouted.
+	Spill Spill
+}
+
+// orderedRoundFn and orderedLastRoundFn are the rounds of a join in waves:
+// their side input (the previous wave's done token) only holds a wave back
+// until the one before it has run, so that Prism holds one wave's join at a
+// time. A join in one wave (the default: spill files) runs the plain DoFns
+// with no side input, because Prism (v2.77) spins its scheduler for as long as
+// a bundle of a stage with side inputs runs (see searchFn).
+type orderedRoundFn struct {
+	joinRoundFn
+}
+
+func (f *orderedRoundFn) ProcessElement(ctx context.Context, key int64, blocks func(*Block) bool, msgs func(*JoinMsg) bool, _ func(*int64) bool, emitBlock func(int64, Block), emitMsg func(int64, JoinMsg), done func(int64)) error {
+	return f.joinRoundFn.ProcessElement(ctx, key, blocks, msgs, emitBlock, emitMsg, done)
+}
+
+type orderedLastRoundFn struct {
+	lastRoundFn
+}
+
+func (f *orderedLastRoundFn) ProcessElement(ctx context.Context, key int64, blocks func(*Block) bool, msgs func(*JoinMsg) bool, _ func(*int64) bool, emit func(string, BatchItems), done func(int64)) error {
+	return f.lastRoundFn.ProcessElement(ctx, key, blocks, msgs, emit, done)
 }
 
 // round runs the round for the block under key; it returns the block with
@@ -265,8 +293,10 @@ func init() {
 	register.Emitter2[int64, Block]()
 	register.Emitter2[int64, JoinMsg]()
 	register.DoFn6x1[int64, func(*Block) bool, func(*JoinMsg) bool, func(int64, Block), func(int64, JoinMsg), func(int64), error](&routeFn{})
-	register.DoFn8x1[context.Context, int64, func(*Block) bool, func(*JoinMsg) bool, func(*int64) bool, func(int64, Block), func(int64, JoinMsg), func(int64), error](&joinRoundFn{})
-	register.DoFn7x1[context.Context, int64, func(*Block) bool, func(*JoinMsg) bool, func(*int64) bool, func(string, BatchItems), func(int64), error](&lastRoundFn{})
+	register.DoFn7x1[context.Context, int64, func(*Block) bool, func(*JoinMsg) bool, func(int64, Block), func(int64, JoinMsg), func(int64), error](&joinRoundFn{})
+	register.DoFn6x1[context.Context, int64, func(*Block) bool, func(*JoinMsg) bool, func(string, BatchItems), func(int64), error](&lastRoundFn{})
+	register.DoFn8x1[context.Context, int64, func(*Block) bool, func(*JoinMsg) bool, func(*int64) bool, func(int64, Block), func(int64, JoinMsg), func(int64), error](&orderedRoundFn{})
+	register.DoFn7x1[context.Context, int64, func(*Block) bool, func(*JoinMsg) bool, func(*int64) bool, func(string, BatchItems), func(int64), error](&orderedLastRoundFn{})
 	register.Iter1[Block]()
 	register.Iter1[JoinMsg]()
 }
@@ -357,16 +387,30 @@ func JoinRounds(s beam.Scope, blocks beam.PCollection, jp JoinRoundsParams) beam
 				ow, mw = append(ow, owns[p][w]), append(mw, msgss[p][w])
 			}
 			in := beam.CoGroupByKey(ws, flatten(ws, ow), flatten(ws, mw))
+			// The previous wave's token orders the waves; one wave needs no
+			// order beyond its join's (and no side input: orderedRoundFn).
+			var sides []beam.Option
+			if waves > 1 {
+				sides = []beam.Option{beam.SideInput{Input: token}}
+			}
 			if r == rounds-1 {
-				last := &lastRoundFn{joinRoundFn{Round: r, Rounds: rounds, Mixture: p, Workers: workers, Spill: sp}}
+				conf := RoundConf{Round: r, Rounds: rounds, Mixture: p, Workers: workers, Spill: sp}
+				var fn any = &lastRoundFn{joinRoundFn{RoundConf: conf}}
+				if waves > 1 {
+					fn = &orderedLastRoundFn{lastRoundFn{joinRoundFn{RoundConf: conf}}}
+				}
 				var out beam.PCollection
-				out, token = beam.ParDo2(ws, last, in, beam.SideInput{Input: token})
+				out, token = beam.ParDo2(ws, fn, in, sides...)
 				rows = append(rows, out)
 				continue
 			}
-			jf := &joinRoundFn{Round: r, Rounds: rounds, Mixture: p, Workers: workers, Waves: waves, Spill: sp}
+			conf := RoundConf{Round: r, Rounds: rounds, Mixture: p, Workers: workers, Waves: waves, Spill: sp}
+			var fn any = &joinRoundFn{RoundConf: conf}
+			if waves > 1 {
+				fn = &orderedRoundFn{joinRoundFn{RoundConf: conf}}
+			}
 			var ob, om beam.PCollection
-			ob, om, token = beam.ParDo3(ws, jf, in, beam.SideInput{Input: token})
+			ob, om, token = beam.ParDo3(ws, fn, in, sides...)
 			o, m := split(ws, ob, om)
 			nextOwns, nextMsgss = append(nextOwns, o), append(nextMsgss, m)
 		}

@@ -132,9 +132,9 @@ func Neighbours(s beam.Scope, rows beam.PCollection, p Params) beam.PCollection 
 	var all []beam.PCollection
 	for w := 0; w < waves; w++ {
 		ws := s.Scope(fmt.Sprintf("wave%02d", w))
-		parts := beam.ParDo(ws, &emitFn{Wave: w, Waves: waves, Spill: p.Spill}, probed, beam.SideInput{Input: model}, beam.SideInput{Input: token})
+		parts := beam.ParDo(ws, &emitFn{Wave: w, Waves: waves, Spill: p.Spill}, probed, beam.SideInput{Input: model}, beam.SideInput{Input: dup}, beam.SideInput{Input: token})
 		var blocks beam.PCollection
-		blocks, token = beam.ParDo2(ws, &searchFn{P: p.Search, Spill: p.Spill}, beam.GroupByKey(ws, parts), beam.SideInput{Input: dup})
+		blocks, token = beam.ParDo2(ws, &searchFn{P: p.Search, Spill: p.Spill}, beam.GroupByKey(ws, parts))
 		all = append(all, blocks)
 	}
 	if len(all) == 1 {

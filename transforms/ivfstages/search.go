@@ -79,14 +79,19 @@ func (f *probeFn) ProcessElement(ctx context.Context, r schemas.Rows, st stages.
 // partitions as a stored item, and to its home block as a searched one, one
 // Part per destination block. The side input, the previous wave's
 // blocks (or the model, for the first), only orders the waves: Prism holds
-// one wave's copies at a time.
+// one wave's copies at a time. dup (the first duplicate id, "" if none) fails
+// the run here, before any search: this stage waits on side inputs anyway, and
+// the search stage must not (see searchFn).
 type emitFn struct {
 	Wave, Waves int
 	// Spill: see Spill; the parts go to one file per batch.
 	Spill Spill
 }
 
-func (f *emitFn) ProcessElement(pr Probed, m ivf.Model, _ func(*int64) bool, emit func(int64, Part)) error {
+func (f *emitFn) ProcessElement(pr Probed, m ivf.Model, dup string, _ func(*int64) bool, emit func(int64, Part)) error {
+	if dup != "" {
+		return errors.New(dupMessage(dup))
+	}
 	r := &pr.Rows
 	n, d, np := r.Len(), r.D, pr.NProbe
 	parts := map[int64]*Part{}
@@ -151,6 +156,12 @@ func (modelTokenFn) ProcessElement(_ ivf.Model, emit func(int64)) { emit(0) }
 // neighbours (LLC, with the stored features at hand), and emits the block
 // with initial states. Stored and searched items are sorted by key first, so
 // the output does not depend on the order the shuffle delivered the parts.
+//
+// It reads no side input, on purpose: Prism (v2.77) reschedules a stage
+// that has side inputs in a tight loop for as long as one of its bundles
+// runs (an ordinary stage with nothing pending still reports itself
+// schedulable), so a long search or round in such a stage kept one of two
+// cores busy doing nothing (a quarter of a run's CPU; docs/PERFORMANCE.md).
 type searchFn struct {
 	P stages.NeighbourParams
 	// Spill: see Spill; the blocks go to a file each.
@@ -172,10 +183,7 @@ type storedRef struct {
 	part, i int32
 }
 
-func (f *searchFn) ProcessElement(ctx context.Context, key int64, iter func(*Part) bool, dup string, emit func(Block), done func(int64)) error {
-	if dup != "" {
-		return errors.New(dupMessage(dup))
-	}
+func (f *searchFn) ProcessElement(ctx context.Context, key int64, iter func(*Part) bool, emit func(Block), done func(int64)) error {
 	var parts []Part
 	var p Part
 	for iter(&p) {
@@ -306,10 +314,10 @@ func search64(s []int64, x int64) int {
 func init() {
 	register.DoFn5x1[context.Context, schemas.Rows, stages.Stats, ivf.Model, func(Probed), error](&probeFn{})
 	register.Emitter1[Probed]()
-	register.DoFn4x1[Probed, ivf.Model, func(*int64) bool, func(int64, Part), error](&emitFn{})
+	register.DoFn5x1[Probed, ivf.Model, string, func(*int64) bool, func(int64, Part), error](&emitFn{})
 	register.Iter1[int64]()
 	register.Emitter2[int64, Part]()
-	register.DoFn6x1[context.Context, int64, func(*Part) bool, string, func(Block), func(int64), error](&searchFn{})
+	register.DoFn5x1[context.Context, int64, func(*Part) bool, func(Block), func(int64), error](&searchFn{})
 	register.DoFn2x0[ivf.Model, func(int64)](&modelTokenFn{})
 	register.Emitter1[int64]()
 	register.Iter1[Part]()
