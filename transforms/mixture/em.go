@@ -56,8 +56,12 @@ type EM struct {
 	Alpha   float64
 	Beta    float64
 
-	Pi     []float64 // m
-	LogRho []float64 // m x o, log rho over observed categories
+	Pi []float64 // m
+	// LogRho is log rho over the observed categories, laid out o x m
+	// (LogRho[b*m+a] is class a's log probability of category Obs[b]): the E
+	// step adds, for each entry of a vector, one contiguous column of m
+	// values, and a new observed category appends m values.
+	LogRho []float64
 	Unseen []float64 // m, rho of each unobserved category
 
 	// local maps a category to its local index + 1 (0: not observed yet):
@@ -69,7 +73,7 @@ type EM struct {
 	gamma    []float64
 	sumG     []float64
 	sumN     []float64
-	num      []float64
+	num      []float64 // o x m, as LogRho
 	logPi    []float64
 	logUns   []float64
 
@@ -126,8 +130,9 @@ func (em *EM) lookup(cat int32) int32 {
 	return -1
 }
 
-func fill(x []float64, v float64) {
-	for i := range x {
+// fillColumn sets class a's entries of an o x m table to v.
+func fillColumn(x []float64, a, m int, v float64) {
+	for i := a; i < len(x); i += m {
 		x[i] = v
 	}
 }
@@ -177,14 +182,14 @@ func (em *EM) setData(y *Counts) {
 // unobserved probability, so it starts there.
 func (em *EM) growObs(o0, o int) {
 	m := len(em.Classes)
-	old := append([]float64(nil), em.LogRho...)
-	em.LogRho = resize(em.LogRho, m*o)
-	for a := m - 1; a >= 0; a-- {
-		row := em.LogRho[a*o : (a+1)*o]
-		copy(row, old[a*o0:(a+1)*o0])
+	if cap(em.LogRho) < m*o {
+		em.LogRho = append(make([]float64, 0, m*o), em.LogRho...)
+	}
+	em.LogRho = em.LogRho[:m*o]
+	for a := 0; a < m; a++ {
 		lu := math.Log(em.Unseen[a])
 		for b := o0; b < o; b++ {
-			row[b] = lu
+			em.LogRho[b*m+a] = lu
 		}
 	}
 }
@@ -219,7 +224,6 @@ func (em *EM) InitFrom(s *State, smooth float64) {
 		if n := em.C - 1; n > 0 {
 			un = smooth / float64(n)
 		}
-		lr := em.LogRho[a*o : (a+1)*o]
 		// Every observed category outside the row's explicit ones has the
 		// same probability: one log for all of them, then the explicit ones.
 		if row := rowOf(s, cl); row != nil {
@@ -228,16 +232,16 @@ func (em *EM) InitFrom(s *State, smooth float64) {
 			} else {
 				un = 0
 			}
-			fill(lr, math.Log(un))
+			fillColumn(em.LogRho, a, m, math.Log(un))
 			for e, cat := range row.Cat {
 				if li := em.lookup(cat); li >= 0 {
-					lr[li] = math.Log(row.P[e])
+					em.LogRho[int(li)*m+a] = math.Log(row.P[e])
 				}
 			}
 		} else {
-			fill(lr, math.Log(un))
+			fillColumn(em.LogRho, a, m, math.Log(un))
 			if li := em.lookup(cl); li >= 0 {
-				lr[li] = math.Log(1 - smooth)
+				em.LogRho[int(li)*m+a] = math.Log(1 - smooth)
 			}
 		}
 		em.Unseen[a] = un
@@ -257,7 +261,6 @@ func (em *EM) InitCode(s *Sampler) {
 	em.Unseen = resize(em.Unseen, m)
 	for a, cl := range em.Classes {
 		em.Pi[a] = 1 / float64(m)
-		lr := em.LogRho[a*o : (a+1)*o]
 		diagSeen := false
 		z := 0.0
 		for b, cat := range em.Obs {
@@ -266,7 +269,7 @@ func (em *EM) InitCode(s *Sampler) {
 				v += 10
 				diagSeen = true
 			}
-			lr[b] = v
+			em.LogRho[b*m+a] = v
 			z += v
 		}
 		rest := float64(em.C - o)
@@ -274,8 +277,8 @@ func (em *EM) InitCode(s *Sampler) {
 		if !diagSeen && rest > 0 {
 			z += 10 // the diagonal is among the unobserved categories
 		}
-		for b := range lr {
-			lr[b] = math.Log(lr[b] / z)
+		for b := 0; b < o; b++ {
+			em.LogRho[b*m+a] = math.Log(em.LogRho[b*m+a] / z)
 		}
 		em.Unseen[a] = 0.5 / z
 		if !diagSeen && rest > 0 {
@@ -322,17 +325,23 @@ func (em *EM) step(wantObj bool) float64 {
 	}
 	var wsum float64
 	gamma := em.gamma[:m]
+	logPi := em.logPi[:m]
 	for v := 0; v < d.Len(); v++ {
 		lo, hi := d.Off[v], d.Off[v+1]
 		cat, cnt := d.Cat[lo:hi], d.Cnt[lo:hi]
-		mx := math.Inf(-1)
-		for a := range gamma {
-			lr := em.LogRho[a*o : (a+1)*o]
-			g := em.logPi[a]
-			for e, c := range cat {
-				g += cnt[e] * lr[c]
+		// gamma[a] = log pi_a + sum_e cnt_e log rho_a(cat_e), summed in
+		// entry order for every class at once (one column per entry).
+		copy(gamma, logPi)
+		for e, c := range cat {
+			ce := cnt[e]
+			col := em.LogRho[int(c)*m : int(c)*m+m]
+			col = col[:len(gamma)]
+			for a := range gamma {
+				gamma[a] += ce * col[a]
 			}
-			gamma[a] = g
+		}
+		mx := math.Inf(-1)
+		for _, g := range gamma {
 			if g > mx {
 				mx = g
 			}
@@ -368,9 +377,8 @@ func (em *EM) step(wantObj bool) float64 {
 			g := w * ga / z
 			em.sumG[a] += g
 			em.sumN[a] += g * trials
-			row := em.num[a*o : (a+1)*o]
 			for e, c := range cat {
-				row[c] += g * cnt[e]
+				em.num[int(c)*m+a] += g * cnt[e]
 			}
 		}
 	}
@@ -386,19 +394,17 @@ func (em *EM) step(wantObj bool) float64 {
 		same = same && pi == em.Pi[a]
 		em.Pi[a] = pi
 		den := em.sumN[a] + float64(em.C)*b1
-		lr := em.LogRho[a*o : (a+1)*o]
 		if den <= 0 {
 			// No data and a flat prior: the MAP is not unique; keep a uniform row.
 			lu := -math.Log(float64(em.C))
-			for b := range lr {
-				same = same && lr[b] == lu
-				lr[b] = lu
+			for b := 0; b < o; b++ {
+				same = same && em.LogRho[b*m+a] == lu
+				em.LogRho[b*m+a] = lu
 			}
 			same = same && em.Unseen[a] == 1/float64(em.C)
 			em.Unseen[a] = 1 / float64(em.C)
 			continue
 		}
-		row := em.num[a*o : (a+1)*o]
 		// Most observed categories got no responsibility-weighted counts from
 		// this class: they share the unobserved value, one log for all. The
 		// others mostly repeat a few values (hard responsibilities times small
@@ -408,8 +414,8 @@ func (em *EM) step(wantObj bool) float64 {
 		for i := range em.memoKey {
 			em.memoKey[i] = math.NaN()
 		}
-		for b := range lr {
-			x := row[b]
+		for b := 0; b < o; b++ {
+			x := em.num[b*m+a]
 			var l float64
 			if x == 0 {
 				l = lu
@@ -422,8 +428,8 @@ func (em *EM) step(wantObj bool) float64 {
 					em.memoKey[h], em.memoVal[h] = x, l
 				}
 			}
-			same = same && lr[b] == l
-			lr[b] = l
+			same = same && em.LogRho[b*m+a] == l
+			em.LogRho[b*m+a] = l
 		}
 		u := b1 / den
 		same = same && em.Unseen[a] == u
@@ -443,8 +449,8 @@ func (em *EM) prior() float64 {
 			p += a1 * math.Log(em.Pi[a])
 		}
 		if b1 != 0 {
-			for _, l := range em.LogRho[a*o : (a+1)*o] {
-				p += b1 * l
+			for b := 0; b < o; b++ {
+				p += b1 * em.LogRho[b*m+a]
 			}
 			if rest := em.C - o; rest > 0 {
 				p += b1 * float64(rest) * math.Log(em.Unseen[a])
@@ -471,19 +477,17 @@ func (em *EM) Objective() float64 {
 // responsible for in the last step; every other category has the same MAP value
 // (the prior's share), so it goes into the row's remainder. Call after Step.
 func (em *EM) Result(dst *State) {
-	m, o := em.sizes()
+	m := len(em.Classes)
 	dst.Reset()
 	for a := 0; a < m; a++ {
 		r := dst.add(em.Classes[a], em.Pi[a])
-		lr := em.LogRho[a*o : (a+1)*o]
-		num := em.num[a*o : (a+1)*o]
 		rest := em.C
 		for b, cat := range em.Obs {
-			if num[b] == 0 {
+			if em.num[b*m+a] == 0 {
 				continue
 			}
 			r.Cat = append(r.Cat, cat)
-			r.P = append(r.P, math.Exp(lr[b]))
+			r.P = append(r.P, math.Exp(em.LogRho[b*m+a]))
 			rest--
 		}
 		r.Rem = em.Unseen[a] * float64(rest)

@@ -18,12 +18,13 @@ import (
 )
 
 // candStatesFn collects the candidates' states of a round into one value in
-// candidate order: the side input of the next round. A side input (rather than
-// a keyed join of every item with each of its K neighbours) because the
-// candidate set is bounded (--candidates, default all items up to the size the
-// sample/exact modes are meant for): it is shipped once per bundle in bulk, while a
-// join would shuffle K copies of every state every round, and Prism holds
-// shuffled data in memory at about 10x its size.
+// candidate order, which the next round's batches are joined with. One value
+// for all batches (rather than a keyed join of every item with each of its K
+// neighbours) because the candidate set is bounded (--candidates, default all
+// items up to the size the sample/exact modes are meant for): it is shipped
+// once in bulk, while a join per neighbour would shuffle K copies of every
+// state every round, and Prism holds shuffled data in memory at about 10x its
+// size.
 type candStatesFn struct{}
 
 func (candStatesFn) CreateAccumulator() CandStates { return CandStates{} }
@@ -61,9 +62,19 @@ func (candStatesFn) ExtractOutput(a CandStates) CandStates {
 	return out
 }
 
-// roundFn runs one round (mixture.Round) for every item of a batch, reading
-// neighbours' states of the previous round from the side input. Items of a
-// batch run on all cores: Prism may hand a worker one bundle at a time.
+// roundFn runs one round (mixture.Round) for every item of every batch,
+// reading neighbours' states of the previous round from the candidates'
+// states, both joined under one key (Rounds). Items of a batch run on all
+// cores.
+//
+// The candidates' states come through a join, not as a side input, because
+// Prism (v2.77) reschedules a stage that has side inputs in a tight loop for
+// as long as one of its bundles runs (an ordinary stage with nothing pending
+// still reports itself schedulable): a round, most of a run's time, kept one
+// of two cores busy doing nothing (a quarter of the run's CPU). One key puts
+// every batch on one worker, as the side input did in effect (each worker
+// held all candidates' states, and Prism runs a stage's pending elements as
+// one bundle); the exact and sample modes are for data that fits one worker.
 type roundFn struct {
 	Round   int
 	Rounds  int
@@ -74,12 +85,28 @@ type roundFn struct {
 	once    sync.Once
 }
 
-func (f *roundFn) ProcessElement(ctx context.Context, it Items, cs CandStates, emit func(Items)) error {
+func (f *roundFn) ProcessElement(ctx context.Context, _ int, items func(*Items) bool, css func(*CandStates) bool, emit func(Items)) error {
+	var cs CandStates
+	if !css(&cs) {
+		cs.States.Reset() // no candidates at all
+	}
+	f.once.Do(func() { progress.RoundStarted(f.Round, f.Rounds) })
+	var it Items
+	for items(&it) {
+		if err := f.batch(ctx, it, &cs, emit); err != nil {
+			return err
+		}
+		it = Items{}
+	}
+	return nil
+}
+
+// batch runs the round for the items of one batch.
+func (f *roundFn) batch(ctx context.Context, it Items, cs *CandStates, emit func(Items)) error {
 	n, k := it.Len(), it.K
 	if cs.States.Len() == 0 && len(it.Neigh) > 0 {
 		return fmt.Errorf("stages: round %d: empty candidate states", f.Round)
 	}
-	f.once.Do(func() { progress.RoundStarted(f.Round, f.Rounds) })
 	next := it
 	var ran int
 	next.State, ran = engine.RunRound(engine.Batch{N: n, K: k, Own: &it.State, Init: &it.Init,
@@ -104,8 +131,17 @@ var itemRounds = beam.NewCounter("relabel", "item_rounds")
 
 func init() {
 	register.Combiner2[CandStates, Items](&candStatesFn{})
-	register.DoFn4x1[context.Context, Items, CandStates, func(Items), error](&roundFn{})
+	register.DoFn5x1[context.Context, int, func(*Items) bool, func(*CandStates) bool, func(Items), error](&roundFn{})
+	register.Function1x2(keyItems)
+	register.Function1x2(keyCandStates)
+	register.Iter1[Items]()
+	register.Iter1[CandStates]()
 }
+
+// keyItems and keyCandStates put a round's batches and the candidates'
+// states under one key, for roundFn's join.
+func keyItems(it Items) (int, Items)                { return 0, it }
+func keyCandStates(cs CandStates) (int, CandStates) { return 0, cs }
 
 // RoundsParams configures Rounds.
 type RoundsParams struct {
@@ -135,8 +171,9 @@ func (p RoundsParams) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Rounds runs p.Rounds rounds over items (PCollection<Items>), each reading
-// the candidates' states of the previous round as a singleton side input.
+// Rounds runs p.Rounds rounds over items (PCollection<Items>), each joining
+// every batch with the candidates' states of the previous round (one value,
+// under one key: roundFn says why not a side input).
 // Returns PCollection<Items> with final states. It panics on invalid p,
 // while the pipeline is built.
 func Rounds(s beam.Scope, items beam.PCollection, p RoundsParams) beam.PCollection {
@@ -147,7 +184,8 @@ func Rounds(s beam.Scope, items beam.PCollection, p RoundsParams) beam.PCollecti
 	for r := 0; r < p.Rounds; r++ {
 		rs := s.Scope(fmt.Sprintf("round%02d", r))
 		cs := beam.Combine(rs, &candStatesFn{}, items)
-		items = beam.ParDo(rs, &roundFn{Round: r, Rounds: p.Rounds, Mixture: p.Mixture, Workers: p.Workers}, items, beam.SideInput{Input: cs})
+		in := beam.CoGroupByKey(rs, beam.ParDo(rs, keyItems, items), beam.ParDo(rs, keyCandStates, cs))
+		items = beam.ParDo(rs, &roundFn{Round: r, Rounds: p.Rounds, Mixture: p.Mixture, Workers: p.Workers}, in)
 	}
 	return items
 }
