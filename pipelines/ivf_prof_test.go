@@ -14,7 +14,7 @@ import (
 
 // TestTmpProf is a profiling harness, not a check: it relabels PROF_IN
 // in process on Prism (PROF_MODE: --neighbours; PROF_ROUNDS, PROF_WAVE:
-// rounds and --wave-mib; PROF_L: --l; PROF_SPILL=none keeps blocks and states in Prism's
+// rounds and --wave-mib; PROF_L: --l; PROF_EMTOL: --em-tol; PROF_SPILL=none keeps blocks and states in Prism's
 // shuffle instead of spill files, as --spill-dir none does) and prints the
 // peak heap in use; PROF_CPU writes a
 // CPU profile, PROF_OUT a heap profile taken when the heap first passes
@@ -28,6 +28,9 @@ func TestTmpProf(t *testing.T) {
 	cfg.Rounds, cfg.L = 2, 50
 	if r := os.Getenv("PROF_ROUNDS"); r != "" {
 		cfg.Rounds, _ = strconv.Atoi(r)
+	}
+	if v := os.Getenv("PROF_EMTOL"); v != "" {
+		cfg.EMTol, _ = strconv.ParseFloat(v, 64)
 	}
 	if l := os.Getenv("PROF_L"); l != "" {
 		cfg.L, _ = strconv.Atoi(l)

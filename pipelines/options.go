@@ -81,6 +81,7 @@ type Options struct {
 	Alpha            float64
 	Beta             float64
 	EMIters          int
+	EMTol            float64
 	Variant          mixture.Variant
 	Smooth           float64
 	Anchor           float64
@@ -140,6 +141,7 @@ func Defaults() Options {
 		Alpha:            m.Alpha,
 		Beta:             m.Beta,
 		EMIters:          m.EMIters,
+		EMTol:            m.EMTol,
 		Variant:          m.Variant,
 		Smooth:           m.Smooth,
 		Anchor:           m.Anchor,
@@ -251,6 +253,8 @@ var Flags = []Flag{
 		bind: func(o *Options) flag.Value { return (*floatValue)(&o.Beta) }, check: floatAtLeast(1, func(o *Options) float64 { return o.Beta })},
 	{Name: "em-iters", Group: GroupMethod, Usage: "EM iterations per round",
 		bind: func(o *Options) flag.Value { return (*intValue)(&o.EMIters) }, check: intAtLeast(1, func(o *Options) int { return o.EMIters })},
+	{Name: "em-tol", Group: GroupMethod, Usage: "stop a round's EM once a step moves no class's posterior by more than this, in [0,1) (0: --em-iters steps or an exact fixpoint)",
+		bind: func(o *Options) flag.Value { return (*floatValue)(&o.EMTol) }, check: inRange(0, 1, false, func(o *Options) float64 { return o.EMTol })},
 	{Name: "em-variant", Group: GroupMethod, Usage: "EM variant: paper (sample once, warm start) or code (authors' code: re-initialise, re-sample every iteration)",
 		bind: func(o *Options) flag.Value {
 			return &enumValue[mixture.Variant]{p: &o.Variant, parse: mixture.ParseVariant}
@@ -446,6 +450,7 @@ func (o *Options) Mixture(c int) (mixture.Params, error) {
 		Alpha:            o.Alpha,
 		Beta:             o.Beta,
 		EMIters:          o.EMIters,
+		EMTol:            o.EMTol,
 		Variant:          o.Variant,
 		Smooth:           o.Smooth,
 		MaxRowEntries:    mixture.DefaultMaxRowEntries(c0),

@@ -228,6 +228,7 @@ func (p *Plan) OptionMap() map[string]string {
 		"alpha":             fmtF(m.Alpha),
 		"beta":              fmtF(m.Beta),
 		"em-iters":          strconv.Itoa(m.EMIters),
+		"em-tol":            fmtF(m.EMTol),
 		"em-variant":        m.Variant.String(),
 		"smooth":            fmtF(m.Smooth),
 		"anchor":            fmtF(m.Anchor),

@@ -40,6 +40,8 @@ func sweepVariants() []Variant {
 	add("weights=uniform", func(o *pipelines.Options) { o.Weighting = engine.Uniform })
 	add("annotation-weight=0 (paper)", func(o *pipelines.Options) { o.AnnotationWeight = 0 })
 	add("active-tol=0.1 (skip settled items)", func(o *pipelines.Options) { o.ActiveTol = 0.1 })
+	add("em-tol=0 (every step)", func(o *pipelines.Options) { o.EMTol = 0 })
+	add("em-tol=0.01", func(o *pipelines.Options) { o.EMTol = 1e-2 })
 	return vs
 }
 

@@ -82,6 +82,8 @@ type EM struct {
 	// compute exactly the same responsibilities and parameters again, so a
 	// caller may stop iterating without changing any result.
 	Converged bool
+	// PiMoved is the largest change of a class's pi in the last Step.
+	PiMoved float64
 
 	memoKey [memoSize]float64
 	memoVal [memoSize]float64
@@ -389,9 +391,11 @@ func (em *EM) step(wantObj bool) float64 {
 	a1, b1 := em.Alpha-1, em.Beta-1
 	piDen := wsum + float64(m)*a1
 	same := true
+	em.PiMoved = 0
 	for a := 0; a < m; a++ {
 		pi := (em.sumG[a] + a1) / piDen
 		same = same && pi == em.Pi[a]
+		em.PiMoved = max(em.PiMoved, math.Abs(pi-em.Pi[a]))
 		em.Pi[a] = pi
 		den := em.sumN[a] + float64(em.C)*b1
 		if den <= 0 {

@@ -3,6 +3,7 @@ package mixture
 import (
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -250,4 +251,62 @@ func equalInt32(a, b []int32) bool {
 		}
 	}
 	return true
+}
+
+// TestEMTol: a round's EM stops at the first step that moves no pi by more
+// than EMTol. A tolerance no step meets runs every step; one every step
+// meets stops after the first (the same as one EM iteration); the default's
+// lies between and is close to the full run; out of range is rejected.
+func TestEMTol(t *testing.T) {
+	const c = 10
+	mk := func(l int32) State {
+		var s State
+		s.Init([]int32{l}, c, 10, 0.6) // noisy rows: soft responsibilities
+		return s
+	}
+	// Soft states (two classes each), as after a few rounds: one-hot ones
+	// reach an exact fixpoint in one step.
+	mix := func(a, b int32, g float64) State {
+		x, y := mk(a), mk(b)
+		var s State
+		Blend(&s, &x, &y, g, c)
+		return s
+	}
+	own := mix(3, 7, 0.6)
+	neigh := []State{mix(3, 7, 0.7), mix(3, 1, 0.8), mix(7, 3, 0.55), mix(3, 7, 0.5), mix(7, 1, 0.9), mix(1, 3, 0.6)}
+	w := []float64{0.2, 0.2, 0.2, 0.15, 0.15, 0.1}
+	p := DefaultParams(c)
+	p.AnnotationWeight, p.Seed, p.EMIters = 0, 5, 50
+	var ws Workspace
+	run := func(tol float64, iters int) State {
+		q := p
+		q.EMTol, q.EMIters = tol, iters
+		var dst State
+		ws.Round(&dst, &own, nil, 0, neigh, w, 11, 2, &q)
+		return dst
+	}
+	full := run(0, 50)
+	if got := run(1e-300, 50); !sameState(&got, &full) {
+		t.Errorf("a tolerance no step meets changed the result: %v vs %v", got.Pi, full.Pi)
+	}
+	one := run(0, 1)
+	if got := run(0.99, 50); !sameState(&got, &one) {
+		t.Errorf("a tolerance every step meets: %v, want one step's %v", got.Pi, one.Pi)
+	}
+	if sameState(&one, &full) {
+		t.Fatalf("one EM step already gives the full result: the case does not test the tolerance (%v %v, %v %v)", one.Class, one.Pi, full.Class, full.Pi)
+	}
+	def := run(DefaultParams(c).EMTol, 50)
+	for k, cl := range full.Class {
+		if d := def.ProbOf(cl) - full.Pi[k]; d > 0.01 || d < -0.01 {
+			t.Errorf("class %d: pi %.4f with the default tolerance, %.4f with every step", cl, def.ProbOf(cl), full.Pi[k])
+		}
+	}
+	for _, bad := range []float64{-0.1, 1, math.NaN()} {
+		q := p
+		q.EMTol = bad
+		if err := q.Validate(); err == nil || !strings.Contains(err.Error(), "EM tolerance") {
+			t.Errorf("EMTol %g: Validate() = %v, want an EM tolerance error", bad, err)
+		}
+	}
 }
