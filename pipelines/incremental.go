@@ -131,19 +131,78 @@ type incResult struct {
 
 // update is a finished incremental update and what it started from.
 type update struct {
-	fixed       []mixture.State // every row's state from its stored posterior
-	keyRow      map[int64]int   // id key -> row of d
+	stored      *storedPosts
+	keyRow      map[int64]int // id key -> row of d
 	res         *incResult
 	tPlan, tRun time.Duration
 }
 
-// state is row i's final state: its updated one where the update touched
-// it, else its stored one.
-func (u *update) state(i int) *mixture.State {
-	if a, ok := u.res.pos[i]; ok {
-		return &u.res.states[a]
+// storedPosts are the old rows' stored posteriors where they lie: row i's
+// is row row[i] of posts[file[i]] (file -1: a new row). A row's state is
+// rebuilt from it only where it is needed (the neighbours of the rows the
+// update touches, and the rows written), not for every row up front: at 1M
+// rows that was a million small allocations, which the garbage collector
+// then scanned through the rounds.
+type storedPosts struct {
+	posts     []*resultio.Posteriors
+	file, row []int32
+	// invT undoes the stored posteriors' calibration; smooth and c rebuild
+	// the transition rows (stateFromPosterior).
+	invT   float64
+	smooth float64
+	c      int
+}
+
+// raw is row i's stored posterior, uncalibrated (the state's pi: q^T
+// renormalised), into buf, and its classes.
+func (s *storedPosts) raw(buf []float32, i int) ([]float32, []int32) {
+	p, j := s.posts[s.file[i]], s.row[i]
+	return mixture.Temper(buf, p.Prob[p.Off[j]:p.Off[j+1]], s.invT), p.Class[p.Off[j]:p.Off[j+1]]
+}
+
+// appendPacked packs row i's stored state onto ss: what stateFromPosterior
+// then ss.Append give, without the State in between.
+func (s *storedPosts) appendPacked(ss *mixture.States, i int, buf []float32) []float32 {
+	buf, class := s.raw(buf, i)
+	rem, p := float32(0), float32(1)
+	if s.c > 1 {
+		rem, p = float32(s.smooth), float32(1-s.smooth)
 	}
-	return &u.fixed[i]
+	for e, cl := range class {
+		ss.Class = append(ss.Class, cl)
+		ss.Pi = append(ss.Pi, float32(float64(buf[e])))
+		ss.Rem = append(ss.Rem, rem)
+		ss.Cat = append(ss.Cat, cl)
+		ss.P = append(ss.P, p)
+		ss.RowOff = append(ss.RowOff, int32(len(ss.Cat)))
+	}
+	ss.ItemOff = append(ss.ItemOff, int32(len(ss.Class)))
+	return buf
+}
+
+// packedLen is the class and transition-row entries row i's state takes
+// when packed.
+func (u *update) packedLen(i int) (classes, cats int) {
+	if a, ok := u.res.pos[i]; ok {
+		st := &u.res.states[a]
+		for k := range st.Rows {
+			cats += len(st.Rows[k].Cat)
+		}
+		return len(st.Class), cats
+	}
+	p, j := u.stored.posts[u.stored.file[i]], u.stored.row[i]
+	n := int(p.Off[j+1] - p.Off[j])
+	return n, n
+}
+
+// appendState packs row i's final state onto ss: its updated one where the
+// update touched it, else its stored one.
+func (u *update) appendState(ss *mixture.States, i int, buf []float32) []float32 {
+	if a, ok := u.res.pos[i]; ok {
+		ss.Append(&u.res.states[a])
+		return buf
+	}
+	return u.stored.appendPacked(ss, i, buf)
 }
 
 // storedRows maps the rows of a stored output file p, in its order, to rows
@@ -165,18 +224,18 @@ func (u *update) storedRows(p *resultio.Posteriors) (rs []int, touched bool) {
 // the part that the table and the directory lake share. It fills lake's
 // counts; tPlan is the time since t0 until the update starts.
 func storedUpdate(d *incData, posts []*resultio.Posteriors, plan *Plan, device, input string, t0 time.Time, lake *LakeSummary) (*update, error) {
-	fixed, keyRow, err := storedStates(d, posts, plan, input)
+	stored, keyRow, err := storedStates(d, posts, plan, input)
 	if err != nil {
 		return nil, err
 	}
-	u := &update{fixed: fixed, keyRow: keyRow, tPlan: time.Since(t0)}
+	u := &update{stored: stored, keyRow: keyRow, tPlan: time.Since(t0)}
 	progress.StageStarted("neighbours")
 	searcher, coder, _, err := stages.Backends(device)
 	if err != nil {
 		return nil, err
 	}
 	t1 := time.Now()
-	if u.res, err = updateIncremental(d, fixed, plan, searcher, coder); err != nil {
+	if u.res, err = updateIncremental(d, stored, plan, searcher, coder); err != nil {
 		return nil, err
 	}
 	lake.NewRows, lake.Rescored, lake.Searched = int64(len(u.res.affected)-u.res.rescored), int64(u.res.rescored), int64(u.res.searched)
@@ -199,9 +258,9 @@ func stateFromPosterior(dst *mixture.State, class []int32, prob []float32, c int
 	}
 }
 
-// updateIncremental runs steps 2-4 on d, with old rows' states in fixed
-// (indexed by row; ignored for new rows).
-func updateIncremental(d *incData, fixed []mixture.State, plan *Plan, searcher knn.Searcher, coder llc.Coder) (*incResult, error) {
+// updateIncremental runs steps 2-4 on d, with old rows' states rebuilt from
+// their stored posteriors (stored).
+func updateIncremental(d *incData, stored *storedPosts, plan *Plan, searcher knn.Searcher, coder llc.Coder) (*incResult, error) {
 	o := &plan.Options
 	eo, err := o.Engine(plan.C)
 	if err != nil {
@@ -297,6 +356,23 @@ func updateIncremental(d *incData, fixed []mixture.State, plan *Plan, searcher k
 	for a, i := range r.affected {
 		r.pos[i] = a
 	}
+	// The fixed states: the affected rows' neighbours that are not affected.
+	fixedAt := make([]int32, d.n)
+	var fixed []mixture.State
+	var buf []float32
+	for _, c := range nb {
+		if c < 0 || fixedAt[c] != 0 {
+			continue
+		}
+		if _, ok := r.pos[int(c)]; ok {
+			continue
+		}
+		fixed = append(fixed, mixture.State{})
+		fixedAt[c] = int32(len(fixed)) // 1-based: 0 is "not built"
+		var class []int32
+		buf, class = stored.raw(buf, int(c))
+		stateFromPosterior(&fixed[len(fixed)-1], class, buf, plan.C, stored.smooth)
+	}
 	m := eo.Mixture
 	na := len(r.affected)
 	cur, next := make([]mixture.State, na), make([]mixture.State, na)
@@ -331,7 +407,7 @@ func updateIncremental(d *incData, fixed []mixture.State, plan *Plan, searcher k
 						if p, ok := r.pos[int(c)]; ok {
 							s.Neighbour(wt[a*k+j]).CopyFrom(&cur[p])
 						} else {
-							s.Neighbour(wt[a*k+j]).CopyFrom(&fixed[c])
+							s.Neighbour(wt[a*k+j]).CopyFrom(&fixed[fixedAt[c]-1])
 						}
 					}
 					var in *mixture.State
@@ -415,7 +491,7 @@ func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.
 	if err != nil {
 		return nil, err
 	}
-	res, tPlan, tRun, state := u.res, u.tPlan, u.tRun, u.state
+	res, tPlan, tRun := u.res, u.tPlan, u.tRun
 
 	// Write: one file per new input file, and every output file holding a
 	// re-scored row, rewritten whole.
@@ -436,7 +512,7 @@ func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.
 	}()
 	meta := schemas.Metadata(Version, cfg.Seed, sum.Options, plan.ClassNames)
 	write := func(name string, rowsOf []int, count func(i int) bool) error {
-		c := cleanedOf(d, rowsOf, state, plan.Calibration())
+		c := cleanedOf(d, rowsOf, u, plan.Calibration())
 		for j, i := range rowsOf {
 			if !count(i) {
 				continue
@@ -491,13 +567,13 @@ func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.
 	return sum, nil
 }
 
-// storedStates rebuilds the old rows' states from the stored posteriors of
-// the output files posts (step 4 above), indexed by row of d, and returns
+// storedStates finds the old rows' stored posteriors among the output files
+// posts (their states are rebuilt from them, step 4 above), and returns
 // the row of each key. Every old row of d must have exactly one stored
 // posterior, and no new row any: otherwise the output does not match the
 // input (rows deleted or rewritten in place), and only a full run can say
 // what the output should be. input names the input in messages.
-func storedStates(d *incData, posts []*resultio.Posteriors, plan *Plan, input string) ([]mixture.State, map[int64]int, error) {
+func storedStates(d *incData, posts []*resultio.Posteriors, plan *Plan, input string) (*storedPosts, map[int64]int, error) {
 	keyRow := make(map[int64]int, d.n)
 	for i, key := range d.keys {
 		keyRow[key] = i
@@ -506,10 +582,11 @@ func storedStates(d *incData, posts []*resultio.Posteriors, plan *Plan, input st
 	if err != nil {
 		return nil, nil, err
 	}
-	fixed := make([]mixture.State, d.n)
-	have := make([]bool, d.n)
-	var raw []float32
-	for _, p := range posts {
+	s := &storedPosts{posts: posts, file: make([]int32, d.n), row: make([]int32, d.n), invT: 1 / plan.Options.Temperature, smooth: m.Smooth, c: plan.C}
+	for i := range s.file {
+		s.file[i] = -1
+	}
+	for f, p := range posts {
 		for j := 0; j < p.Len(); j++ {
 			i, ok := keyRow[p.Key(j)]
 			switch {
@@ -517,28 +594,43 @@ func storedStates(d *incData, posts []*resultio.Posteriors, plan *Plan, input st
 				return nil, nil, fmt.Errorf("relabel: %s row %d: its id is not in %s any more; run without --incremental", p.Path, j, input)
 			case d.isNew[i]:
 				return nil, nil, fmt.Errorf("relabel: %s row %d: already holds the id of a row that is new in %s (file %s); run without --incremental", p.Path, j, input, d.shards[d.shard[i]])
-			case have[i]:
+			case s.file[i] >= 0:
 				return nil, nil, fmt.Errorf("relabel: %s row %d: a second stored posterior for the id of %s's row in %s; run without --incremental", p.Path, j, input, d.shards[d.shard[i]])
 			}
 			// The stored posterior is calibrated (pi^(1/T), renormalised):
-			// the state's pi is its inverse, q^T renormalised.
-			raw = mixture.Temper(raw, p.Prob[p.Off[j]:p.Off[j+1]], 1/plan.Options.Temperature)
-			stateFromPosterior(&fixed[i], p.Class[p.Off[j]:p.Off[j+1]], raw, plan.C, m.Smooth)
-			have[i] = true
+			// the state's pi is its inverse, q^T renormalised (raw).
+			s.file[i], s.row[i] = int32(f), int32(j)
 		}
 	}
-	for i := range have {
-		if !have[i] && !d.isNew[i] {
+	for i := range s.file {
+		if s.file[i] < 0 && !d.isNew[i] {
 			return nil, nil, fmt.Errorf("relabel: %s: the row of %s with key %d has no stored posterior; run without --incremental", input, d.shards[d.shard[i]], d.keys[i])
 		}
 	}
-	return fixed, keyRow, nil
+	return s, keyRow, nil
 }
 
-// cleanedOf makes the output rows of rows (in that order) from their states.
-func cleanedOf(d *incData, rows []int, state func(i int) *mixture.State, cal stages.Calibration) *schemas.Cleaned {
-	it := stages.Items{IDKind: d.idKind, Multi: d.multi, LabelOff: []int32{0}}
-	it.State.Reset()
+// cleanedOf makes the output rows of rows (in that order) from their final
+// states (u). The packed states are sized first: grown by appending, their
+// copies were most of the time spent here on a 1M-row output file.
+func cleanedOf(d *incData, rows []int, u *update, cal stages.Calibration) *schemas.Cleaned {
+	it := stages.Items{IDKind: d.idKind, Multi: d.multi, LabelOff: make([]int32, 1, len(rows)+1)}
+	var classes, cats, labels int
+	for _, i := range rows {
+		c, r := u.packedLen(i)
+		classes, cats, labels = classes+c, cats+r, labels+int(d.off[i+1]-d.off[i])
+	}
+	it.IDs = make([]int64, 0, len(rows))
+	if d.strIDs != nil {
+		it.StrIDs = make([]string, 0, len(rows))
+	}
+	it.Labels = make([]int32, 0, labels)
+	ss := &it.State
+	ss.ItemOff = make([]int32, 1, len(rows)+1)
+	ss.Class, ss.Pi, ss.Rem = make([]int32, 0, classes), make([]float32, 0, classes), make([]float32, 0, classes)
+	ss.RowOff = make([]int32, 1, classes+1)
+	ss.Cat, ss.P = make([]int32, 0, cats), make([]float32, 0, cats)
+	var buf []float32
 	for _, i := range rows {
 		it.IDs = append(it.IDs, d.keys[i])
 		if d.strIDs != nil {
@@ -546,7 +638,7 @@ func cleanedOf(d *incData, rows []int, state func(i int) *mixture.State, cal sta
 		}
 		it.Labels = append(it.Labels, d.labelsOf(i)...)
 		it.LabelOff = append(it.LabelOff, int32(len(it.Labels)))
-		it.State.Append(state(i))
+		buf = u.appendState(ss, i, buf)
 	}
 	c := stages.ToCleaned(&it, cal)
 	return &c
