@@ -18,6 +18,7 @@ import (
 	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/transforms/engine"
+	"github.com/relabel/relabel/transforms/ivf"
 	"github.com/relabel/relabel/transforms/knn"
 	"github.com/relabel/relabel/transforms/llc"
 	"github.com/relabel/relabel/transforms/mixture"
@@ -128,6 +129,11 @@ type incResult struct {
 	// weights), "rounds".
 	timings  map[string]float64
 	searched int
+	// state is the ivf partitioning the next incremental run can keep
+	// (incremental_state.go); nil where the search was exact. kept: it
+	// extends the one the last run kept.
+	state *ivfState
+	kept  bool
 }
 
 // update is a finished incremental update and what it started from.
@@ -224,7 +230,8 @@ func (u *update) storedRows(p *resultio.Posteriors) (rs []int, touched bool) {
 // (posts) and runs the update (search, then rounds over the affected rows):
 // the part that the table and the directory lake share. It fills lake's
 // counts; tPlan is the time since t0 until the update starts.
-func storedUpdate(d *incData, posts []*resultio.Posteriors, plan *Plan, device, input string, t0 time.Time, lake *LakeSummary) (*update, error) {
+// kept is the ivf state the last run kept, nil when none.
+func storedUpdate(d *incData, posts []*resultio.Posteriors, kept *ivfState, plan *Plan, device, input string, t0 time.Time, lake *LakeSummary) (*update, error) {
 	stored, keyRow, err := storedStates(d, posts, plan, input)
 	if err != nil {
 		return nil, err
@@ -236,10 +243,11 @@ func storedUpdate(d *incData, posts []*resultio.Posteriors, plan *Plan, device, 
 		return nil, err
 	}
 	t1 := time.Now()
-	if u.res, err = updateIncremental(d, stored, plan, searcher, coder); err != nil {
+	if u.res, err = updateIncremental(d, stored, kept, keyRow, plan, searcher, coder); err != nil {
 		return nil, err
 	}
 	lake.NewRows, lake.Rescored, lake.Searched = int64(len(u.res.affected)-u.res.rescored), int64(u.res.rescored), int64(u.res.searched)
+	lake.KeptPartitioning = u.res.kept
 	u.tRun = time.Since(t1)
 	faults.Point("pipeline-done")
 	return u, nil
@@ -260,8 +268,9 @@ func stateFromPosterior(dst *mixture.State, class []int32, prob []float32, c int
 }
 
 // updateIncremental runs steps 2-4 on d, with old rows' states rebuilt from
-// their stored posteriors (stored).
-func updateIncremental(d *incData, stored *storedPosts, plan *Plan, searcher knn.Searcher, coder llc.Coder) (*incResult, error) {
+// their stored posteriors (stored), and the ivf partitioning the last run
+// kept (nil: none; incremental_state.go). keyRow is the row of each id key.
+func updateIncremental(d *incData, stored *storedPosts, kept *ivfState, keyRow map[int64]int, plan *Plan, searcher knn.Searcher, coder llc.Coder) (*incResult, error) {
 	o := &plan.Options
 	eo, err := o.Engine(plan.C)
 	if err != nil {
@@ -274,25 +283,40 @@ func updateIncremental(d *incData, stored *storedPosts, plan *Plan, searcher knn
 	if be.Coder == nil {
 		be.Coder = llc.CPU{}
 	}
-	feats := d.feats
-	if o.Standardise {
-		feats = append([]float32(nil), d.feats...)
-		mean, std := engine.Moments(feats, d.n, d.d)
-		engine.Standardise(feats, d.d, mean, std)
-	}
 	t0 := time.Now()
 	timings := map[string]float64{}
 	lap := func(name string) {
 		timings[name] = time.Since(t0).Seconds()
 		t0 = time.Now()
 	}
-	cm := knn.Matrix{Rows: d.n, Cols: d.d, Data: feats}
-	var ix incIndex
+	var (
+		cm    knn.Matrix
+		ix    incIndex
+		state *ivfState
+	)
 	if incrementalMode(o, int64(d.n)) == NeighboursIVF {
-		if ix, err = newIVFIndex(cm, d.keys, o, be.Searcher, eo.Workers); err != nil {
-			return nil, fmt.Errorf("relabel: incremental: partitioning %d rows: %w", d.n, err)
+		var pt *ivf.Partitioning
+		if kept != nil {
+			if why := kept.usable(o, d.n); why != "" {
+				progress.Notef("--incremental: the kept ivf partitioning is not used (%s): partitioning all %d rows again", why, d.n)
+			} else if pt, state, err = keptPartitioning(kept, d, keyRow, be.Searcher); err != nil {
+				return nil, err
+			} else if pt == nil {
+				progress.Notef("--incremental: the kept ivf partitioning does not hold every old row: partitioning all %d rows again", d.n)
+			} else {
+				feats, _, _ := standardised(d, o)
+				cm = knn.Matrix{Rows: d.n, Cols: d.d, Data: feats}
+			}
 		}
+		if pt == nil {
+			if state, pt, cm, err = newIVFState(d, o, be.Searcher); err != nil {
+				return nil, fmt.Errorf("relabel: incremental: partitioning %d rows: %w", d.n, err)
+			}
+		}
+		ix = newIVFIndex(cm, d.keys, pt, state.model.P(), be.Searcher, o.Metric, eo.Workers)
 	} else {
+		feats, _, _ := standardised(d, o)
+		cm = knn.Matrix{Rows: d.n, Cols: d.d, Data: feats}
 		idx, err := be.Searcher.Index(cm, d.keys, o.Metric)
 		if err != nil {
 			return nil, fmt.Errorf("relabel: incremental: indexing %d rows: %w", d.n, err)
@@ -338,7 +362,7 @@ func updateIncremental(d *incData, stored *storedPosts, plan *Plan, searcher knn
 		return nil, err
 	}
 	lap("search")
-	r := &incResult{affected: newRows, pos: map[int]int{}, searched: len(cands), timings: timings}
+	r := &incResult{affected: newRows, pos: map[int]int{}, searched: len(cands), timings: timings, state: state, kept: kept != nil && state != nil && state.model == kept.model}
 	nb, wt := nbNew, wtNew
 	for ci, i := range cands {
 		hit := false
@@ -509,7 +533,15 @@ func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.
 			return nil, err
 		}
 	}
-	u, err := storedUpdate(d, posts, plan, cfg.Device, fmt.Sprintf("input table %s", full.Table), t0, lake)
+	var kept *ivfState
+	if last.State != "" && plan.Mode == NeighboursIVF {
+		if kept, err = readIVFState(ctx, last.State); err != nil {
+			// The state only saves time: without it the run partitions
+			// every row, as before states were kept.
+			progress.Notef("--incremental: the kept ivf partitioning is not used (%v): partitioning all %d rows again", err, d.n)
+		}
+	}
+	u, err := storedUpdate(d, posts, kept, plan, cfg.Device, fmt.Sprintf("input table %s", full.Table), t0, lake)
 	if err != nil {
 		return nil, err
 	}
@@ -523,15 +555,23 @@ func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.
 		return nil, err
 	}
 	var files, remove []string
+	var statePath string
 	committed := false
 	defer func() {
 		if !committed {
-			for _, f := range files {
-				fs.Remove(context.WithoutCancel(ctx), f)
+			for _, f := range append(files, statePath) {
+				if f != "" {
+					fs.Remove(context.WithoutCancel(ctx), f)
+				}
 			}
 			fs.Remove(context.WithoutCancel(ctx), tmp)
 		}
 	}()
+	if res.state != nil {
+		if statePath, err = keepIVFState(ctx, fs, tmp, res.state); err != nil {
+			return nil, err
+		}
+	}
 	meta := schemas.Metadata(Version, cfg.Seed, sum.Options, plan.ClassNames)
 	write := func(name string, rowsOf []int, count func(i int) bool) error {
 		c := cleanedOf(d, rowsOf, u, plan.Calibration())
@@ -576,7 +616,9 @@ func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.
 		}
 	}
 	faults.Point("table-commit")
-	snap, err := out.Commit(ctx, icebergio.Commit{Run: runRecord(plan, app, last.InputSnapshotID), Mode: icebergio.Rewrite, Files: files, Remove: remove})
+	run := runRecord(plan, app, last.InputSnapshotID)
+	run.State = statePath
+	snap, err := out.Commit(ctx, icebergio.Commit{Run: run, Mode: icebergio.Rewrite, Files: files, Remove: remove})
 	if err != nil {
 		return nil, err
 	}

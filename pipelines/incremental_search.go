@@ -91,11 +91,11 @@ type ivfIndex struct {
 	workers int
 }
 
-// newIVFIndex fits and assigns the partitioning of x (already standardised)
-// as ivfstages does for a full run with the same options.
-func newIVFIndex(x knn.Matrix, keys []int64, o *Options, s knn.Searcher, workers int) (*ivfIndex, error) {
+// fitIVF fits and assigns the partitioning of x (already standardised) as
+// ivfstages does for a full run with the same options.
+func fitIVF(x knn.Matrix, keys []int64, o *Options, s knn.Searcher) (*ivf.Model, *ivf.Partitioning, error) {
 	n := x.Rows
-	p := ivf.Params{Partitions: o.Partitions.Or(0), NProbe: o.NProbe.Or(0), Seed: o.Seed, Metric: o.Metric}.WithDefaults(int64(n))
+	p := ivfParams(o, int64(n))
 	sm := ivf.Sample{Cap: p.Sample, D: x.Cols}
 	for i := 0; i < n; i++ {
 		sm.Add(ivf.Hash(o.Seed, keys[i]), keys[i], x.Row(i))
@@ -103,19 +103,32 @@ func newIVFIndex(x knn.Matrix, keys []int64, o *Options, s knn.Searcher, workers
 	sm.Trim()
 	model, err := ivf.Fit(knn.Matrix{Rows: sm.Len(), Cols: x.Cols, Data: sm.Features}, int64(n), p, s)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	pt, err := ivf.Assign(x, model, p.NProbe, s)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	stored := make([][]int32, model.P())
-	for i := 0; i < n; i++ {
+	return model, pt, nil
+}
+
+// newIVFIndex is the search of x's rows in partitioning pt (of parts
+// partitions).
+func newIVFIndex(x knn.Matrix, keys []int64, pt *ivf.Partitioning, parts int, s knn.Searcher, metric knn.Metric, workers int) *ivfIndex {
+	count := make([]int32, parts)
+	for _, q := range pt.Probe {
+		count[q]++
+	}
+	stored := make([][]int32, parts)
+	for q := range stored {
+		stored[q] = make([]int32, 0, count[q])
+	}
+	for i := 0; i < x.Rows; i++ {
 		for _, q := range pt.Probe[i*pt.NProbe : (i+1)*pt.NProbe] {
 			stored[q] = append(stored[q], int32(i))
 		}
 	}
-	return &ivfIndex{x: x, keys: keys, pt: pt, stored: stored, s: s, metric: o.Metric, workers: workers}, nil
+	return &ivfIndex{x: x, keys: keys, pt: pt, stored: stored, s: s, metric: metric, workers: workers}
 }
 
 func (v *ivfIndex) Close() error { return nil }

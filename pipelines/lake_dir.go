@@ -264,7 +264,7 @@ func updateDir(ctx context.Context, fsys blobio.FS, plan *Plan, prev, sum *Summa
 		posts = append(posts, p)
 		postOf[s.Path] = p
 	}
-	u, err := storedUpdate(d, posts, plan, cfg.Device, cfg.Input, t0, lake)
+	u, err := storedUpdate(d, posts, nil, plan, cfg.Device, cfg.Input, t0, lake)
 	if err != nil {
 		return nil, err
 	}
