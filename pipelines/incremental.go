@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/relabel/relabel/internal/faults"
@@ -37,8 +38,11 @@ import (
 //  2. The new rows' K nearest neighbours are searched among all rows
 //     (incremental_search.go): exactly, O(new * N * d), where a full run
 //     would search exactly; where it would use ivf (N >= AutoIVFRows), in
-//     the same partitioning as the full run, O(N * P * d) to probe every row
-//     once plus O(new * NProbe * partition size * d).
+//     an ivf partitioning of all rows, O(new * NProbe * partition size * d).
+//     The partitioning is the one the last table run kept
+//     (incremental_state.go), extended by probing the new rows, O(new * P *
+//     d); without one, it is fitted as the full run fits it and every row is
+//     probed, O(N * P * d).
 //  3. The update spreads one hop. An old row is re-scored when a new row
 //     entered its K nearest neighbours. Such a row is, in practice, among the
 //     new rows' own K nearest (distance is symmetric: a new row close enough
@@ -67,9 +71,10 @@ import (
 //
 // The rounds and search run in the launcher's process (they touch
 // O(K new) rows, small next to a full run), on the --device kernels. Beside
-// the O(N d) read, the cost grows with the table only through the ivf
-// probe of every row (O(N P d), P = N / 500 partitions by default: about
-// 10^11 flops of SGEMM at 1M rows, d = 32), which the full run does too.
+// the O(N d) read and the rewrite of the output files holding re-scored
+// rows, the cost grows with the table only where no partitioning was kept:
+// then every row is probed (O(N P d), P = N / 500 partitions by default:
+// about 10^11 flops of SGEMM at 1M rows, d = 32), as the full run does.
 
 // incData is every input row, flattened.
 type incData struct {
@@ -154,7 +159,7 @@ type storedPosts struct {
 	posts     []*resultio.Posteriors
 	file, row []int32
 	// invT undoes the stored posteriors' calibration; smooth and c rebuild
-	// the transition rows (stateFromPosterior).
+	// the transition rows (fixedStates).
 	invT   float64
 	smooth float64
 	c      int
@@ -167,8 +172,8 @@ func (s *storedPosts) raw(buf []float32, i int) ([]float32, []int32) {
 	return mixture.Temper(buf, p.Prob[p.Off[j]:p.Off[j+1]], s.invT), p.Class[p.Off[j]:p.Off[j+1]]
 }
 
-// appendPacked packs row i's stored state onto ss: what stateFromPosterior
-// then ss.Append give, without the State in between.
+// appendPacked packs row i's stored state onto ss: the state fixedStates
+// builds, packed as ss.Append packs it, without the State in between.
 func (s *storedPosts) appendPacked(ss *mixture.States, i int, buf []float32) []float32 {
 	buf, class := s.raw(buf, i)
 	rem, p := float32(0), float32(1)
@@ -253,18 +258,54 @@ func storedUpdate(d *incData, posts []*resultio.Posteriors, kept *ivfState, plan
 	return u, nil
 }
 
-// stateFromPosterior rebuilds a stored row's state (see step 4 above).
-func stateFromPosterior(dst *mixture.State, class []int32, prob []float32, c int, smooth float64) {
-	dst.Reset()
-	for e, cl := range class {
-		dst.Class = append(dst.Class, cl)
-		dst.Pi = append(dst.Pi, float64(prob[e]))
-		row := mixture.Row{Cat: []int32{cl}, P: []float64{1}}
-		if c > 1 {
-			row.P[0], row.Rem = 1-smooth, smooth
-		}
-		dst.Rows = append(dst.Rows, row)
+// fixedStates rebuilds the states of rows (see step 4 above), on workers
+// goroutines. The states are only read (the rounds' fixed neighbours), so
+// their slices are carved from a few shared arrays, capacity-limited, not
+// allocated one by one: at 1M rows there are some 400,000 of them, and
+// allocating them was a tenth of the run.
+func (s *storedPosts) fixedStates(rows []int32, workers int) []mixture.State {
+	off := make([]int, len(rows)+1)
+	for f, i := range rows {
+		p, j := s.posts[s.file[i]], s.row[i]
+		off[f+1] = off[f] + int(p.Off[j+1]-p.Off[j])
 	}
+	n := off[len(rows)]
+	var (
+		class = make([]int32, n)
+		pi    = make([]float64, n)
+		rws   = make([]mixture.Row, n)
+		cat   = make([]int32, n)
+		prob  = make([]float64, n)
+		out   = make([]mixture.State, len(rows))
+		wg    sync.WaitGroup
+	)
+	rem, p1 := 0.0, 1.0
+	if s.c > 1 {
+		rem, p1 = s.smooth, 1-s.smooth
+	}
+	workers = max(1, workers)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var buf []float32
+			for f := w; f < len(rows); f += workers {
+				var cl []int32
+				buf, cl = s.raw(buf, int(rows[f]))
+				lo, hi := off[f], off[f+1]
+				// Each class a row of its own category,
+				// label-smoothed (step 4 above).
+				for e, c := range cl {
+					class[lo+e], pi[lo+e] = c, float64(buf[e])
+					cat[lo+e], prob[lo+e] = c, p1
+					rws[lo+e] = mixture.Row{Cat: cat[lo+e : lo+e+1 : lo+e+1], P: prob[lo+e : lo+e+1 : lo+e+1], Rem: rem}
+				}
+				out[f] = mixture.State{Class: class[lo:hi:hi], Pi: pi[lo:hi:hi], Rows: rws[lo:hi:hi]}
+			}
+		}()
+	}
+	wg.Wait()
+	return out
 }
 
 // updateIncremental runs steps 2-4 on d, with old rows' states rebuilt from
@@ -381,10 +422,11 @@ func updateIncremental(d *incData, stored *storedPosts, kept *ivfState, keyRow m
 	for a, i := range r.affected {
 		r.pos[i] = a
 	}
-	// The fixed states: the affected rows' neighbours that are not affected.
+	// The fixed states: the affected rows' neighbours that are not affected,
+	// rebuilt from their stored posteriors (in parallel: a few per affected
+	// row).
 	fixedAt := make([]int32, d.n)
-	var fixed []mixture.State
-	var buf []float32
+	var fixedRows []int32
 	for _, c := range nb {
 		if c < 0 || fixedAt[c] != 0 {
 			continue
@@ -392,12 +434,10 @@ func updateIncremental(d *incData, stored *storedPosts, kept *ivfState, keyRow m
 		if _, ok := r.pos[int(c)]; ok {
 			continue
 		}
-		fixed = append(fixed, mixture.State{})
-		fixedAt[c] = int32(len(fixed)) // 1-based: 0 is "not built"
-		var class []int32
-		buf, class = stored.raw(buf, int(c))
-		stateFromPosterior(&fixed[len(fixed)-1], class, buf, plan.C, stored.smooth)
+		fixedRows = append(fixedRows, c)
+		fixedAt[c] = int32(len(fixedRows)) // 1-based: 0 is "not built"
 	}
+	fixed := stored.fixedStates(fixedRows, eo.Workers)
 	// src says where each neighbour's state is: cur[at] (at >= 0, an
 	// affected row), fixed[-at-1], or noNeighbour. The rounds hand
 	// mixture.Round shallow copies of these states (it only reads its
@@ -433,38 +473,45 @@ func updateIncremental(d *incData, stored *storedPosts, kept *ivfState, keyRow m
 	for round := 0; round < eo.Rounds; round++ {
 		progress.RoundStarted(round, eo.Rounds)
 		var wg sync.WaitGroup
+		// Workers take chunks of items as they go, not fixed shares: on a
+		// shared machine one worker can get less CPU than another. Each
+		// item's result depends only on its inputs, key and round.
+		var next0 atomic.Int64
+		const chunk = 64
 		for w := 0; w < workers; w++ {
 			wg.Add(1)
-			go func(wk int) {
+			go func() {
 				defer wg.Done()
 				var (
 					ws    mixture.Workspace
 					neigh []mixture.State
 					w     []float64
 				)
-				for a := wk; a < na; a += workers {
-					i := r.affected[a]
-					neigh, w = neigh[:0], w[:0]
-					for j := 0; j < k; j++ {
-						switch at := src[a*k+j]; {
-						case at == noNeighbour:
-							continue
-						case at >= 0:
-							neigh = append(neigh, cur[at])
-						default:
-							neigh = append(neigh, fixed[-at-1])
+				for lo := int(next0.Add(chunk)) - chunk; lo < na; lo = int(next0.Add(chunk)) - chunk {
+					for a := lo; a < min(lo+chunk, na); a++ {
+						i := r.affected[a]
+						neigh, w = neigh[:0], w[:0]
+						for j := 0; j < k; j++ {
+							switch at := src[a*k+j]; {
+							case at == noNeighbour:
+								continue
+							case at >= 0:
+								neigh = append(neigh, cur[at])
+							default:
+								neigh = append(neigh, fixed[-at-1])
+							}
+							w = append(w, wt[a*k+j])
 						}
-						w = append(w, wt[a*k+j])
+						var in *mixture.State
+						if init != nil {
+							in = &init[a]
+						}
+						iw := m.AnchorWeight(engine.Annotations(d.labelsOf(i)))
+						ws.Round(&next[a], &cur[a], in, iw, neigh, w, uint64(d.keys[i]), round, &m)
+						next[a].Quantize()
 					}
-					var in *mixture.State
-					if init != nil {
-						in = &init[a]
-					}
-					iw := m.AnchorWeight(engine.Annotations(d.labelsOf(i)))
-					ws.Round(&next[a], &cur[a], in, iw, neigh, w, uint64(d.keys[i]), round, &m)
-					next[a].Quantize()
 				}
-			}(w)
+			}()
 		}
 		wg.Wait()
 		cur, next = next, cur
@@ -508,9 +555,43 @@ func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.
 	}
 	progress.Report(progress.Event{Kind: progress.Planned, Rows: app.Rows, Shards: len(app.Tasks), Rounds: cfg.Rounds})
 	progress.StageStarted("reading")
+	// The stored posteriors of the old rows and the kept ivf state are read
+	// while the input is (the launcher would otherwise wait on one reader
+	// at a time).
+	var (
+		outFiles   []string
+		posts      []*resultio.Posteriors
+		kept       *ivfState
+		storedErr  error
+		storedDone = make(chan struct{})
+	)
+	go func() {
+		defer close(storedDone)
+		if outFiles, storedErr = out.DataFiles(ctx); storedErr != nil {
+			return
+		}
+		posts = make([]*resultio.Posteriors, len(outFiles))
+		for f, file := range outFiles {
+			if posts[f], storedErr = resultio.ReadPosteriors(ctx, icebergio.Task{Path: file}.ReaderPath(), plan.ClassNames, nil); storedErr != nil {
+				return
+			}
+		}
+		if last.State != "" && plan.Mode == NeighboursIVF {
+			var err error
+			if kept, err = readIVFState(ctx, last.State); err != nil {
+				// The state only saves time: without it the run partitions
+				// every row, as before states were kept.
+				progress.Notef("--incremental: the kept ivf partitioning is not used (%v): partitioning all %d rows again", err, plan.Rows)
+			}
+		}
+	}()
 	rows, err := shardio.ReadAll(ctx, plan.Shards, plan.Read)
+	<-storedDone
 	if err != nil {
 		return nil, err
+	}
+	if storedErr != nil {
+		return nil, storedErr
 	}
 	d := flatten(rows, func(p string) bool { return newPath[p] })
 	lake.ScannedFiles, lake.ScannedRows = len(plan.Shards), int64(d.n)
@@ -521,25 +602,6 @@ func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.
 	}
 	if lake.NewFiles != len(app.Tasks) {
 		return nil, fmt.Errorf("relabel: input table %s: %d appended files planned, %d found among the snapshot's files", full.Table, len(app.Tasks), lake.NewFiles)
-	}
-	// The stored posteriors of the old rows.
-	outFiles, err := out.DataFiles(ctx)
-	if err != nil {
-		return nil, err
-	}
-	posts := make([]*resultio.Posteriors, len(outFiles))
-	for f, file := range outFiles {
-		if posts[f], err = resultio.ReadPosteriors(ctx, icebergio.Task{Path: file}.ReaderPath(), plan.ClassNames, nil); err != nil {
-			return nil, err
-		}
-	}
-	var kept *ivfState
-	if last.State != "" && plan.Mode == NeighboursIVF {
-		if kept, err = readIVFState(ctx, last.State); err != nil {
-			// The state only saves time: without it the run partitions
-			// every row, as before states were kept.
-			progress.Notef("--incremental: the kept ivf partitioning is not used (%v): partitioning all %d rows again", err, d.n)
-		}
 	}
 	u, err := storedUpdate(d, posts, kept, plan, cfg.Device, fmt.Sprintf("input table %s", full.Table), t0, lake)
 	if err != nil {

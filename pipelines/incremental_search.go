@@ -183,7 +183,7 @@ func (v *ivfIndex) search(dst *knn.Result, rows []int, k int) error {
 					qm = append(qm, v.x.Row(rows[a])...)
 					qids = append(qids, v.keys[rows[a]])
 				}
-				idx, err := v.s.Index(knn.Matrix{Rows: len(cids), Cols: d, Data: cm}, cids, v.metric)
+				idx, err := v.groupSearcher(len(qids)).Index(knn.Matrix{Rows: len(cids), Cols: d, Data: cm}, cids, v.metric)
 				if err == nil {
 					err = idx.Search(&res, knn.Matrix{Rows: len(qids), Cols: d, Data: qm}, qids, k)
 					idx.Close()
@@ -218,6 +218,26 @@ func (v *ivfIndex) search(dst *knn.Result, rows []int, k int) error {
 		return errs[0]
 	}
 	return v.fillShort(dst, rows, k)
+}
+
+// groupSearcher is the searcher of one partition's queries. The CPU
+// searcher's default query block (knn.DefaultQueryBlock rows) sizes a
+// workspace of 2 MiB that each new index allocates and clears: for the few
+// dozen queries of a partition, most of the search's time. So it gets a
+// block just large enough, and one worker (the partitions already run in
+// parallel). The distances do not depend on the blocking: each is one dot
+// product over d, computed the same way in any tile.
+func (v *ivfIndex) groupSearcher(queries int) knn.Searcher {
+	c, ok := v.s.(knn.CPU)
+	if !ok {
+		return v.s
+	}
+	if c.QueryBlock == 0 {
+		c.QueryBlock = knn.DefaultQueryBlock
+	}
+	c.QueryBlock = min(c.QueryBlock, (queries+15)/16*16)
+	c.Workers = 1
+	return c
 }
 
 // fillShort searches exactly, among all rows, the queries whose home
