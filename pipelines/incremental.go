@@ -610,7 +610,8 @@ func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.
 	res, tPlan, tRun := u.res, u.tPlan, u.tRun
 
 	// Write: one file per new input file, and every output file holding a
-	// re-scored row, rewritten whole.
+	// re-scored row, rewritten whole (split into files of at most
+	// maxRewriteRows rows, written in parallel).
 	progress.StageStarted("committing")
 	fs, tmp, err := runDir(ctx, out, token())
 	if err != nil {
@@ -630,27 +631,39 @@ func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.
 		}
 	}()
 	if res.state != nil {
-		if statePath, err = keepIVFState(ctx, fs, tmp, res.state); err != nil {
-			return nil, err
-		}
+		statePath = blobio.Join(tmp, ivfStateName)
 	}
 	meta := schemas.Metadata(Version, cfg.Seed, sum.Options, plan.ClassNames)
-	write := func(name string, rowsOf []int, count func(i int) bool) error {
-		c := cleanedOf(d, rowsOf, u, plan.Calibration())
-		for j, i := range rowsOf {
-			if !count(i) {
-				continue
-			}
-			sum.Rows++
-			if c.Changed[j] {
-				sum.Changed++
-				sum.ChangedFrom[stages.GivenLabel(d.labelsOf(i))]++
-				sum.ChangedTo[c.CleanLabel[j]]++
-			}
-		}
+	// A file to write: rows, and whether a row counts in the summary (a new
+	// or re-scored one).
+	type outFile struct {
+		path  string
+		rows  []int
+		count func(i int) bool
+		// What the file adds to the summary.
+		n, changed             int64
+		changedFrom, changedTo []int64
+	}
+	var jobs []*outFile
+	add := func(name string, rs []int, count func(int) bool) {
 		p := blobio.Join(tmp, name)
 		files = append(files, p)
-		return shardio.WriteShard(ctx, fs, p, shardio.Parquet, []*schemas.Cleaned{c}, meta, plan.LabelKind, plan.ClassNames, plan.IDKind, nil)
+		jobs = append(jobs, &outFile{path: p, rows: rs, count: count, changedFrom: make([]int64, plan.C), changedTo: make([]int64, plan.C)})
+	}
+	write := func(f *outFile) error {
+		c := cleanedOf(d, f.rows, u, plan.Calibration())
+		for j, i := range f.rows {
+			if !f.count(i) {
+				continue
+			}
+			f.n++
+			if c.Changed[j] {
+				f.changed++
+				f.changedFrom[stages.GivenLabel(d.labelsOf(i))]++
+				f.changedTo[c.CleanLabel[j]]++
+			}
+		}
+		return shardio.WriteShard(ctx, fs, f.path, shardio.Parquet, []*schemas.Cleaned{c}, meta, plan.LabelKind, plan.ClassNames, plan.IDKind, nil)
 	}
 	byShard := make([][]int, len(d.shards))
 	for i := 0; i < d.n; i++ {
@@ -662,9 +675,7 @@ func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.
 		if len(rs) == 0 {
 			continue
 		}
-		if err := write(stages.OutputName(d.shards[s], shardio.Parquet), rs, func(int) bool { return true }); err != nil {
-			return nil, err
-		}
+		add(stages.OutputName(d.shards[s], shardio.Parquet), rs, func(int) bool { return true })
 	}
 	for f, p := range posts {
 		rs, touched := u.storedRows(p)
@@ -673,8 +684,54 @@ func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.
 		}
 		remove = append(remove, outFiles[f])
 		name := path.Base(strings.ReplaceAll(icebergio.Task{Path: outFiles[f]}.ReaderPath(), "\\", "/"))
-		if err := write(name, rs, func(i int) bool { _, ok := res.pos[i]; return ok }); err != nil {
+		rescored := func(i int) bool { _, ok := res.pos[i]; return ok }
+		if len(rs) <= maxRewriteRows {
+			add(name, rs, rescored)
+			continue
+		}
+		stem := strings.TrimSuffix(name, path.Ext(name))
+		for part, lo := 0, 0; lo < len(rs); part, lo = part+1, lo+maxRewriteRows {
+			add(fmt.Sprintf("%s-%05d%s", stem, part, path.Ext(name)), rs[lo:min(lo+maxRewriteRows, len(rs))], rescored)
+		}
+	}
+	// The files and the kept state, on the run's workers.
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs = make([]error, len(jobs)+1)
+		next atomic.Int64
+	)
+	for range max(1, cfg.WorkerCount()) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := int(next.Add(1)) - 1; j <= len(jobs); j = int(next.Add(1)) - 1 {
+				var err error
+				if j == len(jobs) {
+					if res.state != nil {
+						_, err = keepIVFState(ctx, fs, tmp, res.state)
+					}
+				} else {
+					err = write(jobs[j])
+				}
+				mu.Lock()
+				errs[j] = err
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
 			return nil, err
+		}
+	}
+	for _, f := range jobs {
+		sum.Rows += f.n
+		sum.Changed += f.changed
+		for c := range plan.C {
+			sum.ChangedFrom[c] += f.changedFrom[c]
+			sum.ChangedTo[c] += f.changedTo[c]
 		}
 	}
 	faults.Point("table-commit")
@@ -791,3 +848,9 @@ func sameOptions(last, now map[string]string) error {
 	}
 	return nil
 }
+
+// maxRewriteRows bounds the rows of an output file an incremental run
+// rewrites: a larger one (a full run writes one output file per input file)
+// is rewritten as several, which are written in parallel, and which the
+// next runs rewrite only where they hold re-scored rows.
+var maxRewriteRows = 1 << 18
