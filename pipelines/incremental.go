@@ -67,7 +67,12 @@ import (
 //     state is rebuilt as its posterior with the label-smoothed identity
 //     transition rows of the initialisation (METHOD.md "Initialisation").
 //  5. The commit adds the new rows' files and rewrites only the output files
-//     holding re-scored rows: one snapshot (icebergio.Rewrite).
+//     holding re-scored rows: one snapshot (icebergio.Rewrite). A re-scored
+//     row is rarely alone in its file (about K% of old rows are re-scored,
+//     spread over the table), so a rewritten file is rewritten whole, as
+//     files of at most maxRewriteRows rows written in parallel. (Iceberg
+//     deletes would rewrite less, but every reader of the output table,
+//     relabel's own included, would then have to apply them.)
 //
 // The rounds and search run in the launcher's process (they touch
 // O(K new) rows, small next to a full run), on the --device kernels. Beside
@@ -613,6 +618,7 @@ func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.
 	// re-scored row, rewritten whole (split into files of at most
 	// maxRewriteRows rows, written in parallel).
 	progress.StageStarted("committing")
+	tWrite := time.Now()
 	fs, tmp, err := runDir(ctx, out, token())
 	if err != nil {
 		return nil, err
@@ -734,6 +740,7 @@ func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.
 			sum.ChangedTo[c] += f.changedTo[c]
 		}
 	}
+	tCommit := time.Now()
 	faults.Point("table-commit")
 	run := runRecord(plan, app, last.InputSnapshotID)
 	run.State = statePath
@@ -743,7 +750,8 @@ func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.
 	}
 	committed = true
 	lake.OutputSnapshot, lake.AddedFiles, lake.RemovedFiles = snap, len(files), len(remove)
-	sum.Timings = map[string]float64{"plan": tPlan.Seconds(), "pipeline": tRun.Seconds(), "total": time.Since(t0).Seconds()}
+	sum.Timings = map[string]float64{"plan": tPlan.Seconds(), "pipeline": tRun.Seconds(), "total": time.Since(t0).Seconds(),
+		"write": tCommit.Sub(tWrite).Seconds(), "commit": time.Since(tCommit).Seconds()}
 	for k, v := range res.timings {
 		sum.Timings[k] = v
 	}

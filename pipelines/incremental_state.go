@@ -30,8 +30,10 @@ import (
 // another seed, metric, --partitions or --nprobe, a state that does not
 // cover every old row, or a table grown past twice the rows the model was
 // fitted on (its partitions, sized for that many rows, would be twice as
-// large and the searches twice as slow). A full run refits; directory lakes
-// keep no state (they refit every run).
+// large and the searches twice as slow), or a kept file gone or unreadable
+// (Iceberg's metadata does not reference it, so a table maintenance job
+// that removes orphan files removes it). A full run without --incremental
+// keeps none; directory lakes keep none (they refit every run).
 
 // ivfStateMagic starts a state file; the version after it changes with the
 // layout.
