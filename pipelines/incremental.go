@@ -703,8 +703,7 @@ func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.
 	// The files and the kept state, on the run's workers.
 	var (
 		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs = make([]error, len(jobs)+1)
+		errs = make([]error, len(jobs)+1) // each written by one worker
 		next atomic.Int64
 	)
 	for range max(1, cfg.WorkerCount()) {
@@ -720,9 +719,7 @@ func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.
 				} else {
 					err = write(jobs[j])
 				}
-				mu.Lock()
 				errs[j] = err
-				mu.Unlock()
 			}
 		}()
 	}
