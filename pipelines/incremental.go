@@ -3,10 +3,12 @@ package pipelines
 import (
 	"context"
 	"fmt"
+	"math"
 	"path"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/relabel/relabel/internal/faults"
@@ -17,6 +19,7 @@ import (
 	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/transforms/engine"
+	"github.com/relabel/relabel/transforms/ivf"
 	"github.com/relabel/relabel/transforms/knn"
 	"github.com/relabel/relabel/transforms/llc"
 	"github.com/relabel/relabel/transforms/mixture"
@@ -35,8 +38,11 @@ import (
 //  2. The new rows' K nearest neighbours are searched among all rows
 //     (incremental_search.go): exactly, O(new * N * d), where a full run
 //     would search exactly; where it would use ivf (N >= AutoIVFRows), in
-//     the same partitioning as the full run, O(N * P * d) to probe every row
-//     once plus O(new * NProbe * partition size * d).
+//     an ivf partitioning of all rows, O(new * NProbe * partition size * d).
+//     The partitioning is the one the last table run kept
+//     (incremental_state.go), extended by probing the new rows, O(new * P *
+//     d); without one, it is fitted as the full run fits it and every row is
+//     probed, O(N * P * d).
 //  3. The update spreads one hop. An old row is re-scored when a new row
 //     entered its K nearest neighbours. Such a row is, in practice, among the
 //     new rows' own K nearest (distance is symmetric: a new row close enough
@@ -61,13 +67,19 @@ import (
 //     state is rebuilt as its posterior with the label-smoothed identity
 //     transition rows of the initialisation (METHOD.md "Initialisation").
 //  5. The commit adds the new rows' files and rewrites only the output files
-//     holding re-scored rows: one snapshot (icebergio.Rewrite).
+//     holding re-scored rows: one snapshot (icebergio.Rewrite). A re-scored
+//     row is rarely alone in its file (about K% of old rows are re-scored,
+//     spread over the table), so a rewritten file is rewritten whole, as
+//     files of at most maxRewriteRows rows written in parallel. (Iceberg
+//     deletes would rewrite less, but every reader of the output table,
+//     relabel's own included, would then have to apply them.)
 //
 // The rounds and search run in the launcher's process (they touch
 // O(K new) rows, small next to a full run), on the --device kernels. Beside
-// the O(N d) read, the cost grows with the table only through the ivf
-// probe of every row (O(N P d), P = N / 500 partitions by default: about
-// 10^11 flops of SGEMM at 1M rows, d = 32), which the full run does too.
+// the O(N d) read and the rewrite of the output files holding re-scored
+// rows, the cost grows with the table only where no partitioning was kept:
+// then every row is probed (O(N P d), P = N / 500 partitions by default:
+// about 10^11 flops of SGEMM at 1M rows, d = 32), as the full run does.
 
 // incData is every input row, flattened.
 type incData struct {
@@ -127,23 +139,87 @@ type incResult struct {
 	// weights), "rounds".
 	timings  map[string]float64
 	searched int
+	// state is the ivf partitioning the next incremental run can keep
+	// (incremental_state.go); nil where the search was exact. kept: it
+	// extends the one the last run kept.
+	state *ivfState
+	kept  bool
 }
 
 // update is a finished incremental update and what it started from.
 type update struct {
-	fixed       []mixture.State // every row's state from its stored posterior
-	keyRow      map[int64]int   // id key -> row of d
+	stored      *storedPosts
+	keyRow      map[int64]int // id key -> row of d
 	res         *incResult
 	tPlan, tRun time.Duration
 }
 
-// state is row i's final state: its updated one where the update touched
-// it, else its stored one.
-func (u *update) state(i int) *mixture.State {
-	if a, ok := u.res.pos[i]; ok {
-		return &u.res.states[a]
+// storedPosts are the old rows' stored posteriors where they lie: row i's
+// is row row[i] of posts[file[i]] (file -1: a new row). A row's state is
+// rebuilt from it only where it is needed (the neighbours of the rows the
+// update touches, and the rows written), not for every row up front: at 1M
+// rows that was a million small allocations, which the garbage collector
+// then scanned through the rounds.
+type storedPosts struct {
+	posts     []*resultio.Posteriors
+	file, row []int32
+	// invT undoes the stored posteriors' calibration; smooth and c rebuild
+	// the transition rows (fixedStates).
+	invT   float64
+	smooth float64
+	c      int
+}
+
+// raw is row i's stored posterior, uncalibrated (the state's pi: q^T
+// renormalised), into buf, and its classes.
+func (s *storedPosts) raw(buf []float32, i int) ([]float32, []int32) {
+	p, j := s.posts[s.file[i]], s.row[i]
+	return mixture.Temper(buf, p.Prob[p.Off[j]:p.Off[j+1]], s.invT), p.Class[p.Off[j]:p.Off[j+1]]
+}
+
+// appendPacked packs row i's stored state onto ss: the state fixedStates
+// builds, packed as ss.Append packs it, without the State in between.
+func (s *storedPosts) appendPacked(ss *mixture.States, i int, buf []float32) []float32 {
+	buf, class := s.raw(buf, i)
+	rem, p := float32(0), float32(1)
+	if s.c > 1 {
+		rem, p = float32(s.smooth), float32(1-s.smooth)
 	}
-	return &u.fixed[i]
+	for e, cl := range class {
+		ss.Class = append(ss.Class, cl)
+		ss.Pi = append(ss.Pi, float32(float64(buf[e])))
+		ss.Rem = append(ss.Rem, rem)
+		ss.Cat = append(ss.Cat, cl)
+		ss.P = append(ss.P, p)
+		ss.RowOff = append(ss.RowOff, int32(len(ss.Cat)))
+	}
+	ss.ItemOff = append(ss.ItemOff, int32(len(ss.Class)))
+	return buf
+}
+
+// packedLen is the class and transition-row entries row i's state takes
+// when packed.
+func (u *update) packedLen(i int) (classes, cats int) {
+	if a, ok := u.res.pos[i]; ok {
+		st := &u.res.states[a]
+		for k := range st.Rows {
+			cats += len(st.Rows[k].Cat)
+		}
+		return len(st.Class), cats
+	}
+	p, j := u.stored.posts[u.stored.file[i]], u.stored.row[i]
+	n := int(p.Off[j+1] - p.Off[j])
+	return n, n
+}
+
+// appendState packs row i's final state onto ss: its updated one where the
+// update touched it, else its stored one.
+func (u *update) appendState(ss *mixture.States, i int, buf []float32) []float32 {
+	if a, ok := u.res.pos[i]; ok {
+		ss.Append(&u.res.states[a])
+		return buf
+	}
+	return u.stored.appendPacked(ss, i, buf)
 }
 
 // storedRows maps the rows of a stored output file p, in its order, to rows
@@ -164,44 +240,83 @@ func (u *update) storedRows(p *resultio.Posteriors) (rs []int, touched bool) {
 // (posts) and runs the update (search, then rounds over the affected rows):
 // the part that the table and the directory lake share. It fills lake's
 // counts; tPlan is the time since t0 until the update starts.
-func storedUpdate(d *incData, posts []*resultio.Posteriors, plan *Plan, device, input string, t0 time.Time, lake *LakeSummary) (*update, error) {
-	fixed, keyRow, err := storedStates(d, posts, plan, input)
+// kept is the ivf state the last run kept, nil when none.
+func storedUpdate(d *incData, posts []*resultio.Posteriors, kept *ivfState, plan *Plan, device, input string, t0 time.Time, lake *LakeSummary) (*update, error) {
+	stored, keyRow, err := storedStates(d, posts, plan, input)
 	if err != nil {
 		return nil, err
 	}
-	u := &update{fixed: fixed, keyRow: keyRow, tPlan: time.Since(t0)}
+	u := &update{stored: stored, keyRow: keyRow, tPlan: time.Since(t0)}
 	progress.StageStarted("neighbours")
 	searcher, coder, _, err := stages.Backends(device)
 	if err != nil {
 		return nil, err
 	}
 	t1 := time.Now()
-	if u.res, err = updateIncremental(d, fixed, plan, searcher, coder); err != nil {
+	if u.res, err = updateIncremental(d, stored, kept, keyRow, plan, searcher, coder); err != nil {
 		return nil, err
 	}
 	lake.NewRows, lake.Rescored, lake.Searched = int64(len(u.res.affected)-u.res.rescored), int64(u.res.rescored), int64(u.res.searched)
+	lake.KeptPartitioning = u.res.kept
 	u.tRun = time.Since(t1)
 	faults.Point("pipeline-done")
 	return u, nil
 }
 
-// stateFromPosterior rebuilds a stored row's state (see step 4 above).
-func stateFromPosterior(dst *mixture.State, class []int32, prob []float32, c int, smooth float64) {
-	dst.Reset()
-	for e, cl := range class {
-		dst.Class = append(dst.Class, cl)
-		dst.Pi = append(dst.Pi, float64(prob[e]))
-		row := mixture.Row{Cat: []int32{cl}, P: []float64{1}}
-		if c > 1 {
-			row.P[0], row.Rem = 1-smooth, smooth
-		}
-		dst.Rows = append(dst.Rows, row)
+// fixedStates rebuilds the states of rows (see step 4 above), on workers
+// goroutines. The states are only read (the rounds' fixed neighbours), so
+// their slices are carved from a few shared arrays, capacity-limited, not
+// allocated one by one: at 1M rows there are some 400,000 of them, and
+// allocating them was a tenth of the run.
+func (s *storedPosts) fixedStates(rows []int32, workers int) []mixture.State {
+	off := make([]int, len(rows)+1)
+	for f, i := range rows {
+		p, j := s.posts[s.file[i]], s.row[i]
+		off[f+1] = off[f] + int(p.Off[j+1]-p.Off[j])
 	}
+	n := off[len(rows)]
+	var (
+		class = make([]int32, n)
+		pi    = make([]float64, n)
+		rws   = make([]mixture.Row, n)
+		cat   = make([]int32, n)
+		prob  = make([]float64, n)
+		out   = make([]mixture.State, len(rows))
+		wg    sync.WaitGroup
+	)
+	rem, p1 := 0.0, 1.0
+	if s.c > 1 {
+		rem, p1 = s.smooth, 1-s.smooth
+	}
+	workers = max(1, workers)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var buf []float32
+			for f := w; f < len(rows); f += workers {
+				var cl []int32
+				buf, cl = s.raw(buf, int(rows[f]))
+				lo, hi := off[f], off[f+1]
+				// Each class a row of its own category,
+				// label-smoothed (step 4 above).
+				for e, c := range cl {
+					class[lo+e], pi[lo+e] = c, float64(buf[e])
+					cat[lo+e], prob[lo+e] = c, p1
+					rws[lo+e] = mixture.Row{Cat: cat[lo+e : lo+e+1 : lo+e+1], P: prob[lo+e : lo+e+1 : lo+e+1], Rem: rem}
+				}
+				out[f] = mixture.State{Class: class[lo:hi:hi], Pi: pi[lo:hi:hi], Rows: rws[lo:hi:hi]}
+			}
+		}()
+	}
+	wg.Wait()
+	return out
 }
 
-// updateIncremental runs steps 2-4 on d, with old rows' states in fixed
-// (indexed by row; ignored for new rows).
-func updateIncremental(d *incData, fixed []mixture.State, plan *Plan, searcher knn.Searcher, coder llc.Coder) (*incResult, error) {
+// updateIncremental runs steps 2-4 on d, with old rows' states rebuilt from
+// their stored posteriors (stored), and the ivf partitioning the last run
+// kept (nil: none; incremental_state.go). keyRow is the row of each id key.
+func updateIncremental(d *incData, stored *storedPosts, kept *ivfState, keyRow map[int64]int, plan *Plan, searcher knn.Searcher, coder llc.Coder) (*incResult, error) {
 	o := &plan.Options
 	eo, err := o.Engine(plan.C)
 	if err != nil {
@@ -214,25 +329,40 @@ func updateIncremental(d *incData, fixed []mixture.State, plan *Plan, searcher k
 	if be.Coder == nil {
 		be.Coder = llc.CPU{}
 	}
-	feats := d.feats
-	if o.Standardise {
-		feats = append([]float32(nil), d.feats...)
-		mean, std := engine.Moments(feats, d.n, d.d)
-		engine.Standardise(feats, d.d, mean, std)
-	}
 	t0 := time.Now()
 	timings := map[string]float64{}
 	lap := func(name string) {
 		timings[name] = time.Since(t0).Seconds()
 		t0 = time.Now()
 	}
-	cm := knn.Matrix{Rows: d.n, Cols: d.d, Data: feats}
-	var ix incIndex
+	var (
+		cm    knn.Matrix
+		ix    incIndex
+		state *ivfState
+	)
 	if incrementalMode(o, int64(d.n)) == NeighboursIVF {
-		if ix, err = newIVFIndex(cm, d.keys, o, be.Searcher, eo.Workers); err != nil {
-			return nil, fmt.Errorf("relabel: incremental: partitioning %d rows: %w", d.n, err)
+		var pt *ivf.Partitioning
+		if kept != nil {
+			if why := kept.usable(o, d.n); why != "" {
+				progress.Notef("--incremental: the kept ivf partitioning is not used (%s): partitioning all %d rows again", why, d.n)
+			} else if pt, state, err = keptPartitioning(kept, d, keyRow, be.Searcher); err != nil {
+				return nil, err
+			} else if pt == nil {
+				progress.Notef("--incremental: the kept ivf partitioning does not hold every old row: partitioning all %d rows again", d.n)
+			} else {
+				feats, _, _ := standardised(d, o)
+				cm = knn.Matrix{Rows: d.n, Cols: d.d, Data: feats}
+			}
 		}
+		if pt == nil {
+			if state, pt, cm, err = newIVFState(d, o, be.Searcher); err != nil {
+				return nil, fmt.Errorf("relabel: incremental: partitioning %d rows: %w", d.n, err)
+			}
+		}
+		ix = newIVFIndex(cm, d.keys, pt, state.model.P(), be.Searcher, o.Metric, eo.Workers)
 	} else {
+		feats, _, _ := standardised(d, o)
+		cm = knn.Matrix{Rows: d.n, Cols: d.d, Data: feats}
 		idx, err := be.Searcher.Index(cm, d.keys, o.Metric)
 		if err != nil {
 			return nil, fmt.Errorf("relabel: incremental: indexing %d rows: %w", d.n, err)
@@ -278,7 +408,7 @@ func updateIncremental(d *incData, fixed []mixture.State, plan *Plan, searcher k
 		return nil, err
 	}
 	lap("search")
-	r := &incResult{affected: newRows, pos: map[int]int{}, searched: len(cands), timings: timings}
+	r := &incResult{affected: newRows, pos: map[int]int{}, searched: len(cands), timings: timings, state: state, kept: kept != nil && state != nil && state.model == kept.model}
 	nb, wt := nbNew, wtNew
 	for ci, i := range cands {
 		hit := false
@@ -296,6 +426,39 @@ func updateIncremental(d *incData, fixed []mixture.State, plan *Plan, searcher k
 	}
 	for a, i := range r.affected {
 		r.pos[i] = a
+	}
+	// The fixed states: the affected rows' neighbours that are not affected,
+	// rebuilt from their stored posteriors (in parallel: a few per affected
+	// row).
+	fixedAt := make([]int32, d.n)
+	var fixedRows []int32
+	for _, c := range nb {
+		if c < 0 || fixedAt[c] != 0 {
+			continue
+		}
+		if _, ok := r.pos[int(c)]; ok {
+			continue
+		}
+		fixedRows = append(fixedRows, c)
+		fixedAt[c] = int32(len(fixedRows)) // 1-based: 0 is "not built"
+	}
+	fixed := stored.fixedStates(fixedRows, eo.Workers)
+	// src says where each neighbour's state is: cur[at] (at >= 0, an
+	// affected row), fixed[-at-1], or noNeighbour. The rounds hand
+	// mixture.Round shallow copies of these states (it only reads its
+	// neighbours), not copies of their buffers as engine.RoundScratch
+	// makes: those copies were a quarter of the rounds' time.
+	const noNeighbour = math.MinInt32
+	src := make([]int32, len(nb))
+	for e, c := range nb {
+		switch {
+		case c < 0:
+			src[e] = noNeighbour
+		case fixedAt[c] > 0:
+			src[e] = -fixedAt[c]
+		default:
+			src[e] = int32(r.pos[int(c)])
+		}
 	}
 	m := eo.Mixture
 	na := len(r.affected)
@@ -315,34 +478,45 @@ func updateIncremental(d *incData, fixed []mixture.State, plan *Plan, searcher k
 	for round := 0; round < eo.Rounds; round++ {
 		progress.RoundStarted(round, eo.Rounds)
 		var wg sync.WaitGroup
+		// Workers take chunks of items as they go, not fixed shares: on a
+		// shared machine one worker can get less CPU than another. Each
+		// item's result depends only on its inputs, key and round.
+		var next0 atomic.Int64
+		const chunk = 64
 		for w := 0; w < workers; w++ {
 			wg.Add(1)
-			go func(w int) {
+			go func() {
 				defer wg.Done()
-				var s engine.RoundScratch
-				for a := w; a < na; a += workers {
-					i := r.affected[a]
-					s.Reset(k)
-					for j := 0; j < k; j++ {
-						c := nb[a*k+j]
-						if c < 0 {
-							continue
+				var (
+					ws    mixture.Workspace
+					neigh []mixture.State
+					w     []float64
+				)
+				for lo := int(next0.Add(chunk)) - chunk; lo < na; lo = int(next0.Add(chunk)) - chunk {
+					for a := lo; a < min(lo+chunk, na); a++ {
+						i := r.affected[a]
+						neigh, w = neigh[:0], w[:0]
+						for j := 0; j < k; j++ {
+							switch at := src[a*k+j]; {
+							case at == noNeighbour:
+								continue
+							case at >= 0:
+								neigh = append(neigh, cur[at])
+							default:
+								neigh = append(neigh, fixed[-at-1])
+							}
+							w = append(w, wt[a*k+j])
 						}
-						if p, ok := r.pos[int(c)]; ok {
-							s.Neighbour(wt[a*k+j]).CopyFrom(&cur[p])
-						} else {
-							s.Neighbour(wt[a*k+j]).CopyFrom(&fixed[c])
+						var in *mixture.State
+						if init != nil {
+							in = &init[a]
 						}
+						iw := m.AnchorWeight(engine.Annotations(d.labelsOf(i)))
+						ws.Round(&next[a], &cur[a], in, iw, neigh, w, uint64(d.keys[i]), round, &m)
+						next[a].Quantize()
 					}
-					var in *mixture.State
-					if init != nil {
-						in = &init[a]
-					}
-					iw := m.AnchorWeight(engine.Annotations(d.labelsOf(i)))
-					s.WS.Round(&next[a], &cur[a], in, iw, s.Neigh, s.W, uint64(d.keys[i]), round, &m)
-					next[a].Quantize()
 				}
-			}(w)
+			}()
 		}
 		wg.Wait()
 		cur, next = next, cur
@@ -386,9 +560,43 @@ func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.
 	}
 	progress.Report(progress.Event{Kind: progress.Planned, Rows: app.Rows, Shards: len(app.Tasks), Rounds: cfg.Rounds})
 	progress.StageStarted("reading")
+	// The stored posteriors of the old rows and the kept ivf state are read
+	// while the input is (the launcher would otherwise wait on one reader
+	// at a time).
+	var (
+		outFiles   []string
+		posts      []*resultio.Posteriors
+		kept       *ivfState
+		storedErr  error
+		storedDone = make(chan struct{})
+	)
+	go func() {
+		defer close(storedDone)
+		if outFiles, storedErr = out.DataFiles(ctx); storedErr != nil {
+			return
+		}
+		posts = make([]*resultio.Posteriors, len(outFiles))
+		for f, file := range outFiles {
+			if posts[f], storedErr = resultio.ReadPosteriors(ctx, icebergio.Task{Path: file}.ReaderPath(), plan.ClassNames, nil); storedErr != nil {
+				return
+			}
+		}
+		if last.State != "" && plan.Mode == NeighboursIVF {
+			var err error
+			if kept, err = readIVFState(ctx, last.State); err != nil {
+				// The state only saves time: without it the run partitions
+				// every row, as before states were kept.
+				progress.Notef("--incremental: the kept ivf partitioning is not used (%v): partitioning all %d rows again", err, plan.Rows)
+			}
+		}
+	}()
 	rows, err := shardio.ReadAll(ctx, plan.Shards, plan.Read)
+	<-storedDone
 	if err != nil {
 		return nil, err
+	}
+	if storedErr != nil {
+		return nil, storedErr
 	}
 	d := flatten(rows, func(p string) bool { return newPath[p] })
 	lake.ScannedFiles, lake.ScannedRows = len(plan.Shards), int64(d.n)
@@ -400,57 +608,68 @@ func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.
 	if lake.NewFiles != len(app.Tasks) {
 		return nil, fmt.Errorf("relabel: input table %s: %d appended files planned, %d found among the snapshot's files", full.Table, len(app.Tasks), lake.NewFiles)
 	}
-	// The stored posteriors of the old rows.
-	outFiles, err := out.DataFiles(ctx)
+	u, err := storedUpdate(d, posts, kept, plan, cfg.Device, fmt.Sprintf("input table %s", full.Table), t0, lake)
 	if err != nil {
 		return nil, err
 	}
-	posts := make([]*resultio.Posteriors, len(outFiles))
-	for f, file := range outFiles {
-		if posts[f], err = resultio.ReadPosteriors(ctx, icebergio.Task{Path: file}.ReaderPath(), plan.ClassNames, nil); err != nil {
-			return nil, err
-		}
-	}
-	u, err := storedUpdate(d, posts, plan, cfg.Device, fmt.Sprintf("input table %s", full.Table), t0, lake)
-	if err != nil {
-		return nil, err
-	}
-	res, tPlan, tRun, state := u.res, u.tPlan, u.tRun, u.state
+	res, tPlan, tRun := u.res, u.tPlan, u.tRun
 
 	// Write: one file per new input file, and every output file holding a
-	// re-scored row, rewritten whole.
+	// re-scored row, rewritten whole (split into files of at most
+	// maxRewriteRows rows, written in parallel).
 	progress.StageStarted("committing")
+	tWrite := time.Now()
 	fs, tmp, err := runDir(ctx, out, token())
 	if err != nil {
 		return nil, err
 	}
 	var files, remove []string
+	var statePath string
 	committed := false
 	defer func() {
 		if !committed {
-			for _, f := range files {
-				fs.Remove(context.WithoutCancel(ctx), f)
+			for _, f := range append(files, statePath) {
+				if f != "" {
+					fs.Remove(context.WithoutCancel(ctx), f)
+				}
 			}
 			fs.Remove(context.WithoutCancel(ctx), tmp)
 		}
 	}()
+	if res.state != nil {
+		statePath = blobio.Join(tmp, ivfStateName)
+	}
 	meta := schemas.Metadata(Version, cfg.Seed, sum.Options, plan.ClassNames)
-	write := func(name string, rowsOf []int, count func(i int) bool) error {
-		c := cleanedOf(d, rowsOf, state, plan.Calibration())
-		for j, i := range rowsOf {
-			if !count(i) {
-				continue
-			}
-			sum.Rows++
-			if c.Changed[j] {
-				sum.Changed++
-				sum.ChangedFrom[stages.GivenLabel(d.labelsOf(i))]++
-				sum.ChangedTo[c.CleanLabel[j]]++
-			}
-		}
+	// A file to write: rows, and whether a row counts in the summary (a new
+	// or re-scored one).
+	type outFile struct {
+		path  string
+		rows  []int
+		count func(i int) bool
+		// What the file adds to the summary.
+		n, changed             int64
+		changedFrom, changedTo []int64
+	}
+	var jobs []*outFile
+	add := func(name string, rs []int, count func(int) bool) {
 		p := blobio.Join(tmp, name)
 		files = append(files, p)
-		return shardio.WriteShard(ctx, fs, p, shardio.Parquet, []*schemas.Cleaned{c}, meta, plan.LabelKind, plan.ClassNames, plan.IDKind, nil)
+		jobs = append(jobs, &outFile{path: p, rows: rs, count: count, changedFrom: make([]int64, plan.C), changedTo: make([]int64, plan.C)})
+	}
+	write := func(f *outFile) error {
+		c := cleanedOf(d, f.rows, u, plan.Calibration())
+		for j, i := range f.rows {
+			if !f.count(i) {
+				continue
+			}
+			f.n++
+			if c.Changed[j] {
+				f.changed++
+				f.changedFrom[stages.GivenLabel(d.labelsOf(i))]++
+				f.changedTo[c.CleanLabel[j]]++
+			}
+		}
+		return shardio.WriteShard(ctx, fs, f.path, shardio.Parquet, []*schemas.Cleaned{c}, meta, plan.LabelKind, plan.ClassNames, plan.IDKind, nil)
 	}
 	byShard := make([][]int, len(d.shards))
 	for i := 0; i < d.n; i++ {
@@ -462,9 +681,7 @@ func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.
 		if len(rs) == 0 {
 			continue
 		}
-		if err := write(stages.OutputName(d.shards[s], shardio.Parquet), rs, func(int) bool { return true }); err != nil {
-			return nil, err
-		}
+		add(stages.OutputName(d.shards[s], shardio.Parquet), rs, func(int) bool { return true })
 	}
 	for f, p := range posts {
 		rs, touched := u.storedRows(p)
@@ -473,31 +690,78 @@ func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.
 		}
 		remove = append(remove, outFiles[f])
 		name := path.Base(strings.ReplaceAll(icebergio.Task{Path: outFiles[f]}.ReaderPath(), "\\", "/"))
-		if err := write(name, rs, func(i int) bool { _, ok := res.pos[i]; return ok }); err != nil {
+		rescored := func(i int) bool { _, ok := res.pos[i]; return ok }
+		if len(rs) <= maxRewriteRows {
+			add(name, rs, rescored)
+			continue
+		}
+		stem := strings.TrimSuffix(name, path.Ext(name))
+		for part, lo := 0, 0; lo < len(rs); part, lo = part+1, lo+maxRewriteRows {
+			add(fmt.Sprintf("%s-%05d%s", stem, part, path.Ext(name)), rs[lo:min(lo+maxRewriteRows, len(rs))], rescored)
+		}
+	}
+	// The files and the kept state, on the run's workers.
+	var (
+		wg   sync.WaitGroup
+		errs = make([]error, len(jobs)+1) // each written by one worker
+		next atomic.Int64
+	)
+	for range max(1, cfg.WorkerCount()) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := int(next.Add(1)) - 1; j <= len(jobs); j = int(next.Add(1)) - 1 {
+				var err error
+				if j == len(jobs) {
+					if res.state != nil {
+						_, err = keepIVFState(ctx, fs, tmp, res.state)
+					}
+				} else {
+					err = write(jobs[j])
+				}
+				errs[j] = err
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
 			return nil, err
 		}
 	}
+	for _, f := range jobs {
+		sum.Rows += f.n
+		sum.Changed += f.changed
+		for c := range plan.C {
+			sum.ChangedFrom[c] += f.changedFrom[c]
+			sum.ChangedTo[c] += f.changedTo[c]
+		}
+	}
+	tCommit := time.Now()
 	faults.Point("table-commit")
-	snap, err := out.Commit(ctx, icebergio.Commit{Run: runRecord(plan, app, last.InputSnapshotID), Mode: icebergio.Rewrite, Files: files, Remove: remove})
+	run := runRecord(plan, app, last.InputSnapshotID)
+	run.State = statePath
+	snap, err := out.Commit(ctx, icebergio.Commit{Run: run, Mode: icebergio.Rewrite, Files: files, Remove: remove})
 	if err != nil {
 		return nil, err
 	}
 	committed = true
 	lake.OutputSnapshot, lake.AddedFiles, lake.RemovedFiles = snap, len(files), len(remove)
-	sum.Timings = map[string]float64{"plan": tPlan.Seconds(), "pipeline": tRun.Seconds(), "total": time.Since(t0).Seconds()}
+	sum.Timings = map[string]float64{"plan": tPlan.Seconds(), "pipeline": tRun.Seconds(), "total": time.Since(t0).Seconds(),
+		"write": tCommit.Sub(tWrite).Seconds(), "commit": time.Since(tCommit).Seconds()}
 	for k, v := range res.timings {
 		sum.Timings[k] = v
 	}
 	return sum, nil
 }
 
-// storedStates rebuilds the old rows' states from the stored posteriors of
-// the output files posts (step 4 above), indexed by row of d, and returns
+// storedStates finds the old rows' stored posteriors among the output files
+// posts (their states are rebuilt from them, step 4 above), and returns
 // the row of each key. Every old row of d must have exactly one stored
 // posterior, and no new row any: otherwise the output does not match the
 // input (rows deleted or rewritten in place), and only a full run can say
 // what the output should be. input names the input in messages.
-func storedStates(d *incData, posts []*resultio.Posteriors, plan *Plan, input string) ([]mixture.State, map[int64]int, error) {
+func storedStates(d *incData, posts []*resultio.Posteriors, plan *Plan, input string) (*storedPosts, map[int64]int, error) {
 	keyRow := make(map[int64]int, d.n)
 	for i, key := range d.keys {
 		keyRow[key] = i
@@ -506,10 +770,11 @@ func storedStates(d *incData, posts []*resultio.Posteriors, plan *Plan, input st
 	if err != nil {
 		return nil, nil, err
 	}
-	fixed := make([]mixture.State, d.n)
-	have := make([]bool, d.n)
-	var raw []float32
-	for _, p := range posts {
+	s := &storedPosts{posts: posts, file: make([]int32, d.n), row: make([]int32, d.n), invT: 1 / plan.Options.Temperature, smooth: m.Smooth, c: plan.C}
+	for i := range s.file {
+		s.file[i] = -1
+	}
+	for f, p := range posts {
 		for j := 0; j < p.Len(); j++ {
 			i, ok := keyRow[p.Key(j)]
 			switch {
@@ -517,28 +782,43 @@ func storedStates(d *incData, posts []*resultio.Posteriors, plan *Plan, input st
 				return nil, nil, fmt.Errorf("relabel: %s row %d: its id is not in %s any more; run without --incremental", p.Path, j, input)
 			case d.isNew[i]:
 				return nil, nil, fmt.Errorf("relabel: %s row %d: already holds the id of a row that is new in %s (file %s); run without --incremental", p.Path, j, input, d.shards[d.shard[i]])
-			case have[i]:
+			case s.file[i] >= 0:
 				return nil, nil, fmt.Errorf("relabel: %s row %d: a second stored posterior for the id of %s's row in %s; run without --incremental", p.Path, j, input, d.shards[d.shard[i]])
 			}
 			// The stored posterior is calibrated (pi^(1/T), renormalised):
-			// the state's pi is its inverse, q^T renormalised.
-			raw = mixture.Temper(raw, p.Prob[p.Off[j]:p.Off[j+1]], 1/plan.Options.Temperature)
-			stateFromPosterior(&fixed[i], p.Class[p.Off[j]:p.Off[j+1]], raw, plan.C, m.Smooth)
-			have[i] = true
+			// the state's pi is its inverse, q^T renormalised (raw).
+			s.file[i], s.row[i] = int32(f), int32(j)
 		}
 	}
-	for i := range have {
-		if !have[i] && !d.isNew[i] {
+	for i := range s.file {
+		if s.file[i] < 0 && !d.isNew[i] {
 			return nil, nil, fmt.Errorf("relabel: %s: the row of %s with key %d has no stored posterior; run without --incremental", input, d.shards[d.shard[i]], d.keys[i])
 		}
 	}
-	return fixed, keyRow, nil
+	return s, keyRow, nil
 }
 
-// cleanedOf makes the output rows of rows (in that order) from their states.
-func cleanedOf(d *incData, rows []int, state func(i int) *mixture.State, cal stages.Calibration) *schemas.Cleaned {
-	it := stages.Items{IDKind: d.idKind, Multi: d.multi, LabelOff: []int32{0}}
-	it.State.Reset()
+// cleanedOf makes the output rows of rows (in that order) from their final
+// states (u). The packed states are sized first: grown by appending, their
+// copies were most of the time spent here on a 1M-row output file.
+func cleanedOf(d *incData, rows []int, u *update, cal stages.Calibration) *schemas.Cleaned {
+	it := stages.Items{IDKind: d.idKind, Multi: d.multi, LabelOff: make([]int32, 1, len(rows)+1)}
+	var classes, cats, labels int
+	for _, i := range rows {
+		c, r := u.packedLen(i)
+		classes, cats, labels = classes+c, cats+r, labels+int(d.off[i+1]-d.off[i])
+	}
+	it.IDs = make([]int64, 0, len(rows))
+	if d.strIDs != nil {
+		it.StrIDs = make([]string, 0, len(rows))
+	}
+	it.Labels = make([]int32, 0, labels)
+	ss := &it.State
+	ss.ItemOff = make([]int32, 1, len(rows)+1)
+	ss.Class, ss.Pi, ss.Rem = make([]int32, 0, classes), make([]float32, 0, classes), make([]float32, 0, classes)
+	ss.RowOff = make([]int32, 1, classes+1)
+	ss.Cat, ss.P = make([]int32, 0, cats), make([]float32, 0, cats)
+	var buf []float32
 	for _, i := range rows {
 		it.IDs = append(it.IDs, d.keys[i])
 		if d.strIDs != nil {
@@ -546,7 +826,7 @@ func cleanedOf(d *incData, rows []int, state func(i int) *mixture.State, cal sta
 		}
 		it.Labels = append(it.Labels, d.labelsOf(i)...)
 		it.LabelOff = append(it.LabelOff, int32(len(it.Labels)))
-		it.State.Append(state(i))
+		buf = u.appendState(ss, i, buf)
 	}
 	c := stages.ToCleaned(&it, cal)
 	return &c
@@ -573,3 +853,9 @@ func sameOptions(last, now map[string]string) error {
 	}
 	return nil
 }
+
+// maxRewriteRows bounds the rows of an output file an incremental run
+// rewrites: a larger one (a full run writes one output file per input file)
+// is rewritten as several, which are written in parallel, and which the
+// next runs rewrite only where they hold re-scored rows.
+var maxRewriteRows = 1 << 18

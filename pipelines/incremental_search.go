@@ -91,11 +91,11 @@ type ivfIndex struct {
 	workers int
 }
 
-// newIVFIndex fits and assigns the partitioning of x (already standardised)
-// as ivfstages does for a full run with the same options.
-func newIVFIndex(x knn.Matrix, keys []int64, o *Options, s knn.Searcher, workers int) (*ivfIndex, error) {
+// fitIVF fits and assigns the partitioning of x (already standardised) as
+// ivfstages does for a full run with the same options.
+func fitIVF(x knn.Matrix, keys []int64, o *Options, s knn.Searcher) (*ivf.Model, *ivf.Partitioning, error) {
 	n := x.Rows
-	p := ivf.Params{Partitions: o.Partitions.Or(0), NProbe: o.NProbe.Or(0), Seed: o.Seed, Metric: o.Metric}.WithDefaults(int64(n))
+	p := ivfParams(o, int64(n))
 	sm := ivf.Sample{Cap: p.Sample, D: x.Cols}
 	for i := 0; i < n; i++ {
 		sm.Add(ivf.Hash(o.Seed, keys[i]), keys[i], x.Row(i))
@@ -103,19 +103,32 @@ func newIVFIndex(x knn.Matrix, keys []int64, o *Options, s knn.Searcher, workers
 	sm.Trim()
 	model, err := ivf.Fit(knn.Matrix{Rows: sm.Len(), Cols: x.Cols, Data: sm.Features}, int64(n), p, s)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	pt, err := ivf.Assign(x, model, p.NProbe, s)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	stored := make([][]int32, model.P())
-	for i := 0; i < n; i++ {
+	return model, pt, nil
+}
+
+// newIVFIndex is the search of x's rows in partitioning pt (of parts
+// partitions).
+func newIVFIndex(x knn.Matrix, keys []int64, pt *ivf.Partitioning, parts int, s knn.Searcher, metric knn.Metric, workers int) *ivfIndex {
+	count := make([]int32, parts)
+	for _, q := range pt.Probe {
+		count[q]++
+	}
+	stored := make([][]int32, parts)
+	for q := range stored {
+		stored[q] = make([]int32, 0, count[q])
+	}
+	for i := 0; i < x.Rows; i++ {
 		for _, q := range pt.Probe[i*pt.NProbe : (i+1)*pt.NProbe] {
 			stored[q] = append(stored[q], int32(i))
 		}
 	}
-	return &ivfIndex{x: x, keys: keys, pt: pt, stored: stored, s: s, metric: o.Metric, workers: workers}, nil
+	return &ivfIndex{x: x, keys: keys, pt: pt, stored: stored, s: s, metric: metric, workers: workers}
 }
 
 func (v *ivfIndex) Close() error { return nil }
@@ -170,7 +183,7 @@ func (v *ivfIndex) search(dst *knn.Result, rows []int, k int) error {
 					qm = append(qm, v.x.Row(rows[a])...)
 					qids = append(qids, v.keys[rows[a]])
 				}
-				idx, err := v.s.Index(knn.Matrix{Rows: len(cids), Cols: d, Data: cm}, cids, v.metric)
+				idx, err := v.groupSearcher(len(qids)).Index(knn.Matrix{Rows: len(cids), Cols: d, Data: cm}, cids, v.metric)
 				if err == nil {
 					err = idx.Search(&res, knn.Matrix{Rows: len(qids), Cols: d, Data: qm}, qids, k)
 					idx.Close()
@@ -205,6 +218,26 @@ func (v *ivfIndex) search(dst *knn.Result, rows []int, k int) error {
 		return errs[0]
 	}
 	return v.fillShort(dst, rows, k)
+}
+
+// groupSearcher is the searcher of one partition's queries. The CPU
+// searcher's default query block (knn.DefaultQueryBlock rows) sizes a
+// workspace of 2 MiB that each new index allocates and clears: for the few
+// dozen queries of a partition, most of the search's time. So it gets a
+// block just large enough, and one worker (the partitions already run in
+// parallel). The distances do not depend on the blocking: each is one dot
+// product over d, computed the same way in any tile.
+func (v *ivfIndex) groupSearcher(queries int) knn.Searcher {
+	c, ok := v.s.(knn.CPU)
+	if !ok {
+		return v.s
+	}
+	if c.QueryBlock == 0 {
+		c.QueryBlock = knn.DefaultQueryBlock
+	}
+	c.QueryBlock = min(c.QueryBlock, (queries+15)/16*16)
+	c.Workers = 1
+	return c
 }
 
 // fillShort searches exactly, among all rows, the queries whose home

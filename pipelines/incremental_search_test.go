@@ -49,10 +49,11 @@ func TestIncrementalIVFSearch(t *testing.T) {
 			}
 			var ix *ivfIndex
 			run := func(workers int) *knn.Result {
-				var err error
-				if ix, err = newIVFIndex(x, keys, &o, knn.CPU{}, workers); err != nil {
+				model, pt, err := fitIVF(x, keys, &o, knn.CPU{})
+				if err != nil {
 					t.Fatal(err)
 				}
+				ix = newIVFIndex(x, keys, pt, model.P(), knn.CPU{}, o.Metric, workers)
 				var res knn.Result
 				if err := ix.search(&res, queries, c.k); err != nil {
 					t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/schemas"
+	"github.com/relabel/relabel/transforms/knn"
 	"github.com/relabel/relabel/transforms/stages"
 )
 
@@ -161,6 +162,9 @@ type LakeSummary struct {
 	// searched again to find them.
 	Rescored int64 `json:"rescored,omitempty"`
 	Searched int64 `json:"searched,omitempty"`
+	// KeptPartitioning: the ivf partitioning the last run kept served this
+	// one (only the new rows were probed; incremental_state.go).
+	KeptPartitioning bool `json:"kept_partitioning,omitempty"`
 	// RemovedFiles/AddedFiles: output data files the commit replaced/added
 	// (in a directory: the output shards removed because their input files
 	// are gone / the shards written).
@@ -274,10 +278,14 @@ func runTable(ctx context.Context, cfg Options, exec Executor) (*Summary, error)
 		files = append(files, blobio.Join(tmp, stages.OutputName(s.Path, shardio.Parquet)))
 	}
 	committed := false
+	var statePath string
 	defer func() {
 		if !committed {
 			for _, f := range files {
 				fs.Remove(context.WithoutCancel(ctx), f)
+			}
+			if statePath != "" {
+				fs.Remove(context.WithoutCancel(ctx), statePath)
 			}
 			removeAll(context.WithoutCancel(ctx), fs, tmp, plan)
 		}
@@ -296,8 +304,18 @@ func runTable(ctx context.Context, cfg Options, exec Executor) (*Summary, error)
 		return nil, err
 	}
 	sum.Output = out.Name()
+	var tState time.Duration
+	if cfg.Lake.Incremental && incrementalMode(&plan.Options, plan.Rows) == NeighboursIVF {
+		t1 := time.Now()
+		if statePath, err = fullIVFState(ctx, fs, tmp, plan); err != nil {
+			return nil, err
+		}
+		tState = time.Since(t1)
+	}
 	faults.Point("table-commit")
-	snap, err := out.Commit(ctx, icebergio.Commit{Run: runRecord(plan, in, 0), Mode: icebergio.Replace, Files: files})
+	run := runRecord(plan, in, 0)
+	run.State = statePath
+	snap, err := out.Commit(ctx, icebergio.Commit{Run: run, Mode: icebergio.Replace, Files: files})
 	if err != nil {
 		return nil, err
 	}
@@ -308,7 +326,36 @@ func runTable(ctx context.Context, cfg Options, exec Executor) (*Summary, error)
 	lake.OutputSnapshot, lake.AddedFiles = snap, len(files)
 	sum.Lake = lake
 	sum.Timings = map[string]float64{"plan": tPlan.Seconds(), "pipeline": tRun.Seconds(), "total": time.Since(t0).Seconds()}
+	if statePath != "" {
+		sum.Timings["state"] = tState.Seconds()
+	}
 	return sum, nil
+}
+
+// fullIVFState partitions the rows of a full table run under --incremental
+// and keeps the partitioning in the run directory dir for the incremental
+// runs after it (incremental_state.go); it returns the file's path. It
+// reads every row again, in the launcher: the pipeline's own partitioning
+// is spread over its workers, and its assignment is not kept.
+func fullIVFState(ctx context.Context, fs blobio.FS, dir string, plan *Plan) (string, error) {
+	progress.StageStarted("partitioning for --incremental")
+	rows, err := shardio.ReadAll(ctx, plan.Shards, plan.Read)
+	if err != nil {
+		return "", err
+	}
+	d := flatten(rows, func(string) bool { return false })
+	searcher, _, _, err := stages.Backends(plan.Options.Device)
+	if err != nil {
+		return "", err
+	}
+	if searcher == nil {
+		searcher = knn.CPU{}
+	}
+	st, _, _, err := newIVFState(d, &plan.Options, searcher)
+	if err != nil {
+		return "", fmt.Errorf("relabel: --incremental: partitioning %d rows: %w", d.n, err)
+	}
+	return keepIVFState(ctx, fs, dir, st)
 }
 
 // runDir makes a run's own directory under the output table's data location.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"os"
+	"runtime/pprof"
 	"strconv"
 	"testing"
 	"time"
@@ -70,6 +71,29 @@ func envInt(b *testing.B, name string, def int) int {
 	return v
 }
 
+// incProfile starts a CPU profile of the incremental run alone when
+// RELABEL_LAKE_CPUPROFILE names a file (go test's -cpuprofile would mix in
+// the full runs, most of the benchmark's time); it returns the stop.
+func incProfile(b *testing.B) func() {
+	name := os.Getenv("RELABEL_LAKE_CPUPROFILE")
+	if name == "" {
+		return func() {}
+	}
+	f, err := os.Create(name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		b.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkLakeAppend: a table of RELABEL_LAKE_ROWS rows (default 20,000)
 // plus a 1% append. It times a full run over the grown table and the
 // incremental run that relabels the append (after a full run over the table
@@ -96,12 +120,14 @@ func BenchmarkLakeAppend(b *testing.B) {
 			b.Fatal(err)
 		}
 		l.appendRows(b, blobRows(int64(n), n/100, 2))
+		stop := incProfile(b)
 		t0 := time.Now()
 		sum, err := pipelines.Run(ctx, inc, embedded)
 		if err != nil {
 			b.Fatal(err)
 		}
 		ti := time.Since(t0)
+		stop()
 		t0 = time.Now()
 		if _, err := pipelines.Run(ctx, config("ns.full"), embedded); err != nil {
 			b.Fatal(err)
@@ -110,8 +136,8 @@ func BenchmarkLakeAppend(b *testing.B) {
 		b.ReportMetric(ti.Seconds(), "incremental-s")
 		b.ReportMetric(tf.Seconds(), "full-s")
 		b.ReportMetric(ti.Seconds()/tf.Seconds(), "incremental/full")
-		b.Logf("rows %d + %d, --rounds %d --l %d: incremental %.2fs (plan and read %.2fs, index %.2fs, search %.2fs, rounds %.2fs; new %d, rescored %d, searched %d, neighbours %s, files +%d -%d), full %.2fs, ratio %.3f",
-			n, n/100, rounds, ll, ti.Seconds(), sum.Timings["plan"], sum.Timings["index"], sum.Timings["search"], sum.Timings["rounds"], sum.Lake.NewRows, sum.Lake.Rescored, sum.Lake.Searched, sum.Neighbours,
+		b.Logf("rows %d + %d, --rounds %d --l %d: incremental %.2fs (plan and read %.2fs, index %.2fs, search %.2fs, rounds %.2fs, write %.2fs, commit %.2fs; new %d, rescored %d, searched %d, neighbours %s, files +%d -%d), full %.2fs, ratio %.3f",
+			n, n/100, rounds, ll, ti.Seconds(), sum.Timings["plan"], sum.Timings["index"], sum.Timings["search"], sum.Timings["rounds"], sum.Timings["write"], sum.Timings["commit"], sum.Lake.NewRows, sum.Lake.Rescored, sum.Lake.Searched, sum.Neighbours,
 			sum.Lake.AddedFiles, sum.Lake.RemovedFiles, tf.Seconds(), ti.Seconds()/tf.Seconds())
 	}
 }

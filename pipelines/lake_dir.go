@@ -264,11 +264,11 @@ func updateDir(ctx context.Context, fsys blobio.FS, plan *Plan, prev, sum *Summa
 		posts = append(posts, p)
 		postOf[s.Path] = p
 	}
-	u, err := storedUpdate(d, posts, plan, cfg.Device, cfg.Input, t0, lake)
+	u, err := storedUpdate(d, posts, nil, plan, cfg.Device, cfg.Input, t0, lake)
 	if err != nil {
 		return nil, err
 	}
-	res, tPlan, tRun, state := u.res, u.tPlan, u.tRun, u.state
+	res, tPlan, tRun := u.res, u.tPlan, u.tRun
 
 	progress.StageStarted("committing")
 	prevReport := map[string]stages.ShardReport{}
@@ -311,7 +311,7 @@ func updateDir(ctx context.Context, fsys blobio.FS, plan *Plan, prev, sum *Summa
 			}
 			lake.RewrittenFiles++
 		}
-		c := cleanedOf(d, rs, state, plan.Calibration())
+		c := cleanedOf(d, rs, u, plan.Calibration())
 		c.Shard = s.Path
 		if err := resultio.WriteShard(ctx, tmp, name, []*schemas.Cleaned{c}, stages.Report(s.Path, name, []*schemas.Cleaned{c}, plan.C), so); err != nil {
 			return nil, err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -329,5 +330,91 @@ func TestLakeBadConfig(t *testing.T) {
 		if !errors.As(err, &oe) || "--"+oe.Flag != c.flag {
 			t.Errorf("%s: error %v, want one naming %s", c.name, err, c.flag)
 		}
+	}
+}
+
+// TestLakeKeptPartitioning: a table run with --incremental keeps its ivf
+// partitioning (named in its snapshot), and the next incremental run uses
+// it, probing only the new rows, and keeps the extended one. An output table
+// without a kept partitioning (a plain full run's, as every table written
+// before partitionings were kept) and one whose kept file is unreadable are
+// partitioned again, as before, and give the same rows as the kept one up
+// to the few the partitionings' differences reach. The re-scored output
+// files are rewritten as files of at most 1,000 rows here (as of at most
+// 262,144 otherwise), which change nothing in the table's rows.
+func TestLakeKeptPartitioning(t *testing.T) {
+	ctx := ctxT(t)
+	defer pipelines.SetMaxRewriteRows(1000)()
+	l := newTestLake(t)
+	l.appendRows(t, blobRows(0, 6000, 1))
+	config := func(out string, incremental bool) pipelines.Options {
+		o := l.config(out)
+		o.Neighbours, o.Rounds, o.L = pipelines.NeighboursIVF, 3, 50
+		o.Lake.Incremental = incremental
+		return o
+	}
+	state := func(name string) string {
+		t.Helper()
+		tbl, err := l.cat.LoadTable(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tbl.CurrentSnapshot().Summary.Properties[icebergio.SummaryState]
+	}
+	run := func(o pipelines.Options) *pipelines.Summary {
+		t.Helper()
+		sum, err := pipelines.Run(ctx, o, embedded)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sum
+	}
+	run(config("ns.kept", true))
+	run(config("ns.old", false))
+	first := state("ns.kept")
+	if first == "" {
+		t.Fatalf("a full run with --incremental kept no partitioning")
+	}
+	if s := state("ns.old"); s != "" {
+		t.Fatalf("a plain full run kept a partitioning: %s", s)
+	}
+	l.appendRows(t, blobRows(6000, 300, 2))
+	kept, old := run(config("ns.kept", true)), run(config("ns.old", true))
+	if kept.Lake.RemovedFiles != 1 || kept.Lake.AddedFiles != 7 {
+		t.Errorf("files +%d -%d, want +7 -1 (the new rows' file, the old 6,000-row file as 6 files)", kept.Lake.AddedFiles, kept.Lake.RemovedFiles)
+	}
+	if !kept.Lake.KeptPartitioning || old.Lake.KeptPartitioning {
+		t.Errorf("kept partitioning used: %t and %t, want true (a kept one) and false (none)", kept.Lake.KeptPartitioning, old.Lake.KeptPartitioning)
+	}
+	if s := state("ns.kept"); s == "" || s == first {
+		t.Errorf("the incremental run kept %q, want a new file (the last was %s)", s, first)
+	}
+	if state("ns.old") == "" {
+		t.Errorf("an incremental run that partitioned again kept nothing")
+	}
+	a, _ := l.outputRows(t, "ns.kept")
+	b, _ := l.outputRows(t, "ns.old")
+	same := 0
+	for id, c := range a {
+		if b[id] == c {
+			same++
+		}
+	}
+	if len(a) != 6300 || len(b) != 6300 || float64(same) < 0.99*6300 {
+		t.Errorf("%d and %d rows, %d with the same clean label; want 6300, 6300 and at least 99%%", len(a), len(b), same)
+	}
+	t.Logf("kept: rescored %d, index %.3fs; partitioned again: rescored %d, index %.3fs; %d of 6300 rows agree",
+		kept.Lake.Rescored, kept.Timings["index"], old.Lake.Rescored, old.Timings["index"], same)
+
+	// An unreadable kept file: partitioned again, not an error.
+	if err := os.WriteFile(state("ns.kept"), []byte("damaged"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l.appendRows(t, blobRows(6300, 300, 3))
+	if sum := run(config("ns.kept", true)); sum.Lake.KeptPartitioning || sum.Lake.NewRows != 300 {
+		t.Errorf("with a damaged kept file: kept partitioning used %t, %d new rows", sum.Lake.KeptPartitioning, sum.Lake.NewRows)
+	}
+	if sum := run(config("ns.kept", true)); !sum.Lake.NothingNew {
+		t.Errorf("a rerun found something new")
 	}
 }

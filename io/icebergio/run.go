@@ -20,6 +20,7 @@ const (
 	SummaryVersion         = schemas.MetaVersion
 	SummarySeed            = schemas.MetaSeed
 	SummaryOptionPrefix    = schemas.MetaOptionPrefix
+	SummaryState           = "relabel.state-file"
 	summaryIncrementalFlag = "relabel.incremental"
 )
 
@@ -43,6 +44,10 @@ type Run struct {
 	Seed uint64
 	// Options holds every option by name, valued as its flag spells it.
 	Options map[string]string
+	// State is a file the run kept for the next incremental run (relabel's
+	// ivf partitioning of the rows), as a path relabel's readers open.
+	// Optional: snapshots written before relabel kept one have none.
+	State string
 }
 
 func (r Run) validate() error {
@@ -72,6 +77,9 @@ func (r Run) properties() iceberg.Properties {
 	for k, v := range r.Options {
 		p[SummaryOptionPrefix+k] = v
 	}
+	if r.State != "" {
+		p[SummaryState] = r.State
+	}
 	return p
 }
 
@@ -99,6 +107,7 @@ func runFromSummary(snapID int64, p iceberg.Properties) (r Run, ok bool, err err
 	}
 	r.InputTable = p[SummaryInputTable]
 	r.Version = p[SummaryVersion]
+	r.State = p[SummaryState]
 	r.Options = map[string]string{}
 	for k, v := range maps.All(p) {
 		if name, ok := strings.CutPrefix(k, SummaryOptionPrefix); ok {

@@ -1,0 +1,9 @@
+package pipelines
+
+// SetMaxRewriteRows sets the rows of an output file an incremental table
+// run rewrites whole (maxRewriteRows) for a test, and returns the undo.
+func SetMaxRewriteRows(n int) func() {
+	old := maxRewriteRows
+	maxRewriteRows = n
+	return func() { maxRewriteRows = old }
+}

@@ -1,0 +1,123 @@
+package pipelines
+
+import (
+	"encoding/binary"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/relabel/relabel/transforms/ivf"
+	"github.com/relabel/relabel/transforms/knn"
+)
+
+func testState(standardised bool) *ivfState {
+	s := &ivfState{seed: 7, metric: knn.L2, nprobe: 2, fitRows: 5,
+		model: &ivf.Model{D: 2, Centroids: []float32{0, 0, 1, 1, 2, 2}, Blocks: []int32{1, 2, 1}, Seed: 9, Metric: knn.L2},
+		keys:  []int64{10, 11, 12, 13, 14}, probes: []int32{0, 1, 1, 2, 2, 1, 0, 2, 1, 0}}
+	if standardised {
+		s.mean, s.std = []float64{0.5, -1}, []float64{2, 3}
+	}
+	return s
+}
+
+// TestIVFStateFile: a kept state reads back as written; a file of another
+// format version, a truncated one and one probing a partition the model has
+// not are refused (the run then partitions again).
+func TestIVFStateFile(t *testing.T) {
+	for _, std := range []bool{false, true} {
+		s := testState(std)
+		got, err := decodeIVFState(s.encode())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.seed != s.seed || got.nprobe != s.nprobe || got.fitRows != s.fitRows || got.model.D != 2 || got.model.Seed != 9 ||
+			!slices.Equal(got.model.Centroids, s.model.Centroids) || !slices.Equal(got.model.Blocks, s.model.Blocks) ||
+			!slices.Equal(got.keys, s.keys) || !slices.Equal(got.probes, s.probes) || !slices.Equal(got.mean, s.mean) || !slices.Equal(got.std, s.std) {
+			t.Errorf("standardised %t: read back %+v, wrote %+v", std, got, s)
+		}
+	}
+	b := testState(true).encode()
+	v2 := slices.Clone(b)
+	binary.LittleEndian.PutUint32(v2[len(ivfStateMagic):], ivfStateVersion+1)
+	if _, err := decodeIVFState(v2); !errors.As(err, new(errStateVersion)) {
+		t.Errorf("version %d: %v, want errStateVersion", ivfStateVersion+1, err)
+	}
+	if _, err := decodeIVFState(b[:len(b)-3]); err == nil || !strings.Contains(err.Error(), "bytes after the header") {
+		t.Errorf("truncated: %v", err)
+	}
+	if _, err := decodeIVFState([]byte("PAR1 not a state")); err == nil || !strings.Contains(err.Error(), "not an ivf state") {
+		t.Errorf("another file: %v", err)
+	}
+	bad := testState(false)
+	bad.probes[3] = 3
+	if _, err := decodeIVFState(bad.encode()); err == nil || !strings.Contains(err.Error(), "partition 3") {
+		t.Errorf("probe out of range: %v", err)
+	}
+}
+
+// TestIVFStateUsable: a state serves a run with the same seed, metric,
+// partitions and nprobe over at most twice its rows; otherwise it says why
+// not.
+func TestIVFStateUsable(t *testing.T) {
+	o := Defaults()
+	o.Seed, o.Standardise = 7, false
+	o.NProbe = Some(2)
+	s := testState(false)
+	if why := s.usable(&o, 10); why != "" {
+		t.Fatalf("usable: %s", why)
+	}
+	for _, c := range []struct {
+		name string
+		edit func(o *Options)
+		n    int
+		want string
+	}{
+		{"seed", func(o *Options) { o.Seed = 8 }, 10, "seed 7"},
+		{"nprobe", func(o *Options) { o.NProbe = Some(3) }, 10, "probes 2"},
+		{"partitions", func(o *Options) { o.Partitions = Some(4) }, 10, "3 partitions"},
+		{"metric", func(o *Options) { o.Metric = knn.Cosine }, 10, "metric"},
+		{"standardise", func(o *Options) { o.Standardise = true }, 10, "standardise"},
+		{"grown", func(o *Options) {}, 11, "more than twice"},
+	} {
+		oc := o
+		c.edit(&oc)
+		if why := s.usable(&oc, c.n); !strings.Contains(why, c.want) {
+			t.Errorf("%s: %q, want it to say %q", c.name, why, c.want)
+		}
+	}
+}
+
+// TestIVFStateExtend: the kept probes serve the old rows, the new rows are
+// probed against the kept model in the kept standardisation, and the next
+// state is the kept one plus the new rows; a state missing an old row is
+// not used.
+func TestIVFStateExtend(t *testing.T) {
+	s := testState(true)
+	// Rows: the five kept ones in another order, then two new ones whose
+	// raw features standardise (mean .5/-1, std 2/3) to centroid 2 and 0.
+	d := &incData{n: 7, d: 2, keys: []int64{14, 12, 10, 11, 13, 20, 21},
+		feats: []float32{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4.5, 5, 0.5, -1},
+		isNew: []bool{false, false, false, false, false, true, true}}
+	keyRow := map[int64]int{}
+	for i, k := range d.keys {
+		keyRow[k] = i
+	}
+	pt, next, ok, err := s.extend(d, keyRow, knn.CPU{})
+	if err != nil || !ok {
+		t.Fatalf("extend: %v %t", err, ok)
+	}
+	want := []int32{1, 0, 2, 1, 0, 1, 1, 2, 0, 2, 2, 1, 0, 1}
+	if !slices.Equal(pt.Probe, want) {
+		t.Errorf("probes %v, want %v", pt.Probe, want)
+	}
+	if !slices.Equal(next.keys, []int64{10, 11, 12, 13, 14, 20, 21}) || !slices.Equal(next.probes[10:], []int32{2, 1, 0, 1}) || next.model != s.model {
+		t.Errorf("next state keys %v probes %v", next.keys, next.probes)
+	}
+	delete(keyRow, 13)
+	d.keys[4] = 99
+	keyRow[99] = 4
+	if _, _, ok, err := s.extend(d, keyRow, knn.CPU{}); err != nil || ok {
+		t.Errorf("a state missing an old row: ok %t, %v", ok, err)
+	}
+}
