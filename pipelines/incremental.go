@@ -177,20 +177,27 @@ func (s *storedPosts) raw(buf []float32, i int) ([]float32, []int32) {
 	return mixture.Temper(buf, p.Prob[p.Off[j]:p.Off[j+1]], s.invT), p.Class[p.Off[j]:p.Off[j+1]]
 }
 
+// smoothedRow is the transition row a stored class gets (step 4 above): its
+// own category with probability p, the label smoothing rem spread over the
+// others (none with one class).
+func (s *storedPosts) smoothedRow() (rem, p float64) {
+	if s.c > 1 {
+		return s.smooth, 1 - s.smooth
+	}
+	return 0, 1
+}
+
 // appendPacked packs row i's stored state onto ss: the state fixedStates
 // builds, packed as ss.Append packs it, without the State in between.
 func (s *storedPosts) appendPacked(ss *mixture.States, i int, buf []float32) []float32 {
 	buf, class := s.raw(buf, i)
-	rem, p := float32(0), float32(1)
-	if s.c > 1 {
-		rem, p = float32(s.smooth), float32(1-s.smooth)
-	}
+	rem, p := s.smoothedRow()
 	for e, cl := range class {
 		ss.Class = append(ss.Class, cl)
-		ss.Pi = append(ss.Pi, float32(float64(buf[e])))
-		ss.Rem = append(ss.Rem, rem)
+		ss.Pi = append(ss.Pi, buf[e])
+		ss.Rem = append(ss.Rem, float32(rem))
 		ss.Cat = append(ss.Cat, cl)
-		ss.P = append(ss.P, p)
+		ss.P = append(ss.P, float32(p))
 		ss.RowOff = append(ss.RowOff, int32(len(ss.Cat)))
 	}
 	ss.ItemOff = append(ss.ItemOff, int32(len(ss.Class)))
@@ -284,10 +291,7 @@ func (s *storedPosts) fixedStates(rows []int32, workers int) []mixture.State {
 		out   = make([]mixture.State, len(rows))
 		wg    sync.WaitGroup
 	)
-	rem, p1 := 0.0, 1.0
-	if s.c > 1 {
-		rem, p1 = s.smooth, 1-s.smooth
-	}
+	rem, p1 := s.smoothedRow()
 	workers = max(1, workers)
 	for w := range workers {
 		wg.Add(1)

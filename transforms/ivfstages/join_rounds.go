@@ -387,27 +387,17 @@ func JoinRounds(s beam.Scope, blocks beam.PCollection, jp JoinRoundsParams) beam
 				ow, mw = append(ow, owns[p][w]), append(mw, msgss[p][w])
 			}
 			in := beam.CoGroupByKey(ws, flatten(ws, ow), flatten(ws, mw))
-			// The previous wave's token orders the waves; one wave needs no
-			// order beyond its join's (and no side input: orderedRoundFn).
-			var sides []beam.Option
-			if waves > 1 {
-				sides = []beam.Option{beam.SideInput{Input: token}}
+			last := r == rounds-1
+			conf := RoundConf{Round: r, Rounds: rounds, Mixture: p, Workers: workers, Spill: sp}
+			if !last {
+				conf.Waves = waves
 			}
-			if r == rounds-1 {
-				conf := RoundConf{Round: r, Rounds: rounds, Mixture: p, Workers: workers, Spill: sp}
-				var fn any = &lastRoundFn{joinRoundFn{RoundConf: conf}}
-				if waves > 1 {
-					fn = &orderedLastRoundFn{lastRoundFn{joinRoundFn{RoundConf: conf}}}
-				}
+			fn, sides := roundDoFn(conf, last, waves, token)
+			if last {
 				var out beam.PCollection
 				out, token = beam.ParDo2(ws, fn, in, sides...)
 				rows = append(rows, out)
 				continue
-			}
-			conf := RoundConf{Round: r, Rounds: rounds, Mixture: p, Workers: workers, Waves: waves, Spill: sp}
-			var fn any = &joinRoundFn{RoundConf: conf}
-			if waves > 1 {
-				fn = &orderedRoundFn{joinRoundFn{RoundConf: conf}}
 			}
 			var ob, om beam.PCollection
 			ob, om, token = beam.ParDo3(ws, fn, in, sides...)
@@ -417,6 +407,24 @@ func JoinRounds(s beam.Scope, blocks beam.PCollection, jp JoinRoundsParams) beam
 		owns, msgss = nextOwns, nextMsgss
 	}
 	return rebatch(s, flatten(s, rows))
+}
+
+// roundDoFn is the DoFn of a round with conf (the last round's when last)
+// and its side inputs: the previous wave's token orders the waves of a join
+// in several; one wave needs no order beyond its join's, and so no side
+// input (orderedRoundFn).
+func roundDoFn(conf RoundConf, last bool, waves int, token beam.PCollection) (any, []beam.Option) {
+	if waves <= 1 {
+		if last {
+			return &lastRoundFn{joinRoundFn{RoundConf: conf}}, nil
+		}
+		return &joinRoundFn{RoundConf: conf}, nil
+	}
+	sides := []beam.Option{beam.SideInput{Input: token}}
+	if last {
+		return &orderedLastRoundFn{lastRoundFn{joinRoundFn{RoundConf: conf}}}, sides
+	}
+	return &orderedRoundFn{joinRoundFn{RoundConf: conf}}, sides
 }
 
 func flatten(s beam.Scope, cols []beam.PCollection) beam.PCollection {

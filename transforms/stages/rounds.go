@@ -67,11 +67,9 @@ func (candStatesFn) ExtractOutput(a CandStates) CandStates {
 // states, both joined under one key (Rounds). Items of a batch run on all
 // cores.
 //
-// The candidates' states come through a join, not as a side input, because
-// Prism (v2.77) reschedules a stage that has side inputs in a tight loop for
-// as long as one of its bundles runs (an ordinary stage with nothing pending
-// still reports itself schedulable): a round, most of a run's time, kept one
-// of two cores busy doing nothing (a quarter of the run's CPU). One key puts
+// The candidates' states come through a join, not as a side input: Prism
+// spins its scheduler while a stage with side inputs runs (docs/ARCHITECTURE.md,
+// "Long stages read no side input"), and a round is most of a run. One key puts
 // every batch on one worker, as the side input did in effect (each worker
 // held all candidates' states, and Prism runs a stage's pending elements as
 // one bundle); the exact and sample modes are for data that fits one worker.
