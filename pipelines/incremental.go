@@ -6,6 +6,7 @@ import (
 	"math"
 	"path"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -248,8 +249,10 @@ func (u *update) storedRows(p *resultio.Posteriors) (rs []int, touched bool) {
 // the part that the table and the directory lake share. It fills lake's
 // counts; tPlan is the time since t0 until the update starts.
 // kept is the ivf state the last run kept, nil when none.
-func storedUpdate(d *incData, posts []*resultio.Posteriors, kept *ivfState, plan *Plan, device, input string, t0 time.Time, lake *LakeSummary) (*update, error) {
-	stored, keyRow, err := storedStates(d, posts, plan, input)
+// cal is the calibration the stored posteriors were made with
+// (Plan.incrementalCalibration).
+func storedUpdate(d *incData, posts []*resultio.Posteriors, kept *ivfState, plan *Plan, cal stages.Calibration, device, input string, t0 time.Time, lake *LakeSummary) (*update, error) {
+	stored, keyRow, err := storedStates(d, posts, plan, cal, input)
 	if err != nil {
 		return nil, err
 	}
@@ -558,6 +561,10 @@ func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.
 	if err := sameOptions(last.Options, sum.Options); err != nil {
 		return nil, err
 	}
+	cal, err := plan.incrementalCalibration(last.Options, sum.Options)
+	if err != nil {
+		return nil, err
+	}
 	newPath := map[string]bool{}
 	for _, t := range app.Tasks {
 		newPath[t.ReaderPath()] = true
@@ -612,7 +619,7 @@ func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.
 	if lake.NewFiles != len(app.Tasks) {
 		return nil, fmt.Errorf("relabel: input table %s: %d appended files planned, %d found among the snapshot's files", full.Table, len(app.Tasks), lake.NewFiles)
 	}
-	u, err := storedUpdate(d, posts, kept, plan, cfg.Device, fmt.Sprintf("input table %s", full.Table), t0, lake)
+	u, err := storedUpdate(d, posts, kept, plan, cal, cfg.Device, fmt.Sprintf("input table %s", full.Table), t0, lake)
 	if err != nil {
 		return nil, err
 	}
@@ -661,7 +668,7 @@ func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.
 		jobs = append(jobs, &outFile{path: p, rows: rs, count: count, changedFrom: make([]int64, plan.C), changedTo: make([]int64, plan.C)})
 	}
 	write := func(f *outFile) error {
-		c := cleanedOf(d, f.rows, u, plan.Calibration())
+		c := cleanedOf(d, f.rows, u, cal)
 		for j, i := range f.rows {
 			if !f.count(i) {
 				continue
@@ -743,7 +750,7 @@ func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.
 	}
 	tCommit := time.Now()
 	faults.Point("table-commit")
-	run := runRecord(plan, app, last.InputSnapshotID)
+	run := runRecord(plan, app, last.InputSnapshotID, sum.Options)
 	run.State = statePath
 	snap, err := out.Commit(ctx, icebergio.Commit{Run: run, Mode: icebergio.Rewrite, Files: files, Remove: remove})
 	if err != nil {
@@ -765,7 +772,7 @@ func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.
 // posterior, and no new row any: otherwise the output does not match the
 // input (rows deleted or rewritten in place), and only a full run can say
 // what the output should be. input names the input in messages.
-func storedStates(d *incData, posts []*resultio.Posteriors, plan *Plan, input string) (*storedPosts, map[int64]int, error) {
+func storedStates(d *incData, posts []*resultio.Posteriors, plan *Plan, cal stages.Calibration, input string) (*storedPosts, map[int64]int, error) {
 	keyRow := make(map[int64]int, d.n)
 	for i, key := range d.keys {
 		keyRow[key] = i
@@ -774,7 +781,7 @@ func storedStates(d *incData, posts []*resultio.Posteriors, plan *Plan, input st
 	if err != nil {
 		return nil, nil, err
 	}
-	s := &storedPosts{posts: posts, file: make([]int32, d.n), row: make([]int32, d.n), invT: 1 / plan.Options.Temperature, smooth: m.Smooth, c: plan.C}
+	s := &storedPosts{posts: posts, file: make([]int32, d.n), row: make([]int32, d.n), invT: 1 / cal.Temperature, smooth: m.Smooth, c: plan.C}
 	for i := range s.file {
 		s.file[i] = -1
 	}
@@ -834,6 +841,27 @@ func cleanedOf(d *incData, rows []int, u *update, cal stages.Calibration) *schem
 	}
 	c := stages.ToCleaned(&it, cal)
 	return &c
+}
+
+// incrementalCalibration is an incremental run's calibration: the
+// temperature the stored posteriors were made with, which the files it
+// rewrites keep too, so that every file of the output agrees. With
+// --temperature auto that is the temperature the table's full run fitted
+// (last, the last run's options, records it), not one refitted to today's
+// rows; a full run refits it. It also records the temperature in opts (the
+// run's summary options) for the next run.
+func (p *Plan) incrementalCalibration(last, opts map[string]string) (stages.Calibration, error) {
+	cal := p.Calibration()
+	if cal.Auto {
+		s, ok := last[stages.MetaCalibratedTemperature]
+		t, err := strconv.ParseFloat(s, 64)
+		if !ok || err != nil || !(t > 0) {
+			return cal, &OptionError{Flag: "incremental", Err: fmt.Errorf("the stored posteriors record no fitted temperature (%s %q): run without --incremental to relabel everything", stages.MetaCalibratedTemperature, s)}
+		}
+		cal.Temperature, cal.Auto = t, false
+	}
+	opts[stages.MetaCalibratedTemperature] = fmtF(cal.Temperature)
+	return cal, nil
 }
 
 // sameOptions refuses an incremental run whose method options differ from

@@ -313,7 +313,7 @@ func runTable(ctx context.Context, cfg Options, exec Executor) (*Summary, error)
 		tState = time.Since(t1)
 	}
 	faults.Point("table-commit")
-	run := runRecord(plan, in, 0)
+	run := runRecord(plan, in, 0, sum.Options)
 	run.State = statePath
 	snap, err := out.Commit(ctx, icebergio.Commit{Run: run, Mode: icebergio.Replace, Files: files})
 	if err != nil {
@@ -372,10 +372,12 @@ func runDir(ctx context.Context, out *icebergio.Output, tok string) (blobio.FS, 
 }
 
 // runRecord is what a run's snapshot summary records.
-func runRecord(plan *Plan, in *icebergio.InputPlan, from int64) icebergio.Run {
+// opts are the run's summary options (the resolved options and the fitted
+// temperature).
+func runRecord(plan *Plan, in *icebergio.InputPlan, from int64, opts map[string]string) icebergio.Run {
 	return icebergio.Run{
 		InputTable: in.Table, InputSnapshotID: in.SnapshotID,
 		Incremental: from != 0, FromSnapshotID: from,
-		Version: Version, Seed: plan.Options.Seed, Options: plan.OptionMap(),
+		Version: Version, Seed: plan.Options.Seed, Options: opts,
 	}
 }

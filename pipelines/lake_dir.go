@@ -153,6 +153,10 @@ func runDirIncremental(ctx context.Context, fsys blobio.FS, plan *Plan, tok stri
 	if err := sameOptions(prev.Options, opts); err != nil {
 		return nil, true, err
 	}
+	cal, err := plan.incrementalCalibration(prev.Options, opts)
+	if err != nil {
+		return nil, true, err
+	}
 	manifest, err := coverage(ctx, plan)
 	if err != nil {
 		return nil, true, err
@@ -201,7 +205,7 @@ func runDirIncremental(ctx context.Context, fsys blobio.FS, plan *Plan, tok stri
 		base.Timings = map[string]float64{"total": time.Since(t0).Seconds()}
 		return base, true, nil
 	}
-	sum, err = updateDir(ctx, fsys, plan, &prev, base, newPath, tok, t0)
+	sum, err = updateDir(ctx, fsys, plan, cal, &prev, base, newPath, tok, t0)
 	return sum, true, err
 }
 
@@ -219,7 +223,7 @@ func (s *Summary) lists(name string) bool {
 // input row, relabels the new ones (updateIncremental), writes the output
 // shards that change, the other shards' reports and summary.json into a
 // temporary directory, and commits them as a plain run does (commit.go).
-func updateDir(ctx context.Context, fsys blobio.FS, plan *Plan, prev, sum *Summary, newPath map[string]bool, tok string, t0 time.Time) (*Summary, error) {
+func updateDir(ctx context.Context, fsys blobio.FS, plan *Plan, cal stages.Calibration, prev, sum *Summary, newPath map[string]bool, tok string, t0 time.Time) (*Summary, error) {
 	cfg := plan.Options
 	out, lake := cfg.Output, sum.Lake
 	tmp := blobio.Join(out, tmpPrefix+tok)
@@ -264,7 +268,7 @@ func updateDir(ctx context.Context, fsys blobio.FS, plan *Plan, prev, sum *Summa
 		posts = append(posts, p)
 		postOf[s.Path] = p
 	}
-	u, err := storedUpdate(d, posts, nil, plan, cfg.Device, cfg.Input, t0, lake)
+	u, err := storedUpdate(d, posts, nil, plan, cal, cfg.Device, cfg.Input, t0, lake)
 	if err != nil {
 		return nil, err
 	}
@@ -303,6 +307,7 @@ func updateDir(ctx context.Context, fsys blobio.FS, plan *Plan, prev, sum *Summa
 				// summary.json keeps no per-shard transition sums: they are
 				// summed again from the stored posteriors.
 				rep.Trans = storedTrans(p, rs, d, plan.C)
+				rep.Temperature = cal.Temperature
 				b, _ := json.Marshal(rep)
 				if err := blobio.WriteFile(ctx, fsys, blobio.Join(tmp, name+resultio.ReportSuffix), b); err != nil {
 					return nil, err
@@ -311,9 +316,11 @@ func updateDir(ctx context.Context, fsys blobio.FS, plan *Plan, prev, sum *Summa
 			}
 			lake.RewrittenFiles++
 		}
-		c := cleanedOf(d, rs, u, plan.Calibration())
+		c := cleanedOf(d, rs, u, cal)
 		c.Shard = s.Path
-		if err := resultio.WriteShard(ctx, tmp, name, []*schemas.Cleaned{c}, stages.Report(s.Path, name, []*schemas.Cleaned{c}, plan.C), so); err != nil {
+		rep := stages.Report(s.Path, name, []*schemas.Cleaned{c}, plan.C)
+		rep.Temperature = cal.Temperature
+		if err := resultio.WriteShard(ctx, tmp, name, []*schemas.Cleaned{c}, rep, so); err != nil {
 			return nil, err
 		}
 		files = append(files, name)

@@ -108,6 +108,7 @@ func TestLakeDirIncrementalDigits(t *testing.T) {
 	days := digitsDays(t)
 	cfg := dirConfig(in, out)
 	var total int64
+	var temp string // the temperature day 0 fitted, which every day keeps
 	for day, r := range days {
 		before := map[string][]byte{}
 		if day > 0 {
@@ -148,8 +149,23 @@ func TestLakeDirIncrementalDigits(t *testing.T) {
 		if day > 0 && lk.Rescored == 0 && rewritten != 0 {
 			t.Errorf("day %d: no row re-scored, yet %d old shards rewritten", day, rewritten)
 		}
-		if got := readSummary(t, out); got.Rows != total || len(got.Shards) != day+1 || len(got.Lake.Manifest) != day+1 {
+		got := readSummary(t, out)
+		if got.Rows != total || len(got.Shards) != day+1 || len(got.Lake.Manifest) != day+1 {
 			t.Errorf("day %d: summary.json has %d rows, %d shards, manifest of %d", day, got.Rows, len(got.Shards), len(got.Lake.Manifest))
+		}
+		// --temperature auto: day 0 fits the temperature, the incremental
+		// days keep it in every shard (their stored posteriors were made
+		// with it).
+		if day == 0 {
+			temp = got.Options["calibrated-temperature"]
+		}
+		if got.Options["temperature"] != "auto" || temp == "" || got.Options["calibrated-temperature"] != temp {
+			t.Errorf("day %d: temperature %q, calibrated %q; want auto, day 0's %q", day, got.Options["temperature"], got.Options["calibrated-temperature"], temp)
+		}
+		for _, sh := range got.Shards {
+			if fmt.Sprint(sh.Temperature) != temp {
+				t.Errorf("day %d: shard %s made with temperature %v, want %s", day, sh.Output, sh.Temperature, temp)
+			}
 		}
 		t.Logf("day %d: new %d rescored %d (searched %d), shards rewritten %d, total %.2fs", day, lk.NewRows, lk.Rescored, lk.Searched, rewritten, sum.Timings["total"])
 	}

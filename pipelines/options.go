@@ -88,9 +88,10 @@ type Options struct {
 	AnnotationWeight float64
 	ActiveTol        float64
 	// Temperature calibrates the output's probabilities (pi^(1/T)
-	// renormalised); MinConfidence changes a label only where the
-	// calibrated clean_prob reaches it (stages.Calibration).
-	Temperature   float64
+	// renormalised); unset ("auto", the default), T is fitted to the run's
+	// final states (mixture.AutoTemperature). MinConfidence changes a label
+	// only where the calibrated clean_prob reaches it (stages.Calibration).
+	Temperature   Opt[float64]
 	MinConfidence float64
 
 	// Seed seeds all sampling (with the item id and the round).
@@ -147,7 +148,6 @@ func Defaults() Options {
 		Anchor:           m.Anchor,
 		AnnotationWeight: m.AnnotationWeight,
 		ActiveTol:        m.ActiveTol,
-		Temperature:      mixture.DefaultTemperature,
 		Seed:             1,
 		Device:           "auto",
 		Report:           true,
@@ -267,10 +267,10 @@ var Flags = []Flag{
 		bind: func(o *Options) flag.Value { return (*floatValue)(&o.AnnotationWeight) }, check: floatAtLeast(0, func(o *Options) float64 { return o.AnnotationWeight })},
 	{Name: "active-tol", Group: GroupMethod, Usage: "rerun an item only when it or a neighbour moved more than this (total variation) since it last did, in [0,1] (0: every item every round)",
 		bind: func(o *Options) flag.Value { return (*floatValue)(&o.ActiveTol) }, check: inRange(0, 1, true, func(o *Options) float64 { return o.ActiveTol })},
-	{Name: "temperature", Group: GroupMethod, Usage: "calibration of the output probabilities: pi^(1/T) renormalised, > 0 (1: uncalibrated mixture weights)",
-		bind: func(o *Options) flag.Value { return (*floatValue)(&o.Temperature) }, check: func(o *Options) error {
-			if !(o.Temperature > 0) || o.Temperature > 100 {
-				return fmt.Errorf("%v: want a temperature in (0, 100]", o.Temperature)
+	{Name: "temperature", Group: GroupMethod, Usage: "calibration of the output probabilities: pi^(1/T) renormalised, T in (0, 100] (1: uncalibrated mixture weights), or auto: T fitted to the run's changes without labels",
+		bind: func(o *Options) flag.Value { return &optAuto{p: &o.Temperature} }, check: func(o *Options) error {
+			if t := o.Temperature; t.Set && (!(t.V > 0) || t.V > 100) {
+				return fmt.Errorf("%v: want a temperature in (0, 100], or auto", t.V)
 			}
 			return nil
 		}},
@@ -635,6 +635,30 @@ func (v *optInt) String() string {
 		return ""
 	}
 	return strconv.Itoa(v.p.V)
+}
+
+// optAuto is a float option whose unset value is spelled "auto" (fitted
+// to the data).
+type optAuto struct{ p *Opt[float64] }
+
+func (v *optAuto) Set(s string) error {
+	if s == "auto" {
+		*v.p = Opt[float64]{}
+		return nil
+	}
+	x, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return errors.New("want a number or auto")
+	}
+	*v.p = Some(x)
+	return nil
+}
+
+func (v *optAuto) String() string {
+	if v.p == nil || !v.p.Set {
+		return "auto"
+	}
+	return strconv.FormatFloat(v.p.V, 'g', -1, 64)
 }
 
 type optString struct{ p *Opt[string] }

@@ -70,6 +70,11 @@ func TestOptionsExplicitValues(t *testing.T) {
 		{[]string{"--em-tol", "0"}, ""},
 		{[]string{"--em-tol", "1"}, "em-tol"},
 		{[]string{"--em-tol", "-0.001"}, "em-tol"},
+		{[]string{"--temperature", "auto"}, ""},
+		{[]string{"--temperature", "0.3"}, ""},
+		{[]string{"--temperature", "0"}, "temperature"},
+		{[]string{"--temperature", "NaN"}, "temperature"},
+		{[]string{"--temperature", "101"}, "temperature"},
 		{[]string{"--alpha", "0"}, "alpha"},
 		{[]string{"--beta", "0.5"}, "beta"},
 		{[]string{"--rounds", "-1"}, "rounds"},
@@ -102,6 +107,16 @@ func TestOptionsExplicitValues(t *testing.T) {
 			t.Errorf("%s: error %v, want one naming --%s", name, err, tc.flag)
 		}
 		_ = o
+	}
+	// --temperature: auto is the unset value, a number is kept as given.
+	if o, err := parse(); err != nil || o.Temperature.Set {
+		t.Errorf("default temperature %+v (%v), want auto", o.Temperature, err)
+	}
+	if o, err := parse("--temperature", "0.25"); err != nil || o.Temperature != Some(0.25) {
+		t.Errorf("--temperature 0.25 gave %+v (%v)", o.Temperature, err)
+	}
+	if o, err := parse("--temperature", "0.25", "--temperature", "auto"); err != nil || o.Temperature.Set {
+		t.Errorf("--temperature auto after a number gave %+v (%v)", o.Temperature, err)
 	}
 	o, err := parse("--smooth", "0", "--c0", "3")
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/pipelines"
 	"github.com/relabel/relabel/schemas"
+	"github.com/relabel/relabel/transforms/mixture"
 	"github.com/relabel/relabel/transforms/stages"
 )
 
@@ -33,7 +34,7 @@ func relabelItems(s beam.Scope, plan *pipelines.Plan) beam.PCollection {
 }
 
 func toCleaned(it stages.Items) schemas.Cleaned {
-	return stages.ToCleaned(&it, stages.Calibration{Temperature: pipelines.Defaults().Temperature})
+	return stages.ToCleaned(&it, stages.Calibration{Temperature: mixture.DefaultTemperature})
 }
 
 func emitIDs(c schemas.Cleaned, emit func(int64)) {

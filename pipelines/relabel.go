@@ -192,7 +192,8 @@ func (p *Plan) Calibration() stages.Calibration {
 	if p.Crowd != nil {
 		return p.Crowd.calibration(&p.Options)
 	}
-	return stages.Calibration{Temperature: p.Options.Temperature, MinConfidence: p.Options.MinConfidence}
+	t := p.Options.Temperature
+	return stages.Calibration{Temperature: t.V, Auto: !t.Set, MinConfidence: p.Options.MinConfidence}
 }
 
 // NeighbourParams is what both neighbour paths (stages.Neighbours, and
@@ -233,7 +234,7 @@ func (p *Plan) OptionMap() map[string]string {
 		"smooth":            fmtF(m.Smooth),
 		"anchor":            fmtF(m.Anchor),
 		"annotation-weight": fmtF(m.AnnotationWeight),
-		"temperature":       fmtF(o.Temperature),
+		"temperature":       (&optAuto{p: &o.Temperature}).String(),
 		"min-confidence":    fmtF(o.MinConfidence),
 		"max-row-terms":     strconv.Itoa(m.MaxRowEntries),
 		"seed":              strconv.FormatUint(o.Seed, 10),

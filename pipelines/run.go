@@ -222,6 +222,12 @@ func summarise(ctx context.Context, fs blobio.FS, tmp string, plan *Plan, res be
 		rep.Trans = nil
 		sum.Shards = append(sum.Shards, rep)
 	}
+	if len(sum.Shards) > 0 {
+		// The temperature the output was calibrated with (fitted with
+		// --temperature auto; the same in every shard): an incremental run
+		// keeps it (Plan.incrementalCalibration).
+		sum.Options[stages.MetaCalibratedTemperature] = fmtF(sum.Shards[0].Temperature)
+	}
 	if trans != nil {
 		c := plan.C
 		sum.Transition = make([][]float64, c)

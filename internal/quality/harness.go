@@ -1,6 +1,7 @@
 package quality
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"math"
@@ -173,7 +174,16 @@ func RunCell(cell Cell, opts pipelines.Options) (evaluate.Report, time.Duration,
 	if err != nil {
 		return evaluate.Report{}, dt, fmt.Errorf("quality: %s: %w", cell.Name(), err)
 	}
-	in := Inputs(ds.c, ds.truth, g.single, &res.States, stages.Calibration{Temperature: opts.Temperature, MinConfidence: opts.MinConfidence})
+	if d := os.Getenv("RELABEL_CALDUMP"); d != "" {
+		caldump(filepath.Join(d, fmt.Sprintf("%s-mu%g.tsv", strings.ReplaceAll(cell.Name(), "/", "__"), opts.Mu)), ds.truth, g.single, &res.States)
+	}
+	cal := stages.Calibration{Temperature: opts.Temperature.V, Auto: !opts.Temperature.Set, MinConfidence: opts.MinConfidence}
+	if cal.Auto { // fitted to the final states as the pipeline's writer fits it
+		var stats mixture.CalibrationStats
+		stages.StatsOf(&stats, &res.States, func(i int) []int32 { return g.labels[g.off[i]:g.off[i+1]] })
+		cal = cal.Resolve(stats)
+	}
+	in := Inputs(ds.c, ds.truth, g.single, &res.States, cal)
 	if g.multi {
 		in.Given, in.GivenMulti, in.GivenOffsets = nil, g.labels, g.off
 	}
@@ -186,7 +196,8 @@ func RunCell(cell Cell, opts pipelines.Options) (evaluate.Report, time.Duration,
 }
 
 // Inputs turns final engine states into the evaluation inputs the way relabel
-// writes its output (stages.Calibration.Clean, the writer's): clean_label and
+// writes its output (stages.Calibration.Clean, the writer's; cal resolved):
+// clean_label and
 // clean_prob are the top class of the calibrated pi and its mass,
 // given_label_prob is its mass on the given label (the majority annotation
 // when several), and changed is clean_label != given. An empty state (no
@@ -267,4 +278,35 @@ func Run(cells []Cell, opts pipelines.Options, log io.Writer) ([]Result, error) 
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// caldump writes the raw final states of a cell for scripts/fit_temperature.py
+// (RELABEL_CALDUMP names the folder; docs/QUALITY.md, the calibration
+// section): per row the truth, the given label, then per kept class
+// "class:pi:rho_class(given):rho_class(class)".
+func caldump(name string, truth, given []int32, st *mixture.States) {
+	f, err := os.Create(name)
+	if err != nil {
+		panic(err) // a developer's tool: the folder must exist
+	}
+	defer f.Close()
+	w := bufio.NewWriter(f)
+	defer w.Flush()
+	for i := range truth {
+		fmt.Fprintf(w, "%d\t%d", truth[i], given[i])
+		lo, hi := st.ItemOff[i], st.ItemOff[i+1]
+		for e := lo; e < hi; e++ {
+			var rg, rk float32
+			for q := st.RowOff[e]; q < st.RowOff[e+1]; q++ {
+				if st.Cat[q] == given[i] {
+					rg = st.P[q]
+				}
+				if st.Cat[q] == st.Class[e] {
+					rk = st.P[q]
+				}
+			}
+			fmt.Fprintf(w, "\t%d:%.6g:%.4g:%.4g", st.Class[e], st.Pi[e], rg, rk)
+		}
+		fmt.Fprintln(w)
+	}
 }

@@ -177,20 +177,23 @@ func Markdown(w io.Writer, rs []Result, m Meta) error {
 			acc(n.NoFeatures), acc(n.Relabel), acc(n.F1), acc(n.AUC), acc(n.ECE), n.Time.Seconds())
 	}
 	b.WriteString("\nCalibration and conservative relabelling (issue 16): `clean_prob` is the calibrated posterior " +
-		"(`--temperature`, default 0.25); with `--min-confidence T` a label changes only where `clean_prob` ≥ T. " +
+		"(`--temperature`, default auto: fitted per run without labels, mixture.AutoTemperature); with `--min-confidence T` a label changes only where `clean_prob` ≥ T. " +
 		"Means over all cells of the labels changed (share of items), the precision of the changes (share fixing a " +
-		"wrong given label), their recall (share of wrong given labels changed) and the accuracy of the result:\n\n")
+		"wrong given label; over the cells with a change at T), their recall (share of wrong given labels changed) and the accuracy of the result:\n\n")
 	b.WriteString("| T | changed | precision | recall | accuracy |\n|---:|---:|---:|---:|---:|\n")
 	for j, t := range evaluate.ConfidenceThresholds {
 		var ch, p, rc, a float64
-		k := 0
+		k, kp := 0, 0 // cells; cells with a change at t (precision is undefined without)
 		for _, r := range rs {
 			if j >= len(r.Report.ByConfidence) {
 				continue
 			}
 			c := r.Report.ByConfidence[j]
 			ch += float64(c.Changed) / float64(max(r.Report.Items, 1))
-			p += float64(c.Precision)
+			if pr := float64(c.Precision); !math.IsNaN(pr) {
+				p += pr
+				kp++
+			}
 			rc += float64(c.Recall)
 			a += float64(c.Accuracy)
 			k++
@@ -199,7 +202,7 @@ func Markdown(w io.Writer, rs []Result, m Meta) error {
 			continue
 		}
 		kf := float64(k)
-		fmt.Fprintf(&b, "| %.2f | %s | %s | %s | %s |\n", t, acc(ch/kf), acc(p/kf), acc(rc/kf), acc(a/kf))
+		fmt.Fprintf(&b, "| %.2f | %s | %s | %s | %s |\n", t, acc(ch/kf), acc(p/float64(kp)), acc(rc/kf), acc(a/kf))
 	}
 	worst, worstCell := 0.0, ""
 	for _, r := range rs {

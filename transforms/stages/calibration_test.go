@@ -62,9 +62,52 @@ func TestCalibrationClean(t *testing.T) {
 			t.Errorf("%s: posterior sums to %v", tc.name, sum)
 		}
 	}
-	for _, bad := range []Calibration{{Temperature: 0}, {Temperature: -1}, {Temperature: 1, MinConfidence: 1.5}, {Temperature: math.Inf(1)}} {
+	for _, bad := range []Calibration{{Temperature: 0}, {Temperature: -1}, {Temperature: 1, MinConfidence: 1.5}, {Temperature: math.Inf(1)}, {Auto: true, MinConfidence: -1}} {
 		if bad.Validate() == nil {
 			t.Errorf("%+v: no error", bad)
 		}
 	}
+}
+
+// TestCalibrationResolve: an Auto calibration takes the temperature its
+// statistics give (StatsOf over the states), a fixed one keeps its own, and
+// an unresolved one is never applied.
+func TestCalibrationResolve(t *testing.T) {
+	var ss mixture.States
+	ss.ItemOff = []int32{0}
+	add := func(classes []int32, pi []float32) {
+		ss.Class = append(ss.Class, classes...)
+		ss.Pi = append(ss.Pi, pi...)
+		ss.ItemOff = append(ss.ItemOff, int32(len(ss.Class)))
+	}
+	add([]int32{2, 0, 1}, []float32{0.5, 0.3, 0.2}) // given 0: changed
+	add([]int32{1, 3}, []float32{0.9, 0.1})         // given 1: kept
+	given := []int32{0, 1}
+	var stats mixture.CalibrationStats
+	StatsOf(&stats, &ss, func(i int) []int32 { return given[i : i+1] })
+	if stats.Labelled != 2 || stats.Changed != 1 {
+		t.Fatalf("stats %+v, want 2 labelled, 1 changed", stats)
+	}
+	auto := Calibration{Auto: true, MinConfidence: 0.5}
+	if err := auto.Validate(); err != nil {
+		t.Fatalf("auto: %v", err)
+	}
+	r := auto.Resolve(stats)
+	if r.Auto || r.Temperature != mixture.AutoTemperature(stats) || r.MinConfidence != 0.5 {
+		t.Errorf("resolved %+v, want temperature %v", r, mixture.AutoTemperature(stats))
+	}
+	_, p, _, _, _ := r.Clean(&ss, 0, 0, nil)
+	want := mixture.Temper(nil, ss.Pi[0:3], r.Temperature)[0]
+	if p != want {
+		t.Errorf("clean_prob %v, want %v (pi tempered by the fitted T)", p, want)
+	}
+	if fixed := (Calibration{Temperature: 0.4}).Resolve(stats); fixed.Temperature != 0.4 {
+		t.Errorf("a fixed temperature became %v", fixed.Temperature)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("Clean with an unresolved temperature did not panic")
+		}
+	}()
+	auto.Clean(&ss, 0, 0, nil)
 }

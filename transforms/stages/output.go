@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"path"
+	"strconv"
 	"strings"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -48,8 +49,11 @@ func GivenLabel(labels []int32) int32 {
 type Calibration struct {
 	// Temperature calibrates pi: the output's posterior is pi^(1/T)
 	// renormalised (mixture.Temper; mixture.DefaultTemperature says why).
-	// Required, > 0; 1 leaves pi as it is.
+	// Required, > 0, unless Auto; 1 leaves pi as it is.
 	Temperature float64
+	// Auto fits the temperature to the run's final states
+	// (mixture.AutoTemperature of their CalibrationStats, Resolve) instead.
+	Auto bool
 	// MinConfidence makes the relabelling conservative: a labelled row's
 	// label is changed only where the calibrated clean_prob is at least
 	// MinConfidence; elsewhere clean_label stays the given label (with its
@@ -60,7 +64,7 @@ type Calibration struct {
 
 // Validate checks c.
 func (c Calibration) Validate() error {
-	if !(c.Temperature > 0) || math.IsInf(c.Temperature, 0) {
+	if !c.Auto && (!(c.Temperature > 0) || math.IsInf(c.Temperature, 0)) {
 		return fmt.Errorf("stages: calibration temperature %v, want > 0", c.Temperature)
 	}
 	if !(c.MinConfidence >= 0 && c.MinConfidence <= 1) {
@@ -69,11 +73,32 @@ func (c Calibration) Validate() error {
 	return nil
 }
 
+// Resolve returns c with its temperature fitted to stats when c.Auto.
+func (c Calibration) Resolve(stats mixture.CalibrationStats) Calibration {
+	if c.Auto {
+		c.Temperature, c.Auto = mixture.AutoTemperature(stats), false
+	}
+	return c
+}
+
+// StatsOf adds the items of st to stats; labels(i) is item i's
+// annotations (one for a single label).
+func StatsOf(stats *mixture.CalibrationStats, st *mixture.States, labels func(i int) []int32) {
+	for i := 0; i < st.Len(); i++ {
+		lo, hi := st.ItemOff[i], st.ItemOff[i+1]
+		l := labels(i)
+		stats.Add(st.Class[lo:hi], st.Pi[lo:hi], GivenLabel(l), len(l))
+	}
+}
+
 // Clean is one item's output: its clean label (Unlabelled when its state is
 // empty), that label's calibrated probability, the given label's (NaN when
 // unlabelled), whether the label changed, and the calibrated posterior
 // entries in post (the state's order: most probable first).
 func (c Calibration) Clean(st *mixture.States, i int, given int32, post []float32) (clean int32, cleanProb, givenProb float32, changed bool, out []float32) {
+	if c.Auto {
+		panic("stages: Calibration.Clean before Resolve") // a programmer error
+	}
 	lo, hi := st.ItemOff[i], st.ItemOff[i+1]
 	out = mixture.Temper(post, st.Pi[lo:hi], c.Temperature)
 	clean, cleanProb, givenProb = schemas.Unlabelled, 0, float32(math.NaN())
@@ -131,6 +156,10 @@ type ShardReport struct {
 	// Trans[c*C+c'] sums pi_i(c) over items given c': the unnormalised
 	// estimate of P(given = c' | clean = c). Only for C <= MaxDenseClasses.
 	Trans []float64 `json:"trans,omitempty"`
+	// Temperature is the calibration temperature the shard's
+	// probabilities were made with (the fitted one with --temperature
+	// auto: the same in every shard).
+	Temperature float64 `json:"temperature"`
 }
 
 // MaxDenseClasses bounds the class count for which the summary carries a dense
@@ -146,9 +175,16 @@ type WriteParams struct {
 	ClassNames []string
 	IDKind     schemas.IDKind
 	C          int
-	// Cal calibrates the output's probabilities. Required (Temperature > 0).
+	// Cal calibrates the output's probabilities. Required (Temperature > 0,
+	// or Auto).
 	Cal Calibration
 }
+
+// MetaCalibratedTemperature is the output files' metadata key (after
+// schemas.MetaOptionPrefix) of the temperature their probabilities were
+// made with, next to the options: with --temperature auto the option says
+// "auto" and this the fitted value.
+const MetaCalibratedTemperature = "calibrated-temperature"
 
 // OutputName is the output file name of an input shard: the same base name with
 // the output format's extension.
@@ -160,10 +196,29 @@ func OutputName(input string, f shardio.Format) string {
 	return base + f.Ext()
 }
 
+// calStatsFn is a batch's CalibrationStats.
+func calStatsFn(it Items) mixture.CalibrationStats {
+	var s mixture.CalibrationStats
+	StatsOf(&s, &it.State, func(i int) []int32 { return it.Labels[it.LabelOff[i]:it.LabelOff[i+1]] })
+	return s
+}
+
+func mergeCalStats(a, b mixture.CalibrationStats) mixture.CalibrationStats { return a.Merge(b) }
+
+// sumStats sums an iterable side input of CalibrationStats (the combined
+// value: one element, none when there are no items).
+func sumStats(iter func(*mixture.CalibrationStats) bool) mixture.CalibrationStats {
+	var tot, s mixture.CalibrationStats
+	for iter(&s) {
+		tot = tot.Merge(s)
+	}
+	return tot
+}
+
 type keyByShardFn struct{ Cal Calibration }
 
-func (f *keyByShardFn) ProcessElement(it Items) (string, schemas.Cleaned) {
-	return it.Shard, ToCleaned(&it, f.Cal)
+func (f *keyByShardFn) ProcessElement(it Items, stats func(*mixture.CalibrationStats) bool) (string, schemas.Cleaned) {
+	return it.Shard, ToCleaned(&it, f.Cal.Resolve(sumStats(stats)))
 }
 
 // writeFn writes one shard's rows to the temporary directory and a report
@@ -173,7 +228,7 @@ type writeFn struct {
 	P WriteParams
 }
 
-func (f *writeFn) ProcessElement(ctx context.Context, shard string, iter func(*schemas.Cleaned) bool) error {
+func (f *writeFn) ProcessElement(ctx context.Context, shard string, iter func(*schemas.Cleaned) bool, stats func(*mixture.CalibrationStats) bool) error {
 	var batches []*schemas.Cleaned
 	var c schemas.Cleaned
 	for iter(&c) {
@@ -183,8 +238,14 @@ func (f *writeFn) ProcessElement(ctx context.Context, shard string, iter func(*s
 	}
 	name := OutputName(shard, f.P.Format)
 	rep := Report(shard, name, batches, f.P.C)
+	rep.Temperature = f.P.Cal.Resolve(sumStats(stats)).Temperature
+	meta := make(map[string]string, len(f.P.Meta)+1)
+	for k, v := range f.P.Meta {
+		meta[k] = v
+	}
+	meta[schemas.MetaOptionPrefix+MetaCalibratedTemperature] = strconv.FormatFloat(rep.Temperature, 'g', -1, 64)
 	err := resultio.WriteShard(ctx, f.P.TmpDir, name, batches, rep, resultio.ShardOptions{
-		Format: f.P.Format, Meta: f.P.Meta, LabelKind: f.P.LabelKind, ClassNames: f.P.ClassNames, IDKind: f.P.IDKind,
+		Format: f.P.Format, Meta: meta, LabelKind: f.P.LabelKind, ClassNames: f.P.ClassNames, IDKind: f.P.IDKind,
 	})
 	if err != nil {
 		return err
@@ -230,9 +291,12 @@ var (
 )
 
 func init() {
-	register.DoFn1x2[Items, string, schemas.Cleaned](&keyByShardFn{})
-	register.DoFn3x1[context.Context, string, func(*schemas.Cleaned) bool, error](&writeFn{})
+	register.DoFn2x2[Items, func(*mixture.CalibrationStats) bool, string, schemas.Cleaned](&keyByShardFn{})
+	register.DoFn4x1[context.Context, string, func(*schemas.Cleaned) bool, func(*mixture.CalibrationStats) bool, error](&writeFn{})
 	register.Iter1[schemas.Cleaned]()
+	register.Iter1[mixture.CalibrationStats]()
+	register.Function1x1(calStatsFn)
+	register.Function2x1(mergeCalStats)
 }
 
 // Write writes items (PCollection<Items>) as one output file per input shard
@@ -242,7 +306,12 @@ func Write(s beam.Scope, items beam.PCollection, p WriteParams) {
 	if err := p.Cal.Validate(); err != nil {
 		panic(err) // Build's callers validate options first: a programmer error
 	}
-	keyed := beam.ParDo(s, &keyByShardFn{Cal: p.Cal}, items)
+	// The calibration statistics of every item, summed (integers: the same
+	// in any order), reach both stages as a side input; with a fixed
+	// temperature they go unused. Both stages are short, so Prism's
+	// rescheduling of side-input stages (ARCHITECTURE.md) costs little here.
+	stats := beam.Combine(s, mergeCalStats, beam.ParDo(s, calStatsFn, items))
+	keyed := beam.ParDo(s, &keyByShardFn{Cal: p.Cal}, items, beam.SideInput{Input: stats})
 	grouped := beam.GroupByKey(s, keyed)
-	beam.ParDo0(s, &writeFn{P: p}, grouped)
+	beam.ParDo0(s, &writeFn{P: p}, grouped, beam.SideInput{Input: stats})
 }
