@@ -12,6 +12,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/relabel/relabel/io/reportio"
 	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/schemas"
@@ -27,7 +28,10 @@ detector of them, and the expected calibration error of clean_prob. With
 --input (the features relabel ran on) it also scores the K-nearest-neighbour
 majority vote of the given labels on z-scored features, the baseline a
 cleaner has to beat. Rows are matched to the truth by id; rows without a
-given label are left out.
+given label are left out. It also rewrites DIR/report.html (relabel report)
+with the truth: accuracy against the baselines, a reliability diagram of
+clean_prob and detection precision/recall by threshold (--report=false
+leaves it as it is).
 
 The truth is FILE.i32 (raw little-endian int32, entry k = the label of id k,
 as relabel noise --truth-output and the dev data's truth.i32 write it; for
@@ -51,6 +55,7 @@ func evalCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	idCol := fs.String("id-column", schemas.ColID, "id column of the truth and input files")
 	featCol := fs.String("features-column", schemas.ColFeatures, "features column of the input")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
+	page := fs.Bool("report", true, "rewrite DIR/report.html with the truth figures")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -91,6 +96,12 @@ func evalCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return fmt.Errorf("relabel: %w", err)
 	}
 	skipped := len(out.keys) - len(keep)
+	var pagePath string
+	if *page {
+		if pagePath, err = truthReport(ctx, *outDir, *truthPath, truth, rep); err != nil {
+			return err
+		}
+	}
 	if *asJSON {
 		b, err := json.MarshalIndent(struct {
 			Output     string          `json:"output"`
@@ -111,7 +122,34 @@ func evalCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprintf(stdout, ", %d without a given label left out", skipped)
 	}
 	fmt.Fprintf(stdout, "\n%s", evaluate.Format(rep))
+	if pagePath != "" {
+		fmt.Fprintf(stdout, "relabel eval: report with the truth in %s\n", pagePath)
+	}
 	return nil
+}
+
+// truthReport rewrites dir's report.html (reportio, renamed into place) with
+// the truth and the baselines' accuracies of rep, and returns its path.
+func truthReport(ctx context.Context, dir, truthPath string, truth map[idKey]int32, rep evaluate.Report) (string, error) {
+	var base []reportio.Baseline
+	for _, b := range rep.Baselines {
+		base = append(base, reportio.Baseline{Name: b.Name, Accuracy: float64(b.Accuracy)})
+	}
+	path, err := reportio.Write(ctx, dir, reportio.Options{
+		Truth: func(id reportio.Key) (int32, bool) {
+			k := idKey{n: id.Int}
+			if id.IsStr {
+				k = idKey{s: id.Str}
+			}
+			c, ok := truth[k]
+			return c, ok
+		},
+		TruthName: truthPath, Baselines: base,
+	})
+	if err != nil {
+		return "", fmt.Errorf("relabel: report.html: %w", err)
+	}
+	return path, nil
 }
 
 // evaluateVoteK is the data README's K of the kNN-vote baseline.

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -94,9 +96,25 @@ func TestEval(t *testing.T) {
 		t.Errorf("baselines %+v, want the kNN vote at %.6f", r.Baselines, 1-qFrac(truth, vote))
 	}
 
+	// eval rewrote the run's report.html with the truth: its accuracy
+	// table (the baseline's too), reliability diagram and detection table.
+	page, err := os.ReadFile(filepath.Join(out, "report.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`<section id="truth">`, `id="reliability"`, `id="detection"`, r.Baselines[0].Name,
+		fmt.Sprintf("%.1f%%", 100*float64(r.CleanedAccuracy)), qDigitsTruth} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("report.html after eval lacks %q", want)
+		}
+	}
+
 	// The given labels as the truth: nothing is wrong, and every change is
-	// a mistake.
-	self := qEvalJSON(t, "--output", out, "--truth", qDigitsNoisy)
+	// a mistake. --report=false leaves report.html as it was.
+	self := qEvalJSON(t, "--output", out, "--truth", qDigitsNoisy, "--report=false")
+	if again, err := os.ReadFile(filepath.Join(out, "report.html")); err != nil || !bytes.Equal(again, page) {
+		t.Errorf("eval --report=false changed report.html (%v)", err)
+	}
 	if self.Report.NoisyAccuracy != 1 || math.Abs(float64(self.Report.CleanedAccuracy)-(1-float64(sum.Changed)/float64(sum.Rows))) > 1e-12 {
 		t.Errorf("against the given labels: noisy %v, cleaned %v; want 1 and 1 - %d/%d", self.Report.NoisyAccuracy, self.Report.CleanedAccuracy, sum.Changed, sum.Rows)
 	}
