@@ -85,9 +85,12 @@ type EM struct {
 	// PiMoved is the largest change of a class's pi in the last Step.
 	PiMoved float64
 
-	memoKey [memoSize]float64
-	memoVal [memoSize]float64
+	den, lu []float64   // M step: each class's row denominator and shared log value
+	memo    []memoEntry // M step: memoSize logs per class
 }
+
+// memoEntry is one slot of the M step's log memo.
+type memoEntry struct{ key, val float64 }
 
 // denseLocalMax bounds C for the dense category index (4 bytes per category
 // per workspace).
@@ -392,52 +395,56 @@ func (em *EM) step(wantObj bool) float64 {
 	piDen := wsum + float64(m)*a1
 	same := true
 	em.PiMoved = 0
+	// Per class first: pi, the row's denominator, and the value every
+	// category without responsibility-weighted counts from the class shares
+	// (one log for all of them); a row with no data and a flat prior has no
+	// unique MAP and stays uniform.
+	em.den, em.lu = resize(em.den, m), resize(em.lu, m)
 	for a := 0; a < m; a++ {
 		pi := (em.sumG[a] + a1) / piDen
 		same = same && pi == em.Pi[a]
 		em.PiMoved = max(em.PiMoved, math.Abs(pi-em.Pi[a]))
 		em.Pi[a] = pi
 		den := em.sumN[a] + float64(em.C)*b1
+		em.den[a] = den
+		u := 1 / float64(em.C)
 		if den <= 0 {
-			// No data and a flat prior: the MAP is not unique; keep a uniform row.
-			lu := -math.Log(float64(em.C))
-			for b := 0; b < o; b++ {
-				same = same && em.LogRho[b*m+a] == lu
-				em.LogRho[b*m+a] = lu
-			}
-			same = same && em.Unseen[a] == 1/float64(em.C)
-			em.Unseen[a] = 1 / float64(em.C)
-			continue
+			em.lu[a] = -math.Log(float64(em.C))
+		} else {
+			em.lu[a], u = math.Log(b1/den), b1/den
 		}
-		// Most observed categories got no responsibility-weighted counts from
-		// this class: they share the unobserved value, one log for all. The
-		// others mostly repeat a few values (hard responsibilities times small
-		// counts): a small memo computes each distinct value's log once, with
-		// the same expression, so the result is the same bits.
-		lu := math.Log(b1 / den)
-		for i := range em.memoKey {
-			em.memoKey[i] = math.NaN()
-		}
-		for b := 0; b < o; b++ {
-			x := em.num[b*m+a]
-			var l float64
-			if x == 0 {
-				l = lu
-			} else {
-				h := (math.Float64bits(x) * 0x9e3779b97f4a7c15) >> (64 - memoBits)
-				if em.memoKey[h] == x {
-					l = em.memoVal[h]
-				} else {
-					l = math.Log((x + b1) / den)
-					em.memoKey[h], em.memoVal[h] = x, l
-				}
-			}
-			same = same && em.LogRho[b*m+a] == l
-			em.LogRho[b*m+a] = l
-		}
-		u := b1 / den
 		same = same && em.Unseen[a] == u
 		em.Unseen[a] = u
+	}
+	// Then the log rho table, category by category (its o x m layout: one
+	// contiguous column at a time; at large C, o runs to hundreds). The
+	// categories with counts mostly repeat a few values per class (hard
+	// responsibilities times small counts): a small memo per class computes
+	// each distinct value's log once, with the same expression, so the
+	// result is the same bits.
+	if cap(em.memo) < m*memoSize {
+		em.memo = make([]memoEntry, m*memoSize)
+	}
+	em.memo = em.memo[:m*memoSize]
+	for i := range em.memo {
+		em.memo[i].key = math.NaN()
+	}
+	for b := 0; b < o; b++ {
+		num, lr := em.num[b*m:b*m+m], em.LogRho[b*m:b*m+m]
+		for a, x := range num {
+			l := em.lu[a]
+			if x != 0 && em.den[a] > 0 {
+				e := &em.memo[a*memoSize+int((math.Float64bits(x)*0x9e3779b97f4a7c15)>>(64-memoBits))]
+				if e.key == x {
+					l = e.val
+				} else {
+					l = math.Log((x + b1) / em.den[a])
+					e.key, e.val = x, l
+				}
+			}
+			same = same && lr[a] == l
+			lr[a] = l
+		}
 	}
 	em.Converged = same
 	return obj
@@ -480,20 +487,30 @@ func (em *EM) Objective() float64 {
 // set. A row keeps explicit entries only for the categories that class was
 // responsible for in the last step; every other category has the same MAP value
 // (the prior's share), so it goes into the row's remainder. Call after Step.
+//
+// The tables are walked category by category (their o x m layout, one
+// contiguous column of m at a time), appending to each class's row: every
+// row gets its entries in category order, as a walk class by class would
+// give them.
 func (em *EM) Result(dst *State) {
 	m := len(em.Classes)
 	dst.Reset()
 	for a := 0; a < m; a++ {
-		r := dst.add(em.Classes[a], em.Pi[a])
-		rest := em.C
-		for b, cat := range em.Obs {
-			if em.num[b*m+a] == 0 {
+		dst.add(em.Classes[a], em.Pi[a])
+	}
+	for b, cat := range em.Obs {
+		num, lr := em.num[b*m:b*m+m], em.LogRho[b*m:b*m+m]
+		for a, x := range num {
+			if x == 0 {
 				continue
 			}
+			r := &dst.Rows[a]
 			r.Cat = append(r.Cat, cat)
-			r.P = append(r.P, math.Exp(em.LogRho[b*m+a]))
-			rest--
+			r.P = append(r.P, math.Exp(lr[a]))
 		}
-		r.Rem = em.Unseen[a] * float64(rest)
+	}
+	for a := 0; a < m; a++ {
+		r := &dst.Rows[a]
+		r.Rem = em.Unseen[a] * float64(em.C-len(r.Cat))
 	}
 }

@@ -179,6 +179,7 @@ type Workspace struct {
 	comps   []*State
 	w       []float64
 	classes []int32
+	blend   blendScratch
 	// Trace, when non-nil, receives the MAP objective before every EM step
 	// (tests check it never decreases).
 	Trace func(iter int, objective float64)
@@ -280,7 +281,7 @@ func (ws *Workspace) Round(dst, own, init *State, initWeight float64, neigh []St
 	if own.Len() == 0 || p.Gamma == 0 {
 		dst.CopyFrom(&ws.fit)
 	} else {
-		Blend(dst, own, &ws.fit, p.Gamma, p.C)
+		blend(dst, own, &ws.fit, p.Gamma, p.C, &ws.blend)
 	}
 	dst.Truncate(p.C0, p.MaxRowEntries)
 	ws.fit.Reset()
@@ -315,7 +316,13 @@ func sortInt32(x []int32) {
 // taken from the other side alone (a row of a zero-mass class carries no
 // information). Rows blend exactly: a category explicit in one row but not the
 // other takes the other's per-category remainder share.
-func Blend(dst, a, b *State, g float64, c int) {
+func Blend(dst, a, b *State, g float64, c int) { blend(dst, a, b, g, c, &blendScratch{}) }
+
+// blendScratch holds Blend's category indices (reused across a worker's
+// rounds).
+type blendScratch struct{ a, b catIndex }
+
+func blend(dst, a, b *State, g float64, c int, sc *blendScratch) {
 	dst.Reset()
 	for k, cl := range a.Class {
 		pb, rb := b.ProbOf(cl), rowOf(b, cl)
@@ -324,7 +331,7 @@ func Blend(dst, a, b *State, g float64, c int) {
 			r.copyFrom(&a.Rows[k])
 			continue
 		}
-		blendRow(r, &a.Rows[k], rb, g, c)
+		blendRow(r, &a.Rows[k], rb, g, c, sc)
 	}
 	for k, cl := range b.Class {
 		if rowOf(a, cl) != nil {
@@ -343,7 +350,29 @@ func rowOf(s *State, cl int32) *Row {
 	return nil
 }
 
-func blendRow(dst, a, b *Row, g float64, c int) {
+// blendRow sets dst to g a + (1-g) b entry by entry: a's categories in a's
+// order, then b's that a lacks in b's order. Each side's probability of the
+// other's categories is looked up; where both rows are long (an EM row at
+// large C holds hundreds of entries) through an index of each row's
+// categories instead of a scan per entry, with the same values.
+func blendRow(dst, a, b *Row, g float64, c int, sc *blendScratch) {
+	if len(a.Cat)*len(b.Cat) > 256 {
+		sc.a.build(a.Cat)
+		sc.b.build(b.Cat)
+		for e, cat := range a.Cat {
+			dst.Cat = append(dst.Cat, cat)
+			dst.P = append(dst.P, g*a.P[e]+(1-g)*b.probAt(sc.b.find(cat), c))
+		}
+		for e, cat := range b.Cat {
+			if sc.a.find(cat) >= 0 {
+				continue
+			}
+			dst.Cat = append(dst.Cat, cat)
+			dst.P = append(dst.P, g*a.probAt(-1, c)+(1-g)*b.P[e])
+		}
+		blendRem(dst, a, b, g, c)
+		return
+	}
 	for e, cat := range a.Cat {
 		dst.Cat = append(dst.Cat, cat)
 		dst.P = append(dst.P, g*a.P[e]+(1-g)*b.Prob(cat, c))
@@ -355,6 +384,12 @@ func blendRow(dst, a, b *Row, g float64, c int) {
 		dst.Cat = append(dst.Cat, cat)
 		dst.P = append(dst.P, g*a.Prob(cat, c)+(1-g)*b.P[e])
 	}
+	blendRem(dst, a, b, g, c)
+}
+
+// blendRem sets the remainder of dst, a blend of a and b whose explicit
+// entries are set.
+func blendRem(dst, a, b *Row, g float64, c int) {
 	rest := c - len(dst.Cat)
 	if rest <= 0 {
 		dst.Rem = 0

@@ -32,6 +32,63 @@ func (r *Row) Prob(cat int32, c int) float64 {
 	return 0
 }
 
+// probAt is Prob of a category at explicit entry e of r, or of one outside
+// r's entries (e < 0): the same value Prob returns for it.
+func (r *Row) probAt(e, c int) float64 {
+	if e >= 0 {
+		return r.P[e]
+	}
+	if n := c - len(r.Cat); n > 0 {
+		return r.Rem / float64(n)
+	}
+	return 0
+}
+
+// catIndex finds a row's categories: an open-addressing table of entry
+// index + 1, reused across builds. (A Go map would allocate per build and
+// hash slower; rows hold distinct categories, so no deletion is needed.)
+type catIndex struct {
+	slots []int32
+	cats  []int32
+	shift uint
+}
+
+func (x *catIndex) build(cats []int32) {
+	bits := uint(1)
+	for 1<<bits < 2*len(cats) {
+		bits++
+	}
+	n := 1 << bits
+	if cap(x.slots) < n {
+		x.slots = make([]int32, n)
+	}
+	x.slots = x.slots[:n]
+	clear(x.slots)
+	x.cats, x.shift = cats, 32-bits
+	mask := uint32(n - 1)
+	for e, c := range cats {
+		h := (uint32(c) * 0x9e3779b1) >> x.shift
+		for x.slots[h] != 0 {
+			h = (h + 1) & mask
+		}
+		x.slots[h] = int32(e + 1)
+	}
+}
+
+// find returns the entry index of category c, -1 when absent.
+func (x *catIndex) find(c int32) int {
+	mask := uint32(len(x.slots) - 1)
+	for h := (uint32(c) * 0x9e3779b1) >> x.shift; ; h = (h + 1) & mask {
+		e := x.slots[h] - 1
+		if e < 0 {
+			return -1
+		}
+		if x.cats[e] == c {
+			return int(e)
+		}
+	}
+}
+
 func (r *Row) reset() {
 	r.Cat = r.Cat[:0]
 	r.P = r.P[:0]
@@ -177,11 +234,7 @@ func (s *State) Truncate(c0, maxEntries int) {
 		if len(r.Cat) <= maxEntries {
 			continue
 		}
-		sortRow(r)
-		for _, p := range r.P[maxEntries:] {
-			r.Rem += p
-		}
-		r.Cat, r.P = r.Cat[:maxEntries], r.P[:maxEntries]
+		keepTop(r, maxEntries)
 	}
 }
 
@@ -202,28 +255,51 @@ func (b byProb) Swap(i, j int) {
 	s.Rows[i], s.Rows[j] = s.Rows[j], s.Rows[i]
 }
 
-// sortRow sorts r's entries by probability, largest first (ties to the lower
-// category; categories are distinct, so the order is unique). A row out of EM
-// can hold hundreds of entries at large C: sorting (p, cat) pairs in place is
-// several times faster than sort.Sort's interface calls over two slices.
-func sortRow(r *Row) {
+// keepTop keeps r's k most probable entries, largest first (ties to the
+// lower category; categories are distinct, so the order is unique), and adds
+// the others' mass to the remainder, in the order it meets them. A row out
+// of EM can hold hundreds of entries at large C, and k is small (2 C0):
+// selecting the k best costs one pass plus a few insertions, where sorting
+// the whole row cost a quarter of a round at C = 1000.
+func keepTop(r *Row, k int) {
 	ents := r.ents[:0]
 	for e, c := range r.Cat {
 		ents = append(ents, entry{r.P[e], c})
 	}
-	slices.SortFunc(ents, func(a, b entry) int {
-		switch {
-		case a.p > b.p:
-			return -1
-		case a.p < b.p:
-			return 1
+	top := ents[:k]
+	slices.SortFunc(top, compareEntries)
+	for _, x := range ents[k:] {
+		if !x.before(top[k-1]) {
+			r.Rem += x.p
+			continue
 		}
-		return cmp.Compare(a.cat, b.cat)
-	})
-	for e, x := range ents {
+		r.Rem += top[k-1].p
+		j := k - 1
+		for j > 0 && x.before(top[j-1]) {
+			top[j] = top[j-1]
+			j--
+		}
+		top[j] = x
+	}
+	for e, x := range top {
 		r.P[e], r.Cat[e] = x.p, x.cat
 	}
+	r.Cat, r.P = r.Cat[:k], r.P[:k]
 	r.ents = ents
+}
+
+// before reports whether x sorts before y: more probable, or as probable
+// and of a lower category.
+func (x entry) before(y entry) bool { return x.p > y.p || x.p == y.p && x.cat < y.cat }
+
+func compareEntries(a, b entry) int {
+	switch {
+	case a.p > b.p:
+		return -1
+	case a.p < b.p:
+		return 1
+	}
+	return cmp.Compare(a.cat, b.cat)
 }
 
 type entry struct {

@@ -3,6 +3,8 @@ package mixture
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
+	"sort"
 	"strings"
 	"testing"
 )
@@ -307,6 +309,82 @@ func TestEMTol(t *testing.T) {
 		q.EMTol = bad
 		if err := q.Validate(); err == nil || !strings.Contains(err.Error(), "EM tolerance") {
 			t.Errorf("EMTol %g: Validate() = %v, want an EM tolerance error", bad, err)
+		}
+	}
+}
+
+// TestKeepTopAndBlendLongRows: on rows of hundreds of entries (an EM row at
+// large C), keepTop keeps exactly the entries a full sort would, in its
+// order, with the rest's mass in the remainder; and blending long rows
+// through the category index gives bit for bit what the entry scans give.
+func TestKeepTopAndBlendLongRows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	const c = 1000
+	long := func(n int) Row {
+		var r Row
+		perm := rng.Perm(c)
+		var tot float64
+		for _, cat := range perm[:n] {
+			p := rng.Float64()
+			if rng.IntN(4) == 0 {
+				p = 0.25 // ties, broken by category
+			}
+			r.Cat, r.P = append(r.Cat, int32(cat)), append(r.P, p)
+			tot += p
+		}
+		for e := range r.P {
+			r.P[e] /= tot * 1.25
+		}
+		r.Rem = 0.2
+		return r
+	}
+	for _, n := range []int{21, 50, 400} {
+		r := long(n)
+		type ent struct {
+			p   float64
+			cat int32
+		}
+		var want []ent
+		for e := range r.Cat {
+			want = append(want, ent{r.P[e], r.Cat[e]})
+		}
+		sort.Slice(want, func(i, j int) bool {
+			return want[i].p > want[j].p || want[i].p == want[j].p && want[i].cat < want[j].cat
+		})
+		wantRem := r.Rem
+		for _, x := range want[20:] {
+			wantRem += x.p
+		}
+		keepTop(&r, 20)
+		if len(r.Cat) != 20 || len(r.P) != 20 {
+			t.Fatalf("n %d: kept %d entries, want 20", n, len(r.Cat))
+		}
+		for e := range r.Cat {
+			if r.Cat[e] != want[e].cat || r.P[e] != want[e].p {
+				t.Fatalf("n %d: entry %d is %d:%g, a full sort puts %d:%g there", n, e, r.Cat[e], r.P[e], want[e].cat, want[e].p)
+			}
+		}
+		if math.Abs(r.Rem-wantRem) > 1e-12 {
+			t.Errorf("n %d: remainder %g, want %g", n, r.Rem, wantRem)
+		}
+	}
+	for _, sizes := range [][2]int{{20, 400}, {400, 20}, {300, 300}, {5, 8}} {
+		a, b := long(sizes[0]), long(sizes[1])
+		var got, oracle Row
+		blendRow(&got, &a, &b, 0.3, c, &blendScratch{})
+		// The entry scans, by hand: a's entries, then b's that a lacks.
+		for e, cat := range a.Cat {
+			oracle.Cat = append(oracle.Cat, cat)
+			oracle.P = append(oracle.P, 0.3*a.P[e]+0.7*b.Prob(cat, c))
+		}
+		for e, cat := range b.Cat {
+			if !containsClass(a.Cat, cat) {
+				oracle.Cat = append(oracle.Cat, cat)
+				oracle.P = append(oracle.P, 0.3*a.Prob(cat, c)+0.7*b.P[e])
+			}
+		}
+		if !slices.Equal(got.Cat, oracle.Cat) || !slices.Equal(got.P, oracle.P) {
+			t.Errorf("rows of %d and %d entries: blendRow differs from the scans", sizes[0], sizes[1])
 		}
 	}
 }
