@@ -334,7 +334,8 @@ func TestRunOverwrite(t *testing.T) {
 // TestRunDeterminism: the same input and seed give byte-identical output
 // files (Arrow and Parquet), and the same rows cut into other shards, row
 // groups and formats, relabelled with one worker instead of all, give the
-// same label for every id.
+// same label and the same clean_prob bits for every id (the fitted
+// temperature does not depend on the sharding).
 func TestRunDeterminism(t *testing.T) {
 	t.Run("Arrow, two runs", func(t *testing.T) {
 		// The committed two-shard input, as TestCLITestdataShards runs it.
@@ -376,14 +377,20 @@ func TestRunDeterminism(t *testing.T) {
 			t.Fatalf("reference run wrote %d rows, want %d", len(ref.ids), rows.Len())
 		}
 		want := ref.byID()
+		wantProb := make(map[int64]float32, len(ref.ids))
+		for i, id := range ref.ids {
+			wantProb[id] = ref.prob[i]
+		}
 		n, diff := 0, 0
 		for _, name := range []string{"s0.arrow", "s1.arrow", "s2.arrow"} {
 			o := readOutput(t, filepath.Join(c, name))
 			for i, id := range o.ids {
 				n++
-				if w, ok := want[id]; !ok || w != o.clean[i] {
+				// clean_prob too, bit for bit: the fitted temperature
+				// (--temperature auto) is the same whatever the sharding.
+				if w, ok := want[id]; !ok || w != o.clean[i] || wantProb[id] != o.prob[i] {
 					if diff < 5 {
-						t.Errorf("%s id %d: clean_label %d, the one-shard run gave %d (present %v)", name, id, o.clean[i], w, ok)
+						t.Errorf("%s id %d: clean_label %d (clean_prob %v), the one-shard run gave %d (%v, present %v)", name, id, o.clean[i], o.prob[i], w, wantProb[id], ok)
 					}
 					diff++
 				}
