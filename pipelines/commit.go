@@ -144,6 +144,16 @@ func removeStaleTemps(ctx context.Context, fs blobio.FS, out string) {
 	}
 }
 
+// removeSpill removes a run's spill directory. A stopped run's pipeline can
+// still be finishing a bundle that writes there as the launcher returns;
+// spillio never recreates a removed directory, so a removal that meets a
+// file created meanwhile ("directory not empty") is retried for a moment.
+func removeSpill(dir string) {
+	for i := 0; os.RemoveAll(dir) != nil && i < 100; i++ {
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // makeSpill makes this run's spill directory under dir, recording its owner,
 // after removing the spill directories of runs on this host that are gone.
 func makeSpill(dir, token string) (string, error) {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -296,7 +295,7 @@ func runTable(ctx context.Context, cfg Options, exec Executor) (*Summary, error)
 		if plan.Spill, err = makeSpill(dir, tok); err != nil {
 			return nil, fmt.Errorf("relabel: --spill-dir: %w", err)
 		}
-		defer os.RemoveAll(plan.Spill)
+		defer removeSpill(plan.Spill)
 	}
 	tPlan := time.Since(t0)
 	sum, tRun, err := execute(ctx, fs, plan, tmp, exec)

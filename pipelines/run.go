@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -147,7 +146,7 @@ func Run(ctx context.Context, cfg Options, exec Executor) (*Summary, error) {
 		if plan.Spill, err = makeSpill(dir, tok); err != nil {
 			return nil, fmt.Errorf("relabel: --spill-dir: %w", err)
 		}
-		defer os.RemoveAll(plan.Spill)
+		defer removeSpill(plan.Spill)
 	}
 	tPlan := time.Since(t0)
 

@@ -7,7 +7,9 @@
 package spillio
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 )
@@ -34,10 +36,13 @@ func (d Dir) Gen(gen int) string {
 // Write stores the encodings encs one after the other as the file name of
 // generation gen, and returns a reference to each. The file is written under
 // a temporary name and renamed, so a reader never sees half of it, and a
-// retried bundle that writes the same name rewrites the same bytes.
+// retried bundle that writes the same name rewrites the same bytes. d itself
+// must exist: Write makes the generation's directory in it but never
+// recreates d, so a bundle still running after its stopped run removed d
+// fails instead of leaving a new spill directory behind.
 func (d Dir) Write(gen int, name string, encs ...[]byte) ([]Ref, error) {
 	dir := d.Gen(gen)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 		return nil, fmt.Errorf("spillio: %w", err)
 	}
 	path := filepath.Join(dir, name)

@@ -2,7 +2,9 @@ package spillio
 
 import (
 	"bytes"
+	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -39,5 +41,30 @@ func TestRoundTrip(t *testing.T) {
 	}
 	if err := Dir("").Drop(2); err != nil || Dir("").On() {
 		t.Errorf("off Dir: Drop %v, On %v", err, Dir("").On())
+	}
+}
+
+// TestWriteNeverRecreatesDir: a bundle still writing after its stopped run
+// removed the spill directory fails, and leaves no directory behind.
+func TestWriteNeverRecreatesDir(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "spill")
+	if err := os.Mkdir(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	d := Dir(root)
+	if _, err := d.Write(1, "a", []byte("x")); err != nil {
+		t.Fatalf("write into an existing directory: %v", err)
+	}
+	if _, err := d.Write(1, "b", []byte("y")); err != nil {
+		t.Fatalf("second write into the same generation: %v", err)
+	}
+	if err := os.RemoveAll(root); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Write(2, "c", []byte("z")); err == nil {
+		t.Error("a write after the directory was removed succeeded")
+	}
+	if _, err := os.Stat(root); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the removed directory is back (%v)", err)
 	}
 }
