@@ -26,14 +26,11 @@ func (r *Row) Prob(cat int32, c int) float64 {
 			return r.P[e]
 		}
 	}
-	if n := c - len(r.Cat); n > 0 {
-		return r.Rem / float64(n)
-	}
-	return 0
+	return r.probAt(-1, c)
 }
 
-// probAt is Prob of a category at explicit entry e of r, or of one outside
-// r's entries (e < 0): the same value Prob returns for it.
+// probAt is the probability of a category at explicit entry e of r, or of
+// one outside r's entries (e < 0): their equal share of the remainder.
 func (r *Row) probAt(e, c int) float64 {
 	if e >= 0 {
 		return r.P[e]
@@ -44,16 +41,26 @@ func (r *Row) probAt(e, c int) float64 {
 	return 0
 }
 
-// catIndex finds a row's categories: an open-addressing table of entry
-// index + 1, reused across builds. (A Go map would allocate per build and
-// hash slower; rows hold distinct categories, so no deletion is needed.)
+// catIndex finds a row's categories. A short row is scanned; a long one (an
+// EM row at large C holds hundreds of entries) gets an open-addressing table
+// of entry index + 1, reused across builds. (A Go map would allocate per
+// build and hash slower; rows hold distinct categories, so no deletion is
+// needed.)
 type catIndex struct {
-	slots []int32
+	slots []int32 // nil: scan cats
 	cats  []int32
 	shift uint
 }
 
+// catIndexScanMax is the longest row catIndex scans instead of hashing.
+const catIndexScanMax = 16
+
 func (x *catIndex) build(cats []int32) {
+	x.cats = cats
+	if len(cats) <= catIndexScanMax {
+		x.slots = x.slots[:0]
+		return
+	}
 	bits := uint(1)
 	for 1<<bits < 2*len(cats) {
 		bits++
@@ -64,7 +71,7 @@ func (x *catIndex) build(cats []int32) {
 	}
 	x.slots = x.slots[:n]
 	clear(x.slots)
-	x.cats, x.shift = cats, 32-bits
+	x.shift = 32 - bits
 	mask := uint32(n - 1)
 	for e, c := range cats {
 		h := (uint32(c) * 0x9e3779b1) >> x.shift
@@ -77,6 +84,14 @@ func (x *catIndex) build(cats []int32) {
 
 // find returns the entry index of category c, -1 when absent.
 func (x *catIndex) find(c int32) int {
+	if len(x.slots) == 0 {
+		for e, y := range x.cats {
+			if y == c {
+				return e
+			}
+		}
+		return -1
+	}
 	mask := uint32(len(x.slots) - 1)
 	for h := (uint32(c) * 0x9e3779b1) >> x.shift; ; h = (h + 1) & mask {
 		e := x.slots[h] - 1
@@ -289,7 +304,8 @@ func keepTop(r *Row, k int) {
 }
 
 // before reports whether x sorts before y: more probable, or as probable
-// and of a lower category.
+// and of a lower category (compareEntries' order, as a plain comparison for
+// keepTop's loop over every entry).
 func (x entry) before(y entry) bool { return x.p > y.p || x.p == y.p && x.cat < y.cat }
 
 func compareEntries(a, b entry) int {
