@@ -83,6 +83,7 @@ type Options struct {
 	EMIters          int
 	EMTol            float64
 	Variant          mixture.Variant
+	Draws            mixture.Draws
 	Smooth           float64
 	Anchor           float64
 	AnnotationWeight float64
@@ -144,6 +145,7 @@ func Defaults() Options {
 		EMIters:          m.EMIters,
 		EMTol:            m.EMTol,
 		Variant:          m.Variant,
+		Draws:            m.Draws,
 		Smooth:           m.Smooth,
 		Anchor:           m.Anchor,
 		AnnotationWeight: m.AnnotationWeight,
@@ -258,6 +260,10 @@ var Flags = []Flag{
 	{Name: "em-variant", Group: GroupMethod, Usage: "EM variant: paper (sample once, warm start) or code (authors' code: re-initialise, re-sample every iteration)",
 		bind: func(o *Options) flag.Value {
 			return &enumValue[mixture.Variant]{p: &o.Variant, parse: mixture.ParseVariant}
+		}},
+	{Name: "draws", Group: GroupMethod, Usage: "how the l count vectors pick their mixture components: systematic (evenly spaced through the weights, one random offset) or iid (independent picks, the paper's)",
+		bind: func(o *Options) flag.Value {
+			return &enumValue[mixture.Draws]{p: &o.Draws, parse: mixture.ParseDraws}
 		}},
 	{Name: "smooth", Group: GroupMethod, Usage: "label smoothing of the initial transition rows, in [0,1)",
 		bind: func(o *Options) flag.Value { return (*floatValue)(&o.Smooth) }, check: inRange(0, 1, false, func(o *Options) float64 { return o.Smooth })},
@@ -452,6 +458,7 @@ func (o *Options) Mixture(c int) (mixture.Params, error) {
 		EMIters:          o.EMIters,
 		EMTol:            o.EMTol,
 		Variant:          o.Variant,
+		Draws:            o.Draws,
 		Smooth:           o.Smooth,
 		MaxRowEntries:    mixture.DefaultMaxRowEntries(c0),
 		Anchor:           o.Anchor,

@@ -7,7 +7,8 @@ import (
 )
 
 // BenchmarkRound measures one item's round (sample + EM) at the sizes:
-// K = 10 neighbours, C0 = 10, L = 250, N = 2 C0 - 1, 10 EM iterations. Items/s
+// K = 10 neighbours and DefaultParams (C0 = 10, L = 100 with systematic
+// component draws, N = 2 C0 - 1, at most 10 EM iterations). Items/s
 // at C = 1000 should stay within 3x of C = 10: nothing is O(C^2). items/cpu-s
 // is the same rate per CPU-second of the process, the figure to read on a
 // shared machine.
