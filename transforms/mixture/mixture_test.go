@@ -418,3 +418,78 @@ func TestEMFixpoint(t *testing.T) {
 		}
 	}
 }
+
+// TestSamplerDraws checks the two ways vectors pick components: with
+// systematic draws every component gets floor or ceil of L w vectors, and
+// over seeds the ceil comes as often as the fractional part of L w says (each
+// vector's component keeps the mixture's distribution); i.i.d. picks
+// scatter around L w.
+func TestSamplerDraws(t *testing.T) {
+	const c, l, n = 5, 37, 3
+	// Component k's row is a point mass on category k, so a vector names its
+	// component.
+	var st State
+	pis := []float64{0.41, 0.27, 0.17, 0.1, 0.05}
+	for k, p := range pis {
+		r := st.add(int32(k), p)
+		r.Cat, r.P, r.Rem = []int32{int32(k)}, []float64{1}, 0
+	}
+	counts := func(d Draws, seed uint64) []float64 {
+		var s Sampler
+		s.Draws = d
+		s.Seed(seed, 7, 1)
+		if !s.SetMixture([]*State{&st}, []float64{1}) {
+			t.Fatal("empty mixture")
+		}
+		var y Counts
+		s.Sample(&y, l, n, c)
+		got := make([]float64, c)
+		for v := 0; v < y.Len(); v++ {
+			if y.Off[v+1]-y.Off[v] != 1 || y.Cnt[y.Off[v]] != n {
+				t.Fatalf("vector %d is not a point mass: %v", v, y.Cat[y.Off[v]:y.Off[v+1]])
+			}
+			got[y.Cat[y.Off[v]]] += y.W[v]
+		}
+		return got
+	}
+	const seeds = 4000
+	ceil := make([]float64, c)
+	iidOff := 0
+	for seed := uint64(1); seed <= seeds; seed++ {
+		sys := counts(Systematic, seed)
+		for k, p := range pis {
+			lo := math.Floor(l * p)
+			switch sys[k] {
+			case lo:
+			case lo + 1:
+				ceil[k]++
+			default:
+				t.Fatalf("seed %d: component %d got %v vectors, want %v or %v", seed, k, sys[k], lo, lo+1)
+			}
+		}
+		for k, x := range counts(IID, seed) {
+			if math.Abs(x-l*pis[k]) >= 1 {
+				iidOff++
+				break
+			}
+		}
+	}
+	for k, p := range pis {
+		frac := l*p - math.Floor(l*p)
+		// Binomial(seeds, frac): 4 standard deviations.
+		if sd := math.Sqrt(seeds * frac * (1 - frac)); math.Abs(ceil[k]-seeds*frac) > 4*sd+1 {
+			t.Errorf("component %d: ceil in %v of %d seeds, want about %.0f", k, ceil[k], seeds, seeds*frac)
+		}
+	}
+	if iidOff < seeds/2 {
+		t.Errorf("i.i.d. picks stayed within 1 of L w in %d of %d seeds: not independent", seeds-iidOff, seeds)
+	}
+	for _, s := range []string{"systematic", "iid"} {
+		if d, err := ParseDraws(s); err != nil || d.String() != s {
+			t.Errorf("ParseDraws(%q) = %v, %v", s, d, err)
+		}
+	}
+	if _, err := ParseDraws("random"); err == nil {
+		t.Error("ParseDraws accepted an unknown name")
+	}
+}
