@@ -9,6 +9,7 @@ import (
 	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/transforms/crowd"
+	"github.com/relabel/relabel/transforms/mixture"
 )
 
 // Params configures the crowd stages.
@@ -19,7 +20,7 @@ type Params struct {
 	// of output shards). Optional, default 1.
 	Buckets int
 	// C0 is how many classes of each item's posterior the output keeps.
-	// Optional, default min(C, 10).
+	// Optional, default mixture.DefaultC0(C), as in a run with features.
 	C0 int
 	// IDKind is how item ids are typed (label-only mode: in the annotations).
 	// Required for string ids.
@@ -43,7 +44,7 @@ func (p Params) WithDefaults() Params {
 		p.Buckets = 1
 	}
 	if p.C0 <= 0 {
-		p.C0 = min(p.Crowd.C, 10)
+		p.C0 = mixture.DefaultC0(p.Crowd.C)
 	}
 	return p
 }

@@ -79,14 +79,14 @@ func (s CalibrationStats) GivenShare() float64 {
 
 // Coefficients of AutoTemperature, and the range it is clamped to.
 const (
-	autoT0, autoTChanged, autoTGiven = 0.69, -0.55, -1.0
+	autoT0, autoTChanged, autoTGiven = 0.68, -0.35, -1.15
 	minAutoT, maxAutoT               = 0.1, 1.0
 )
 
 // AutoTemperature is the temperature that calibrates a run's pi, from the
 // run's own label-free statistics:
 //
-//	T = 0.69 - 0.55 s - 1.0 g   (clamped to [0.1, 1])
+//	T = 0.68 - 0.35 s - 1.15 g   (clamped to [0.1, 1])
 //
 // with s the share of labelled items whose label changes (the model's own
 // estimate of the noise rate) and g the mean pi a changed item keeps on its
@@ -97,9 +97,10 @@ const (
 // less often right when few labels are wrong; best T .30-.52 on the
 // sym-0.2 cells), pair-flip noise a sharper one (.09-.29). The three
 // coefficients were fitted on the dev grid to the worst cell's expected
-// calibration error; refitted with each dataset left out in turn, the
-// held-out cells' worst ECE is .053 against .073 for the best fixed
-// temperature (docs/QUALITY.md, the calibration section). No trusted
+// calibration error, with relabel's defaults (refitted when C0 became 5 and
+// L 100: sharper states want a higher T); refitted with each dataset left
+// out in turn, the held-out cells' worst ECE is .053 against .073 for the
+// best fixed temperature (docs/QUALITY.md, the calibration section). No trusted
 // label is used at run time.
 //
 // The fit holds for one label per item. Where most labelled items carry

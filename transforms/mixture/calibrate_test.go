@@ -77,12 +77,12 @@ func TestAutoTemperature(t *testing.T) {
 	if g := fwd.GivenShare(); math.Abs(g-0.15) > 1e-7 {
 		t.Errorf("given share %v, want .15", g)
 	}
-	want := 0.69 - 0.55*(2.0/3) - 1.0*0.15
+	want := 0.68 - 0.35*(2.0/3) - 1.15*0.15
 	if got := AutoTemperature(fwd); math.Abs(got-want) > 1e-7 {
 		t.Errorf("AutoTemperature = %v, want %v", got, want)
 	}
-	if got := AutoTemperature(CalibrationStats{}); got != 0.69 {
-		t.Errorf("no labelled item: %v, want 0.69", got)
+	if got := AutoTemperature(CalibrationStats{}); got != 0.68 {
+		t.Errorf("no labelled item: %v, want 0.68", got)
 	}
 	// Everything changed with all the mass left on the given label: clamped.
 	if got := AutoTemperature(CalibrationStats{Labelled: 10, Changed: 10, GivenMass: 10 * massScale / 2}); got != minAutoT {

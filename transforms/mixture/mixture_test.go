@@ -493,3 +493,49 @@ func TestSamplerDraws(t *testing.T) {
 		t.Error("ParseDraws accepted an unknown name")
 	}
 }
+
+// TestIntNMatchesRand: the sampler's inline IntN draws what math/rand/v2's
+// Rand.IntN draws from the same PCG state, so outputs did not change when
+// it replaced the interface call.
+func TestIntNMatchesRand(t *testing.T) {
+	for _, n := range []uint64{1, 2, 3, 7, 10, 16, 26, 999, 1000, 1 << 20, 1<<40 + 3} {
+		var s Sampler
+		s.Seed(3, n, 1)
+		refPCG := s.pcg
+		ref := rand.New(&refPCG)
+		for i := 0; i < 2000; i++ {
+			if got, want := s.intN(n), uint64(ref.IntN(int(n))); got != want {
+				t.Fatalf("n = %d, draw %d: intN %d, rand.IntN %d", n, i, got, want)
+			}
+		}
+	}
+}
+
+// TestPick: the first index whose cumulative value exceeds u, for short
+// (scanned) and long (bisected) tables, against a linear search.
+func TestPick(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, n := range []int{1, 5, 16, 17, 40, 300} {
+		cum := make([]float64, n)
+		var c float64
+		for i := range cum {
+			if rng.IntN(4) > 0 { // some zero-width steps: repeated values
+				c += rng.Float64()
+			}
+			cum[i] = c
+		}
+		for k := 0; k < 500; k++ {
+			u := rng.Float64() * c * 1.01
+			want := n - 1
+			for i, x := range cum {
+				if u < x {
+					want = i
+					break
+				}
+			}
+			if got := pick(cum, u); got != want {
+				t.Fatalf("n = %d, u = %v: pick %d, want %d", n, u, got, want)
+			}
+		}
+	}
+}

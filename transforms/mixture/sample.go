@@ -3,8 +3,8 @@ package mixture
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"math/rand/v2"
-	"sort"
 
 	"github.com/relabel/relabel/transforms/internal/splitmix"
 )
@@ -259,6 +259,8 @@ func (s *Sampler) build(comp *component, n int) {
 }
 
 // pick returns the first index whose cumulative value exceeds u (clamped).
+// Long tables (rows of more than 16 entries, at large C) are bisected
+// inline: sort.SearchFloat64s calls a closure per probe.
 func pick(cum []float64, u float64) int {
 	if len(cum) <= 16 {
 		for i, c := range cum {
@@ -268,14 +270,17 @@ func pick(cum []float64, u float64) int {
 		}
 		return len(cum) - 1
 	}
-	i := sort.SearchFloat64s(cum, u)
-	for i < len(cum)-1 && cum[i] <= u {
-		i++
+	// The first i with cum[i] > u.
+	lo, hi := 0, len(cum)
+	for lo < hi {
+		h := int(uint(lo+hi) >> 1)
+		if cum[h] <= u {
+			lo = h + 1
+		} else {
+			hi = h
+		}
 	}
-	if i >= len(cum) {
-		i = len(cum) - 1
-	}
-	return i
+	return min(lo, len(cum)-1)
 }
 
 // Sample draws l count vectors of n trials over c categories into dst (reset
@@ -428,15 +433,32 @@ func (s *Sampler) sameVec(y *Counts, v int) bool {
 	return true
 }
 
+// intN is rand.Rand.IntN(n) on the sampler's PCG (the same algorithm, so
+// the same values: Lemire's multiply-shift with rejection) without the
+// interface call per draw.
+func (s *Sampler) intN(n uint64) uint64 {
+	if n&(n-1) == 0 {
+		return s.pcg.Uint64() & (n - 1)
+	}
+	hi, lo := bits.Mul64(s.pcg.Uint64(), n)
+	if lo < n {
+		thresh := -n % n
+		for lo < thresh {
+			hi, lo = bits.Mul64(s.pcg.Uint64(), n)
+		}
+	}
+	return hi
+}
+
 // uniformOutside draws a category uniformly from [0,c) minus cats (the
 // remainder's support). Rejection is cheap: rows hold few explicit categories,
 // and a row with every category explicit has no remainder mass to pick.
 func (s *Sampler) uniformOutside(cats []int32, c int) int32 {
 	if len(cats) >= c {
-		return cats[s.rng.IntN(len(cats))]
+		return cats[s.intN(uint64(len(cats)))]
 	}
 	for {
-		x := int32(s.rng.IntN(c))
+		x := int32(s.intN(uint64(c)))
 		in := false
 		for _, y := range cats {
 			if y == x {
