@@ -14,12 +14,14 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/relabel/relabel/pipelines"
 )
 
 var (
 	scaleRows   = flag.String("scale.rows", "100000,300000,1000000", "BenchmarkScale: comma-separated row counts")
 	scaleRounds = flag.Int("scale.rounds", 10, "BenchmarkScale: relabelling rounds (the CLI default, 10: with the default momentum fewer rounds change few labels)")
-	scaleL      = flag.Int("scale.l", 50, "BenchmarkScale: count vectors per item per round (the CLI default is 250)")
+	scaleL      = flag.Int("scale.l", pipelines.Defaults().L, "BenchmarkScale: count vectors per item per round (default: the CLI's)")
 	scaleMode   = flag.String("scale.neighbours", "ivf", "BenchmarkScale: --neighbours")
 	scaleLimit  = flag.String("scale.gomemlimit", "", "BenchmarkScale: GOMEMLIMIT of the relabel run (e.g. 6GiB; empty: unset)")
 	scaleData   = flag.String("scale.data", filepath.Join(os.TempDir(), "relabel-scale"), "BenchmarkScale: where generated inputs are kept between runs")
