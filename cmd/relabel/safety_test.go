@@ -39,7 +39,7 @@ func TestRunBadFlags(t *testing.T) {
 		{[]string{"--gamma", "1"}, "--gamma"}, {[]string{"--smooth", "-0.1"}, "--smooth"}, {[]string{"--smooth", "NaN"}, "--smooth"},
 		{[]string{"--anchor", "-1"}, "--anchor"}, {[]string{"--annotation-weight", "-1"}, "--annotation-weight"},
 		{[]string{"--seed", "-3"}, "--seed"}, {[]string{"--classes", "0"}, "--classes"}, {[]string{"--workers", "0"}, "--workers"},
-		{[]string{"--metric", "l1"}, "--metric"}, {[]string{"--weights", "x"}, "--weights"}, {[]string{"--em-variant", "x"}, "--em-variant"},
+		{[]string{"--metric", "l1"}, "--metric"}, {[]string{"--weights", "x"}, "--weights"}, {[]string{"--em-variant", "x"}, "--em-variant"}, {[]string{"--draws", "random"}, "--draws"},
 		{[]string{"--format", "csv"}, "--format"}, {[]string{"--neighbours", "foo"}, "--neighbours"}, {[]string{"--device", "tpu"}, "--device"},
 		{[]string{"--candidates", "0"}, "--candidates"}, {[]string{"--partitions", "0"}, "--partitions"}, {[]string{"--nprobe", "0"}, "--nprobe"},
 		{[]string{"--wave-mib", "0"}, "--wave-mib"}, {[]string{"--llc-sigma", "0"}, "--llc-sigma"}, {[]string{"--llc-lambda", "-1"}, "--llc-lambda"},
