@@ -360,8 +360,8 @@ func TestPickComp(t *testing.T) {
 				u = []float64{0, 0.5, 1 - 1e-16, s.compCum[0]}[i]
 			}
 			want := pick(s.compCum, u)
-			if got := s.pickComp(u); got != &s.comps[want] {
-				t.Fatalf("m=%d u=%g: picked %p, want component %d", m, u, got, want)
+			if got := s.pickComp(u); got != want {
+				t.Fatalf("m=%d u=%g: picked component %d, want %d", m, u, got, want)
 			}
 		}
 	}

@@ -204,14 +204,21 @@ func (s *Sampler) SetMixture(states []*State, w []float64) bool {
 	return true
 }
 
-// pickComp returns the first component whose cumulative weight exceeds u.
-func (s *Sampler) pickComp(u float64) *component {
+// pickComp returns the index of the first component whose cumulative weight
+// exceeds u, starting at the guide table's entry for u.
+func (s *Sampler) pickComp(u float64) int {
 	m := len(s.comps)
-	j := int(s.guide[min(int(u*float64(m)), m-1)])
-	for j < m-1 && s.compCum[j] <= u {
+	return s.compFrom(int(s.guide[min(int(u*float64(m)), m-1)]), u)
+}
+
+// compFrom returns the index of the first component at or after j whose
+// cumulative weight exceeds u (the last one if none does); j must not be
+// past it.
+func (s *Sampler) compFrom(j int, u float64) int {
+	for j < len(s.comps)-1 && s.compCum[j] <= u {
 		j++
 	}
-	return &s.comps[j]
+	return j
 }
 
 // build lays out comp's tables (see component) for n trials.
@@ -318,16 +325,12 @@ func (s *Sampler) Sample(dst *Counts, l, n, c int) {
 	}
 	j := 0
 	for v := 0; v < l; v++ {
-		var comp *component
 		if s.Draws == Systematic {
-			u := (float64(v) + u0) / float64(l)
-			for j < len(s.comps)-1 && s.compCum[j] <= u {
-				j++
-			}
-			comp = &s.comps[j]
+			j = s.compFrom(j, (float64(v)+u0)/float64(l))
 		} else {
-			comp = s.pickComp(s.uniform())
+			j = s.pickComp(s.uniform())
 		}
+		comp := &s.comps[j]
 		if !comp.built {
 			s.build(comp, n)
 		}

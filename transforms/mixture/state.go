@@ -1,7 +1,6 @@
 package mixture
 
 import (
-	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -308,14 +307,15 @@ func keepTop(r *Row, k int) {
 // keepTop's loop over every entry).
 func (x entry) before(y entry) bool { return x.p > y.p || x.p == y.p && x.cat < y.cat }
 
+// compareEntries is before as a slices.SortFunc comparison.
 func compareEntries(a, b entry) int {
 	switch {
-	case a.p > b.p:
+	case a.before(b):
 		return -1
-	case a.p < b.p:
+	case b.before(a):
 		return 1
 	}
-	return cmp.Compare(a.cat, b.cat)
+	return 0
 }
 
 type entry struct {
