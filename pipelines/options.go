@@ -239,7 +239,7 @@ var Flags = []Flag{
 
 	{Name: "rounds", Group: GroupMethod, Usage: "relabelling rounds (0: the given labels' initial states only)",
 		bind: func(o *Options) flag.Value { return (*intValue)(&o.Rounds) }, check: intAtLeast(0, func(o *Options) int { return o.Rounds })},
-	{Name: "c0", Group: GroupMethod, Usage: "classes kept per item's posterior", Default: "min(C, 5)",
+	{Name: "c0", Group: GroupMethod, Usage: "classes kept per item's posterior", Default: fmt.Sprintf("min(C, %d)", mixture.DefaultC0Max),
 		bind: func(o *Options) flag.Value { return &optInt{p: &o.C0} }, check: atLeast(1, func(o *Options) Opt[int] { return o.C0 })},
 	{Name: "l", Group: GroupMethod, Usage: "count vectors sampled per item per round",
 		bind: func(o *Options) flag.Value { return (*intValue)(&o.L) }, check: intAtLeast(1, func(o *Options) int { return o.L })},

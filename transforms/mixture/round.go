@@ -107,7 +107,10 @@ func DefaultParams(c int) Params {
 // dataset (letter, C = 26, gains .2-.4 point: a state's sixth to tenth
 // classes hold the neighbourhood's stray mass, which rounds only spread) and
 // halves the trials (N = 9) and the classes EM fits (docs/QUALITY.md).
-func DefaultC0(c int) int { return min(c, 5) }
+func DefaultC0(c int) int { return min(c, DefaultC0Max) }
+
+// DefaultC0Max is DefaultC0's bound, for texts that state the default.
+const DefaultC0Max = 5
 
 // DefaultN is the default N for c0 kept classes: 2 c0 - 1, the
 // identifiability bound.
