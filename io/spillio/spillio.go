@@ -47,7 +47,11 @@ func (d Dir) Write(gen int, name string, encs ...[]byte) ([]Ref, error) {
 	}
 	path := filepath.Join(dir, name)
 	refs := make([]Ref, len(encs))
-	var buf []byte
+	total := 0
+	for _, e := range encs {
+		total += len(e)
+	}
+	buf := make([]byte, 0, total) // one allocation, not append's doublings
 	for i, e := range encs {
 		refs[i] = Ref{Path: path, Off: int64(len(buf)), Len: int64(len(e))}
 		buf = append(buf, e...)

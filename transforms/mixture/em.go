@@ -57,11 +57,18 @@ type EM struct {
 	Beta    float64
 
 	Pi []float64 // m
-	// LogRho is log rho over the observed categories, laid out o x m
-	// (LogRho[b*m+a] is class a's log probability of category Obs[b]): the E
-	// step adds, for each entry of a vector, one contiguous column of m
-	// values, and a new observed category appends m values.
-	LogRho []float64
+	// Rho is rho over the observed categories, laid out o x m (Rho[b*m+a]
+	// is class a's probability of category Obs[b]): the E step multiplies,
+	// for each entry of a vector, one contiguous column of m values, and a
+	// new observed category appends m values.
+	//
+	// EM works with probabilities, not their logs: a vector's joint
+	// pi_a prod_e rho_a(e)^cnt_e over the few trials of a round (N = 2 C0
+	// - 1) stays far above float64's range, and products and quotients
+	// cost a fraction of the exp and log per entry that the log domain
+	// paid (they were a fifth of a run). A vector whose joint would leave
+	// that range is computed in logs instead (E step).
+	Rho    []float64
 	Unseen []float64 // m, rho of each unobserved category
 
 	// local maps a category to its local index + 1 (0: not observed yet):
@@ -73,9 +80,16 @@ type EM struct {
 	gamma    []float64
 	sumG     []float64
 	sumN     []float64
-	num      []float64 // o x m, as LogRho
-	logPi    []float64
-	logUns   []float64
+	num      []float64 // o x m, as Rho
+
+	// The E step's powers: pow[powOff[b]+(k-1)*m+a] is Rho[b*m+a]^k for k
+	// up to maxK[b], the largest count category b has in the data
+	// (intCounts: every count is a whole number up to maxPowK; otherwise
+	// powers come from math.Pow).
+	pow       []float64
+	powOff    []int32
+	maxK      []int32
+	intCounts bool
 
 	// Converged is set by Step when its M step reproduced the parameters it
 	// started from bit for bit: every further step on the same data would
@@ -85,22 +99,26 @@ type EM struct {
 	// PiMoved is the largest change of a class's pi in the last Step.
 	PiMoved float64
 
-	den, lu []float64   // M step: each class's row denominator and shared log value
-	memo    []memoEntry // M step: memoSize logs per class
+	den []float64 // M step: each class's row denominator
 }
 
-// memoEntry is one slot of the M step's log memo.
-type memoEntry struct{ key, val float64 }
+// maxPowK bounds the counts the E step's power table covers (a round's
+// counts are at most N).
+const maxPowK = 64
+
+// tinyJoint is where the E step leaves probabilities for logs: below it a
+// vector's joint could reach float64's subnormals, where products lose
+// precision (about 1e-308) before they lose the -40 nats that responsibilities
+// keep (see step).
+const tinyJoint = 1e-250
+
+// expNeg40 is exp(-40): responsibilities below it times the largest are
+// dropped (see step).
+var expNeg40 = math.Exp(-40)
 
 // denseLocalMax bounds C for the dense category index (4 bytes per category
 // per workspace).
 const denseLocalMax = 1 << 20
-
-// memoBits sets the slots of the M step's per-class log memo.
-const (
-	memoBits = 4
-	memoSize = 1 << memoBits
-)
 
 // SetClasses sets the class set and resets the category index.
 func (em *EM) SetClasses(classes []int32, c int, alpha, beta float64) {
@@ -162,12 +180,14 @@ func (em *EM) localIndex(cat int32) int32 {
 	return li
 }
 
-// observe registers categories of y (global indices) and stores a local copy.
+// setData registers categories of y (global indices), stores a local copy
+// and notes each category's largest count for the E step's powers.
 func (em *EM) setData(y *Counts) {
 	d := &em.data
 	d.Reset()
 	em.Converged = false
 	o0 := len(em.Obs)
+	em.intCounts = true
 	for v := 0; v < y.Len(); v++ {
 		for e := y.Off[v]; e < y.Off[v+1]; e++ {
 			d.Cat = append(d.Cat, em.localIndex(y.Cat[e]))
@@ -177,7 +197,17 @@ func (em *EM) setData(y *Counts) {
 		d.W = append(d.W, y.W[v])
 		d.Trials = append(d.Trials, y.Trials[v])
 	}
-	if o := len(em.Obs); o > o0 && len(em.LogRho) == len(em.Classes)*o0 && o0 > 0 {
+	o := len(em.Obs)
+	em.maxK = append(em.maxK[:0], make([]int32, o)...)
+	for e, c := range d.Cat {
+		k := d.Cnt[e]
+		if !(k >= 1 && k <= maxPowK && k == math.Trunc(k)) {
+			em.intCounts = false
+			continue
+		}
+		em.maxK[c] = max(em.maxK[c], int32(k))
+	}
+	if o > o0 && len(em.Rho) == len(em.Classes)*o0 && o0 > 0 {
 		em.growObs(o0, o)
 	}
 }
@@ -187,14 +217,13 @@ func (em *EM) setData(y *Counts) {
 // unobserved probability, so it starts there.
 func (em *EM) growObs(o0, o int) {
 	m := len(em.Classes)
-	if cap(em.LogRho) < m*o {
-		em.LogRho = append(make([]float64, 0, m*o), em.LogRho...)
+	if cap(em.Rho) < m*o {
+		em.Rho = append(make([]float64, 0, m*o), em.Rho...)
 	}
-	em.LogRho = em.LogRho[:m*o]
+	em.Rho = em.Rho[:m*o]
 	for a := 0; a < m; a++ {
-		lu := math.Log(em.Unseen[a])
 		for b := o0; b < o; b++ {
-			em.LogRho[b*m+a] = lu
+			em.Rho[b*m+a] = em.Unseen[a]
 		}
 	}
 }
@@ -214,7 +243,7 @@ func (em *EM) sizes() (m, o int) { return len(em.Classes), len(em.Obs) }
 func (em *EM) InitFrom(s *State, smooth float64) {
 	m, o := em.sizes()
 	em.Pi = resize(em.Pi, m)
-	em.LogRho = resize(em.LogRho, m*o)
+	em.Rho = resize(em.Rho, m*o)
 	em.Unseen = resize(em.Unseen, m)
 	floor := 1e-3 / float64(m)
 	var z float64
@@ -230,23 +259,23 @@ func (em *EM) InitFrom(s *State, smooth float64) {
 			un = smooth / float64(n)
 		}
 		// Every observed category outside the row's explicit ones has the
-		// same probability: one log for all of them, then the explicit ones.
+		// same probability, then the explicit ones.
 		if row := rowOf(s, cl); row != nil {
 			if n := em.C - len(row.Cat); n > 0 {
 				un = row.Rem / float64(n)
 			} else {
 				un = 0
 			}
-			fillColumn(em.LogRho, a, m, math.Log(un))
+			fillColumn(em.Rho, a, m, un)
 			for e, cat := range row.Cat {
 				if li := em.lookup(cat); li >= 0 {
-					em.LogRho[int(li)*m+a] = math.Log(row.P[e])
+					em.Rho[int(li)*m+a] = row.P[e]
 				}
 			}
 		} else {
-			fillColumn(em.LogRho, a, m, math.Log(un))
+			fillColumn(em.Rho, a, m, un)
 			if li := em.lookup(cl); li >= 0 {
-				em.LogRho[int(li)*m+a] = math.Log(1 - smooth)
+				em.Rho[int(li)*m+a] = 1 - smooth
 			}
 		}
 		em.Unseen[a] = un
@@ -262,7 +291,7 @@ func (em *EM) InitFrom(s *State, smooth float64) {
 func (em *EM) InitCode(s *Sampler) {
 	m, o := em.sizes()
 	em.Pi = resize(em.Pi, m)
-	em.LogRho = resize(em.LogRho, m*o)
+	em.Rho = resize(em.Rho, m*o)
 	em.Unseen = resize(em.Unseen, m)
 	for a, cl := range em.Classes {
 		em.Pi[a] = 1 / float64(m)
@@ -274,7 +303,7 @@ func (em *EM) InitCode(s *Sampler) {
 				v += 10
 				diagSeen = true
 			}
-			em.LogRho[b*m+a] = v
+			em.Rho[b*m+a] = v
 			z += v
 		}
 		rest := float64(em.C - o)
@@ -283,7 +312,7 @@ func (em *EM) InitCode(s *Sampler) {
 			z += 10 // the diagonal is among the unobserved categories
 		}
 		for b := 0; b < o; b++ {
-			em.LogRho[b*m+a] = math.Log(em.LogRho[b*m+a] / z)
+			em.Rho[b*m+a] /= z
 		}
 		em.Unseen[a] = 0.5 / z
 		if !diagSeen && rest > 0 {
@@ -317,62 +346,57 @@ func (em *EM) step(wantObj bool) float64 {
 	em.sumG = resize(em.sumG, m)
 	em.sumN = resize(em.sumN, m)
 	em.num = resize(em.num, m*o)
-	em.logPi = resize(em.logPi, m)
 	clear(em.sumG)
 	clear(em.sumN)
 	clear(em.num)
-	for a := range em.Pi {
-		em.logPi[a] = math.Log(em.Pi[a])
-	}
+	em.powers()
 	var obj float64
 	if wantObj {
 		obj = em.prior()
 	}
 	var wsum float64
 	gamma := em.gamma[:m]
-	logPi := em.logPi[:m]
 	for v := 0; v < d.Len(); v++ {
 		lo, hi := d.Off[v], d.Off[v+1]
 		cat, cnt := d.Cat[lo:hi], d.Cnt[lo:hi]
-		// gamma[a] = log pi_a + sum_e cnt_e log rho_a(cat_e), summed in
-		// entry order for every class at once (one column per entry).
-		copy(gamma, logPi)
+		// gamma[a] = pi_a prod_e rho_a(cat_e)^cnt_e, multiplied in entry
+		// order for every class at once (one column per entry).
+		copy(gamma, em.Pi)
 		for e, c := range cat {
-			ce := cnt[e]
-			col := em.LogRho[int(c)*m : int(c)*m+m]
+			col := em.powCol(int(c), cnt[e])
 			col = col[:len(gamma)]
 			for a := range gamma {
-				gamma[a] += ce * col[a]
+				gamma[a] *= col[a]
 			}
 		}
-		mx := math.Inf(-1)
+		mx := 0.0
 		for _, g := range gamma {
-			if g > mx {
-				mx = g
-			}
+			mx = max(mx, g)
 		}
+		var logMx float64 // log of the scale gamma is relative to
+		if mx < tinyJoint {
+			// Near underflow: the same joint in logs, relative to its
+			// largest class.
+			logMx = em.logJoint(gamma, cat, cnt)
+			mx = 1
+		}
+		// A class below exp(-40) of the most responsible one holds less
+		// than half an ulp of z: dropping it changes neither z nor any sum
+		// it feeds; it is the common case (a vector of one class is far
+		// from the others) and it keeps the M step's tables sparse.
+		cut := mx * expNeg40
 		var z float64
 		for a, g := range gamma {
-			// exp(-40) < 2^-57: below half an ulp of z >= 1, so skipping the
-			// exponential changes neither z nor any sum it feeds; it is the
-			// common case (a vector of one class is far from the others) and
-			// it keeps the M step's tables sparse. exp(0) = 1 exactly (the
-			// most responsible class).
-			switch x := g - mx; {
-			case x == 0:
-				gamma[a] = 1
-				z++
-			case x > -40:
-				gamma[a] = math.Exp(x)
-				z += gamma[a]
-			default:
+			if g < cut {
 				gamma[a] = 0
+				continue
 			}
+			z += g
 		}
 		w := d.W[v]
 		wsum += w
 		if wantObj {
-			obj += w * (mx + math.Log(z))
+			obj += w * (logMx + math.Log(z))
 		}
 		trials := d.Trials[v]
 		for a, ga := range gamma {
@@ -396,10 +420,10 @@ func (em *EM) step(wantObj bool) float64 {
 	same := true
 	em.PiMoved = 0
 	// Per class first: pi, the row's denominator, and the value every
-	// category without responsibility-weighted counts from the class shares
-	// (one log for all of them); a row with no data and a flat prior has no
-	// unique MAP and stays uniform.
-	em.den, em.lu = resize(em.den, m), resize(em.lu, m)
+	// category without responsibility-weighted counts from the class shares;
+	// a row with no data and a flat prior has no unique MAP and stays
+	// uniform.
+	em.den = resize(em.den, m)
 	for a := 0; a < m; a++ {
 		pi := (em.sumG[a] + a1) / piDen
 		same = same && pi == em.Pi[a]
@@ -408,46 +432,99 @@ func (em *EM) step(wantObj bool) float64 {
 		den := em.sumN[a] + float64(em.C)*b1
 		em.den[a] = den
 		u := 1 / float64(em.C)
-		if den <= 0 {
-			em.lu[a] = -math.Log(float64(em.C))
-		} else {
-			em.lu[a], u = math.Log(b1/den), b1/den
+		if den > 0 {
+			u = b1 / den
 		}
 		same = same && em.Unseen[a] == u
 		em.Unseen[a] = u
 	}
-	// Then the log rho table, category by category (its o x m layout: one
-	// contiguous column at a time; at large C, o runs to hundreds). The
-	// categories with counts mostly repeat a few values per class (hard
-	// responsibilities times small counts): a small memo per class computes
-	// each distinct value's log once, with the same expression, so the
-	// result is the same bits.
-	if cap(em.memo) < m*memoSize {
-		em.memo = make([]memoEntry, m*memoSize)
-	}
-	em.memo = em.memo[:m*memoSize]
-	for i := range em.memo {
-		em.memo[i].key = math.NaN()
-	}
+	// Then the rho table, category by category (its o x m layout: one
+	// contiguous column at a time; at large C, o runs to hundreds).
 	for b := 0; b < o; b++ {
-		num, lr := em.num[b*m:b*m+m], em.LogRho[b*m:b*m+m]
+		num, rho := em.num[b*m:b*m+m], em.Rho[b*m:b*m+m]
 		for a, x := range num {
-			l := em.lu[a]
+			r := em.Unseen[a]
 			if x != 0 && em.den[a] > 0 {
-				e := &em.memo[a*memoSize+int((math.Float64bits(x)*0x9e3779b97f4a7c15)>>(64-memoBits))]
-				if e.key == x {
-					l = e.val
-				} else {
-					l = math.Log((x + b1) / em.den[a])
-					e.key, e.val = x, l
-				}
+				r = (x + b1) / em.den[a]
 			}
-			same = same && lr[a] == l
-			lr[a] = l
+			same = same && rho[a] == r
+			rho[a] = r
 		}
 	}
 	em.Converged = same
 	return obj
+}
+
+// powers fills the E step's power table from Rho: for each observed
+// category, its column of m values raised to 1..maxK (k-1 products each).
+func (em *EM) powers() {
+	if !em.intCounts {
+		return
+	}
+	m, o := em.sizes()
+	em.powOff = resize32(em.powOff, o)
+	n := 0
+	for b := 0; b < o; b++ {
+		em.powOff[b] = int32(n)
+		n += int(em.maxK[b]) * m
+	}
+	em.pow = resize(em.pow, n)
+	for b := 0; b < o; b++ {
+		base := em.Rho[b*m : b*m+m]
+		at := int(em.powOff[b])
+		copy(em.pow[at:at+m], base)
+		for k := 1; k < int(em.maxK[b]); k++ {
+			prev, cur := em.pow[at+(k-1)*m:at+k*m], em.pow[at+k*m:at+(k+1)*m]
+			for a, r := range base {
+				cur[a] = prev[a] * r
+			}
+		}
+	}
+}
+
+// powCol returns category b's column of rho^cnt over the m classes.
+func (em *EM) powCol(b int, cnt float64) []float64 {
+	m := len(em.Classes)
+	if em.intCounts {
+		at := int(em.powOff[b]) + (int(cnt)-1)*m
+		return em.pow[at : at+m]
+	}
+	em.pow = resize(em.pow, m)
+	for a, r := range em.Rho[b*m : b*m+m] {
+		em.pow[a] = math.Pow(r, cnt)
+	}
+	return em.pow
+}
+
+// logJoint sets gamma to one vector's joint relative to its largest class,
+// computed in logs (the E step's path near underflow), and returns the log
+// of that largest joint.
+func (em *EM) logJoint(gamma []float64, cat []int32, cnt []float64) float64 {
+	m := len(em.Classes)
+	mx := math.Inf(-1)
+	for a := range gamma {
+		g := math.Log(em.Pi[a])
+		for e, c := range cat {
+			g += cnt[e] * math.Log(em.Rho[int(c)*m+a])
+		}
+		gamma[a] = g
+		mx = max(mx, g)
+	}
+	if math.IsInf(mx, -1) {
+		clear(gamma) // no class can have made the vector
+		return 0
+	}
+	for a, g := range gamma {
+		gamma[a] = math.Exp(g - mx)
+	}
+	return mx
+}
+
+func resize32(x []int32, n int) []int32 {
+	if cap(x) < n {
+		return make([]int32, n)
+	}
+	return x[:n]
 }
 
 // prior is the Dirichlet log-prior of the current parameters (constants dropped).
@@ -461,7 +538,7 @@ func (em *EM) prior() float64 {
 		}
 		if b1 != 0 {
 			for b := 0; b < o; b++ {
-				p += b1 * em.LogRho[b*m+a]
+				p += b1 * math.Log(em.Rho[b*m+a])
 			}
 			if rest := em.C - o; rest > 0 {
 				p += b1 * float64(rest) * math.Log(em.Unseen[a])
@@ -474,11 +551,11 @@ func (em *EM) prior() float64 {
 // Objective returns the MAP objective at the current parameters.
 func (em *EM) Objective() float64 {
 	pi := append([]float64(nil), em.Pi...)
-	lr := append([]float64(nil), em.LogRho...)
+	rho := append([]float64(nil), em.Rho...)
 	un := append([]float64(nil), em.Unseen...)
 	obj := em.Step()
 	copy(em.Pi, pi)
-	copy(em.LogRho, lr)
+	copy(em.Rho, rho)
 	copy(em.Unseen, un)
 	return obj
 }
@@ -499,14 +576,14 @@ func (em *EM) Result(dst *State) {
 		dst.add(em.Classes[a], em.Pi[a])
 	}
 	for b, cat := range em.Obs {
-		num, lr := em.num[b*m:b*m+m], em.LogRho[b*m:b*m+m]
+		num, rho := em.num[b*m:b*m+m], em.Rho[b*m:b*m+m]
 		for a, x := range num {
 			if x == 0 {
 				continue
 			}
 			r := &dst.Rows[a]
 			r.Cat = append(r.Cat, cat)
-			r.P = append(r.P, math.Exp(lr[a]))
+			r.P = append(r.P, rho[a])
 		}
 	}
 	for a := 0; a < m; a++ {

@@ -539,3 +539,111 @@ func TestPick(t *testing.T) {
 		}
 	}
 }
+
+// TestEMStepReference compares one EM step against a dense log-domain step
+// written out from METHOD.md step 5: on ordinary counts (the power table),
+// on counts so large that every joint underflows float64 (the log path),
+// and on fractional counts (math.Pow).
+func TestEMStepReference(t *testing.T) {
+	const c = 4
+	classes := []int32{0, 1, 3}
+	m := len(classes)
+	start := denseState([]float64{0.5, 0.3, 0.15, 0.05}, [][]float64{
+		{0.7, 0.1, 0.1, 0.1}, {0.2, 0.6, 0.1, 0.1}, {0.25, 0.25, 0.25, 0.25}, {0.1, 0.1, 0.1, 0.7}})
+	cases := []struct {
+		name  string
+		scale float64 // counts are multiplied by it
+	}{{"counts", 1}, {"underflow", 3000}, {"fractional", 0.5}}
+	for _, tc := range cases {
+		var y Counts
+		y.Reset()
+		vecs := [][2][]float64{
+			{{0, 1}, {5, 2}}, {{1}, {7}}, {{0, 3}, {3, 4}}, {{2, 3, 0}, {1, 1, 5}}, {{3}, {7}},
+			{{2}, {7}}, // every class gives category 2 the same rho: soft responsibilities at any scale
+		}
+		for i, v := range vecs {
+			tot := 0.0
+			for e, cat := range v[0] {
+				y.Cat = append(y.Cat, int32(cat))
+				y.Cnt = append(y.Cnt, v[1][e]*tc.scale)
+				tot += v[1][e] * tc.scale
+			}
+			y.Off = append(y.Off, int32(len(y.Cat)))
+			y.W = append(y.W, float64(1+i%2))
+			y.Trials = append(y.Trials, tot)
+		}
+		var em EM
+		em.SetClasses(classes, c, 1.1, 1.2)
+		em.Observe(&y)
+		em.InitFrom(&start, 0.1)
+		// The dense parameters EM starts from.
+		pi := append([]float64(nil), em.Pi...)
+		rho := make([][]float64, m)
+		for a := range rho {
+			rho[a] = make([]float64, c)
+			for cat := range rho[a] {
+				rho[a][cat] = em.Unseen[a]
+			}
+			for b, cat := range em.Obs {
+				rho[a][cat] = em.Rho[b*m+a]
+			}
+		}
+		// Reference step.
+		a1, b1 := 0.1, 0.2
+		sumG, sumN := make([]float64, m), make([]float64, m)
+		num := make([][]float64, m)
+		for a := range num {
+			num[a] = make([]float64, c)
+		}
+		wsum := 0.0
+		for v := 0; v < y.Len(); v++ {
+			lg := make([]float64, m)
+			mx := math.Inf(-1)
+			for a := range lg {
+				lg[a] = math.Log(pi[a])
+				for e := y.Off[v]; e < y.Off[v+1]; e++ {
+					lg[a] += y.Cnt[e] * math.Log(rho[a][y.Cat[e]])
+				}
+				mx = math.Max(mx, lg[a])
+			}
+			z := 0.0
+			for a := range lg {
+				lg[a] = math.Exp(lg[a] - mx)
+				z += lg[a]
+			}
+			wsum += y.W[v]
+			for a := range lg {
+				g := y.W[v] * lg[a] / z
+				sumG[a] += g
+				sumN[a] += g * y.Trials[v]
+				for e := y.Off[v]; e < y.Off[v+1]; e++ {
+					num[a][y.Cat[e]] += g * y.Cnt[e]
+				}
+			}
+		}
+		em.StepFast()
+		close := func(x, want float64) bool { return math.Abs(x-want) <= 1e-9*math.Abs(want)+1e-15 }
+		for a := 0; a < m; a++ {
+			wantPi := (sumG[a] + a1) / (wsum + float64(m)*a1)
+			if !close(em.Pi[a], wantPi) {
+				t.Errorf("%s: pi[%d] = %.15g, want %.15g", tc.name, a, em.Pi[a], wantPi)
+			}
+			den := sumN[a] + c*b1
+			for cat := 0; cat < c; cat++ {
+				want := (num[a][cat] + b1) / den
+				got := em.Unseen[a]
+				for b, oc := range em.Obs {
+					if int(oc) == cat && num[a][cat] > 1e-300 {
+						got = em.Rho[b*m+a]
+					}
+				}
+				if num[a][cat] <= 1e-300 {
+					want = b1 / den
+				}
+				if !close(got, want) {
+					t.Errorf("%s: rho[%d][%d] = %.15g, want %.15g", tc.name, a, cat, got, want)
+				}
+			}
+		}
+	}
+}

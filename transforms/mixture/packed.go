@@ -40,6 +40,22 @@ func (ss *States) Reset() {
 	ss.Moved = ss.Moved[:0]
 }
 
+// Reserve empties ss and sizes it for n items of classes classes and
+// entries row entries in all, so packing them appends without growing.
+func (ss *States) Reserve(n, classes, entries int) {
+	ss.ItemOff = append(make([]int32, 0, n+1), 0)
+	ss.Class, ss.Pi, ss.Rem = make([]int32, 0, classes), make([]float32, 0, classes), make([]float32, 0, classes)
+	ss.RowOff = append(make([]int32, 0, classes+1), 0)
+	ss.Cat, ss.P = make([]int32, 0, entries), make([]float32, 0, entries)
+	ss.Moved = nil
+}
+
+// Sizes returns how many classes and row entries items [lo, hi) hold.
+func (ss *States) Sizes(lo, hi int) (classes, entries int) {
+	c0, c1 := ss.ItemOff[lo], ss.ItemOff[hi]
+	return int(c1 - c0), int(ss.RowOff[c1] - ss.RowOff[c0])
+}
+
 // Append packs s as the next item.
 func (ss *States) Append(s *State) {
 	if len(ss.ItemOff) == 0 {
@@ -76,6 +92,43 @@ func (ss *States) AppendFrom(o *States, i int) {
 	ss.ItemOff = append(ss.ItemOff, int32(len(ss.Class)))
 	if len(o.Moved) > 0 {
 		ss.Moved = append(ss.Moved, o.Moved[i])
+	}
+}
+
+// Concat packs the items of parts, in order, into ss (emptied first),
+// sizing every slice once: what AppendFrom of each item would give.
+func (ss *States) Concat(parts []States) {
+	var items, classes, entries, moved int
+	for i := range parts {
+		p := &parts[i]
+		items += p.Len()
+		classes += len(p.Class)
+		entries += len(p.Cat)
+		moved += len(p.Moved)
+	}
+	ss.ItemOff = append(make([]int32, 0, items+1), 0)
+	ss.Class, ss.Pi, ss.Rem = make([]int32, 0, classes), make([]float32, 0, classes), make([]float32, 0, classes)
+	ss.RowOff = append(make([]int32, 0, classes+1), 0)
+	ss.Cat, ss.P = make([]int32, 0, entries), make([]float32, 0, entries)
+	ss.Moved = nil
+	if moved > 0 {
+		ss.Moved = make([]float32, 0, moved)
+	}
+	for i := range parts {
+		p := &parts[i]
+		if p.Len() == 0 {
+			continue
+		}
+		c0, e0 := int32(len(ss.Class)), int32(len(ss.Cat))
+		for _, off := range p.ItemOff[1:] {
+			ss.ItemOff = append(ss.ItemOff, c0+off)
+		}
+		for _, off := range p.RowOff[1:] {
+			ss.RowOff = append(ss.RowOff, e0+off)
+		}
+		ss.Class, ss.Pi, ss.Rem = append(ss.Class, p.Class...), append(ss.Pi, p.Pi...), append(ss.Rem, p.Rem...)
+		ss.Cat, ss.P = append(ss.Cat, p.Cat...), append(ss.P, p.P...)
+		ss.Moved = append(ss.Moved, p.Moved...)
 	}
 }
 

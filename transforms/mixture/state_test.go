@@ -3,6 +3,7 @@ package mixture
 import (
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -173,6 +174,44 @@ func TestPackedRoundTrip(t *testing.T) {
 			gr, wr := &got.Rows[k], &want[i].Rows[k]
 			if !equalInt32(gr.Cat, wr.Cat) || math.Abs(gr.Rem-wr.Rem) > 1e-7 {
 				t.Errorf("item %d row %d differs: %+v vs %+v", i, k, gr, wr)
+			}
+		}
+	}
+}
+
+// TestConcat: joining packed parts gives, slice for slice, what packing
+// their items one by one gives, with and without Moved and with empty parts.
+func TestConcat(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	for _, withMoved := range []bool{false, true} {
+		var parts []States
+		var want States
+		want.Reset()
+		for p := 0; p < 6; p++ {
+			var part States
+			part.Reset()
+			for i := 0; i < p%3*2; i++ { // parts of 0, 2 and 4 items
+				s := randomSparse(rng, 12, rng.IntN(5), rng.IntN(6))
+				part.Append(&s)
+				want.Append(&s)
+				if withMoved {
+					part.Moved = append(part.Moved, float32(p+i))
+					want.Moved = append(want.Moved, float32(p+i))
+				}
+			}
+			parts = append(parts, part)
+		}
+		var got States
+		got.Concat(parts)
+		if !reflect.DeepEqual(got.ItemOff, want.ItemOff) || !reflect.DeepEqual(got.RowOff, want.RowOff) ||
+			!reflect.DeepEqual(got.Class, want.Class) || !reflect.DeepEqual(got.Pi, want.Pi) ||
+			!reflect.DeepEqual(got.Rem, want.Rem) || !reflect.DeepEqual(got.Cat, want.Cat) ||
+			!reflect.DeepEqual(got.P, want.P) || len(got.Moved) != len(want.Moved) {
+			t.Fatalf("moved=%v: Concat gives %+v, want %+v", withMoved, got, want)
+		}
+		for i := range want.Moved {
+			if got.Moved[i] != want.Moved[i] {
+				t.Fatalf("moved=%v: Moved[%d] = %g, want %g", withMoved, i, got.Moved[i], want.Moved[i])
 			}
 		}
 	}

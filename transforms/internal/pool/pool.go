@@ -46,6 +46,19 @@ func (s *Scratch[W]) put(w *W) {
 // different i run concurrently, so f must write only to i's own output and
 // to w. Each returns once every call has.
 func Each[W any](n, workers int, scratch *Scratch[W], f func(w *W, i int)) {
+	EachChunk(n, workers, scratch, func(w *W, c, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			f(w, i)
+		}
+	})
+}
+
+// EachChunk is Each handing out whole chunks: f(w, c, lo, hi) runs indices
+// [lo, hi) of chunk c (lo = c Chunk) in order on one goroutine, so f can
+// pack a chunk's outputs into chunk c's own buffer and the caller join the
+// buffers in chunk order (a round packs its states that way instead of
+// allocating one state per item). Chunks run concurrently.
+func EachChunk[W any](n, workers int, scratch *Scratch[W], f func(w *W, c, lo, hi int)) {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
@@ -64,11 +77,12 @@ func Each[W any](n, workers int, scratch *Scratch[W], f func(w *W, i int)) {
 			w := scratch.get()
 			defer scratch.put(w)
 			for lo := range next {
-				for i := lo; i < min(lo+Chunk, n); i++ {
-					f(w, i)
-				}
+				f(w, lo/Chunk, lo, min(lo+Chunk, n))
 			}
 		}()
 	}
 	wg.Wait()
 }
+
+// Chunks is the number of chunks EachChunk splits n indices into.
+func Chunks(n int) int { return (n + Chunk - 1) / Chunk }

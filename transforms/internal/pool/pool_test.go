@@ -63,3 +63,28 @@ func TestScratchReused(t *testing.T) {
 		t.Errorf("workspace not reused across calls")
 	}
 }
+
+// TestEachChunk: chunk c is [c Chunk, min((c+1) Chunk, n)), every chunk is
+// handed out once, and Chunks counts them.
+func TestEachChunk(t *testing.T) {
+	for _, n := range []int{0, 1, Chunk, Chunk + 1, 5*Chunk - 1} {
+		got := make([]int, Chunks(n))
+		var mu sync.Mutex
+		EachChunk(n, 3, nil, func(_ *struct{}, c, lo, hi int) {
+			if lo != c*Chunk || hi != min(lo+Chunk, n) || lo >= hi {
+				t.Errorf("n=%d: chunk %d is [%d, %d)", n, c, lo, hi)
+			}
+			mu.Lock()
+			got[c]++
+			mu.Unlock()
+		})
+		for c, h := range got {
+			if h != 1 {
+				t.Fatalf("n=%d: chunk %d handed out %d times", n, c, h)
+			}
+		}
+		if c := Chunks(n); c*Chunk < n || n > 0 && (c-1)*Chunk >= n || n == 0 && c != 0 {
+			t.Fatalf("n=%d: Chunks = %d does not cover n in whole chunks", n, c)
+		}
+	}
+}
