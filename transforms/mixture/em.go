@@ -82,8 +82,8 @@ type EM struct {
 	sumN     []float64
 	num      []float64 // o x m, as Rho
 
-	// The E step's powers: pow[powOff[b]+(k-1)*m+a] is Rho[b*m+a]^k for k
-	// up to maxK[b], the largest count category b has in the data
+	// The E step's powers: pow[powOff[b]+(k-2)*m+a] is Rho[b*m+a]^k for k
+	// from 2 up to maxK[b], the largest count category b has in the data
 	// (intCounts: every count is a whole number up to maxPowK; otherwise
 	// powers come from math.Pow).
 	pow       []float64
@@ -355,13 +355,15 @@ func (em *EM) step(wantObj bool) float64 {
 		obj = em.prior()
 	}
 	var wsum float64
-	gamma := em.gamma[:m]
+	// Locals, not em's fields: stores through em would make the compiler
+	// reload every slice header in the loops.
+	gamma, pi, sumG, sumN, num := em.gamma[:m], em.Pi[:m], em.sumG[:m], em.sumN[:m], em.num
 	for v := 0; v < d.Len(); v++ {
 		lo, hi := d.Off[v], d.Off[v+1]
 		cat, cnt := d.Cat[lo:hi], d.Cnt[lo:hi]
 		// gamma[a] = pi_a prod_e rho_a(cat_e)^cnt_e, multiplied in entry
 		// order for every class at once (one column per entry).
-		copy(gamma, em.Pi)
+		copy(gamma, pi)
 		for e, c := range cat {
 			col := em.powCol(int(c), cnt[e])
 			col = col[:len(gamma)]
@@ -371,7 +373,9 @@ func (em *EM) step(wantObj bool) float64 {
 		}
 		mx := 0.0
 		for _, g := range gamma {
-			mx = max(mx, g)
+			if g > mx { // not max(): it orders NaNs and zeros' signs, slowly
+				mx = g
+			}
 		}
 		var logMx float64 // log of the scale gamma is relative to
 		if mx < tinyJoint {
@@ -404,10 +408,10 @@ func (em *EM) step(wantObj bool) float64 {
 				continue
 			}
 			g := w * ga / z
-			em.sumG[a] += g
-			em.sumN[a] += g * trials
+			sumG[a] += g
+			sumN[a] += g * trials
 			for e, c := range cat {
-				em.num[int(c)*m+a] += g * cnt[e]
+				num[int(c)*m+a] += g * cnt[e]
 			}
 		}
 	}
@@ -440,12 +444,14 @@ func (em *EM) step(wantObj bool) float64 {
 	}
 	// Then the rho table, category by category (its o x m layout: one
 	// contiguous column at a time; at large C, o runs to hundreds).
+	den, unseen := em.den[:m], em.Unseen[:m]
 	for b := 0; b < o; b++ {
 		num, rho := em.num[b*m:b*m+m], em.Rho[b*m:b*m+m]
+		num, rho = num[:len(den)], rho[:len(den)]
 		for a, x := range num {
-			r := em.Unseen[a]
-			if x != 0 && em.den[a] > 0 {
-				r = (x + b1) / em.den[a]
+			r := unseen[a]
+			if x != 0 && den[a] > 0 {
+				r = (x + b1) / den[a]
 			}
 			same = same && rho[a] == r
 			rho[a] = r
@@ -455,8 +461,7 @@ func (em *EM) step(wantObj bool) float64 {
 	return obj
 }
 
-// powers fills the E step's power table from Rho: for each observed
-// category, its column of m values raised to 1..maxK (k-1 products each).
+// powers fills the E step's power table from Rho.
 func (em *EM) powers() {
 	if !em.intCounts {
 		return
