@@ -198,7 +198,8 @@ func (em *EM) setData(y *Counts) {
 		d.Trials = append(d.Trials, y.Trials[v])
 	}
 	o := len(em.Obs)
-	em.maxK = append(em.maxK[:0], make([]int32, o)...)
+	em.maxK = resize(em.maxK, o)
+	clear(em.maxK)
 	for e, c := range d.Cat {
 		k := d.Cnt[e]
 		if !(k >= 1 && k <= maxPowK && k == math.Trunc(k)) {
@@ -322,9 +323,11 @@ func (em *EM) InitCode(s *Sampler) {
 	}
 }
 
-func resize(x []float64, n int) []float64 {
+// resize returns x with length n, reusing its storage when it can (the
+// contents are not kept).
+func resize[T any](x []T, n int) []T {
 	if cap(x) < n {
-		return make([]float64, n)
+		return make([]T, n)
 	}
 	return x[:n]
 }
@@ -467,7 +470,7 @@ func (em *EM) powers() {
 		return
 	}
 	m, o := em.sizes()
-	em.powOff = resize32(em.powOff, o)
+	em.powOff = resize(em.powOff, o)
 	n := 0
 	for b := 0; b < o; b++ {
 		em.powOff[b] = int32(n)
@@ -523,13 +526,6 @@ func (em *EM) logJoint(gamma []float64, cat []int32, cnt []float64) float64 {
 		gamma[a] = math.Exp(g - mx)
 	}
 	return mx
-}
-
-func resize32(x []int32, n int) []int32 {
-	if cap(x) < n {
-		return make([]int32, n)
-	}
-	return x[:n]
 }
 
 // prior is the Dirichlet log-prior of the current parameters (constants dropped).

@@ -106,11 +106,7 @@ func (ss *States) Concat(parts []States) {
 		entries += len(p.Cat)
 		moved += len(p.Moved)
 	}
-	ss.ItemOff = append(make([]int32, 0, items+1), 0)
-	ss.Class, ss.Pi, ss.Rem = make([]int32, 0, classes), make([]float32, 0, classes), make([]float32, 0, classes)
-	ss.RowOff = append(make([]int32, 0, classes+1), 0)
-	ss.Cat, ss.P = make([]int32, 0, entries), make([]float32, 0, entries)
-	ss.Moved = nil
+	ss.Reserve(items, classes, entries)
 	if moved > 0 {
 		ss.Moved = make([]float32, 0, moved)
 	}
