@@ -90,6 +90,12 @@ type EM struct {
 	powOff    []int32
 	maxK      []int32
 	intCounts bool
+	// entOff[e] is where data entry e's column of rho^cnt starts in pow
+	// (intCounts only): fixed by the data, so setData computes it once
+	// instead of every step per entry.
+	entOff []int32
+	// keep lists the classes a vector's E step keeps (see step).
+	keep []int32
 
 	// Converged is set by Step when its M step reproduced the parameters it
 	// started from bit for bit: every further step on the same data would
@@ -210,6 +216,20 @@ func (em *EM) setData(y *Counts) {
 	}
 	if o > o0 && len(em.Rho) == len(em.Classes)*o0 && o0 > 0 {
 		em.growObs(o0, o)
+	}
+	if em.intCounts {
+		m := len(em.Classes)
+		em.powOff = resize(em.powOff, o)
+		n := 0
+		for b := 0; b < o; b++ {
+			em.powOff[b] = int32(n)
+			n += int(em.maxK[b]) * m
+		}
+		em.pow = resize(em.pow, n)
+		em.entOff = resize(em.entOff, len(d.Cat))
+		for e, c := range d.Cat {
+			em.entOff[e] = em.powOff[c] + (int32(d.Cnt[e])-1)*int32(m)
+		}
 	}
 }
 
@@ -361,25 +381,41 @@ func (em *EM) step(wantObj bool) float64 {
 	// Locals, not em's fields: stores through em would make the compiler
 	// reload every slice header in the loops.
 	gamma, pi, sumG, sumN, num := em.gamma[:m], em.Pi[:m], em.sumG[:m], em.sumN[:m], em.num
+	em.keep = resize(em.keep, m)
+	keep := em.keep[:m]
+	pow, entOff := em.pow, em.entOff
 	for v := 0; v < d.Len(); v++ {
 		lo, hi := d.Off[v], d.Off[v+1]
 		cat, cnt := d.Cat[lo:hi], d.Cnt[lo:hi]
 		// gamma[a] = pi_a prod_e rho_a(cat_e)^cnt_e, multiplied in entry
 		// order for every class at once (one column per entry).
 		copy(gamma, pi)
-		for e, c := range cat {
-			col := em.powCol(int(c), cnt[e])
-			col = col[:len(gamma)]
-			for a := range gamma {
-				gamma[a] *= col[a]
+		if em.intCounts {
+			for _, at := range entOff[lo:hi] {
+				col := pow[at : int(at)+len(gamma)]
+				for a := range gamma {
+					gamma[a] *= col[a]
+				}
+			}
+		} else {
+			for e, c := range cat {
+				col := em.powCol(int(c), cnt[e])
+				col = col[:len(gamma)]
+				for a := range gamma {
+					gamma[a] *= col[a]
+				}
 			}
 		}
-		mx := 0.0
+		// The joints are >= 0 and not NaN, so their bit patterns order as
+		// their values do: integer comparisons, which the compiler turns
+		// into conditional moves, find the largest and the classes to keep
+		// without a branch per class (which of a vector's classes pass is
+		// data, so those branches were mispredicted half the time).
+		var mxBits uint64
 		for _, g := range gamma {
-			if g > mx { // not max(): it orders NaNs and zeros' signs, slowly
-				mx = g
-			}
+			mxBits = max(mxBits, math.Float64bits(g))
 		}
+		mx := math.Float64frombits(mxBits)
 		var logMx float64 // log of the scale gamma is relative to
 		if mx < tinyJoint {
 			// Near underflow: the same joint in logs, relative to its
@@ -390,15 +426,21 @@ func (em *EM) step(wantObj bool) float64 {
 		// A class below exp(-40) of the most responsible one holds less
 		// than half an ulp of z: dropping it changes neither z nor any sum
 		// it feeds; it is the common case (a vector of one class is far
-		// from the others) and it keeps the M step's tables sparse.
-		cut := mx * expNeg40
+		// from the others) and it keeps the M step's tables sparse. A
+		// dropped class adds +0 to z, which leaves z's bits as skipping it
+		// did.
+		cutBits := math.Float64bits(mx * expNeg40)
 		var z float64
+		nk := 0
 		for a, g := range gamma {
-			if g < cut {
-				gamma[a] = 0
-				continue
+			gb := math.Float64bits(g)
+			var in uint64
+			if gb >= cutBits {
+				in = 1
 			}
-			z += g
+			z += math.Float64frombits(gb & -in)
+			keep[nk] = int32(a)
+			nk += int(in)
 		}
 		w := d.W[v]
 		wsum += w
@@ -406,15 +448,12 @@ func (em *EM) step(wantObj bool) float64 {
 			obj += w * (logMx + math.Log(z))
 		}
 		trials := d.Trials[v]
-		for a, ga := range gamma {
-			if ga == 0 {
-				continue
-			}
-			g := w * ga / z
+		for _, a := range keep[:nk] {
+			g := w * gamma[a] / z
 			sumG[a] += g
 			sumN[a] += g * trials
 			for e, c := range cat {
-				num[int(c)*m+a] += g * cnt[e]
+				num[int(c)*m+int(a)] += g * cnt[e]
 			}
 		}
 	}
@@ -464,19 +503,12 @@ func (em *EM) step(wantObj bool) float64 {
 	return obj
 }
 
-// powers fills the E step's power table from Rho.
+// powers fills the E step's power table from Rho (laid out by setData).
 func (em *EM) powers() {
 	if !em.intCounts {
 		return
 	}
 	m, o := em.sizes()
-	em.powOff = resize(em.powOff, o)
-	n := 0
-	for b := 0; b < o; b++ {
-		em.powOff[b] = int32(n)
-		n += int(em.maxK[b]) * m
-	}
-	em.pow = resize(em.pow, n)
 	for b := 0; b < o; b++ {
 		base := em.Rho[b*m : b*m+m]
 		at := int(em.powOff[b])
