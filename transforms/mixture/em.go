@@ -82,14 +82,16 @@ type EM struct {
 	sumN     []float64
 	num      []float64 // o x m, as Rho
 
-	// The E step's powers: pow[powOff[b]+(k-2)*m+a] is Rho[b*m+a]^k for k
-	// from 2 up to maxK[b], the largest count category b has in the data
+	// The E step's powers: pow[b*m+a] is Rho[b*m+a] (Rho is that prefix,
+	// see powers) and pow[powOff[b]+(k-2)*m+a] is Rho[b*m+a]^k for k from
+	// 2 up to maxK[b], the largest count category b has in the data
 	// (intCounts: every count is a whole number up to maxPowK; otherwise
-	// powers come from math.Pow).
-	pow       []float64
-	powOff    []int32
-	maxK      []int32
-	intCounts bool
+	// powers come from math.Pow, into powScratch).
+	pow        []float64
+	powOff     []int32
+	maxK       []int32
+	intCounts  bool
+	powScratch []float64
 	// entOff[e] is where data entry e's column of rho^cnt starts in pow
 	// (intCounts only): fixed by the data, so setData computes it once
 	// instead of every step per entry.
@@ -186,23 +188,21 @@ func (em *EM) localIndex(cat int32) int32 {
 	return li
 }
 
-// setData registers categories of y (global indices), stores a local copy
-// and notes each category's largest count for the E step's powers.
+// setData registers categories of y (global indices), maps them to local
+// indices and notes each category's largest count for the E step's powers.
+// Only the categories are copied: the other columns are y's own slices, so
+// y must not change until the next setData (Round samples y, then fits it).
 func (em *EM) setData(y *Counts) {
 	d := &em.data
-	d.Reset()
 	em.Converged = false
 	o0 := len(em.Obs)
 	em.intCounts = true
-	for v := 0; v < y.Len(); v++ {
-		for e := y.Off[v]; e < y.Off[v+1]; e++ {
-			d.Cat = append(d.Cat, em.localIndex(y.Cat[e]))
-			d.Cnt = append(d.Cnt, y.Cnt[e])
-		}
-		d.Off = append(d.Off, int32(len(d.Cat)))
-		d.W = append(d.W, y.W[v])
-		d.Trials = append(d.Trials, y.Trials[v])
+	d.Off, d.Cnt, d.W, d.Trials = y.Off, y.Cnt, y.W, y.Trials
+	cats := resize(d.Cat, len(y.Cat))
+	for e, c := range y.Cat {
+		cats[e] = em.localIndex(c)
 	}
+	d.Cat = cats
 	o := len(em.Obs)
 	em.maxK = resize(em.maxK, o)
 	clear(em.maxK)
@@ -220,15 +220,19 @@ func (em *EM) setData(y *Counts) {
 	if em.intCounts {
 		m := len(em.Classes)
 		em.powOff = resize(em.powOff, o)
-		n := 0
+		n := o * m // the first powers are rho itself (see powers)
 		for b := 0; b < o; b++ {
 			em.powOff[b] = int32(n)
-			n += int(em.maxK[b]) * m
+			n += int(em.maxK[b]-1) * m
 		}
 		em.pow = resize(em.pow, n)
 		em.entOff = resize(em.entOff, len(d.Cat))
 		for e, c := range d.Cat {
-			em.entOff[e] = em.powOff[c] + (int32(d.Cnt[e])-1)*int32(m)
+			if k := int32(d.Cnt[e]); k == 1 {
+				em.entOff[e] = c * int32(m)
+			} else {
+				em.entOff[e] = em.powOff[c] + (k-2)*int32(m)
+			}
 		}
 	}
 }
@@ -470,6 +474,7 @@ func (em *EM) step(wantObj bool) float64 {
 	// a row with no data and a flat prior has no unique MAP and stays
 	// uniform.
 	em.den = resize(em.den, m)
+	allPos := true
 	for a := 0; a < m; a++ {
 		pi := (em.sumG[a] + a1) / piDen
 		same = same && pi == em.Pi[a]
@@ -480,6 +485,8 @@ func (em *EM) step(wantObj bool) float64 {
 		u := 1 / float64(em.C)
 		if den > 0 {
 			u = b1 / den
+		} else {
+			allPos = false
 		}
 		same = same && em.Unseen[a] == u
 		em.Unseen[a] = u
@@ -487,6 +494,24 @@ func (em *EM) step(wantObj bool) float64 {
 	// Then the rho table, category by category (its o x m layout: one
 	// contiguous column at a time; at large C, o runs to hundreds).
 	den, unseen := em.den[:m], em.Unseen[:m]
+	if allPos {
+		// Every row has a positive denominator (the rule with beta > 1):
+		// a category without counts has x = +0, and (+0 + b1) / den is
+		// b1 / den bit for bit, the unseen value, so one formula serves
+		// every entry without a branch on x (whether a category has counts
+		// from a class is data, and the branch was mispredicted often).
+		for b := 0; b < o; b++ {
+			num, rho := em.num[b*m:b*m+m], em.Rho[b*m:b*m+m]
+			num, rho = num[:len(den)], rho[:len(den)]
+			for a, x := range num {
+				r := (x + b1) / den[a]
+				same = same && rho[a] == r
+				rho[a] = r
+			}
+		}
+		em.Converged = same
+		return obj
+	}
 	for b := 0; b < o; b++ {
 		num, rho := em.num[b*m:b*m+m], em.Rho[b*m:b*m+m]
 		num, rho = num[:len(den)], rho[:len(den)]
@@ -504,20 +529,33 @@ func (em *EM) step(wantObj bool) float64 {
 }
 
 // powers fills the E step's power table from Rho (laid out by setData).
+// Its first o x m values are Rho itself, the first powers: the M step
+// writes there, so no step copies rho into the table (at large C, o runs to
+// hundreds and most categories occur once). A Rho that InitFrom, InitCode or
+// growObs placed elsewhere is moved in once.
 func (em *EM) powers() {
 	if !em.intCounts {
 		return
 	}
 	m, o := em.sizes()
+	if n := o * m; n > 0 && &em.Rho[0] != &em.pow[0] {
+		copy(em.pow[:n], em.Rho[:n])
+		em.Rho = em.pow[:n]
+	}
 	for b := 0; b < o; b++ {
-		base := em.Rho[b*m : b*m+m]
+		if em.maxK[b] < 2 {
+			continue
+		}
+		base := em.pow[b*m : b*m+m]
+		prev := base
 		at := int(em.powOff[b])
-		copy(em.pow[at:at+m], base)
-		for k := 1; k < int(em.maxK[b]); k++ {
-			prev, cur := em.pow[at+(k-1)*m:at+k*m], em.pow[at+k*m:at+(k+1)*m]
+		for k := 2; k <= int(em.maxK[b]); k++ {
+			cur := em.pow[at : at+m]
+			cur = cur[:len(base)]
 			for a, r := range base {
 				cur[a] = prev[a] * r
 			}
+			prev, at = cur, at+m
 		}
 	}
 }
@@ -526,14 +564,17 @@ func (em *EM) powers() {
 func (em *EM) powCol(b int, cnt float64) []float64 {
 	m := len(em.Classes)
 	if em.intCounts {
-		at := int(em.powOff[b]) + (int(cnt)-1)*m
+		at := b * m
+		if cnt != 1 {
+			at = int(em.powOff[b]) + (int(cnt)-2)*m
+		}
 		return em.pow[at : at+m]
 	}
-	em.pow = resize(em.pow, m)
+	em.powScratch = resize(em.powScratch, m)
 	for a, r := range em.Rho[b*m : b*m+m] {
-		em.pow[a] = math.Pow(r, cnt)
+		em.powScratch[a] = math.Pow(r, cnt)
 	}
-	return em.pow
+	return em.powScratch
 }
 
 // logJoint sets gamma to one vector's joint relative to its largest class,
@@ -608,19 +649,28 @@ func (em *EM) Result(dst *State) {
 	for a := 0; a < m; a++ {
 		dst.add(em.Classes[a], em.Pi[a])
 	}
-	for b, cat := range em.Obs {
-		num, rho := em.num[b*m:b*m+m], em.Rho[b*m:b*m+m]
-		for a, x := range num {
-			if x == 0 {
-				continue
-			}
-			r := &dst.Rows[a]
-			r.Cat = append(r.Cat, cat)
-			r.P = append(r.P, rho[a])
-		}
-	}
+	// Each row gets room for every observed category; every entry is
+	// written at the row's end and kept by advancing the row's length when
+	// the class had counts there: no branch per (category, class), whose
+	// outcome is data (at large C, o runs to hundreds). Class by class, with
+	// the row in locals, entries come in category order as before.
+	o := len(em.Obs)
+	obs, num, rho := em.Obs[:o], em.num[:o*m], em.Rho[:o*m]
 	for a := 0; a < m; a++ {
 		r := &dst.Rows[a]
-		r.Rem = em.Unseen[a] * float64(em.C-len(r.Cat))
+		cats, ps := resize(r.Cat, o), resize(r.P, o)
+		cats, ps = cats[:len(obs)], ps[:len(obs)]
+		n := 0
+		for b, cat := range obs {
+			x := num[b*m+a]
+			cats[n], ps[n] = cat, rho[b*m+a]
+			var in int
+			if x != 0 {
+				in = 1
+			}
+			n += in
+		}
+		r.Cat, r.P = cats[:n], ps[:n]
+		r.Rem = em.Unseen[a] * float64(em.C-n)
 	}
 }

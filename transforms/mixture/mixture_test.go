@@ -526,6 +526,9 @@ func TestPick(t *testing.T) {
 		}
 		for k := 0; k < 500; k++ {
 			u := rng.Float64() * c * 1.01
+			if k%5 == 0 { // exactly on a step: the first value above it
+				u = cum[rng.IntN(n)]
+			}
 			want := n - 1
 			for i, x := range cum {
 				if u < x {

@@ -339,7 +339,10 @@ func Blend(dst, a, b *State, g float64, c int) { blend(dst, a, b, g, c, &blendSc
 
 // blendScratch holds Blend's category indices (reused across a worker's
 // rounds).
-type blendScratch struct{ a, b catIndex }
+type blendScratch struct {
+	a        catIndex
+	inA, inB []int32
+}
 
 func blend(dst, a, b *State, g float64, c int, sc *blendScratch) {
 	dst.Reset()
@@ -370,20 +373,34 @@ func rowOf(s *State, cl int32) *Row {
 }
 
 // blendRow sets dst to g a + (1-g) b entry by entry: a's categories in a's
-// order, then b's that a lacks in b's order. Each side's probability of the
-// other's categories is looked up through an index of its categories
-// (catIndex: a scan for short rows, a hash table for the long rows of EM at
-// large C, where a scan per entry cost a tenth of a round).
+// order, then b's that a lacks in b's order. Only a's categories are indexed
+// (catIndex: a scan for short rows, a hash table for long ones): one pass
+// over b finds, for each of its entries, the entry of a with the same
+// category, and so also each of a's entries' partner in b. b is the EM fit,
+// whose rows at large C hold hundreds of entries, a the stored state of at
+// most MaxRowEntries: indexing b cost more than the whole blend otherwise.
 func blendRow(dst, a, b *Row, g float64, c int, sc *blendScratch) {
 	sc.a.build(a.Cat)
-	sc.b.build(b.Cat)
+	inB := resize(sc.inB, len(a.Cat)) // a's entry -> b's entry, -1: absent
+	for e := range inB {
+		inB[e] = -1
+	}
+	inA := resize(sc.inA, len(b.Cat)) // b's entry -> a's entry, -1: absent
+	for e, cat := range b.Cat {
+		i := int32(sc.a.find(cat))
+		inA[e] = i
+		if i >= 0 {
+			inB[i] = int32(e)
+		}
+	}
+	sc.inB, sc.inA = inB, inA
 	for e, cat := range a.Cat {
 		dst.Cat = append(dst.Cat, cat)
-		dst.P = append(dst.P, g*a.P[e]+(1-g)*b.probAt(sc.b.find(cat), c))
+		dst.P = append(dst.P, g*a.P[e]+(1-g)*b.probAt(int(inB[e]), c))
 	}
 	ua, ub := a.probAt(-1, c), b.probAt(-1, c) // each side's remainder share
 	for e, cat := range b.Cat {
-		if sc.a.find(cat) >= 0 {
+		if inA[e] >= 0 {
 			continue
 		}
 		dst.Cat = append(dst.Cat, cat)

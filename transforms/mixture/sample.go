@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/bits"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/relabel/relabel/transforms/internal/splitmix"
 )
@@ -82,6 +83,10 @@ type component struct {
 	// rest is the cumulative distribution over the row's explicit entries
 	// other than top, then the remainder, in sampler.tab.
 	restLo, restN int
+	// mask has bit cat&63 set for each of the row's explicit categories: a
+	// category drawn from the remainder whose bit is clear is outside the
+	// row without scanning it (see uniformOutside).
+	mask uint64
 }
 
 // Sampler draws count vectors from a multinomial mixture (METHOD.md step 4). It
@@ -225,6 +230,10 @@ func (s *Sampler) compFrom(j int, u float64) int {
 func (s *Sampler) build(comp *component, n int) {
 	r := comp.row
 	comp.built = true
+	comp.mask = 0
+	for _, c := range r.Cat {
+		comp.mask |= 1 << (uint(c) & 63)
+	}
 	var tot, best float64
 	top := -1
 	for e, p := range r.P {
@@ -267,7 +276,9 @@ func (s *Sampler) build(comp *component, n int) {
 
 // pick returns the first index whose cumulative value exceeds u (clamped).
 // Long tables (rows of more than 16 entries, at large C) are bisected
-// inline: sort.SearchFloat64s calls a closure per probe.
+// without branches: each halving step moves the base by a conditional move,
+// where a branch on the comparison was mispredicted every other step
+// (sort.SearchFloat64s also calls a closure per probe).
 func pick(cum []float64, u float64) int {
 	if len(cum) <= 16 {
 		for i, c := range cum {
@@ -277,17 +288,20 @@ func pick(cum []float64, u float64) int {
 		}
 		return len(cum) - 1
 	}
-	// The first i with cum[i] > u.
-	lo, hi := 0, len(cum)
-	for lo < hi {
-		h := int(uint(lo+hi) >> 1)
-		if cum[h] <= u {
-			lo = h + 1
-		} else {
-			hi = h
+	// Invariant: the answer is in [base, base+n]; when cum[base+half-1]
+	// <= u, so is every value before it, and the answer is past them.
+	base, n := 0, len(cum)
+	for n > 1 {
+		half := n >> 1
+		if cum[base+half-1] <= u {
+			base += half
 		}
+		n -= half
 	}
-	return min(lo, len(cum)-1)
+	if cum[base] <= u {
+		base++
+	}
+	return min(base, len(cum)-1)
 }
 
 // Sample draws l count vectors of n trials over c categories into dst (reset
@@ -358,7 +372,7 @@ func (s *Sampler) Sample(dst *Counts, l, n, c int) {
 					s.draw = append(s.draw, row.Cat[e])
 					continue
 				}
-				s.draw = append(s.draw, s.uniformOutside(row.Cat, c))
+				s.draw = append(s.draw, s.uniformOutside(row.Cat, comp.mask, c))
 			}
 		}
 		s.vector(row, comp.top, n-miss)
@@ -368,27 +382,42 @@ func (s *Sampler) Sample(dst *Counts, l, n, c int) {
 
 // vector sets s.vec, s.cnt to the sorted distinct categories of the current
 // draw: k trials of row entry top (when top >= 0) and the categories in s.draw.
+// The draws are sorted and run-length counted, with top merged in at its
+// place: at large C a vector holds many distinct categories, and finding
+// each draw's entry by a scan, then sorting the two columns, cost a tenth of
+// a round.
 func (s *Sampler) vector(row *Row, top, k int) {
 	s.vec, s.cnt = s.vec[:0], s.cnt[:0]
+	topCat := int32(-1)
 	if top >= 0 && k > 0 {
-		s.vec = append(s.vec, row.Cat[top])
+		topCat = row.Cat[top]
+	}
+	d := s.draw
+	slices.Sort(d)
+	for i := 0; i < len(d); {
+		x := d[i]
+		j := i + 1
+		for j < len(d) && d[j] == x {
+			j++
+		}
+		n := float64(j - i)
+		if topCat >= 0 && topCat <= x {
+			if topCat == x {
+				n += float64(k)
+			} else {
+				s.vec = append(s.vec, topCat)
+				s.cnt = append(s.cnt, float64(k))
+			}
+			topCat = -1
+		}
+		s.vec = append(s.vec, x)
+		s.cnt = append(s.cnt, n)
+		i = j
+	}
+	if topCat >= 0 {
+		s.vec = append(s.vec, topCat)
 		s.cnt = append(s.cnt, float64(k))
 	}
-	for _, x := range s.draw {
-		found := false
-		for e, y := range s.vec {
-			if y == x {
-				s.cnt[e]++
-				found = true
-				break
-			}
-		}
-		if !found {
-			s.vec = append(s.vec, x)
-			s.cnt = append(s.cnt, 1)
-		}
-	}
-	sortEntries(s.vec, s.cnt)
 }
 
 // insert adds the current vector (s.vec, s.cnt) to dst with weight 1, or adds
@@ -455,13 +484,17 @@ func (s *Sampler) intN(n uint64) uint64 {
 
 // uniformOutside draws a category uniformly from [0,c) minus cats (the
 // remainder's support). Rejection is cheap: rows hold few explicit categories,
-// and a row with every category explicit has no remainder mass to pick.
-func (s *Sampler) uniformOutside(cats []int32, c int) int32 {
+// and a row with every category explicit has no remainder mass to pick. mask
+// is the row's component.mask: a draw whose bit is clear is not among cats.
+func (s *Sampler) uniformOutside(cats []int32, mask uint64, c int) int32 {
 	if len(cats) >= c {
 		return cats[s.intN(uint64(len(cats)))]
 	}
 	for {
 		x := int32(s.intN(uint64(c)))
+		if mask&(1<<(uint(x)&63)) == 0 {
+			return x
+		}
 		in := false
 		for _, y := range cats {
 			if y == x {

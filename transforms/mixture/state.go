@@ -277,24 +277,35 @@ func (b byProb) Swap(i, j int) {
 // the whole row cost a quarter of a round at C = 1000.
 func keepTop(r *Row, k int) {
 	ents := r.ents[:0]
-	for e, c := range r.Cat {
+	for e, c := range r.Cat[:k] {
 		ents = append(ents, entry{r.P[e], c})
 	}
 	top := ents[:k]
 	slices.SortFunc(top, compareEntries)
-	for _, x := range ents[k:] {
-		if !x.before(top[k-1]) {
-			r.Rem += x.p
+	// The rest is read in place (r's first k slots are written only at the
+	// end), against the current k-th best held in locals: most entries
+	// fall below it and only add to the remainder.
+	last := top[k-1]
+	rem := r.Rem
+	ps, cats := r.P[k:], r.Cat[k:]
+	cats = cats[:len(ps)]
+	for e, p := range ps {
+		c := cats[e]
+		if !(p > last.p || p == last.p && c < last.cat) { // !x.before(last)
+			rem += p
 			continue
 		}
-		r.Rem += top[k-1].p
+		x := entry{p, c}
+		rem += last.p
 		j := k - 1
 		for j > 0 && x.before(top[j-1]) {
 			top[j] = top[j-1]
 			j--
 		}
 		top[j] = x
+		last = top[k-1]
 	}
+	r.Rem = rem
 	for e, x := range top {
 		r.P[e], r.Cat[e] = x.p, x.cat
 	}
