@@ -288,6 +288,11 @@ func pick(cum []float64, u float64) int {
 		}
 		return len(cum) - 1
 	}
+	// The last value is the row's remainder, which at large C often holds
+	// a good part of the mass: one comparison settles those draws.
+	if cum[len(cum)-2] <= u {
+		return len(cum) - 1
+	}
 	// Invariant: the answer is in [base, base+n]; when cum[base+half-1]
 	// <= u, so is every value before it, and the answer is past them.
 	base, n := 0, len(cum)

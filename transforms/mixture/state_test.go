@@ -427,3 +427,25 @@ func TestKeepTopAndBlendLongRows(t *testing.T) {
 		}
 	}
 }
+
+// TestCatIndex: find returns each indexed category's entry and -1 for every
+// other category, for scanned (short) and hashed (long) rows, including
+// absent categories that share a mask bit with present ones.
+func TestCatIndex(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	var x catIndex
+	for _, n := range []int{0, 3, 16, 17, 20, 100, 700} {
+		perm := rng.Perm(1000)
+		cats := make([]int32, n)
+		for i := range cats {
+			cats[i] = int32(perm[i])
+		}
+		x.build(cats)
+		for c := int32(0); c < 1000; c++ {
+			want := slices.Index(cats, c)
+			if got := x.find(c); got != want {
+				t.Fatalf("n = %d: find(%d) = %d, want %d", n, c, got, want)
+			}
+		}
+	}
+}
