@@ -5,7 +5,6 @@ import (
 	"math"
 	"math/bits"
 	"math/rand/v2"
-	"slices"
 
 	"github.com/relabel/relabel/transforms/internal/splitmix"
 )
@@ -398,7 +397,14 @@ func (s *Sampler) vector(row *Row, top, k int) {
 		topCat = row.Cat[top]
 	}
 	d := s.draw
-	slices.Sort(d)
+	for i := 1; i < len(d); i++ { // insertion sort: a vector has at most N draws
+		x, j := d[i], i
+		for j > 0 && d[j-1] > x {
+			d[j] = d[j-1]
+			j--
+		}
+		d[j] = x
+	}
 	for i := 0; i < len(d); {
 		x := d[i]
 		j := i + 1

@@ -3,7 +3,6 @@ package mixture
 import (
 	"fmt"
 	"math"
-	"slices"
 	"sort"
 )
 
@@ -292,7 +291,18 @@ func keepTop(r *Row, k int) {
 		ents = append(ents, entry{r.P[e], c})
 	}
 	top := ents[:k]
-	slices.SortFunc(top, compareEntries)
+	// Insertion sort with the comparison inlined: the first k entries of a
+	// blended row are the stored row's, already close to this order, and
+	// slices.SortFunc's call per comparison cost more than the rest of
+	// keepTop at C = 1000.
+	for i := 1; i < len(top); i++ {
+		x, j := top[i], i
+		for j > 0 && x.before(top[j-1]) {
+			top[j] = top[j-1]
+			j--
+		}
+		top[j] = x
+	}
 	// The rest is read in place (r's first k slots are written only at the
 	// end), against the current k-th best held in locals: most entries
 	// fall below it and only add to the remainder.
@@ -325,20 +335,8 @@ func keepTop(r *Row, k int) {
 }
 
 // before reports whether x sorts before y: more probable, or as probable
-// and of a lower category (compareEntries' order, as a plain comparison for
-// keepTop's loop over every entry).
+// and of a lower category (categories are distinct, so the order is total).
 func (x entry) before(y entry) bool { return x.p > y.p || x.p == y.p && x.cat < y.cat }
-
-// compareEntries is before as a slices.SortFunc comparison.
-func compareEntries(a, b entry) int {
-	switch {
-	case a.before(b):
-		return -1
-	case b.before(a):
-		return 1
-	}
-	return 0
-}
 
 type entry struct {
 	p   float64
