@@ -398,6 +398,20 @@ func testJoinRounds(t *testing.T, sp Spill, tol float64) {
 			if _, err := os.Stat(sp.genDir(out)); err != nil {
 				t.Errorf("round %d: generation %d is missing: %v", r, out, err)
 			}
+			if r == f.rounds-1 {
+				// The posteriors went to the next generation's files; only
+				// references pass the shuffle.
+				if _, err := os.Stat(sp.genDir(genRouted + r + 1)); err != nil {
+					t.Errorf("last round: posteriors' generation %d is missing: %v", genRouted+r+1, err)
+				}
+				for bk, rs := range byBatch {
+					for _, x := range rs {
+						if x.Row != nil || x.Spilled.Path == "" || len(encodeBatchItems(x)) > 128 {
+							t.Fatalf("batch %q: posteriors not spilled (%d bytes encoded)", bk, len(encodeBatchItems(x)))
+						}
+					}
+				}
+			}
 		}
 	}
 	// cur holds the blocks the last round started from: after all rounds
@@ -512,6 +526,7 @@ func TestCoders(t *testing.T) {
 		DupFrag{Shard: "x", Offset: 5, Keys: []int64{1}, Row: []int32{0}, StrIDs: []string{"a"}},
 		DupFrag{Keys: []int64{}},
 		BatchItems{Row: []int32{2, 0}, Items: stages.Items{Shard: "s", IDs: []int64{1, 2}, State: st}},
+		BatchItems{Spilled: spillRef{Path: "/spill/g0011/o7", Off: 40, Len: 96}},
 	} {
 		var got any
 		var err error

@@ -177,7 +177,7 @@ func (f *lastRoundFn) ProcessElement(ctx context.Context, key int64, blocks func
 		return err
 	}
 	itemRounds.Inc(ctx, int64(ran))
-	if err := (unblockFn{}).ProcessElement(b, emit); err != nil {
+	if err := (unblockFn{Spill: f.Spill, Gen: genRouted + f.Round + 1}).ProcessElement(b, emit); err != nil {
 		return err
 	}
 	done(int64(b.Len()))

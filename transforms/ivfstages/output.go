@@ -14,10 +14,15 @@ import (
 )
 
 // unblockFn sends each item of a block back towards the input batch it came
-// from: one BatchItems per (shard, batch offset), keyed by both.
-type unblockFn struct{}
+// from: one BatchItems per (shard, batch offset), keyed by both. With Spill
+// on, the block's BatchItems go into one file of generation Gen and only
+// their references pass the shuffle.
+type unblockFn struct {
+	Spill Spill
+	Gen   int
+}
 
-func (unblockFn) ProcessElement(b Block, emit func(string, BatchItems)) error {
+func (f unblockFn) ProcessElement(b Block, emit func(string, BatchItems)) error {
 	if err := b.unspill(); err != nil {
 		return err
 	}
@@ -33,6 +38,7 @@ func (unblockFn) ProcessElement(b Block, emit func(string, BatchItems)) error {
 	keys := slices.SortedFunc(maps.Keys(groups), func(x, y origin) int {
 		return cmp.Or(cmp.Compare(b.Shards[x.src], b.Shards[y.src]), cmp.Compare(x.offset, y.offset))
 	})
+	out := make([]BatchItems, 0, len(keys))
 	for _, o := range keys {
 		idx := groups[o]
 		r := BatchItems{Row: make([]int32, len(idx))}
@@ -50,7 +56,20 @@ func (unblockFn) ProcessElement(b Block, emit func(string, BatchItems)) error {
 			it.LabelOff = append(it.LabelOff, int32(len(it.Labels)))
 			appendPosterior(&it.State, &b.State, i)
 		}
-		emit(batchKey(it.Shard, it.Offset), r)
+		out = append(out, r)
+	}
+	// The keys come from the items, before spilling replaces them.
+	batches := make([]string, len(out))
+	for i := range out {
+		batches[i] = batchKey(out[i].Items.Shard, out[i].Items.Offset)
+	}
+	if f.Spill.On() {
+		if err := f.Spill.putBatchItems(f.Gen, b.Key, out); err != nil {
+			return err
+		}
+	}
+	for i := range out {
+		emit(batches[i], out[i])
 	}
 	return nil
 }
@@ -84,6 +103,9 @@ func (rebatchFn) ProcessElement(key string, iter func(*BatchItems) bool, emit fu
 	var r BatchItems
 	n := 0
 	for iter(&r) {
+		if err := r.unspill(); err != nil {
+			return err
+		}
 		parts = append(parts, r)
 		n += len(r.Row)
 		r = BatchItems{}

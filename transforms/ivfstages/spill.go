@@ -66,7 +66,8 @@ const (
 	// removed by round 0.
 	genSearched = 1
 	// genRouted: what routeFn sends round 0. Round r reads genRouted+r,
-	// writes genRouted+r+1 and removes genRouted+r-1.
+	// writes genRouted+r+1 and removes genRouted+r-1; the last round
+	// writes its posteriors (BatchItems) there, read by rebatchFn.
 	genRouted = 2
 )
 
@@ -126,6 +127,32 @@ func (s Spill) putParts(shard string, offset int64, w int, parts []Part) error {
 		parts[i] = Part{Spilled: refs[i]}
 	}
 	return nil
+}
+
+// putBatchItems writes the items block key sends back to their input
+// batches (the last round's output) into one file of generation gen and
+// replaces them by references.
+func (s Spill) putBatchItems(gen int, key int64, rs []BatchItems) error {
+	encs := make([][]byte, len(rs))
+	for i := range rs {
+		encs[i] = encodeBatchItems(rs[i])
+	}
+	refs, err := s.write(gen, "o"+strconv.FormatInt(key, 16), encs...)
+	if err != nil {
+		return err
+	}
+	for i := range rs {
+		rs[i] = BatchItems{Spilled: refs[i]}
+	}
+	return nil
+}
+
+// unspill replaces spilled items by their contents; inline ones stay.
+func (r *BatchItems) unspill() (err error) {
+	if r.Spilled.Path != "" {
+		*r, err = load(r.Spilled, decodeBatchItems, "posteriors")
+	}
+	return err
 }
 
 // load reads and decodes the element ref points to (what names it in errors).

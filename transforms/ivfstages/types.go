@@ -293,12 +293,24 @@ func decodeDupFrag(b []byte) (DupFrag, error) {
 type BatchItems struct {
 	Row   []int32
 	Items stages.Items
+	// Spilled, when set, says Row and Items are in a spill file (Spill):
+	// every item's posterior passes this shuffle at once, at the end, and
+	// Prism assembles a stage's whole input in one growing buffer, which
+	// at a million rows took the process from 0.6 to 1.9 GiB.
+	Spilled spillRef
 }
 
 // The items go as one length-prefixed string (Items' own encoding): this
-// element passes once, at the end, so the extra copy is immaterial.
+// element passes once, at the end, so the extra copy is immaterial. A
+// spilled element is a flag and its reference.
 func encodeBatchItems(r BatchItems) []byte {
 	var w wire.Writer
+	if r.Spilled.Path != "" {
+		w.Uvarint(1)
+		putSpillRef(&w, r.Spilled)
+		return w.B
+	}
+	w.Uvarint(0)
 	wire.Slice(&w, r.Row)
 	w.String(string(stages.EncodeItems(r.Items)))
 	return w.B
@@ -306,6 +318,10 @@ func encodeBatchItems(r BatchItems) []byte {
 
 func decodeBatchItems(b []byte) (BatchItems, error) {
 	r := wire.Reader{B: b}
+	if r.Uvarint() == 1 {
+		ref := getSpillRef(&r)
+		return BatchItems{Spilled: ref}, r.Err()
+	}
 	rows := wire.ReadSlice[int32](&r)
 	items := r.String()
 	if err := r.Err(); err != nil {
