@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 )
 
 // Ref locates a stored element: Len bytes at Off in the file Path. The zero
@@ -51,7 +52,12 @@ func (d Dir) Write(gen int, name string, encs ...[]byte) ([]Ref, error) {
 	for _, e := range encs {
 		total += len(e)
 	}
-	buf := make([]byte, 0, total) // one allocation, not append's doublings
+	// One buffer of the final size, from the pool: a round writes a file
+	// per block, and allocating (and zeroing) each anew was a good part of
+	// a run's allocation and so of its garbage collection.
+	p := getBuf(total)
+	defer bufPool.Put(p)
+	buf := (*p)[:0]
 	for i, e := range encs {
 		refs[i] = Ref{Path: path, Off: int64(len(buf)), Len: int64(len(e))}
 		buf = append(buf, e...)
@@ -79,14 +85,52 @@ func (d Dir) Drop(gen int) error {
 
 // Read returns the bytes ref points to.
 func Read(ref Ref) ([]byte, error) {
-	f, err := os.Open(ref.Path)
-	if err != nil {
-		return nil, fmt.Errorf("spillio: %w (was the spill directory removed while the job ran?)", err)
-	}
-	defer f.Close()
 	b := make([]byte, ref.Len)
-	if _, err := f.ReadAt(b, ref.Off); err != nil {
-		return nil, fmt.Errorf("spillio: reading %d bytes at %d of %s: %w", ref.Len, ref.Off, ref.Path, err)
+	if err := readAt(ref, b); err != nil {
+		return nil, err
 	}
 	return b, nil
+}
+
+// ReadFunc calls use with the bytes ref points to, in a buffer that is
+// reused once use returns: use must not keep b or any slice of it (a
+// decoder that copies what it reads, as schemas/wire's does, qualifies).
+// Every round reads each block's messages, so Read's fresh buffer per
+// element was garbage at the rate the rounds read.
+func ReadFunc(ref Ref, use func(b []byte) error) error {
+	p := getBuf(int(ref.Len))
+	defer bufPool.Put(p)
+	if err := readAt(ref, *p); err != nil {
+		return err
+	}
+	return use(*p)
+}
+
+func readAt(ref Ref, b []byte) error {
+	f, err := os.Open(ref.Path)
+	if err != nil {
+		return fmt.Errorf("spillio: %w (was the spill directory removed while the job ran?)", err)
+	}
+	defer f.Close()
+	if _, err := f.ReadAt(b, ref.Off); err != nil {
+		return fmt.Errorf("spillio: reading %d bytes at %d of %s: %w", ref.Len, ref.Off, ref.Path, err)
+	}
+	return nil
+}
+
+// bufPool holds Write's and ReadFunc's buffers (*[]byte).
+var bufPool sync.Pool
+
+// getBuf returns a pooled buffer of length n (its contents are not
+// cleared).
+func getBuf(n int) *[]byte {
+	p, _ := bufPool.Get().(*[]byte)
+	if p == nil {
+		p = new([]byte)
+	}
+	if cap(*p) < n {
+		*p = make([]byte, n)
+	}
+	*p = (*p)[:n]
+	return p
 }

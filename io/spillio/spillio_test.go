@@ -25,6 +25,18 @@ func TestRoundTrip(t *testing.T) {
 		if err != nil || !bytes.Equal(got, encs[i]) {
 			t.Errorf("element %d: %q (err %v), want %q", i, got, err, encs[i])
 		}
+		// ReadFunc's pooled buffer: the longest element first, so the
+		// shorter ones reuse a larger buffer and must get only their bytes.
+		for _, j := range []int{2, i} {
+			if err := ReadFunc(refs[j], func(b []byte) error {
+				if !bytes.Equal(b, encs[j]) {
+					t.Errorf("ReadFunc element %d: %q, want %q", j, b, encs[j])
+				}
+				return nil
+			}); err != nil {
+				t.Errorf("ReadFunc element %d: %v", j, err)
+			}
+		}
 	}
 	again, err := d.Write(2, "b1", encs...)
 	if err != nil || len(again) != len(refs) || again[2] != refs[2] {
@@ -38,6 +50,9 @@ func TestRoundTrip(t *testing.T) {
 	}
 	if _, err := Read(refs[0]); err == nil || !strings.Contains(err.Error(), "spill directory removed") {
 		t.Errorf("read after drop: %v, want an error naming the removed directory", err)
+	}
+	if err := ReadFunc(refs[0], func([]byte) error { t.Error("ReadFunc called use after drop"); return nil }); err == nil {
+		t.Error("ReadFunc after drop: no error")
 	}
 	if err := Dir("").Drop(2); err != nil || Dir("").On() {
 		t.Errorf("off Dir: Drop %v, On %v", err, Dir("").On())

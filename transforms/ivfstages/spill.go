@@ -158,12 +158,18 @@ func (r *BatchItems) unspill() (err error) {
 // load reads and decodes the element ref points to (what names it in errors).
 func load[T any](ref spillRef, decode func([]byte) (T, error), what string) (T, error) {
 	var v T
-	b, err := spillio.Read(ref)
+	var decErr error
+	// The decoders copy what they read (schemas/wire), so the read buffer
+	// can go back to spillio's pool.
+	err := spillio.ReadFunc(ref, func(b []byte) error {
+		v, decErr = decode(b)
+		return nil
+	})
 	if err != nil {
 		return v, fmt.Errorf("ivfstages: spill: %s: %w", what, err)
 	}
-	if v, err = decode(b); err != nil {
-		return v, fmt.Errorf("ivfstages: spill: %s in %s at %d: %w", what, ref.Path, ref.Off, err)
+	if decErr != nil {
+		return v, fmt.Errorf("ivfstages: spill: %s in %s at %d: %w", what, ref.Path, ref.Off, decErr)
 	}
 	return v, nil
 }
