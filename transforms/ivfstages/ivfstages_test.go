@@ -363,6 +363,8 @@ func testJoinRounds(t *testing.T, sp Spill, tol float64) {
 	})
 	cur := map[int64]Block{}
 	byBatch := map[string][]BatchItems{}
+	doneItems := 0
+	countDone := func(n int64) { doneItems += int(n) }
 	for r := 0; r < f.rounds; r++ {
 		checkWaves(r)
 		checkSpilled(r)
@@ -376,7 +378,12 @@ func testJoinRounds(t *testing.T, sp Spill, tol float64) {
 			}
 			cur[blockOf(o.k)] = b
 		}
-		jf := joinRoundFn{RoundConf: RoundConf{Round: r, Rounds: f.rounds, Mixture: p, Workers: 2, Waves: waves, Spill: sp}}
+		// Even rounds send in the background (overlapRoundFn, a join in
+		// one wave), odd ones inline (joinRoundFn, as in waves): both must
+		// give the reference's states.
+		conf := RoundConf{Round: r, Rounds: f.rounds, Mixture: p, Workers: 2, Waves: waves, Spill: sp}
+		jf := joinRoundFn{RoundConf: conf}
+		of := overlapRoundFn{joinRoundFn: joinRoundFn{RoundConf: conf}}
 		cogroup(in, inMsgs, func(k int64, b func(*Block) bool, m func(*JoinMsg) bool) error {
 			if r == f.rounds-1 {
 				// The last round sends the items back to their batches.
@@ -384,8 +391,24 @@ func testJoinRounds(t *testing.T, sp Spill, tol float64) {
 				return last.ProcessElement(context.Background(), k, b, m,
 					func(bk string, rs BatchItems) { byBatch[bk] = append(byBatch[bk], rs) }, func(int64) {})
 			}
-			return jf.ProcessElement(context.Background(), k, b, m, emitOwn, emitMsg, func(int64) {})
+			if r%2 == 0 {
+				return of.ProcessElement(context.Background(), k, b, m, emitOwn, emitMsg, countDone)
+			}
+			return jf.ProcessElement(context.Background(), k, b, m, emitOwn, emitMsg, countDone)
 		})
+		if r%2 == 0 && r < f.rounds-1 {
+			// The bundle's last block is emitted when it finishes.
+			if of.pending == nil {
+				t.Fatalf("round %d: no send pending before FinishBundle", r)
+			}
+			if err := of.FinishBundle(context.Background(), emitOwn, emitMsg, countDone); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if r < f.rounds-1 && doneItems != 500 {
+			t.Fatalf("round %d: done counted %d items, want 500", r, doneItems)
+		}
+		doneItems = 0
 		if sp.On() {
 			// Round r read its input generation and removed the one before.
 			if _, err := os.Stat(sp.genDir(genRouted + r - 1)); !os.IsNotExist(err) {

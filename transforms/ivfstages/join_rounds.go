@@ -79,10 +79,11 @@ func (f *routeFn) ProcessElement(key int64, blocks func(*Block) bool, msgs func(
 		}
 		b.DestOff = append(b.DestOff, int32(len(b.DestItem)))
 	}
+	n := b.Len() // spilled, send leaves b a reference
 	if err := send(&b, f.Waves, f.Spill, genRouted, emitBlock, emitMsg); err != nil {
 		return err
 	}
-	done(int64(b.Len()))
+	done(int64(n))
 	return nil
 }
 
@@ -105,9 +106,30 @@ func oneBlock(key int64, blocks func(*Block) bool) (Block, error) {
 // a whole round's output at once. With sp on, the block and its messages
 // go to generation gen of the spill, and only their references are emitted.
 func send(b *Block, waves int, sp Spill, gen int, emitBlock func(int64, Block), emitMsg func(int64, JoinMsg)) error {
-	msgs := make([]JoinMsg, len(b.DestKey))
+	o, err := prepare(b, sp, gen)
+	if err != nil {
+		return err
+	}
+	o.emit(waves, emitBlock, emitMsg)
+	return nil
+}
+
+// outbox is what send emits for one block: the messages, their receivers'
+// block keys, and the block itself (spilled: references to them).
+type outbox struct {
+	b    Block
+	msgs []JoinMsg
+	to   []int64
+	// n is the block's item count (before spilling empties b).
+	n int
+}
+
+// prepare builds b's messages and, with sp on, writes them and b to
+// generation gen of the spill: all of send but the emitting.
+func prepare(b *Block, sp Spill, gen int) (outbox, error) {
+	o := outbox{msgs: make([]JoinMsg, len(b.DestKey)), to: b.DestKey, n: b.Len()}
 	for d := range b.DestKey {
-		m := &msgs[d]
+		m := &o.msgs[d]
 		m.From = b.Key
 		m.States.Reset()
 		for _, i := range b.DestItem[b.DestOff[d]:b.DestOff[d+1]] {
@@ -115,18 +137,21 @@ func send(b *Block, waves int, sp Spill, gen int, emitBlock func(int64, Block), 
 			m.States.AppendFrom(&b.State, int(i))
 		}
 	}
-	to := b.DestKey
 	if sp.On() {
-		to = slices.Clone(to) // put empties b
-		if err := sp.put(gen, b, msgs); err != nil {
-			return err
+		o.to = slices.Clone(o.to) // put empties b
+		if err := sp.put(gen, b, o.msgs); err != nil {
+			return o, err
 		}
 	}
-	for d := range msgs {
-		emitMsg(waveKey(to[d], waves), msgs[d])
+	o.b = *b
+	return o, nil
+}
+
+func (o *outbox) emit(waves int, emitBlock func(int64, Block), emitMsg func(int64, JoinMsg)) {
+	for d := range o.msgs {
+		emitMsg(waveKey(o.to[d], waves), o.msgs[d])
 	}
-	emitBlock(waveKey(b.Key, waves), *b)
-	return nil
+	emitBlock(waveKey(o.b.Key, waves), o.b)
 }
 
 // waveKey prefixes a block key with the wave its partition is joined in.
@@ -157,10 +182,81 @@ func (f *joinRoundFn) ProcessElement(ctx context.Context, key int64, blocks func
 		return err
 	}
 	itemRounds.Inc(ctx, int64(ran))
+	n := b.Len() // spilled, send leaves b a reference
 	if err := send(&b, f.Waves, f.Spill, genRouted+f.Round+1, emitBlock, emitMsg); err != nil {
 		return err
 	}
-	done(int64(b.Len()))
+	done(int64(n))
+	return nil
+}
+
+// overlapRoundFn is joinRoundFn with each block's sending (building its
+// messages, encoding them and the block, writing them to the spill: a
+// quarter of a round's time in the fashion run) run in the background
+// while the next block of the bundle is read and run; its outputs are
+// emitted with that next element or, for the bundle's last block, in
+// FinishBundle. Prism runs a round's blocks one after another in one
+// bundle, so done inline this work was serial and left every core but one
+// idle; the items' rounds keep all cores busy, and overlapping the two
+// fills that gap. Outputs are the same elements, the spill the same bytes;
+// a failed send fails the bundle like any error.
+//
+// A join in waves keeps joinRoundFn (orderedRoundFn): with its side input
+// the SDK's checks of FinishBundle's parameters at construction and on the
+// worker disagree for a CoGroupByKey's DoFn, so it can have none.
+type overlapRoundFn struct {
+	joinRoundFn
+	// pending is the previous element's send, running (nil: none). The
+	// SDK harness never reuses a DoFn instance whose bundle failed, so a
+	// bundle starts with none.
+	pending *pendingSend
+}
+
+// pendingSend is one block's prepare, running in the background; done is
+// closed when out and err are set.
+type pendingSend struct {
+	done chan struct{}
+	out  outbox
+	err  error
+}
+
+func (f *overlapRoundFn) ProcessElement(ctx context.Context, key int64, blocks func(*Block) bool, msgs func(*JoinMsg) bool, emitBlock func(int64, Block), emitMsg func(int64, JoinMsg), done func(int64)) error {
+	b, ran, err := f.round(blockOf(key), blocks, msgs)
+	if err != nil {
+		return err
+	}
+	itemRounds.Inc(ctx, int64(ran))
+	if err := f.flush(emitBlock, emitMsg, done); err != nil {
+		return err
+	}
+	p := &pendingSend{done: make(chan struct{})}
+	f.pending = p
+	gen := genRouted + f.Round + 1
+	go func() {
+		defer close(p.done)
+		p.out, p.err = prepare(&b, f.Spill, gen)
+	}()
+	return nil
+}
+
+// FinishBundle emits the bundle's last block's outputs.
+func (f *overlapRoundFn) FinishBundle(_ context.Context, emitBlock func(int64, Block), emitMsg func(int64, JoinMsg), done func(int64)) error {
+	return f.flush(emitBlock, emitMsg, done)
+}
+
+// flush waits for the pending send, if any, and emits its outputs.
+func (f *overlapRoundFn) flush(emitBlock func(int64, Block), emitMsg func(int64, JoinMsg), done func(int64)) error {
+	p := f.pending
+	if p == nil {
+		return nil
+	}
+	<-p.done
+	f.pending = nil
+	if p.err != nil {
+		return p.err
+	}
+	p.out.emit(f.Waves, emitBlock, emitMsg)
+	done(int64(p.out.n))
 	return nil
 }
 
@@ -294,6 +390,7 @@ func init() {
 	register.Emitter2[int64, JoinMsg]()
 	register.DoFn6x1[int64, func(*Block) bool, func(*JoinMsg) bool, func(int64, Block), func(int64, JoinMsg), func(int64), error](&routeFn{})
 	register.DoFn7x1[context.Context, int64, func(*Block) bool, func(*JoinMsg) bool, func(int64, Block), func(int64, JoinMsg), func(int64), error](&joinRoundFn{})
+	register.DoFn7x1[context.Context, int64, func(*Block) bool, func(*JoinMsg) bool, func(int64, Block), func(int64, JoinMsg), func(int64), error](&overlapRoundFn{})
 	register.DoFn6x1[context.Context, int64, func(*Block) bool, func(*JoinMsg) bool, func(string, BatchItems), func(int64), error](&lastRoundFn{})
 	register.DoFn8x1[context.Context, int64, func(*Block) bool, func(*JoinMsg) bool, func(*int64) bool, func(int64, Block), func(int64, JoinMsg), func(int64), error](&orderedRoundFn{})
 	register.DoFn7x1[context.Context, int64, func(*Block) bool, func(*JoinMsg) bool, func(*int64) bool, func(string, BatchItems), func(int64), error](&orderedLastRoundFn{})
@@ -418,7 +515,7 @@ func roundDoFn(conf RoundConf, last bool, waves int, token beam.PCollection) (an
 		if last {
 			return &lastRoundFn{joinRoundFn{RoundConf: conf}}, nil
 		}
-		return &joinRoundFn{RoundConf: conf}, nil
+		return &overlapRoundFn{joinRoundFn: joinRoundFn{RoundConf: conf}}, nil
 	}
 	sides := []beam.Option{beam.SideInput{Input: token}}
 	if last {
