@@ -405,8 +405,8 @@ func testJoinRounds(t *testing.T, sp Spill, tol float64) {
 				t.Fatal(err)
 			}
 		}
-		if r < f.rounds-1 && doneItems != 500 {
-			t.Fatalf("round %d: done counted %d items, want 500", r, doneItems)
+		if r < f.rounds-1 && doneItems != len(where) {
+			t.Fatalf("round %d: done counted %d items, want %d", r, doneItems, len(where))
 		}
 		doneItems = 0
 		if sp.On() {

@@ -79,12 +79,7 @@ func (f *routeFn) ProcessElement(key int64, blocks func(*Block) bool, msgs func(
 		}
 		b.DestOff = append(b.DestOff, int32(len(b.DestItem)))
 	}
-	n := b.Len() // spilled, send leaves b a reference
-	if err := send(&b, f.Waves, f.Spill, genRouted, emitBlock, emitMsg); err != nil {
-		return err
-	}
-	done(int64(n))
-	return nil
+	return send(&b, f.Waves, f.Spill, genRouted, emitBlock, emitMsg, done)
 }
 
 // oneBlock reads the one block under key, unspilled.
@@ -105,12 +100,13 @@ func oneBlock(key int64, blocks func(*Block) bool) (Block, error) {
 // the states (routeFn, joinRoundFn), one wave at a time, so no stage holds
 // a whole round's output at once. With sp on, the block and its messages
 // go to generation gen of the spill, and only their references are emitted.
-func send(b *Block, waves int, sp Spill, gen int, emitBlock func(int64, Block), emitMsg func(int64, JoinMsg)) error {
+// done gets the block's item count (the wave-ordering token).
+func send(b *Block, waves int, sp Spill, gen int, emitBlock func(int64, Block), emitMsg func(int64, JoinMsg), done func(int64)) error {
 	o, err := prepare(b, sp, gen)
 	if err != nil {
 		return err
 	}
-	o.emit(waves, emitBlock, emitMsg)
+	o.emit(waves, emitBlock, emitMsg, done)
 	return nil
 }
 
@@ -147,11 +143,12 @@ func prepare(b *Block, sp Spill, gen int) (outbox, error) {
 	return o, nil
 }
 
-func (o *outbox) emit(waves int, emitBlock func(int64, Block), emitMsg func(int64, JoinMsg)) {
+func (o *outbox) emit(waves int, emitBlock func(int64, Block), emitMsg func(int64, JoinMsg), done func(int64)) {
 	for d := range o.msgs {
 		emitMsg(waveKey(o.to[d], waves), o.msgs[d])
 	}
 	emitBlock(waveKey(o.b.Key, waves), o.b)
+	done(int64(o.n))
 }
 
 // waveKey prefixes a block key with the wave its partition is joined in.
@@ -177,17 +174,11 @@ type joinRoundFn struct {
 }
 
 func (f *joinRoundFn) ProcessElement(ctx context.Context, key int64, blocks func(*Block) bool, msgs func(*JoinMsg) bool, emitBlock func(int64, Block), emitMsg func(int64, JoinMsg), done func(int64)) error {
-	b, ran, err := f.round(blockOf(key), blocks, msgs)
+	b, err := f.round(ctx, key, blocks, msgs)
 	if err != nil {
 		return err
 	}
-	itemRounds.Inc(ctx, int64(ran))
-	n := b.Len() // spilled, send leaves b a reference
-	if err := send(&b, f.Waves, f.Spill, genRouted+f.Round+1, emitBlock, emitMsg); err != nil {
-		return err
-	}
-	done(int64(n))
-	return nil
+	return send(&b, f.Waves, f.Spill, genRouted+f.Round+1, emitBlock, emitMsg, done)
 }
 
 // overlapRoundFn is joinRoundFn with each block's sending (building its
@@ -221,11 +212,10 @@ type pendingSend struct {
 }
 
 func (f *overlapRoundFn) ProcessElement(ctx context.Context, key int64, blocks func(*Block) bool, msgs func(*JoinMsg) bool, emitBlock func(int64, Block), emitMsg func(int64, JoinMsg), done func(int64)) error {
-	b, ran, err := f.round(blockOf(key), blocks, msgs)
+	b, err := f.round(ctx, key, blocks, msgs)
 	if err != nil {
 		return err
 	}
-	itemRounds.Inc(ctx, int64(ran))
 	if err := f.flush(emitBlock, emitMsg, done); err != nil {
 		return err
 	}
@@ -255,8 +245,7 @@ func (f *overlapRoundFn) flush(emitBlock func(int64, Block), emitMsg func(int64,
 	if p.err != nil {
 		return p.err
 	}
-	p.out.emit(f.Waves, emitBlock, emitMsg)
-	done(int64(p.out.n))
+	p.out.emit(f.Waves, emitBlock, emitMsg, done)
 	return nil
 }
 
@@ -268,11 +257,10 @@ type lastRoundFn struct {
 }
 
 func (f *lastRoundFn) ProcessElement(ctx context.Context, key int64, blocks func(*Block) bool, msgs func(*JoinMsg) bool, emit func(string, BatchItems), done func(int64)) error {
-	b, ran, err := f.round(blockOf(key), blocks, msgs)
+	b, err := f.round(ctx, key, blocks, msgs)
 	if err != nil {
 		return err
 	}
-	itemRounds.Inc(ctx, int64(ran))
 	if err := (unblockFn{Spill: f.Spill, Gen: genRouted + f.Round + 1}).ProcessElement(b, emit); err != nil {
 		return err
 	}
@@ -315,12 +303,14 @@ func (f *orderedLastRoundFn) ProcessElement(ctx context.Context, key int64, bloc
 	return f.lastRoundFn.ProcessElement(ctx, key, blocks, msgs, emit, done)
 }
 
-// round runs the round for the block under key; it returns the block with
-// its next states and how many of its items ran.
-func (f *joinRoundFn) round(key int64, blocks func(*Block) bool, msgs func(*JoinMsg) bool) (Block, int, error) {
+// round runs the round for the block under key (wave-prefixed, waveKey)
+// and returns the block with its next states; it adds the items that ran
+// to item_rounds.
+func (f *joinRoundFn) round(ctx context.Context, key int64, blocks func(*Block) bool, msgs func(*JoinMsg) bool) (Block, error) {
+	key = blockOf(key)
 	b, err := oneBlock(key, blocks)
 	if err != nil {
-		return b, 0, err
+		return b, err
 	}
 	var dropErr error
 	f.once.Do(func() {
@@ -330,7 +320,7 @@ func (f *joinRoundFn) round(key int64, blocks func(*Block) bool, msgs func(*Join
 		dropErr = f.Spill.drop(genRouted + f.Round - 1)
 	})
 	if dropErr != nil {
-		return b, 0, dropErr
+		return b, dropErr
 	}
 	// ext[e] locates external neighbour e's state: message, item.
 	type loc struct{ m, i int32 }
@@ -342,12 +332,12 @@ func (f *joinRoundFn) round(key int64, blocks func(*Block) bool, msgs func(*Join
 	var m JoinMsg
 	for msgs(&m) {
 		if err := m.unspill(); err != nil {
-			return b, 0, err
+			return b, err
 		}
 		for i, k := range m.Keys {
 			e := sort.Search(len(b.ExtKeys), func(e int) bool { return b.ExtKeys[e] >= k })
 			if e == len(b.ExtKeys) || b.ExtKeys[e] != k {
-				return b, 0, fmt.Errorf("ivfstages: block %d round %d: state of %d not asked for", key, f.Round, k)
+				return b, fmt.Errorf("ivfstages: block %d round %d: state of %d not asked for", key, f.Round, k)
 			}
 			ext[e] = loc{int32(len(got)), int32(i)}
 		}
@@ -356,7 +346,7 @@ func (f *joinRoundFn) round(key int64, blocks func(*Block) bool, msgs func(*Join
 	}
 	for e, l := range ext {
 		if l.m < 0 {
-			return b, 0, fmt.Errorf("ivfstages: block %d round %d: no state for neighbour %d (block %d)", key, f.Round, b.ExtKeys[e], b.ExtHome[e])
+			return b, fmt.Errorf("ivfstages: block %d round %d: no state for neighbour %d (block %d)", key, f.Round, b.ExtKeys[e], b.ExtHome[e])
 		}
 	}
 	n, k := b.Len(), b.K
@@ -375,7 +365,8 @@ func (f *joinRoundFn) round(key int64, blocks func(*Block) bool, msgs func(*Join
 		Annotations: func(i int) int { return engine.Annotations(b.Labels[b.LabelOff[i]:b.LabelOff[i+1]]) },
 		Key:         func(i int) uint64 { return uint64(b.Keys[i]) },
 	}, f.Round, f.Workers, &f.scratch, &f.Mixture)
-	return b, ran, nil
+	itemRounds.Inc(ctx, int64(ran))
+	return b, nil
 }
 
 // itemRounds adds this path's items times rounds to summary.json's
