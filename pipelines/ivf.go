@@ -3,6 +3,7 @@ package pipelines
 import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 
+	"github.com/relabel/relabel/internal/progress"
 	"github.com/relabel/relabel/transforms/ivf"
 	"github.com/relabel/relabel/transforms/ivfstages"
 )
@@ -69,8 +70,15 @@ func buildIVF(s beam.Scope, plan *Plan, units, rows beam.PCollection) beam.PColl
 		Read:         plan.Read,
 		Spill:        ivfstages.Spill{Dir: plan.Spill},
 	})
+	// The embedded runner (the one that spills) runs all rounds in one
+	// stage when the blocks fit in memory (--local-rounds-mib).
+	size := ivfstages.LocalRoundsSize(plan.Rows, o.K, plan.Mixture)
+	local := plan.Spill != "" && o.Rounds > 0 && size <= int64(o.LocalMiB.Or(ivfstages.LocalRoundsBytes>>20))<<20
+	if local {
+		progress.Notef("ivf: all %d rounds in one stage, every block in memory (about %d MiB)", o.Rounds, max(size>>20, 1))
+	}
 	return ivfstages.JoinRounds(s, blocks, ivfstages.JoinRoundsParams{
 		Rounds: o.Rounds, Workers: plan.Workers, Waves: ivfstages.RoundWaves(plan.Rows, o.K, plan.Mixture, wb),
-		Spill: ivfstages.Spill{Dir: plan.Spill}, Mixture: plan.Mixture,
+		Spill: ivfstages.Spill{Dir: plan.Spill}, Mixture: plan.Mixture, Local: local,
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 
+	"github.com/relabel/relabel/internal/progress"
 	"github.com/relabel/relabel/pipelines"
 	"github.com/relabel/relabel/runners"
 )
@@ -161,16 +163,21 @@ func TestNeighbourModes(t *testing.T) {
 }
 
 // TestIVFSpill: ivf on the embedded runner with its blocks and states
-// spilled to files (what relabel run does there) writes the same bytes as
-// with everything in Prism's shuffle, in waves (-1 would be no waves: the
-// spilled run has none), and removes its spill directory, on success and
-// when the run fails.
+// spilled to files (what relabel run does there), its rounds all in one
+// stage (small data) or, with --local-rounds-mib 0, joined round by round
+// through the spill files, writes the same bytes as with everything in
+// Prism's shuffle, in waves (-1 would be no waves: the spilled run has
+// none), and removes its spill directory, on success and when the run
+// fails.
 func TestIVFSpill(t *testing.T) {
 	base := pipelines.Defaults()
 	base.Rounds, base.L = 3, 50
 	base.Input, base.Neighbours = "../testdata/digits/noisy-idn-0.4-part-*.parquet", pipelines.NeighboursIVF
 	base.Partitions, base.NProbe = pipelines.Some(16), pipelines.Some(4)
-	run := func(spillDir, out string) *pipelines.Summary {
+	// run runs base into out, spilled to spillDir ("": in Prism's shuffle)
+	// with --local-rounds-mib local (< 0: its default), and reports whether
+	// the rounds ran in one stage (the run's note says so).
+	run := func(spillDir, out string, local int) (*pipelines.Summary, bool) {
 		t.Helper()
 		cfg := base
 		cfg.Output = out
@@ -179,34 +186,58 @@ func TestIVFSpill(t *testing.T) {
 		} else {
 			cfg.SpillDir = pipelines.Some(spillDir)
 		}
+		if local >= 0 {
+			cfg.LocalMiB = pipelines.Some(local)
+		}
+		var mu sync.Mutex
+		oneStage := false
+		defer progress.Install(func(e progress.Event) {
+			mu.Lock()
+			defer mu.Unlock()
+			oneStage = oneStage || e.Kind == progress.Note && strings.Contains(e.Text, "rounds in one stage")
+		})()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
 		sum, err := pipelines.Run(ctx, cfg, ivfExec)
 		if err != nil {
 			t.Fatalf("spill dir %q: %v", spillDir, err)
 		}
-		return sum
+		mu.Lock()
+		defer mu.Unlock()
+		return sum, oneStage
 	}
-	shuffled, spilled := t.TempDir(), t.TempDir()
+	shuffled, spilled, joined := t.TempDir(), t.TempDir(), t.TempDir()
 	spillDir := filepath.Join(t.TempDir(), "spill", "here") // made by Run
-	run("", shuffled)
-	sum := run(spillDir, spilled)
+	if _, local := run("", shuffled, -1); local {
+		t.Error("shuffled run: rounds in one stage, want a join per round")
+	}
+	sum, local := run(spillDir, spilled, -1)
+	if !local {
+		t.Error("spilled run of 1797 rows: a join per round, want all rounds in one stage")
+	}
 	// Spilled, the probe reads the shards a second time; rows are counted once.
-	if sum.Rows != 1797 || sum.Metrics["rows_read"] != 1797 {
-		t.Errorf("spilled run: %d rows, %d counted read, want 1797", sum.Rows, sum.Metrics["rows_read"])
+	if sum.Rows != 1797 || sum.Metrics["rows_read"] != 1797 || sum.Metrics["item_rounds"] != 3*1797 {
+		t.Errorf("spilled run: %d rows, %d counted read, %d item-rounds, want 1797, 1797, 3 x 1797", sum.Rows, sum.Metrics["rows_read"], sum.Metrics["item_rounds"])
+	}
+	if _, local := run(spillDir, joined, 0); local {
+		t.Error("--local-rounds-mib 0: rounds in one stage, want a join per round")
 	}
 	for _, name := range []string{"noisy-idn-0.4-part-0000.arrow", "noisy-idn-0.4-part-0001.arrow"} {
 		a, errA := os.ReadFile(filepath.Join(shuffled, name))
 		b, errB := os.ReadFile(filepath.Join(spilled, name))
-		if errA != nil || errB != nil {
-			t.Fatalf("%s: %v, %v", name, errA, errB)
+		c, errC := os.ReadFile(filepath.Join(joined, name))
+		if errA != nil || errB != nil || errC != nil {
+			t.Fatalf("%s: %v, %v, %v", name, errA, errB, errC)
 		}
 		if !bytes.Equal(a, b) {
-			t.Errorf("%s: spilled run wrote different bytes from the shuffled one", name)
+			t.Errorf("%s: spilled run (rounds in one stage) wrote different bytes from the shuffled one", name)
+		}
+		if !bytes.Equal(a, c) {
+			t.Errorf("%s: spilled run (a join per round) wrote different bytes from the shuffled one", name)
 		}
 	}
 	if left, err := os.ReadDir(spillDir); err != nil || len(left) != 0 {
-		t.Errorf("spill directory after the run: %v entries (%v), want none", len(left), err)
+		t.Errorf("spill directory after the runs: %v entries (%v), want none", len(left), err)
 	}
 
 	// A run whose job fails after its stages ran still removes its spill

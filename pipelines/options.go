@@ -13,6 +13,7 @@ import (
 	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/transforms/engine"
+	"github.com/relabel/relabel/transforms/ivfstages"
 	"github.com/relabel/relabel/transforms/knn"
 	"github.com/relabel/relabel/transforms/llc"
 	"github.com/relabel/relabel/transforms/mixture"
@@ -67,6 +68,7 @@ type Options struct {
 	NProbe      Opt[int]
 	WaveMiB     Opt[int]
 	SpillDir    Opt[string]
+	LocalMiB    Opt[int]
 	Weighting   engine.Weighting
 	LLCLambda   float64
 	LLCSigma    float64
@@ -359,6 +361,14 @@ var Flags = []Flag{
 		check: func(o *Options) error {
 			if o.WaveMiB.Set && o.WaveMiB.V < 1 && o.WaveMiB.V != -1 {
 				return fmt.Errorf("%d: want >= 1, or -1 for no waves", o.WaveMiB.V)
+			}
+			return nil
+		}},
+	{Name: "local-rounds-mib", Group: GroupNeighbours, Usage: "ivf with spill files (the embedded runner): run all rounds in one stage, every block in memory, when they take at most this many MiB (estimated); beyond it, or at 0, a join per round through the spill files (the same results)", Default: strconv.Itoa(ivfstages.LocalRoundsBytes >> 20),
+		bind: func(o *Options) flag.Value { return &optInt{p: &o.LocalMiB} },
+		check: func(o *Options) error {
+			if o.LocalMiB.Set && o.LocalMiB.V < 0 {
+				return fmt.Errorf("%d: want >= 0 (0: a join per round)", o.LocalMiB.V)
 			}
 			return nil
 		}},

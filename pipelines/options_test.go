@@ -89,6 +89,7 @@ func TestOptionsExplicitValues(t *testing.T) {
 		{[]string{"--llc-sigma", "0"}, "llc-sigma"},
 		{[]string{"--anchor", "-0.1"}, "anchor"},
 		{[]string{"--wave-mib", "0"}, "wave-mib"},
+		{[]string{"--local-rounds-mib", "-1"}, "local-rounds-mib"},
 		{[]string{"--neighbours", "exact", "--candidates", "100"}, "neighbours"},
 		{[]string{"--neighbours", "exact", "--partitions", "10"}, "neighbours"},
 		{[]string{"--class-names", "a,b,c", "--classes", "4"}, "class-names"},

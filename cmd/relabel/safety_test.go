@@ -42,7 +42,7 @@ func TestRunBadFlags(t *testing.T) {
 		{[]string{"--metric", "l1"}, "--metric"}, {[]string{"--weights", "x"}, "--weights"}, {[]string{"--em-variant", "x"}, "--em-variant"}, {[]string{"--draws", "random"}, "--draws"},
 		{[]string{"--format", "csv"}, "--format"}, {[]string{"--neighbours", "foo"}, "--neighbours"}, {[]string{"--device", "tpu"}, "--device"},
 		{[]string{"--candidates", "0"}, "--candidates"}, {[]string{"--partitions", "0"}, "--partitions"}, {[]string{"--nprobe", "0"}, "--nprobe"},
-		{[]string{"--wave-mib", "0"}, "--wave-mib"}, {[]string{"--llc-sigma", "0"}, "--llc-sigma"}, {[]string{"--llc-lambda", "-1"}, "--llc-lambda"},
+		{[]string{"--wave-mib", "0"}, "--wave-mib"}, {[]string{"--local-rounds-mib", "-1"}, "--local-rounds-mib"}, {[]string{"--llc-sigma", "0"}, "--llc-sigma"}, {[]string{"--llc-lambda", "-1"}, "--llc-lambda"},
 		{[]string{"--class-names", "a,b,"}, "--class-names"}, {[]string{"--class-names", "a,a"}, "--class-names"},
 		{[]string{"--no-such-flag", "1"}, "--no-such-flag"}, {[]string{"--neighbours", "exact", "--candidates", "5"}, "--neighbours"},
 		{[]string{"--overwrite=maybe"}, "--overwrite"},

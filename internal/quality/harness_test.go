@@ -68,7 +68,7 @@ func TestQuality(t *testing.T) {
 	opts := d.FlagValues(pipelines.GroupMethod, pipelines.GroupNeighbours)
 	// The pipeline's neighbour modes, which the in-process engine (exact
 	// neighbours) does not have.
-	for _, k := range []string{"neighbours", "partitions", "nprobe", "wave-mib", "spill-dir"} {
+	for _, k := range []string{"neighbours", "partitions", "nprobe", "wave-mib", "spill-dir", "local-rounds-mib"} {
 		delete(opts, k)
 	}
 	cmd := QualityCommand

@@ -219,85 +219,8 @@ func testJoinRounds(t *testing.T, sp Spill, tol float64) {
 	blocks := f.search(t, f.parts(t, 2), nil)
 	rng := rand.New(rand.NewPCG(3, 4))
 
-	// Reference: global arrays, item by key.
-	type ref struct {
-		block int64
-		i     int
-	}
-	where := map[int64]ref{}
-	for k, b := range blocks {
-		for i, key := range b.Keys {
-			where[key] = ref{k, i}
-		}
-	}
-	keyOf := func(b *Block, c int32) int64 {
-		if c >= 0 {
-			return b.Keys[c]
-		}
-		return b.ExtKeys[-2-c]
-	}
-	states := map[int64]mixture.State{}
-	for _, b := range blocks {
-		for i, key := range b.Keys {
-			var s mixture.State
-			b.State.Get(&s, i)
-			states[key] = s
-		}
-	}
+	where, states, before, skipped := referenceRounds(f, blocks, tol)
 	p := f.nb.Mixture
-	// With a tolerance, the reference applies the skipping rule of
-	// mixture.Params.ActiveTol itself: an item runs when its own or a
-	// weighted neighbour's accumulated move exceeds it (every item in the
-	// first round).
-	moved := map[int64]float32{}
-	movedOf := func(key int64) float32 {
-		if m, ok := moved[key]; ok {
-			return m
-		}
-		return float32(math.Inf(1))
-	}
-	var before map[int64]mixture.State // after all rounds but the last
-	skipped := 0
-	for r := 0; r < f.rounds; r++ {
-		before = states
-		next := map[int64]mixture.State{}
-		nextMoved := map[int64]float32{}
-		var ws mixture.Workspace
-		for key, w := range where {
-			b := blocks[w.block]
-			var neigh []mixture.State
-			var wt []float64
-			active := tol == 0 || movedOf(key) > float32(tol)
-			for j := 0; j < b.K; j++ {
-				c := b.Nbr[w.i*b.K+j]
-				if c == -1 {
-					continue
-				}
-				neigh = append(neigh, states[keyOf(&b, c)])
-				wt = append(wt, b.Weight[w.i*b.K+j])
-				active = active || wt[len(wt)-1] > 0 && movedOf(keyOf(&b, c)) > float32(tol)
-			}
-			own := states[key]
-			if !active {
-				next[key], nextMoved[key] = own, moved[key]
-				skipped++
-				continue
-			}
-			var dst mixture.State
-			ws.Round(&dst, &own, nil, 0, neigh, wt, uint64(key), r, &p)
-			var q mixture.States
-			q.Append(&dst)
-			var back mixture.State
-			q.Get(&back, 0)
-			next[key] = back
-			prev := movedOf(key)
-			if prev > float32(tol) {
-				prev = 0
-			}
-			nextMoved[key] = prev + float32(mixture.Distance(&own, &back, p.C))
-		}
-		states, moved = next, nextMoved
-	}
 
 	// Joined: request/route, then rounds, each CoGroupByKey simulated.
 	type kv[T any] struct {
@@ -456,6 +379,14 @@ func testJoinRounds(t *testing.T, sp Spill, tol float64) {
 		t.Errorf("tolerance %g: no item skipped a round; the case tests nothing", tol)
 	}
 
+	checkBatches(t, f, byBatch, states, rng)
+}
+
+// checkBatches checks the posteriors sent back to the input batches
+// (byBatch, shuffled by rng): every batch whole, in row order, each item
+// with states' posterior.
+func checkBatches(t *testing.T, f *fixture, byBatch map[string][]BatchItems, states map[int64]mixture.State, rng *rand.Rand) {
+	t.Helper()
 	// Back to input batches after the last round: every batch whole, in row
 	// order, with the posteriors (the transition rows are dropped: the
 	// output has no use for them).
@@ -481,6 +412,95 @@ func testJoinRounds(t *testing.T, sp Spill, tol float64) {
 			}
 		}
 	}
+}
+
+// blockItem is where an item is: item i of block block.
+type blockItem struct {
+	block int64
+	i     int
+}
+
+// referenceRounds runs f's rounds item by item over blocks' neighbourhoods
+// with mixture.Round, the states packed and unpacked between rounds as the
+// stages ship them, skipping settled items with tolerance tol as
+// mixture.Params.ActiveTol says. It returns where each item is, the final
+// states, the states after all rounds but the last, and how many
+// item-rounds were skipped.
+func referenceRounds(f *fixture, blocks map[int64]Block, tol float64) (where map[int64]blockItem, states, before map[int64]mixture.State, skipped int) {
+	where = map[int64]blockItem{}
+	for k, b := range blocks {
+		for i, key := range b.Keys {
+			where[key] = blockItem{k, i}
+		}
+	}
+	keyOf := func(b *Block, c int32) int64 {
+		if c >= 0 {
+			return b.Keys[c]
+		}
+		return b.ExtKeys[-2-c]
+	}
+	states = map[int64]mixture.State{}
+	for _, b := range blocks {
+		for i, key := range b.Keys {
+			var s mixture.State
+			b.State.Get(&s, i)
+			states[key] = s
+		}
+	}
+	p := f.nb.Mixture
+	// With a tolerance, the reference applies the skipping rule of
+	// mixture.Params.ActiveTol itself: an item runs when its own or a
+	// weighted neighbour's accumulated move exceeds it (every item in the
+	// first round).
+	moved := map[int64]float32{}
+	movedOf := func(key int64) float32 {
+		if m, ok := moved[key]; ok {
+			return m
+		}
+		return float32(math.Inf(1))
+	}
+	for r := 0; r < f.rounds; r++ {
+		before = states
+		next := map[int64]mixture.State{}
+		nextMoved := map[int64]float32{}
+		var ws mixture.Workspace
+		for key, w := range where {
+			b := blocks[w.block]
+			var neigh []mixture.State
+			var wt []float64
+			active := tol == 0 || movedOf(key) > float32(tol)
+			for j := 0; j < b.K; j++ {
+				c := b.Nbr[w.i*b.K+j]
+				if c == -1 {
+					continue
+				}
+				neigh = append(neigh, states[keyOf(&b, c)])
+				wt = append(wt, b.Weight[w.i*b.K+j])
+				active = active || wt[len(wt)-1] > 0 && movedOf(keyOf(&b, c)) > float32(tol)
+			}
+			own := states[key]
+			if !active {
+				next[key], nextMoved[key] = own, moved[key]
+				skipped++
+				continue
+			}
+			var dst mixture.State
+			ws.Round(&dst, &own, nil, 0, neigh, wt, uint64(key), r, &p)
+			var q mixture.States
+			q.Append(&dst)
+			var back mixture.State
+			q.Get(&back, 0)
+			next[key] = back
+			prev := movedOf(key)
+			if prev > float32(tol) {
+				prev = 0
+			}
+			nextMoved[key] = prev + float32(mixture.Distance(&own, &back, p.C))
+		}
+		states, moved = next, nextMoved
+	}
+
+	return where, states, before, skipped
 }
 
 // TestDupCheck: duplicates across batches are found (the smallest key's, the

@@ -403,6 +403,11 @@ type JoinRoundsParams struct {
 	// Spill, when on, keeps blocks and states in files between the joins
 	// (see Spill); Waves is then ignored. Optional, default off.
 	Spill Spill
+	// Local runs every round in one stage that holds all blocks in memory
+	// (localRoundsFn) instead of a join per round: for the embedded runner,
+	// when the blocks fit (LocalRoundsSize, LocalRoundsBytes). The results
+	// are the same. Optional, default false.
+	Local bool
 	// Mixture configures each round. Required: Mixture.C and a valid rest
 	// (mixture.Params.Validate), defaults already applied.
 	Mixture mixture.Params
@@ -451,6 +456,9 @@ func JoinRounds(s beam.Scope, blocks beam.PCollection, jp JoinRoundsParams) beam
 	}
 	if rounds <= 0 {
 		return rebatch(s, beam.ParDo(s, &unblockFn{}, blocks))
+	}
+	if jp.Local {
+		return localRounds(s, blocks, RoundConf{Rounds: rounds, Mixture: p, Workers: workers, Spill: sp})
 	}
 	own, asks := beam.ParDo2(s, &requestFn{}, blocks)
 	// Every stage that makes states keys them for the next round and splits

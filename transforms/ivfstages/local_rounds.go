@@ -1,0 +1,196 @@
+package ivfstages
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"runtime"
+	"slices"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+
+	"github.com/relabel/relabel/internal/progress"
+	"github.com/relabel/relabel/transforms/engine"
+	"github.com/relabel/relabel/transforms/internal/pool"
+	"github.com/relabel/relabel/transforms/mixture"
+)
+
+// LocalRoundsBytes is the default JoinRoundsParams.LocalBytes: the largest
+// estimated size (LocalRoundsSize) of the blocks' data for which the
+// embedded runner runs every round in one stage. 256 MiB is about 300,000
+// rows with relabel's defaults: the fashion run's 70,000 rows hold about 60
+// MiB there, and the million-row run, which would need about 850 MiB and
+// twice that while the garbage collector catches up, stays with a join per
+// round and its spill files under issue 14's 2 GiB.
+const LocalRoundsBytes = 256 << 20
+
+// LocalRoundsSize estimates the memory localRoundsFn holds for rows items
+// with k neighbours: every block's items, neighbourhoods and weights, and
+// two rounds' states at their largest (c0 classes, rows of
+// p.MaxRowEntries entries).
+func LocalRoundsSize(rows int64, k int, p mixture.Params) int64 {
+	state := int64(p.C0) * int64(12+5*p.MaxRowEntries) // packed: packed.go
+	perRow := 96 + 12*int64(k) + 2*state
+	return max(rows, 1) * perRow
+}
+
+// localRounds runs every round of JoinRounds in one DoFn (localRoundsFn)
+// over all blocks grouped under one key, and sends the items back towards
+// their input batches.
+func localRounds(s beam.Scope, blocks beam.PCollection, conf RoundConf) beam.PCollection {
+	s = s.Scope("local")
+	all := beam.GroupByKey(s, beam.ParDo(s, oneKey, blocks))
+	return rebatch(s, beam.ParDo(s, &localRoundsFn{RoundConf: conf}, all))
+}
+
+func oneKey(b Block) (int64, Block) { return 0, b }
+
+// localRoundsFn runs all the rounds of every block in one stage: each
+// round reads its neighbours' states of the previous round straight from
+// the other blocks in memory. A join per round (joinRoundFn) is what lets
+// Flink and Dataflow spread the blocks over workers, but on the embedded
+// runner, which runs a round's blocks one after another in one bundle
+// anyway, each round also paid for building, encoding, writing, reading
+// and decoding every block and message, Prism's shuffle of their
+// references, and the wait at the round's boundary: a third of the rounds'
+// wall time in the fashion run, most of it with a core idle
+// (docs/PERFORMANCE.md). The items' rounds are engine.RunRound's, on the
+// same states, so the results are the same bit for bit (TestLocalRounds).
+// It holds every block at once (LocalRoundsSize), so JoinRounds uses it
+// only below JoinRoundsParams.LocalBytes.
+type localRoundsFn struct {
+	RoundConf
+
+	scratch pool.Scratch[engine.RoundScratch]
+}
+
+func (f *localRoundsFn) ProcessElement(ctx context.Context, _ int64, iter func(*Block) bool, emit func(string, BatchItems)) error {
+	// The group waited for the whole search, the last reader of its input.
+	if err := f.Spill.drop(genSearchIn); err != nil {
+		return err
+	}
+	var bs []Block
+	var b Block
+	for iter(&b) {
+		if err := b.unspill(); err != nil {
+			return err
+		}
+		bs = append(bs, b)
+		b = Block{}
+	}
+	// Nothing reads the search's blocks again.
+	if err := f.Spill.drop(genSearched); err != nil {
+		return err
+	}
+	slices.SortFunc(bs, func(x, y Block) int { return cmp.Compare(x.Key, y.Key) })
+	ext, err := locate(bs)
+	if err != nil {
+		return err
+	}
+	cur := make([]mixture.States, len(bs))
+	for x := range bs {
+		cur[x], bs[x].State = bs[x].State, mixture.States{}
+	}
+	for r := range f.Rounds {
+		progress.RoundStarted(r, f.Rounds)
+		next := make([]mixture.States, len(bs))
+		var ran atomic.Int64
+		// Blocks run on all cores, one block per goroutine at a time:
+		// within a block of a few hundred items, RunRound's chunks of 64
+		// would leave cores idle at every block's end.
+		eachBlock(len(bs), f.Workers, func(x int) {
+			b := &bs[x]
+			k := b.K
+			var n int
+			next[x], n = engine.RunRound(engine.Batch{N: b.Len(), K: k, Own: &cur[x], Init: &b.Init,
+				Neighbour: func(i, j int) (*mixture.States, int, float64) {
+					switch c := b.Nbr[i*k+j]; {
+					case c >= 0:
+						return &cur[x], int(c), b.Weight[i*k+j]
+					case c != -1:
+						l := ext[x][-2-c]
+						return &cur[l.block], int(l.item), b.Weight[i*k+j]
+					}
+					return nil, 0, 0
+				},
+				Annotations: func(i int) int { return engine.Annotations(b.Labels[b.LabelOff[i]:b.LabelOff[i+1]]) },
+				Key:         func(i int) uint64 { return uint64(b.Keys[i]) },
+			}, r, 1, &f.scratch, &f.Mixture)
+			ran.Add(int64(n))
+		})
+		itemRounds.Inc(ctx, ran.Load())
+		cur = next
+	}
+	out := unblockFn{Spill: f.Spill, Gen: genRouted + f.Rounds}
+	for x := range bs {
+		bs[x].State = cur[x]
+		if err := out.ProcessElement(bs[x], emit); err != nil {
+			return err
+		}
+		bs[x], cur[x] = Block{}, mixture.States{}
+	}
+	return nil
+}
+
+// extLoc is where an external neighbour's state is: item item of block
+// block (indices into the sorted blocks).
+type extLoc struct{ block, item int32 }
+
+// locate finds, for every block of bs (sorted by key), where each of its
+// external neighbours lives.
+func locate(bs []Block) ([][]extLoc, error) {
+	ext := make([][]extLoc, len(bs))
+	for x := range bs {
+		b := &bs[x]
+		if x > 0 && bs[x-1].Key == b.Key {
+			return nil, fmt.Errorf("ivfstages: block %d: two blocks under one key", b.Key)
+		}
+		ext[x] = make([]extLoc, len(b.ExtKeys))
+		for e, key := range b.ExtKeys {
+			h, ok := slices.BinarySearchFunc(bs, b.ExtHome[e], func(y Block, k int64) int { return cmp.Compare(y.Key, k) })
+			if !ok {
+				return nil, fmt.Errorf("ivfstages: block %d: neighbour %d's block %d absent", b.Key, key, b.ExtHome[e])
+			}
+			keys := bs[h].Keys
+			i := sort.Search(len(keys), func(i int) bool { return keys[i] >= key })
+			if i == len(keys) || keys[i] != key {
+				return nil, fmt.Errorf("ivfstages: block %d: neighbour %d absent from its block %d", b.Key, key, b.ExtHome[e])
+			}
+			ext[x][e] = extLoc{int32(h), int32(i)}
+		}
+	}
+	return ext, nil
+}
+
+// eachBlock calls f(x) for x in [0, n) on workers goroutines (0:
+// GOMAXPROCS), handing out one index at a time.
+func eachBlock(n, workers int, f func(x int)) {
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(workers, n) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				x := int(next.Add(1)) - 1
+				if x >= n {
+					return
+				}
+				f(x)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func init() {
+	register.Function1x2(oneKey)
+	register.DoFn4x1[context.Context, int64, func(*Block) bool, func(string, BatchItems), error](&localRoundsFn{})
+}

@@ -1,0 +1,110 @@
+package ivfstages
+
+import (
+	"context"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"testing"
+)
+
+// TestLocalRounds: all rounds in one stage (localRoundsFn) give the
+// reference's states bit for bit, as the join per round does
+// (TestJoinRounds), whatever order the blocks come in, spilled or not,
+// skipping settled items or not; spilled, it removes the search's
+// generations and sends only references of its posteriors.
+func TestLocalRounds(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		spill bool
+		tol   float64
+	}{{"inline", false, 0}, {"spilled", true, 0}, {"skipping", false, 0.2}, {"skipping spilled", true, 0.2}} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t, 500, 64)
+			f.nb.Mixture.ActiveTol = c.tol
+			blocks := f.search(t, f.parts(t, 2), nil)
+			_, states, _, skipped := referenceRounds(f, blocks, c.tol)
+			if c.tol > 0 && skipped == 0 {
+				t.Fatalf("tolerance %g: no item skipped a round; the case tests nothing", c.tol)
+			}
+			var sp Spill
+			if c.spill {
+				sp.Dir = t.TempDir()
+				if err := os.MkdirAll(sp.genDir(genSearchIn), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var in []Block
+			for _, b := range blocks {
+				if sp.On() { // as the search emits them
+					if err := sp.put(genSearched, &b, nil); err != nil {
+						t.Fatal(err)
+					}
+				}
+				in = append(in, b)
+			}
+			rng := rand.New(rand.NewPCG(5, 6))
+			rng.Shuffle(len(in), func(i, j int) { in[i], in[j] = in[j], in[i] })
+			byBatch := map[string][]BatchItems{}
+			fn := &localRoundsFn{RoundConf: RoundConf{Rounds: f.rounds, Mixture: f.nb.Mixture, Workers: 3, Spill: sp}}
+			if err := fn.ProcessElement(context.Background(), 0, iterOf(in),
+				func(bk string, rs BatchItems) { byBatch[bk] = append(byBatch[bk], rs) }); err != nil {
+				t.Fatal(err)
+			}
+			if sp.On() {
+				for _, g := range []int{genSearchIn, genSearched} {
+					if _, err := os.Stat(sp.genDir(g)); !os.IsNotExist(err) {
+						t.Errorf("generation %d still there (%v)", g, err)
+					}
+				}
+				for bk, rs := range byBatch {
+					for _, x := range rs {
+						if x.Row != nil || x.Spilled.Path == "" || len(encodeBatchItems(x)) > 128 {
+							t.Fatalf("batch %q: posteriors not spilled (%d bytes encoded)", bk, len(encodeBatchItems(x)))
+						}
+					}
+				}
+			}
+			checkBatches(t, f, byBatch, states, rng)
+		})
+	}
+}
+
+// TestLocalRoundsErrors: a block asked for twice, or a neighbour whose
+// block is missing, fails with the block named instead of running on.
+func TestLocalRoundsErrors(t *testing.T) {
+	f := newFixture(t, 500, 64)
+	blocks := f.search(t, f.parts(t, 2), nil)
+	var in []Block
+	for _, b := range blocks {
+		in = append(in, b)
+	}
+	slices.SortFunc(in, func(x, y Block) int { return int(x.Key - y.Key) })
+	run := func(bs []Block) error {
+		fn := &localRoundsFn{RoundConf: RoundConf{Rounds: 1, Mixture: f.nb.Mixture}}
+		return fn.ProcessElement(context.Background(), 0, iterOf(bs), func(string, BatchItems) {})
+	}
+	if err := run(append(slices.Clone(in), in[0])); err == nil {
+		t.Error("a block twice: no error")
+	}
+	withExt := -1
+	for x := range in {
+		if len(in[x].ExtKeys) > 0 {
+			withExt = x
+			break
+		}
+	}
+	if withExt < 0 {
+		t.Fatal("no block has external neighbours; the case tests nothing")
+	}
+	home := in[withExt].ExtHome[0]
+	var rest []Block
+	for _, b := range in {
+		if b.Key != home {
+			rest = append(rest, b)
+		}
+	}
+	if err := run(rest); err == nil {
+		t.Errorf("block %d missing: no error", home)
+	}
+}
