@@ -24,6 +24,7 @@ var (
 	scaleL      = flag.Int("scale.l", pipelines.Defaults().L, "BenchmarkScale: count vectors per item per round (default: the CLI's)")
 	scaleMode   = flag.String("scale.neighbours", "ivf", "BenchmarkScale: --neighbours")
 	scaleLimit  = flag.String("scale.gomemlimit", "", "BenchmarkScale: GOMEMLIMIT of the relabel run (e.g. 6GiB; empty: unset)")
+	scaleLocal  = flag.Int("scale.local-rounds-mib", -1, "BenchmarkScale: --local-rounds-mib (-1: the CLI's default)")
 	scaleData   = flag.String("scale.data", filepath.Join(os.TempDir(), "relabel-scale"), "BenchmarkScale: where generated inputs are kept between runs")
 )
 
@@ -114,6 +115,9 @@ func BenchmarkScale(b *testing.B) {
 				out := filepath.Join(b.TempDir(), "out")
 				cmd := exec.Command(bin, "run", "--input", filepath.Join(data, "part-*.parquet"), "--output", out,
 					"--neighbours", *scaleMode, "--rounds", strconv.Itoa(*scaleRounds), "--l", strconv.Itoa(*scaleL))
+				if *scaleLocal >= 0 {
+					cmd.Args = append(cmd.Args, "--local-rounds-mib", strconv.Itoa(*scaleLocal))
+				}
 				cmd.Env = os.Environ()
 				if *scaleLimit != "" {
 					cmd.Env = append(cmd.Env, "GOMEMLIMIT="+*scaleLimit)

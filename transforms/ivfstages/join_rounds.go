@@ -61,14 +61,9 @@ func (f *routeFn) ProcessElement(key int64, blocks func(*Block) bool, msgs func(
 	if err != nil {
 		return err
 	}
-	var asks []JoinMsg
-	var m JoinMsg
-	for msgs(&m) {
-		if err := m.unspill(); err != nil {
-			return err
-		}
-		asks = append(asks, m)
-		m = JoinMsg{}
+	asks, err := unspillAll(msgs)
+	if err != nil {
+		return err
 	}
 	slices.SortFunc(asks, func(x, y JoinMsg) int { return cmp.Compare(x.From, y.From) })
 	b.DestKey, b.DestOff, b.DestItem = nil, []int32{0}, nil
@@ -349,24 +344,33 @@ func (f *joinRoundFn) round(ctx context.Context, key int64, blocks func(*Block) 
 			return b, fmt.Errorf("ivfstages: block %d round %d: no state for neighbour %d (block %d)", key, f.Round, b.ExtKeys[e], b.ExtHome[e])
 		}
 	}
-	n, k := b.Len(), b.K
 	var ran int
-	b.State, ran = engine.RunRound(engine.Batch{N: n, K: k, Own: &b.State, Init: &b.Init,
+	b.State, ran = engine.RunRound(b.batch(&b.State, func(e int) (*mixture.States, int) {
+		l := ext[e]
+		return &got[l.m].States, int(l.i)
+	}), f.Round, f.Workers, &f.scratch, &f.Mixture)
+	itemRounds.Inc(ctx, int64(ran))
+	return b, nil
+}
+
+// batch is the round's input for block b with its items' states own (local
+// neighbours' too) and external neighbour e's state at ext(e).
+func (b *Block) batch(own *mixture.States, ext func(e int) (*mixture.States, int)) engine.Batch {
+	k := b.K
+	return engine.Batch{N: b.Len(), K: k, Own: own, Init: &b.Init,
 		Neighbour: func(i, j int) (*mixture.States, int, float64) {
 			switch c := b.Nbr[i*k+j]; {
 			case c >= 0:
-				return &b.State, int(c), b.Weight[i*k+j]
+				return own, int(c), b.Weight[i*k+j]
 			case c != -1:
-				l := ext[-2-c]
-				return &got[l.m].States, int(l.i), b.Weight[i*k+j]
+				ss, at := ext(int(-2 - c))
+				return ss, at, b.Weight[i*k+j]
 			}
 			return nil, 0, 0
 		},
 		Annotations: func(i int) int { return engine.Annotations(b.Labels[b.LabelOff[i]:b.LabelOff[i+1]]) },
 		Key:         func(i int) uint64 { return uint64(b.Keys[i]) },
-	}, f.Round, f.Workers, &f.scratch, &f.Mixture)
-	itemRounds.Inc(ctx, int64(ran))
-	return b, nil
+	}
 }
 
 // itemRounds adds this path's items times rounds to summary.json's

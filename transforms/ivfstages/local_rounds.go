@@ -73,14 +73,9 @@ func (f *localRoundsFn) ProcessElement(ctx context.Context, _ int64, iter func(*
 	if err := f.Spill.drop(genSearchIn); err != nil {
 		return err
 	}
-	var bs []Block
-	var b Block
-	for iter(&b) {
-		if err := b.unspill(); err != nil {
-			return err
-		}
-		bs = append(bs, b)
-		b = Block{}
+	bs, err := unspillAll(iter)
+	if err != nil {
+		return err
 	}
 	// Nothing reads the search's blocks again.
 	if err := f.Spill.drop(genSearched); err != nil {
@@ -103,23 +98,11 @@ func (f *localRoundsFn) ProcessElement(ctx context.Context, _ int64, iter func(*
 		// within a block of a few hundred items, RunRound's chunks of 64
 		// would leave cores idle at every block's end.
 		eachBlock(len(bs), f.Workers, func(x int) {
-			b := &bs[x]
-			k := b.K
 			var n int
-			next[x], n = engine.RunRound(engine.Batch{N: b.Len(), K: k, Own: &cur[x], Init: &b.Init,
-				Neighbour: func(i, j int) (*mixture.States, int, float64) {
-					switch c := b.Nbr[i*k+j]; {
-					case c >= 0:
-						return &cur[x], int(c), b.Weight[i*k+j]
-					case c != -1:
-						l := ext[x][-2-c]
-						return &cur[l.block], int(l.item), b.Weight[i*k+j]
-					}
-					return nil, 0, 0
-				},
-				Annotations: func(i int) int { return engine.Annotations(b.Labels[b.LabelOff[i]:b.LabelOff[i+1]]) },
-				Key:         func(i int) uint64 { return uint64(b.Keys[i]) },
-			}, r, 1, &f.scratch, &f.Mixture)
+			next[x], n = engine.RunRound(bs[x].batch(&cur[x], func(e int) (*mixture.States, int) {
+				l := ext[x][e]
+				return &cur[l.block], int(l.item)
+			}), r, 1, &f.scratch, &f.Mixture)
 			ran.Add(int64(n))
 		})
 		itemRounds.Inc(ctx, ran.Load())
@@ -134,6 +117,24 @@ func (f *localRoundsFn) ProcessElement(ctx context.Context, _ int64, iter func(*
 		bs[x], cur[x] = Block{}, mixture.States{}
 	}
 	return nil
+}
+
+// unspillAll reads every element iter gives, unspilled.
+func unspillAll[T any, P interface {
+	*T
+	unspill() error
+}](iter func(*T) bool) ([]T, error) {
+	var out []T
+	var v T
+	for iter(&v) {
+		if err := P(&v).unspill(); err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+		var zero T
+		v = zero
+	}
+	return out, nil
 }
 
 // extLoc is where an external neighbour's state is: item item of block

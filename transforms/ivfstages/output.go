@@ -99,16 +99,13 @@ func batchKey(shard string, offset int64) string {
 type rebatchFn struct{}
 
 func (rebatchFn) ProcessElement(key string, iter func(*BatchItems) bool, emit func(stages.Items)) error {
-	var parts []BatchItems
-	var r BatchItems
+	parts, err := unspillAll(iter)
+	if err != nil {
+		return err
+	}
 	n := 0
-	for iter(&r) {
-		if err := r.unspill(); err != nil {
-			return err
-		}
-		parts = append(parts, r)
+	for _, r := range parts {
 		n += len(r.Row)
-		r = BatchItems{}
 	}
 	if len(parts) == 0 {
 		return nil
