@@ -534,12 +534,17 @@ func flatten(s beam.Scope, cols []beam.PCollection) beam.PCollection {
 	return beam.Flatten(s, cols...)
 }
 
+// maxPackedState is the bytes of one packed state at its largest: p.C0
+// classes with rows of p.MaxRowEntries entries (packed.go).
+func maxPackedState(p mixture.Params) int64 {
+	return int64(p.C0) * int64(12+5*p.MaxRowEntries)
+}
+
 // RoundWaves is how many waves JoinRounds needs for rows items so that one
 // wave's join input (blocks and the states sent to them) stays under about
 // waveBytes (as Waves takes it), with states at their largest (c0 classes,
 // rows of p.MaxRowEntries entries) and k neighbours.
 func RoundWaves(rows int64, k int, p mixture.Params, waveBytes int64) int {
-	state := int64(p.C0) * int64(12+5*p.MaxRowEntries) // packed: packed.go
-	perRow := 64 + 12*int64(k) + 2*state
+	perRow := 64 + 12*int64(k) + 2*maxPackedState(p)
 	return Waves(max(rows, 1)*perRow, waveBytes)
 }

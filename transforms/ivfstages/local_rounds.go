@@ -4,10 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"runtime"
 	"slices"
-	"sort"
-	"sync"
 	"sync/atomic"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -19,9 +16,9 @@ import (
 	"github.com/relabel/relabel/transforms/mixture"
 )
 
-// LocalRoundsBytes is the default JoinRoundsParams.LocalBytes: the largest
-// estimated size (LocalRoundsSize) of the blocks' data for which the
-// embedded runner runs every round in one stage. 256 MiB is about 300,000
+// LocalRoundsBytes is the default bound (relabel's --local-rounds-mib) on
+// the estimated size (LocalRoundsSize) of the blocks' data for which the
+// embedded runner runs every round in one stage (JoinRoundsParams.Local). 256 MiB is about 300,000
 // rows with relabel's defaults: the fashion run's 70,000 rows hold about 60
 // MiB there, and the million-row run, which would need about 850 MiB and
 // twice that while the garbage collector catches up, stays with a join per
@@ -33,8 +30,7 @@ const LocalRoundsBytes = 256 << 20
 // two rounds' states at their largest (c0 classes, rows of
 // p.MaxRowEntries entries).
 func LocalRoundsSize(rows int64, k int, p mixture.Params) int64 {
-	state := int64(p.C0) * int64(12+5*p.MaxRowEntries) // packed: packed.go
-	perRow := 96 + 12*int64(k) + 2*state
+	perRow := 96 + 12*int64(k) + 2*maxPackedState(p)
 	return max(rows, 1) * perRow
 }
 
@@ -61,7 +57,7 @@ func oneKey(b Block) (int64, Block) { return 0, b }
 // (docs/PERFORMANCE.md). The items' rounds are engine.RunRound's, on the
 // same states, so the results are the same bit for bit (TestLocalRounds).
 // It holds every block at once (LocalRoundsSize), so JoinRounds uses it
-// only below JoinRoundsParams.LocalBytes.
+// only when JoinRoundsParams.Local says they fit.
 type localRoundsFn struct {
 	RoundConf
 
@@ -97,7 +93,7 @@ func (f *localRoundsFn) ProcessElement(ctx context.Context, _ int64, iter func(*
 		// Blocks run on all cores, one block per goroutine at a time:
 		// within a block of a few hundred items, RunRound's chunks of 64
 		// would leave cores idle at every block's end.
-		eachBlock(len(bs), f.Workers, func(x int) {
+		pool.EachIndex(len(bs), f.Workers, func(x int) {
 			var n int
 			next[x], n = engine.RunRound(bs[x].batch(&cur[x], func(e int) (*mixture.States, int) {
 				l := ext[x][e]
@@ -156,39 +152,14 @@ func locate(bs []Block) ([][]extLoc, error) {
 			if !ok {
 				return nil, fmt.Errorf("ivfstages: block %d: neighbour %d's block %d absent", b.Key, key, b.ExtHome[e])
 			}
-			keys := bs[h].Keys
-			i := sort.Search(len(keys), func(i int) bool { return keys[i] >= key })
-			if i == len(keys) || keys[i] != key {
+			i, ok := slices.BinarySearch(bs[h].Keys, key)
+			if !ok {
 				return nil, fmt.Errorf("ivfstages: block %d: neighbour %d absent from its block %d", b.Key, key, b.ExtHome[e])
 			}
 			ext[x][e] = extLoc{int32(h), int32(i)}
 		}
 	}
 	return ext, nil
-}
-
-// eachBlock calls f(x) for x in [0, n) on workers goroutines (0:
-// GOMAXPROCS), handing out one index at a time.
-func eachBlock(n, workers int, f func(x int)) {
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range min(workers, n) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				x := int(next.Add(1)) - 1
-				if x >= n {
-					return
-				}
-				f(x)
-			}
-		}()
-	}
-	wg.Wait()
 }
 
 func init() {

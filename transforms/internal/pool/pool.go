@@ -11,6 +11,7 @@ package pool
 import (
 	"runtime"
 	"sync"
+	"sync/atomic"
 )
 
 // Chunk is how many consecutive indices a goroutine takes at a time: large
@@ -78,6 +79,28 @@ func EachChunk[W any](n, workers int, scratch *Scratch[W], f func(w *W, c, lo, h
 			defer scratch.put(w)
 			for lo := range next {
 				f(w, lo/Chunk, lo, min(lo+Chunk, n))
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// EachIndex calls f(i) for every i in [0, n) on workers goroutines (<= 0:
+// GOMAXPROCS), handing out one index at a time: for a few large pieces of
+// work (ivfstages runs whole blocks of hundreds of items each), where
+// EachChunk's chunks of Chunk indices would give one goroutine all of them.
+func EachIndex(n, workers int, f func(i int)) {
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(workers, n) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
+				f(i)
 			}
 		}()
 	}

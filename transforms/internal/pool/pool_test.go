@@ -88,3 +88,38 @@ func TestEachChunk(t *testing.T) {
 		}
 	}
 }
+
+func TestEachIndex(t *testing.T) {
+	for _, n := range []int{0, 1, 3, 100} {
+		for _, workers := range []int{0, 1, 2, 7} {
+			hits := make([]int32, n)
+			var mu sync.Mutex
+			EachIndex(n, workers, func(i int) {
+				mu.Lock()
+				hits[i]++
+				mu.Unlock()
+			})
+			for i, h := range hits {
+				if h != 1 {
+					t.Fatalf("n=%d workers=%d: index %d visited %d times", n, workers, i, h)
+				}
+			}
+		}
+	}
+	// Two pieces on two workers run at once: the second starts before
+	// the first ends (EachChunk would run both on one goroutine).
+	started := make(chan int, 2)
+	release := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		EachIndex(2, 2, func(i int) {
+			started <- i
+			<-release
+		})
+		close(done)
+	}()
+	<-started
+	<-started
+	close(release)
+	<-done
+}
