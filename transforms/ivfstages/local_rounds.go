@@ -4,7 +4,10 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"os"
+	"runtime/debug"
 	"slices"
+	"sync"
 	"sync/atomic"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -18,12 +21,14 @@ import (
 
 // LocalRoundsBytes is the default bound (relabel's --local-rounds-mib) on
 // the estimated size (LocalRoundsSize) of the blocks' data for which the
-// embedded runner runs every round in one stage (JoinRoundsParams.Local). 256 MiB is about 300,000
-// rows with relabel's defaults: the fashion run's 70,000 rows hold about 60
-// MiB there, and the million-row run, which would need about 850 MiB and
-// twice that while the garbage collector catches up, stays with a join per
-// round and its spill files under issue 14's 2 GiB.
-const LocalRoundsBytes = 256 << 20
+// embedded runner runs every round in one stage (JoinRoundsParams.Local).
+// 1 GiB is about 1.25 million rows with relabel's defaults: the fashion
+// run's 70,000 rows hold about 60 MiB there, and the million-row run of
+// issue 14 about 800 MiB, which peaks at 1.76 GiB RSS with the collector's
+// tighter target (localRoundsGCPercent) and runs in 348 s against 600 s
+// for a join per round through spill files (docs/PERFORMANCE.md). Beyond
+// the bound the join per round keeps memory flat in the rows.
+const LocalRoundsBytes = 1024 << 20
 
 // LocalRoundsSize estimates the memory localRoundsFn holds for rows items
 // with k neighbours: every block's items, neighbourhoods and weights, and
@@ -82,6 +87,7 @@ func (f *localRoundsFn) ProcessElement(ctx context.Context, _ int64, iter func(*
 	if err != nil {
 		return err
 	}
+	defer tightenGC()()
 	cur := make([]mixture.States, len(bs))
 	for x := range bs {
 		cur[x], bs[x].State = bs[x].State, mixture.States{}
@@ -113,6 +119,46 @@ func (f *localRoundsFn) ProcessElement(ctx context.Context, _ int64, iter func(*
 		bs[x], cur[x] = Block{}, mixture.States{}
 	}
 	return nil
+}
+
+// localRoundsGCPercent is the collector's target (GOGC) while the one-stage
+// rounds run: every block and two rounds of states are live for the whole
+// stage (about 1 GB at a million rows), and each round leaves the last
+// round's states and its chunks behind as garbage. At the default GOGC of
+// 100 the heap grew to twice the live data (2.1 GB heap, 2.35 GiB peak RSS
+// at a million rows, GODEBUG=gctrace=1), while a collection there marks the
+// live blocks in about 40 ms: collecting at a quarter over the live data
+// costs a few collections per round, under 1% of a round's time
+// (docs/PERFORMANCE.md).
+const localRoundsGCPercent = 25
+
+var gcTight struct {
+	sync.Mutex
+	n   int // stages running with the tight target
+	old int // the target before the first of them
+}
+
+// tightenGC sets the collector's target to localRoundsGCPercent until the
+// returned function is called, unless the user set GOGC (theirs is kept).
+// Nested and concurrent stages (tests run pipelines side by side) share one
+// setting: the last to finish restores the target from before the first.
+func tightenGC() (restore func()) {
+	if os.Getenv("GOGC") != "" {
+		return func() {}
+	}
+	gcTight.Lock()
+	defer gcTight.Unlock()
+	if gcTight.n == 0 {
+		gcTight.old = debug.SetGCPercent(localRoundsGCPercent)
+	}
+	gcTight.n++
+	return func() {
+		gcTight.Lock()
+		defer gcTight.Unlock()
+		if gcTight.n--; gcTight.n == 0 {
+			debug.SetGCPercent(gcTight.old)
+		}
+	}
 }
 
 // unspillAll reads every element iter gives, unspilled.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"os"
+	"runtime/debug"
 	"slices"
 	"testing"
 )
@@ -106,5 +107,37 @@ func TestLocalRoundsErrors(t *testing.T) {
 	}
 	if err := run(rest); err == nil {
 		t.Errorf("block %d missing: no error", home)
+	}
+}
+
+// TestTightenGC checks that the one-stage rounds' collector target holds
+// while any stage runs, is restored by the last to finish, and leaves a
+// user's GOGC alone.
+func TestTightenGC(t *testing.T) {
+	t.Setenv("GOGC", "")
+	os.Unsetenv("GOGC")
+	orig := debug.SetGCPercent(137)
+	defer debug.SetGCPercent(orig)
+	a := tightenGC()
+	if got := debug.SetGCPercent(localRoundsGCPercent); got != localRoundsGCPercent {
+		t.Fatalf("GC percent during the rounds = %d, want %d", got, localRoundsGCPercent)
+	}
+	b := tightenGC() // a second stage at the same time
+	a()
+	if got := debug.SetGCPercent(localRoundsGCPercent); got != localRoundsGCPercent {
+		t.Fatalf("GC percent after the first of two stages = %d, want %d", got, localRoundsGCPercent)
+	}
+	b()
+	if got := debug.SetGCPercent(137); got != 137 {
+		t.Fatalf("GC percent after both stages = %d, want 137 restored", got)
+	}
+	t.Setenv("GOGC", "300")
+	c := tightenGC()
+	if got := debug.SetGCPercent(137); got != 137 {
+		t.Fatalf("with GOGC set, GC percent = %d, want the user's target untouched", got)
+	}
+	c()
+	if got := debug.SetGCPercent(137); got != 137 {
+		t.Fatalf("with GOGC set, GC percent after = %d, want 137", got)
 	}
 }
