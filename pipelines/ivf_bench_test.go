@@ -1,7 +1,6 @@
 package pipelines_test
 
 import (
-	"bufio"
 	"bytes"
 	"flag"
 	"fmt"
@@ -39,40 +38,49 @@ func buildRelabel(b *testing.B) string {
 	return bin
 }
 
-// phase timestamps: the log lines relabel run writes as stages start.
-var (
-	logTime = regexp.MustCompile(`^time=(\S+) `)
-	stdTime = regexp.MustCompile(`^(\d{4}/\d\d/\d\d \d\d:\d\d:\d\d(?:\.\d+)?) `)
-)
-
-func lineTime(line string) (time.Time, bool) {
-	if m := logTime.FindStringSubmatch(line); m != nil {
-		t, err := time.Parse(time.RFC3339Nano, m[1])
-		return t, err == nil
-	}
-	if m := stdTime.FindStringSubmatch(line); m != nil {
-		t, err := time.Parse("2006/01/02 15:04:05", m[1])
-		return t, err == nil
-	}
-	return time.Time{}, false
+// markWriter keeps what the child writes to it and when each marker first
+// appeared there: relabel's progress lines carry no timestamps of their own,
+// so a line's time is when it arrived.
+type markWriter struct {
+	buf     bytes.Buffer
+	partial []byte
+	markers []string
+	seen    map[string]time.Time
 }
 
-// phases reads when the first log line containing each marker appeared.
-func phases(stderr []byte, markers ...string) map[string]time.Time {
-	out := map[string]time.Time{}
-	sc := bufio.NewScanner(bytes.NewReader(stderr))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		for _, m := range markers {
-			if _, ok := out[m]; !ok && strings.Contains(line, m) {
-				if t, ok := lineTime(line); ok {
-					out[m] = t
-				}
-			}
+func newMarkWriter(markers ...string) *markWriter {
+	return &markWriter{markers: markers, seen: map[string]time.Time{}}
+}
+
+func (w *markWriter) Write(p []byte) (int, error) {
+	now := time.Now()
+	w.buf.Write(p)
+	w.partial = append(w.partial, p...)
+	for {
+		i := bytes.IndexByte(w.partial, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		w.mark(string(w.partial[:i]), now)
+		w.partial = w.partial[i+1:]
+	}
+}
+
+func (w *markWriter) mark(line string, at time.Time) {
+	for _, m := range w.markers {
+		if _, ok := w.seen[m]; !ok && strings.Contains(line, m) {
+			w.seen[m] = at
 		}
 	}
-	return out
+}
+
+// since is how long after t0 marker m appeared (-1s when it did not).
+func (w *markWriter) since(m string, t0 time.Time) time.Duration {
+	at, ok := w.seen[m]
+	if !ok {
+		return -time.Second
+	}
+	return at.Sub(t0).Round(100 * time.Millisecond)
 }
 
 // BenchmarkScale relabels generated data (relabel synth: d = 64, C = 20, 30%
@@ -122,11 +130,12 @@ func BenchmarkScale(b *testing.B) {
 				if *scaleLimit != "" {
 					cmd.Env = append(cmd.Env, "GOMEMLIMIT="+*scaleLimit)
 				}
-				var stderr bytes.Buffer
-				cmd.Stderr = &stderr
+				last := fmt.Sprintf("round %d/", *scaleRounds)
+				stderr := newMarkWriter("partitions fitted", "round 1/", last, "committing")
+				cmd.Stderr = stderr
 				t0 := time.Now()
 				if err := cmd.Run(); err != nil {
-					tail := stderr.Bytes()
+					tail := stderr.buf.Bytes()
 					tail = tail[max(0, len(tail)-4000):]
 					b.Fatalf("relabel run: %v\n%s", err, tail)
 				}
@@ -148,12 +157,9 @@ func BenchmarkScale(b *testing.B) {
 					acc, _ := strconv.ParseFloat(string(m[1]), 64)
 					b.ReportMetric(acc, "cleaned-acc")
 				}
-				ph := phases(stderr.Bytes(), "running job", "partitions", "round 1/", fmt.Sprintf("round %d/", *scaleRounds), "pipeline done")
-				b.Logf("rows %d (GOMEMLIMIT %q): wall %v, peak RSS %d MiB; phases from job start: fitted %v, rounds start %v, last round start %v, done %v",
+				b.Logf("rows %d (GOMEMLIMIT %q): wall %v, peak RSS %d MiB; from the start: fitted %v, rounds start %v, last round start %v, committing %v",
 					n, *scaleLimit, wall.Round(time.Millisecond), rss/1024,
-					ph["partitions"].Sub(ph["running job"]).Round(time.Second), ph["round 1/"].Sub(ph["running job"]).Round(time.Second),
-					ph[fmt.Sprintf("round %d/", *scaleRounds)].Sub(ph["running job"]).Round(time.Second),
-					ph["pipeline done"].Sub(ph["running job"]).Round(time.Second))
+					stderr.since("partitions fitted", t0), stderr.since("round 1/", t0), stderr.since(last, t0), stderr.since("committing", t0))
 			}
 		})
 	}
