@@ -198,22 +198,28 @@ func (em *EM) setData(y *Counts) {
 	o0 := len(em.Obs)
 	em.intCounts = true
 	d.Off, d.Cnt, d.W, d.Trials = y.Off, y.Cnt, y.W, y.Trials
+	// One pass maps each entry's category to its local index and notes
+	// the category's largest count (maxK grows with the categories: a new
+	// one starts at 0).
 	cats := resize(d.Cat, len(y.Cat))
-	for e, c := range y.Cat {
-		cats[e] = em.localIndex(c)
-	}
-	d.Cat = cats
-	o := len(em.Obs)
-	em.maxK = resize(em.maxK, o)
+	em.maxK = resize(em.maxK, o0)
 	clear(em.maxK)
-	for e, c := range d.Cat {
-		k := d.Cnt[e]
+	cnt := y.Cnt[:len(y.Cat)]
+	for e, c := range y.Cat {
+		li := em.localIndex(c)
+		cats[e] = li
+		if int(li) == len(em.maxK) {
+			em.maxK = append(em.maxK, 0)
+		}
+		k := cnt[e]
 		if !(k >= 1 && k <= maxPowK && k == math.Trunc(k)) {
 			em.intCounts = false
 			continue
 		}
-		em.maxK[c] = max(em.maxK[c], int32(k))
+		em.maxK[li] = max(em.maxK[li], int32(k))
 	}
+	d.Cat = cats
+	o := len(em.Obs)
 	if o > o0 && len(em.Rho) == len(em.Classes)*o0 && o0 > 0 {
 		em.growObs(o0, o)
 	}
