@@ -25,9 +25,10 @@ import (
 // 1 GiB is about 1.25 million rows with relabel's defaults: the fashion
 // run's 70,000 rows hold about 60 MiB there, and the million-row run of
 // issue 14 about 800 MiB, which peaks at 1.76 GiB RSS with the collector's
-// tighter target (localRoundsGCPercent) and runs in 348 s against 600 s
-// for a join per round through spill files (docs/PERFORMANCE.md). Beyond
-// the bound the join per round keeps memory flat in the rows.
+// tighter target (localRoundsGCPercent) and took 348-366 s, where a join
+// per round through spill files took 600 s in a phase of the machine about
+// as slow (docs/PERFORMANCE.md). Beyond the bound the join per round keeps
+// memory flat in the rows.
 const LocalRoundsBytes = 1024 << 20
 
 // LocalRoundsSize estimates the memory localRoundsFn holds for rows items
