@@ -87,15 +87,17 @@ type component struct {
 	// row without scanning it (see uniformOutside). 256 bits, not 64: with
 	// a row's 20 entries at C = 1000, a quarter of the draws hit a set bit
 	// of 64 and scanned the row, against 8% of 256.
-	mask outsideMask
+	mask catMask
 }
 
-// outsideMask is a 256-bit set of categories modulo 256.
-type outsideMask [4]uint64
+// catMask is a 256-bit set of categories modulo 256: a category whose bit
+// is clear is not in the set, without a look at the set itself (component
+// rows in uniformOutside, catIndex's hashed rows).
+type catMask [4]uint64
 
-func (m *outsideMask) add(c int32) { m[(uint(c)>>6)&3] |= 1 << (uint(c) & 63) }
+func (m *catMask) add(c int32) { m[(uint(c)>>6)&3] |= 1 << (uint(c) & 63) }
 
-func (m *outsideMask) has(c int32) bool { return m[(uint(c)>>6)&3]&(1<<(uint(c)&63)) != 0 }
+func (m *catMask) has(c int32) bool { return m[(uint(c)>>6)&3]&(1<<(uint(c)&63)) != 0 }
 
 // Sampler draws count vectors from a multinomial mixture (METHOD.md step 4). It
 // is a reusable workspace: after the first calls it allocates nothing per draw.
@@ -238,7 +240,7 @@ func (s *Sampler) compFrom(j int, u float64) int {
 func (s *Sampler) build(comp *component, n int) {
 	r := comp.row
 	comp.built = true
-	comp.mask = outsideMask{}
+	comp.mask = catMask{}
 	for _, c := range r.Cat {
 		comp.mask.add(c)
 	}
@@ -506,7 +508,7 @@ func (s *Sampler) intN(n uint64) uint64 {
 // remainder's support). Rejection is cheap: rows hold few explicit categories,
 // and a row with every category explicit has no remainder mass to pick. mask
 // is the row's component.mask: a draw whose bit is clear is not among cats.
-func (s *Sampler) uniformOutside(cats []int32, mask *outsideMask, c int) int32 {
+func (s *Sampler) uniformOutside(cats []int32, mask *catMask, c int) int32 {
 	if len(cats) >= c {
 		return cats[s.intN(uint64(len(cats)))]
 	}

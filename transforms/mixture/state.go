@@ -48,10 +48,10 @@ type catIndex struct {
 	slots []int32 // nil: scan cats
 	cats  []int32
 	shift uint
-	// mask has bit c&127 set for every indexed category c (hashed rows
+	// mask has bit c&255 set for every indexed category c (hashed rows
 	// only): a category whose bit is clear is absent without a probe, the
 	// common case when a short row is looked up from a long one.
-	mask [2]uint64
+	mask catMask
 }
 
 // catIndexScanMax is the longest row catIndex scans instead of hashing.
@@ -74,9 +74,9 @@ func (x *catIndex) build(cats []int32) {
 	x.slots = x.slots[:n]
 	clear(x.slots)
 	x.shift = 32 - bits
-	x.mask = [2]uint64{}
+	x.mask = catMask{}
 	for _, c := range cats {
-		x.mask[(uint(c)>>6)&1] |= 1 << (uint(c) & 63)
+		x.mask.add(c)
 	}
 	mask := uint32(n - 1)
 	for e, c := range cats {
@@ -98,7 +98,7 @@ func (x *catIndex) find(c int32) int {
 		}
 		return -1
 	}
-	if x.mask[(uint(c)>>6)&1]&(1<<(uint(c)&63)) == 0 {
+	if !x.mask.has(c) {
 		return -1
 	}
 	mask := uint32(len(x.slots) - 1)
