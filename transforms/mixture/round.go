@@ -198,6 +198,10 @@ type Workspace struct {
 	w       []float64
 	classes []int32
 	blend   blendScratch
+	// refBlend makes Round write the fit out (EM.Result) and blend it with
+	// Blend, the reference that EM.blendFit must reproduce bit for bit
+	// (tests only).
+	refBlend bool
 	// Trace, when non-nil, receives the MAP objective before every EM step
 	// (tests check it never decreases).
 	Trace func(iter int, objective float64)
@@ -296,14 +300,17 @@ func (ws *Workspace) Round(dst, own, init *State, initWeight float64, neigh []St
 		obj = em.Step()
 		ws.Trace(it, obj)
 	}
-	em.Result(&ws.fit)
-	if own.Len() == 0 || p.Gamma == 0 {
-		dst.CopyFrom(&ws.fit)
-	} else {
+	switch {
+	case own.Len() == 0 || p.Gamma == 0:
+		em.Result(dst)
+	case ws.refBlend:
+		em.Result(&ws.fit)
 		blend(dst, own, &ws.fit, p.Gamma, p.C, &ws.blend)
+		ws.fit.Reset()
+	default:
+		em.blendFit(dst, own, p.Gamma, &ws.blend)
 	}
 	dst.Truncate(p.C0, p.MaxRowEntries)
-	ws.fit.Reset()
 }
 
 func boolTo01(b bool) int {
@@ -342,6 +349,9 @@ func Blend(dst, a, b *State, g float64, c int) { blend(dst, a, b, g, c, &blendSc
 type blendScratch struct {
 	a        catIndex
 	inA, inB []int32
+	// fitted marks, by local category index, the fit's entries that the
+	// stored row also holds (EM.blendFit).
+	fitted []uint8
 }
 
 func blend(dst, a, b *State, g float64, c int, sc *blendScratch) {

@@ -449,3 +449,76 @@ func TestCatIndex(t *testing.T) {
 		}
 	}
 }
+
+// bitsEqual reports whether two states are the same bit for bit: classes,
+// pi, and every row's categories, probabilities and remainder, in order.
+func bitsEqual(a, b *State) bool {
+	if !equalInt32(a.Class, b.Class) || len(a.Rows) != len(b.Rows) {
+		return false
+	}
+	for k := range a.Class {
+		ra, rb := &a.Rows[k], &b.Rows[k]
+		if math.Float64bits(a.Pi[k]) != math.Float64bits(b.Pi[k]) ||
+			math.Float64bits(ra.Rem) != math.Float64bits(rb.Rem) ||
+			!equalInt32(ra.Cat, rb.Cat) || len(ra.P) != len(rb.P) {
+			return false
+		}
+		for e := range ra.P {
+			if math.Float64bits(ra.P[e]) != math.Float64bits(rb.P[e]) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// TestBlendFit: Round's blend straight from the EM tables (EM.blendFit)
+// gives the states that writing the fit out and blending it (EM.Result,
+// then Blend) gives, bit for bit, over class counts from 3 to 1000, both
+// EM variants, one and ten EM steps, neighbours-only mixtures (Mu = 0,
+// where the item's own classes can be missing from the fit) and the
+// neighbourhoods that bring classes the item lacks.
+func TestBlendFit(t *testing.T) {
+	for _, c := range []int{3, 10, 100, 1000} {
+		for _, variant := range []Variant{Paper, Code} {
+			for _, iters := range []int{1, 10} {
+				for _, mu := range []float64{0.5, 0} {
+					p := DefaultParams(c)
+					p.Variant, p.EMIters, p.Mu, p.Seed = variant, iters, mu, 7
+					p.C0 = min(c, 10)
+					p.N, p.MaxRowEntries = DefaultN(p.C0), DefaultMaxRowEntries(p.C0)
+					rng := rand.New(rand.NewPCG(uint64(c), uint64(iters)))
+					items := make([]State, 40)
+					base := rng.IntN(max(c-4, 1))
+					for i := range items {
+						items[i].Init([]int32{int32(min(base+rng.IntN(5), c-1))}, c, p.C0, p.Smooth)
+					}
+					var ref, fused Workspace
+					ref.refBlend = true
+					var want, got State
+					neigh, w := make([]State, 10), make([]float64, 10)
+					compared := 0
+					for round := 0; round < 4; round++ {
+						for i := range items {
+							for j := range neigh {
+								neigh[j].CopyFrom(&items[rng.IntN(len(items))])
+								w[j] = rng.Float64()
+							}
+							ref.Round(&want, &items[i], nil, 0, neigh, w, uint64(i), round, &p)
+							fused.Round(&got, &items[i], nil, 0, neigh, w, uint64(i), round, &p)
+							if !bitsEqual(&got, &want) {
+								t.Fatalf("C=%d %v iters=%d mu=%g round %d item %d: blendFit differs from Result+Blend\ngot  %+v\nwant %+v",
+									c, variant, iters, mu, round, i, got, want)
+							}
+							compared++
+							items[i].CopyFrom(&want)
+						}
+					}
+					if compared == 0 {
+						t.Fatal("no rounds compared")
+					}
+				}
+			}
+		}
+	}
+}
