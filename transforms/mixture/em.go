@@ -199,27 +199,32 @@ func (em *EM) setData(y *Counts) {
 	em.intCounts = true
 	d.Off, d.Cnt, d.W, d.Trials = y.Off, y.Cnt, y.W, y.Trials
 	// One pass maps each entry's category to its local index and notes
-	// the category's largest count (maxK grows with the categories: a new
-	// one starts at 0).
+	// the category's largest count. maxK has room for every category the
+	// data could add (a new one starts at 0), so the pass needs no check
+	// for a new category; it is cut to the observed ones after.
 	cats := resize(d.Cat, len(y.Cat))
-	em.maxK = resize(em.maxK, o0)
+	em.maxK = resize(em.maxK, o0+len(y.Cat))
 	clear(em.maxK)
+	maxK := em.maxK
 	cnt := y.Cnt[:len(y.Cat)]
 	for e, c := range y.Cat {
 		li := em.localIndex(c)
 		cats[e] = li
-		if int(li) == len(em.maxK) {
-			em.maxK = append(em.maxK, 0)
-		}
+		// A whole count in [1, maxPowK]: int32(k) converts back to k
+		// exactly only for a whole k in int32's range (NaN and huge k
+		// fail too), one conversion each way where math.Trunc is a call
+		// on CPUs without SSE4.1.
 		k := cnt[e]
-		if !(k >= 1 && k <= maxPowK && k == math.Trunc(k)) {
+		ki := int32(k)
+		if !(float64(ki) == k && ki >= 1 && ki <= maxPowK) {
 			em.intCounts = false
 			continue
 		}
-		em.maxK[li] = max(em.maxK[li], int32(k))
+		maxK[li] = max(maxK[li], ki)
 	}
 	d.Cat = cats
 	o := len(em.Obs)
+	em.maxK = maxK[:o]
 	if o > o0 && len(em.Rho) == len(em.Classes)*o0 && o0 > 0 {
 		em.growObs(o0, o)
 	}
@@ -227,22 +232,28 @@ func (em *EM) setData(y *Counts) {
 		m := len(em.Classes)
 		em.powOff = resize(em.powOff, o)
 		n := o * m // the first powers are rho itself (see powers)
-		for b := 0; b < o; b++ {
+		for b, k := range em.maxK {
 			em.powOff[b] = int32(n)
 			// A category observed before but absent from this data (the
 			// Code variant re-samples every step) has maxK 0 and needs no
 			// powers; counting it as -1 of them overlapped the next
 			// categories' powers.
-			n += int(max(em.maxK[b], 1)-1) * m
+			n += int(max(k, 1)-1) * m
 		}
 		em.pow = resize(em.pow, n)
-		em.entOff = resize(em.entOff, len(d.Cat))
+		// Count 1 reads rho's own column, count k >= 2 its (k-2)th power
+		// column: both offsets are computed and one is picked without a
+		// branch (which count an entry has is data).
+		entOff := resize(em.entOff, len(d.Cat))
+		em.entOff = entOff
+		powOff, m32 := em.powOff, int32(m)
 		for e, c := range d.Cat {
-			if k := int32(d.Cnt[e]); k == 1 {
-				em.entOff[e] = c * int32(m)
-			} else {
-				em.entOff[e] = em.powOff[c] + (k-2)*int32(m)
+			k := int32(d.Cnt[e])
+			off := c * m32
+			if p := powOff[c] + (k-2)*m32; k != 1 {
+				off = p
 			}
+			entOff[e] = off
 		}
 	}
 }
