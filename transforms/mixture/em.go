@@ -3,6 +3,7 @@ package mixture
 import (
 	"fmt"
 	"math"
+	"slices"
 )
 
 // Variant selects how EM is run inside a round.
@@ -744,13 +745,7 @@ func (em *EM) resultRow(r *Row, a int) {
 func (em *EM) blendFit(dst, own *State, g float64, sc *blendScratch) {
 	dst.Reset()
 	for k, cl := range own.Class {
-		b := -1
-		for a, x := range em.Classes {
-			if x == cl {
-				b = a
-				break
-			}
-		}
+		b := slices.Index(em.Classes, cl)
 		var pb float64
 		if b >= 0 {
 			pb = em.Pi[b]
@@ -782,8 +777,8 @@ func (em *EM) blendFitRow(dst, a *Row, b int, g float64, sc *blendScratch) {
 	cats, ps := resize(dst.Cat, na+o), resize(dst.P, na+o)
 	fitted := resize(sc.fitted, o)
 	sc.fitted = fitted
-	part := resize(sc.inB, na)
-	sc.inB = part
+	part := resize(sc.part, na)
+	sc.part = part
 	for e, cat := range a.Cat {
 		part[e] = -1
 		if j := em.lookup(cat); j >= 0 && num[int(j)*m+b] != 0 {
@@ -814,7 +809,7 @@ func (em *EM) blendFitRow(dst, a *Row, b int, g float64, sc *blendScratch) {
 	// probAt compute them.
 	var ub float64
 	if n := c - nb; n > 0 {
-		ub = em.Unseen[b] * float64(c-nb) / float64(n)
+		ub = em.Unseen[b] * float64(n) / float64(n)
 	}
 	for e, j := range part {
 		pb := ub

@@ -350,8 +350,10 @@ type blendScratch struct {
 	a        catIndex
 	inA, inB []int32
 	// fitted marks, by local category index, the fit's entries that the
-	// stored row also holds (EM.blendFit).
+	// stored row also holds, and part is each stored entry's partner in the
+	// fit (EM.blendFitRow).
 	fitted []uint8
+	part   []int32
 }
 
 func blend(dst, a, b *State, g float64, c int, sc *blendScratch) {
