@@ -90,6 +90,7 @@ type Options struct {
 	Anchor           float64
 	AnnotationWeight float64
 	ActiveTol        float64
+	MinClassMass     float64
 	// Temperature calibrates the output's probabilities (pi^(1/T)
 	// renormalised); unset ("auto", the default), T is fitted to the run's
 	// final states (mixture.AutoTemperature). MinConfidence changes a label
@@ -152,6 +153,7 @@ func Defaults() Options {
 		Anchor:           m.Anchor,
 		AnnotationWeight: m.AnnotationWeight,
 		ActiveTol:        m.ActiveTol,
+		MinClassMass:     m.MinClassMass,
 		Seed:             1,
 		Device:           "auto",
 		Report:           true,
@@ -259,6 +261,8 @@ var Flags = []Flag{
 		bind: func(o *Options) flag.Value { return (*intValue)(&o.EMIters) }, check: intAtLeast(1, func(o *Options) int { return o.EMIters })},
 	{Name: "em-tol", Group: GroupMethod, Usage: "stop a round's EM once a step moves no class's posterior by more than this, in [0,1) (0: --em-iters steps or an exact fixpoint)",
 		bind: func(o *Options) flag.Value { return (*floatValue)(&o.EMTol) }, check: inRange(0, 1, false, func(o *Options) float64 { return o.EMTol })},
+	{Name: "min-class-mass", Group: GroupMethod, Usage: "leave out of a round's EM the classes below this share of the item's mixture (the heaviest always stays), in [0,1] (0: every class, the paper's)",
+		bind: func(o *Options) flag.Value { return (*floatValue)(&o.MinClassMass) }, check: inRange(0, 1, true, func(o *Options) float64 { return o.MinClassMass })},
 	{Name: "em-variant", Group: GroupMethod, Usage: "EM variant: paper (sample once, warm start) or code (authors' code: re-initialise, re-sample every iteration)",
 		bind: func(o *Options) flag.Value {
 			return &enumValue[mixture.Variant]{p: &o.Variant, parse: mixture.ParseVariant}
@@ -474,6 +478,7 @@ func (o *Options) Mixture(c int) (mixture.Params, error) {
 		Anchor:           o.Anchor,
 		AnnotationWeight: o.AnnotationWeight,
 		ActiveTol:        o.ActiveTol,
+		MinClassMass:     o.MinClassMass,
 		Seed:             o.Seed,
 	}, nil
 }

@@ -231,6 +231,7 @@ func (p *Plan) OptionMap() map[string]string {
 		"em-iters":          strconv.Itoa(m.EMIters),
 		"em-tol":            fmtF(m.EMTol),
 		"em-variant":        m.Variant.String(),
+		"min-class-mass":    fmtF(m.MinClassMass),
 		"smooth":            fmtF(m.Smooth),
 		"anchor":            fmtF(m.Anchor),
 		"annotation-weight": fmtF(m.AnnotationWeight),

@@ -454,7 +454,9 @@ func (em *EM) step(wantObj bool) float64 {
 			if gb >= cutBits {
 				in = 1
 			}
-			z += math.Float64frombits(gb & -in)
+			g = math.Float64frombits(gb & -in)
+			gamma[a] = g
+			z += g
 			keep[nk] = int32(a)
 			nk += int(in)
 		}
@@ -464,12 +466,27 @@ func (em *EM) step(wantObj bool) float64 {
 			obj += w * (logMx + math.Log(z))
 		}
 		trials := d.Trials[v]
-		for _, a := range keep[:nk] {
+		kept := keep[:nk]
+		for _, a := range kept {
 			g := w * gamma[a] / z
+			gamma[a] = g
 			sumG[a] += g
 			sumN[a] += g * trials
-			for e, c := range cat {
-				num[int(c)*m+int(a)] += g * cnt[e]
+		}
+		// Category by category over every class, dense: a dropped class's
+		// gamma is +0 and adding +0 leaves a cell (a sum of terms >= 0
+		// from +0) as it was, and each (category, class) cell gets its
+		// terms in the same order as class by class (entry order within a
+		// vector), so the sums keep their bits. The category's row and
+		// count are loaded once, and the loop has no index through keep:
+		// 10% fewer instructions in the step at C = 20, where a vector
+		// keeps about 9 of 16 classes (callgrind, docs/PERFORMANCE.md).
+		for e, c := range cat {
+			ce := cnt[e]
+			row := num[int(c)*m : int(c)*m+m]
+			row = row[:len(gamma)]
+			for a, g := range gamma {
+				row[a] += g * ce
 			}
 		}
 	}

@@ -105,6 +105,7 @@ type Sampler struct {
 	comps   []component
 	compCum []float64
 	guide   []int32
+	guided  bool // guide is built for the current mixture
 	tab     []float64
 	pcg     rand.PCG
 	rng     *rand.Rand
@@ -204,9 +205,18 @@ func (s *Sampler) SetMixture(states []*State, w []float64) bool {
 	for i := range s.compCum {
 		s.compCum[i] /= tot
 	}
-	// Guide table (the cutpoint method): guide[i] is the first component whose
-	// cumulative weight exceeds i/M, so a pick starts there and steps on
-	// rarely; it returns exactly what a search from the start would.
+	// The guide table is built on the first i.i.d. pick: systematic draws
+	// (the default) walk the cumulative weights forward and never use it,
+	// and building it was a twentieth of a round at C = 20.
+	s.guided = false
+	return true
+}
+
+// buildGuide lays out the guide table (the cutpoint method): guide[i] is
+// the first component whose cumulative weight exceeds i/M, so a pick starts
+// there and steps on rarely; it returns exactly what a search from the
+// start would.
+func (s *Sampler) buildGuide() {
 	m := len(s.comps)
 	s.guide = s.guide[:0]
 	j := 0
@@ -216,12 +226,15 @@ func (s *Sampler) SetMixture(states []*State, w []float64) bool {
 		}
 		s.guide = append(s.guide, int32(j))
 	}
-	return true
+	s.guided = true
 }
 
 // pickComp returns the index of the first component whose cumulative weight
 // exceeds u, starting at the guide table's entry for u.
 func (s *Sampler) pickComp(u float64) int {
+	if !s.guided {
+		s.buildGuide()
+	}
 	m := len(s.comps)
 	return s.compFrom(int(s.guide[min(int(u*float64(m)), m-1)]), u)
 }
