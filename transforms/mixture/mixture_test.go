@@ -3,6 +3,7 @@ package mixture
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -340,7 +341,10 @@ func chiCrit001(dof int) float64 {
 // over the cumulative weights from the start picks, zero weights included.
 func TestPickComp(t *testing.T) {
 	rng := rand.New(rand.NewPCG(4, 4))
-	for _, m := range []int{1, 2, 7, 55, 300} {
+	// One sampler for every mixture: each pick must use the guide table of
+	// the current mixture, built on its first i.i.d. pick.
+	var s Sampler
+	for _, m := range []int{1, 2, 7, 55, 300, 3} {
 		states := make([]*State, m)
 		w := make([]float64, m)
 		for j := range states {
@@ -352,7 +356,6 @@ func TestPickComp(t *testing.T) {
 			}
 		}
 		w[m-1] = 1
-		var s Sampler
 		s.SetMixture(states, w)
 		for i := 0; i < 20000; i++ {
 			u := rng.Float64()
@@ -690,5 +693,43 @@ func TestJointsInt(t *testing.T) {
 				t.Fatalf("m %d: largest %v, want %v", m, math.Float64frombits(mx), best)
 			}
 		}
+	}
+}
+
+// TestClassSet checks Params.MinClassMass: EM's class set drops the classes
+// below that share of the mixture (summed over components, by weight),
+// keeps the heaviest whatever the bound, keeps every class at 0, and
+// Validate rejects bounds outside [0, 1].
+func TestClassSet(t *testing.T) {
+	a := State{Class: []int32{7, 1, 2}, Pi: []float64{0.975, 0.017, 0.008}}
+	b := State{Class: []int32{1, 3, 4}, Pi: []float64{0.4, 0.595, 0.005}}
+	var ws Workspace
+	ws.comps = []*State{&a, &b}
+	ws.w = []float64{3, 1} // shares: a 3/4, b 1/4
+	for _, tc := range []struct {
+		min  float64
+		want []int32
+	}{
+		// class 1: .75*.017 + .25*.4 = .11275; 2: .006; 3: .14875; 4: .00125
+		{0, []int32{1, 2, 3, 4, 7}},
+		{0.005, []int32{1, 2, 3, 7}},
+		{0.01, []int32{1, 3, 7}},
+		{0.2, []int32{7}},
+		{1, []int32{7}}, // the heaviest stays
+	} {
+		ws.classSet(tc.min)
+		if !slices.Equal(ws.classes, tc.want) {
+			t.Errorf("MinClassMass %g: class set %v, want %v", tc.min, ws.classes, tc.want)
+		}
+	}
+	for _, v := range []float64{-0.01, 1.5, math.NaN()} {
+		p := DefaultParams(10)
+		p.MinClassMass = v
+		if p.Validate() == nil {
+			t.Errorf("MinClassMass %g: Validate accepted it", v)
+		}
+	}
+	if p := DefaultParams(10); p.MinClassMass != 0.01 || p.Validate() != nil {
+		t.Errorf("default MinClassMass %g (valid: %v), want 0.01", p.MinClassMass, p.Validate())
 	}
 }
