@@ -473,20 +473,32 @@ func (em *EM) step(wantObj bool) float64 {
 			sumG[a] += g
 			sumN[a] += g * trials
 		}
-		// Category by category over every class, dense: a dropped class's
-		// gamma is +0 and adding +0 leaves a cell (a sum of terms >= 0
-		// from +0) as it was, and each (category, class) cell gets its
-		// terms in the same order as class by class (entry order within a
-		// vector), so the sums keep their bits. The category's row and
-		// count are loaded once, and the loop has no index through keep:
-		// 10% fewer instructions in the step at C = 20, where a vector
-		// keeps about 9 of 16 classes (callgrind, docs/PERFORMANCE.md).
-		for e, c := range cat {
-			ce := cnt[e]
-			row := num[int(c)*m : int(c)*m+m]
-			row = row[:len(gamma)]
-			for a, g := range gamma {
-				row[a] += g * ce
+		// The counts' sums. Where most classes are kept, category by
+		// category over every class, each category's row of num and its
+		// count loaded once and no index through keep: a dropped class's
+		// gamma is +0, and adding +0 leaves a cell (a sum of terms >= 0
+		// from +0) as it was; every (category, class) cell gets its terms
+		// in the same order as class by class (entry order within a
+		// vector), so the sums keep their bits. 10% fewer instructions in
+		// the step at C = 20, where a vector keeps about 9 of 16 classes.
+		// A vector of one clear class keeps one or two, and there the
+		// kept classes' loop over the entries costs less (a row slice per
+		// category cost more than it saved: docs/PERFORMANCE.md).
+		if 2*nk >= m {
+			for e, c := range cat {
+				ce := cnt[e]
+				row := num[int(c)*m : int(c)*m+m]
+				row = row[:len(gamma)]
+				for a, g := range gamma {
+					row[a] += g * ce
+				}
+			}
+		} else {
+			for _, a := range kept {
+				g := gamma[a]
+				for e, c := range cat {
+					num[int(c)*m+int(a)] += g * cnt[e]
+				}
 			}
 		}
 	}
