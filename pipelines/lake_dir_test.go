@@ -99,8 +99,8 @@ func readSummary(t testing.TB, dir string) pipelines.Summary {
 // four daily files; an incremental run after each relabels only the new
 // file's rows (and the old rows they became neighbours of), leaves the
 // output shards it did not need to touch byte for byte as they were, and
-// after the last day the output's cleaned accuracy is within 0.3 point of
-// one full run. A rerun changes nothing and says so.
+// after the last day the output's cleaned accuracy is within
+// incrementalOneSeed of one full run. A rerun changes nothing and says so.
 func TestLakeDirIncrementalDigits(t *testing.T) {
 	ctx := ctxT(t)
 	truth := readI32(t, "../testdata/digits/truth.i32")
@@ -193,8 +193,61 @@ func TestLakeDirIncrementalDigits(t *testing.T) {
 	}
 	ai, af := accuracy(t, inc, truth), accuracy(t, cleanByID(t, full.Output), truth)
 	t.Logf("cleaned accuracy: incremental %.4f, full %.4f", ai, af)
-	if math.Abs(ai-af) > 0.003 {
-		t.Errorf("incremental accuracy %.4f, full %.4f: more than 0.3 point apart", ai, af)
+	// One seed: a loose bound that catches a broken incremental run; the
+	// 0.3 point bar holds for the mean over seeds (TestLakeDirIncrementalAccuracy).
+	if math.Abs(ai-af) > incrementalOneSeed {
+		t.Errorf("incremental accuracy %.4f, full %.4f: more than %.1f point apart", ai, af, 100*incrementalOneSeed)
+	}
+}
+
+// incrementalOneSeed bounds one seed's gap between the incremental and the
+// full run's cleaned accuracy on the digits days. The two runs draw
+// differently (an incremental day rescores a subset, with its own rounds), so
+// one seed's gap is noisy: over seeds 1-5 it ranged from -.22 to +.39 point
+// with every class in EM (--min-class-mass 0) and from -.11 to +.33 at the
+// default 0.01, means .12 and .14 (docs/PERFORMANCE.md). Issue 15's bar, 0.3
+// point, is held by the mean over seeds: TestLakeDirIncrementalAccuracy.
+const incrementalOneSeed = 0.005
+
+// TestLakeDirIncrementalAccuracy: over five seeds, the mean cleaned accuracy
+// of the digits days relabelled incrementally (a directory lake, four daily
+// files) is within 0.3 point of the mean of one full run per seed (issue
+// 15's bar), each seed within incrementalOneSeed.
+func TestLakeDirIncrementalAccuracy(t *testing.T) {
+	ctx := ctxT(t)
+	truth := readI32(t, "../testdata/digits/truth.i32")
+	days := digitsDays(t)
+	var sumInc, sumFull float64
+	seeds := []uint64{1, 2, 3, 4, 5}
+	for _, seed := range seeds {
+		in, out := filepath.Join(t.TempDir(), "in"), filepath.Join(t.TempDir(), "out")
+		cfg := dirConfig(in, out)
+		cfg.Seed = seed
+		for day, r := range days {
+			writeDay(t, filepath.Join(in, fmt.Sprintf("day-%d.parquet", day)), r)
+			if _, err := pipelines.Run(ctx, cfg, embedded); err != nil {
+				t.Fatalf("seed %d day %d: %v", seed, day, err)
+			}
+		}
+		full := pipelines.Defaults()
+		full.Rounds, full.Seed = lakeRounds, seed
+		full.Input, full.Output = cfg.Input, filepath.Join(t.TempDir(), "full")
+		if _, err := pipelines.Run(ctx, full, embedded); err != nil {
+			t.Fatal(err)
+		}
+		ai, af := accuracy(t, cleanByID(t, out), truth), accuracy(t, cleanByID(t, full.Output), truth)
+		t.Logf("seed %d: cleaned accuracy incremental %.4f, full %.4f", seed, ai, af)
+		if math.Abs(ai-af) > incrementalOneSeed {
+			t.Errorf("seed %d: incremental accuracy %.4f, full %.4f: more than %.1f point apart", seed, ai, af, 100*incrementalOneSeed)
+		}
+		sumInc += ai
+		sumFull += af
+	}
+	n := float64(len(seeds))
+	mi, mf := sumInc/n, sumFull/n
+	t.Logf("mean over %d seeds: incremental %.4f, full %.4f", len(seeds), mi, mf)
+	if math.Abs(mi-mf) > 0.003 {
+		t.Errorf("mean incremental accuracy %.4f, full %.4f: more than 0.3 point apart", mi, mf)
 	}
 }
 

@@ -33,6 +33,7 @@ func TestRunBadFlags(t *testing.T) {
 		{[]string{"--k", "0"}, "--k"}, {[]string{"--k", "-1"}, "--k"}, {[]string{"--k", "x"}, "--k"},
 		{[]string{"--l", "0"}, "--l"}, {[]string{"--n", "0"}, "--n"}, {[]string{"--em-iters", "0"}, "--em-iters"},
 		{[]string{"--em-tol", "1"}, "--em-tol"}, {[]string{"--em-tol", "NaN"}, "--em-tol"},
+		{[]string{"--min-class-mass", "2"}, "--min-class-mass"}, {[]string{"--min-class-mass", "NaN"}, "--min-class-mass"},
 		{[]string{"--temperature", "0"}, "--temperature"}, {[]string{"--temperature", "hot"}, "--temperature"},
 		{[]string{"--alpha", "0"}, "--alpha"}, {[]string{"--beta", "0.9"}, "--beta"}, {[]string{"--rounds", "-1"}, "--rounds"},
 		{[]string{"--c0", "0"}, "--c0"}, {[]string{"--c0", "11"}, "--c0"}, {[]string{"--mu", "2"}, "--mu"},
