@@ -44,6 +44,19 @@ func dirConfig(in, out string) pipelines.Options {
 	return o
 }
 
+// fullRunOf runs cfg (a dirConfig) as one full run over its whole input
+// into a fresh directory, the same options and seed but not incremental,
+// and returns its clean labels by id.
+func fullRunOf(ctx context.Context, t testing.TB, cfg pipelines.Options) map[int64]int32 {
+	t.Helper()
+	cfg.Lake.Incremental = false
+	cfg.Output = filepath.Join(t.TempDir(), "full")
+	if _, err := pipelines.Run(ctx, cfg, embedded); err != nil {
+		t.Fatal(err)
+	}
+	return cleanByID(t, cfg.Output)
+}
+
 // cleanByID reads an output directory whole: clean label by id.
 func cleanByID(t testing.TB, dir string) map[int64]int32 {
 	t.Helper()
@@ -185,13 +198,7 @@ func TestLakeDirIncrementalDigits(t *testing.T) {
 	}
 
 	// One full run over the whole directory.
-	full := pipelines.Defaults()
-	full.Rounds = lakeRounds
-	full.Input, full.Output = cfg.Input, filepath.Join(t.TempDir(), "full")
-	if _, err := pipelines.Run(ctx, full, embedded); err != nil {
-		t.Fatal(err)
-	}
-	ai, af := accuracy(t, inc, truth), accuracy(t, cleanByID(t, full.Output), truth)
+	ai, af := accuracy(t, inc, truth), accuracy(t, fullRunOf(ctx, t, cfg), truth)
 	t.Logf("cleaned accuracy: incremental %.4f, full %.4f", ai, af)
 	// One seed: a loose bound that catches a broken incremental run; the
 	// 0.3 point bar holds for the mean over seeds (TestLakeDirIncrementalAccuracy).
@@ -229,13 +236,7 @@ func TestLakeDirIncrementalAccuracy(t *testing.T) {
 				t.Fatalf("seed %d day %d: %v", seed, day, err)
 			}
 		}
-		full := pipelines.Defaults()
-		full.Rounds, full.Seed = lakeRounds, seed
-		full.Input, full.Output = cfg.Input, filepath.Join(t.TempDir(), "full")
-		if _, err := pipelines.Run(ctx, full, embedded); err != nil {
-			t.Fatal(err)
-		}
-		ai, af := accuracy(t, cleanByID(t, out), truth), accuracy(t, cleanByID(t, full.Output), truth)
+		ai, af := accuracy(t, cleanByID(t, out), truth), accuracy(t, fullRunOf(ctx, t, cfg), truth)
 		t.Logf("seed %d: cleaned accuracy incremental %.4f, full %.4f", seed, ai, af)
 		if math.Abs(ai-af) > incrementalOneSeed {
 			t.Errorf("seed %d: incremental accuracy %.4f, full %.4f: more than %.1f point apart", seed, ai, af, 100*incrementalOneSeed)
