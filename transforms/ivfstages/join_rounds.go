@@ -61,7 +61,7 @@ func (f *routeFn) ProcessElement(key int64, blocks func(*Block) bool, msgs func(
 	if err != nil {
 		return err
 	}
-	asks, err := unspillAll(msgs)
+	asks, err := unspillAll(msgs, 1) // a few small messages per block
 	if err != nil {
 		return err
 	}

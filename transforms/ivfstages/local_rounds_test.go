@@ -2,10 +2,12 @@ package ivfstages
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -85,8 +87,8 @@ func TestLocalRoundsErrors(t *testing.T) {
 		fn := &localRoundsFn{RoundConf: RoundConf{Rounds: 1, Mixture: f.nb.Mixture}}
 		return fn.ProcessElement(context.Background(), 0, iterOf(bs), func(string, BatchItems) {})
 	}
-	if err := run(append(slices.Clone(in), in[0])); err == nil {
-		t.Error("a block twice: no error")
+	if err := run(append(slices.Clone(in), in[0])); err == nil || !strings.Contains(err.Error(), "two blocks under one key") {
+		t.Errorf("a block twice: error %v, want two blocks under one key", err)
 	}
 	withExt := -1
 	for x := range in {
@@ -105,8 +107,27 @@ func TestLocalRoundsErrors(t *testing.T) {
 			rest = append(rest, b)
 		}
 	}
-	if err := run(rest); err == nil {
-		t.Errorf("block %d missing: no error", home)
+	if err := run(rest); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("block %d absent", home)) {
+		t.Errorf("block %d missing: error %v", home, err)
+	}
+	// A spilled block whose file is gone: unspilled on several
+	// goroutines, the read's error still comes back, naming the block.
+	sp := Spill{Dir: t.TempDir()}
+	var spilled []Block
+	for _, b := range in {
+		if err := sp.put(genSearched, &b, nil); err != nil {
+			t.Fatal(err)
+		}
+		spilled = append(spilled, b)
+	}
+	lost := spilled[len(spilled)/2]
+	if err := os.Remove(lost.Spilled.Path); err != nil {
+		t.Fatal(err)
+	}
+	fn := &localRoundsFn{RoundConf: RoundConf{Rounds: 1, Mixture: f.nb.Mixture, Workers: 3, Spill: sp}}
+	err := fn.ProcessElement(context.Background(), 0, iterOf(spilled), func(string, BatchItems) {})
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("block %d", lost.Key)) {
+		t.Errorf("block %d's spill file gone: error %v, want one naming the block", lost.Key, err)
 	}
 }
 

@@ -23,8 +23,23 @@ type unblockFn struct {
 }
 
 func (f unblockFn) ProcessElement(b Block, emit func(string, BatchItems)) error {
-	if err := b.unspill(); err != nil {
+	batches, out, err := f.unblock(b)
+	if err != nil {
 		return err
+	}
+	for i := range out {
+		emit(batches[i], out[i])
+	}
+	return nil
+}
+
+// unblock returns the items of b grouped by input batch (spilled when
+// f.Spill is on) and each group's batch key, in the order ProcessElement
+// emits them. It is safe to call on several blocks at once (localRoundsFn
+// does, and emits in block order).
+func (f unblockFn) unblock(b Block) ([]string, []BatchItems, error) {
+	if err := b.unspill(); err != nil {
+		return nil, nil, err
 	}
 	type origin struct {
 		src    int32
@@ -65,13 +80,10 @@ func (f unblockFn) ProcessElement(b Block, emit func(string, BatchItems)) error 
 	}
 	if f.Spill.On() {
 		if err := f.Spill.putBatchItems(f.Gen, b.Key, out); err != nil {
-			return err
+			return nil, nil, err
 		}
 	}
-	for i := range out {
-		emit(batches[i], out[i])
-	}
-	return nil
+	return batches, out, nil
 }
 
 // appendPosterior packs item i of src into dst without its transition rows
@@ -99,7 +111,7 @@ func batchKey(shard string, offset int64) string {
 type rebatchFn struct{}
 
 func (rebatchFn) ProcessElement(key string, iter func(*BatchItems) bool, emit func(stages.Items)) error {
-	parts, err := unspillAll(iter)
+	parts, err := unspillAll(iter, 0)
 	if err != nil {
 		return err
 	}

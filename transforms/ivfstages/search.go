@@ -176,8 +176,25 @@ type searchFn struct {
 func (f *searchFn) Setup() error {
 	var err error
 	f.searcher, f.coder, _, err = stages.Backends(f.P.Device)
+	if cpu, ok := f.searcher.(knn.CPU); ok && cpu.QueryBlock == 0 {
+		cpu.QueryBlock = searchQueryBlock
+		f.searcher = cpu
+	}
 	return err
 }
+
+// searchQueryBlock is the CPU search's query tile in a block. knn.CPU
+// spreads a search over its query tiles, and a block holds about
+// ivf.DefaultPartitionSize (500) items: with the default tile of 512 every
+// block's kNN ran on one goroutine, and while the embedded runner ran the
+// search in one bundle (it splits a bundle only when it sees no progress,
+// and blocks finish every few tens of milliseconds) one core of two sat
+// idle for 6-12 s of the million-row run (docs/PERFORMANCE.md). Two tiles
+// of 256 keep two cores busy; the packing of the stored items' tiles, done
+// once per query tile, costs a little more. A constant, not one derived
+// from the core count: the OpenBLAS build's sums depend on the tile shape,
+// and the output must not depend on the machine.
+const searchQueryBlock = 256
 
 type storedRef struct {
 	part, i int32
