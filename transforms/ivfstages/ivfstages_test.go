@@ -617,3 +617,38 @@ func TestPackedStates(t *testing.T) {
 		}
 	}
 }
+
+// TestSearchTile: the search's CPU kNN runs in query tiles of
+// searchQueryBlock (two goroutines on a block of about 500 items), and the
+// tile only spreads the work: blocks searched in tiles of 7 queries on
+// three goroutines are byte for byte those of Setup's searcher.
+func TestSearchTile(t *testing.T) {
+	s := &searchFn{P: stages.NeighbourParams{K: 3}}
+	if err := s.Setup(); err != nil {
+		t.Fatal(err)
+	}
+	if cpu, ok := s.searcher.(knn.CPU); !ok || cpu.QueryBlock != searchQueryBlock {
+		t.Fatalf("search backend %#v, want knn.CPU with QueryBlock %d", s.searcher, searchQueryBlock)
+	}
+	f := newFixture(t, 600, 70)
+	parts := f.parts(t, 1)
+	tiled := f.search(t, parts, nil)
+	small := &searchFn{P: f.nb}
+	small.searcher, small.coder = knn.CPU{QueryBlock: 7, Workers: 3}, llc.CPU{}
+	multi := 0
+	for k, ps := range parts {
+		var got Block
+		if err := small.ProcessElement(context.Background(), k, iterOf(slices.Clone(ps)), func(b Block) { got = b }, func(int64) {}); err != nil {
+			t.Fatal(err)
+		}
+		if got.Len() > 7 {
+			multi++
+		}
+		if !bytes.Equal(encodeBlock(got), encodeBlock(tiled[k])) {
+			t.Errorf("block %d: searched in tiles of 7, it differs", k)
+		}
+	}
+	if multi == 0 {
+		t.Fatal("no block spans two tiles of 7; the case tests nothing")
+	}
+}
