@@ -124,19 +124,20 @@ func (f *localRoundsFn) ProcessElement(ctx context.Context, _ int64, iter func(*
 	type unblocked struct {
 		batches []string
 		items   []BatchItems
-		err     error
 	}
 	res := make([]unblocked, len(bs))
-	pool.EachIndex(len(bs), f.Workers, func(x int) {
+	err = pool.EachIndexErr(len(bs), f.Workers, func(x int) error {
 		bs[x].State = cur[x]
 		r := &res[x]
-		r.batches, r.items, r.err = out.unblock(bs[x])
+		var err error
+		r.batches, r.items, err = out.unblock(bs[x])
 		bs[x], cur[x] = Block{}, mixture.States{}
+		return err
 	})
+	if err != nil {
+		return err
+	}
 	for x := range res {
-		if res[x].err != nil {
-			return res[x].err
-		}
 		for i := range res[x].items {
 			emit(res[x].batches[i], res[x].items[i])
 		}
@@ -206,12 +207,8 @@ func unspillAll[T any, P interface {
 		var zero T
 		v = zero
 	}
-	errs := make([]error, len(out))
-	pool.EachIndex(len(out), workers, func(i int) { errs[i] = P(&out[i]).unspill() })
-	for _, err := range errs {
-		if err != nil {
-			return nil, err
-		}
+	if err := pool.EachIndexErr(len(out), workers, func(i int) error { return P(&out[i]).unspill() }); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -234,28 +231,24 @@ func locate(bs []Block, workers int) ([][]extLoc, error) {
 		}
 	}
 	ext := make([][]extLoc, len(bs))
-	errs := make([]error, len(bs))
-	pool.EachIndex(len(bs), workers, func(x int) {
+	err := pool.EachIndexErr(len(bs), workers, func(x int) error {
 		b := &bs[x]
 		ext[x] = make([]extLoc, len(b.ExtKeys))
 		for e, key := range b.ExtKeys {
 			h, ok := slices.BinarySearch(keys, b.ExtHome[e])
 			if !ok {
-				errs[x] = fmt.Errorf("ivfstages: block %d: neighbour %d's block %d absent", b.Key, key, b.ExtHome[e])
-				return
+				return fmt.Errorf("ivfstages: block %d: neighbour %d's block %d absent", b.Key, key, b.ExtHome[e])
 			}
 			i, ok := slices.BinarySearch(bs[h].Keys, key)
 			if !ok {
-				errs[x] = fmt.Errorf("ivfstages: block %d: neighbour %d absent from its block %d", b.Key, key, b.ExtHome[e])
-				return
+				return fmt.Errorf("ivfstages: block %d: neighbour %d absent from its block %d", b.Key, key, b.ExtHome[e])
 			}
 			ext[x][e] = extLoc{int32(h), int32(i)}
 		}
+		return nil
 	})
-	for _, err := range errs {
-		if err != nil {
-			return nil, err
-		}
+	if err != nil {
+		return nil, err
 	}
 	return ext, nil
 }

@@ -107,5 +107,19 @@ func EachIndex(n, workers int, f func(i int)) {
 	wg.Wait()
 }
 
+// EachIndexErr is EachIndex for calls that can fail: every call runs, and
+// it returns the error of the lowest failing index (nil if none), so the
+// error reported does not depend on which goroutine got there first.
+func EachIndexErr(n, workers int, f func(i int) error) error {
+	errs := make([]error, n)
+	EachIndex(n, workers, func(i int) { errs[i] = f(i) })
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Chunks is the number of chunks EachChunk splits n indices into.
 func Chunks(n int) int { return (n + Chunk - 1) / Chunk }

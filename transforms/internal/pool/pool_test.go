@@ -1,7 +1,9 @@
 package pool
 
 import (
+	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -122,4 +124,25 @@ func TestEachIndex(t *testing.T) {
 	<-started
 	close(release)
 	<-done
+}
+
+// TestEachIndexErr: every index runs, and the error is the lowest failing
+// index's whatever the workers; nil when none fails.
+func TestEachIndexErr(t *testing.T) {
+	for _, workers := range []int{0, 1, 2, 7} {
+		var ran atomic.Int32
+		err := EachIndexErr(100, workers, func(i int) error {
+			ran.Add(1)
+			if i%30 == 29 {
+				return fmt.Errorf("index %d", i)
+			}
+			return nil
+		})
+		if err == nil || err.Error() != "index 29" || ran.Load() != 100 {
+			t.Errorf("workers=%d: error %v after %d calls, want index 29 after 100", workers, err, ran.Load())
+		}
+		if err := EachIndexErr(10, workers, func(int) error { return nil }); err != nil {
+			t.Errorf("workers=%d: error %v, want nil", workers, err)
+		}
+	}
 }
