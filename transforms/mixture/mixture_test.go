@@ -546,6 +546,58 @@ func TestPick(t *testing.T) {
 	}
 }
 
+// TestVector: a draw's vector (sorted distinct categories with counts, the
+// top entry's trials merged in at its place) against a map count, for few
+// draws (rankDraws) and more than maxRankDraws (the sort), with many
+// repeats (small C) and almost none (large C), and categories up to
+// int32's largest.
+func TestVector(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	var s Sampler
+	for _, c := range []int{3, 40, 1000, math.MaxInt32} {
+		for _, n := range []int{0, 1, 2, 7, maxRankDraws, maxRankDraws + 1, 70} {
+			for rep := 0; rep < 50; rep++ {
+				row := &Row{Cat: []int32{int32(rng.IntN(c)), int32(rng.IntN(c))}}
+				if row.Cat[1] == row.Cat[0] {
+					row.Cat = row.Cat[:1]
+				}
+				top, k := -1, 0
+				if rep%3 > 0 {
+					top, k = rng.IntN(len(row.Cat)), rng.IntN(4)
+				}
+				want := map[int32]float64{}
+				if top >= 0 && k > 0 {
+					want[row.Cat[top]] += float64(k)
+				}
+				s.draw = s.draw[:0]
+				for i := 0; i < n; i++ {
+					x := int32(rng.IntN(c))
+					if rep%2 == 0 && i > 0 && rng.IntN(3) == 0 {
+						x = s.draw[rng.IntN(i)] // repeats at any C
+					}
+					if rep%5 == 0 && i == 0 {
+						x = math.MaxInt32 % int32(c)
+					}
+					s.draw = append(s.draw, x)
+					want[x]++
+				}
+				s.vector(row, top, k)
+				if len(s.vec) != len(s.cnt) || len(s.vec) != len(want) {
+					t.Fatalf("C %d, %d draws: vector %v %v, want counts %v", c, n, s.vec, s.cnt, want)
+				}
+				for e, x := range s.vec {
+					if e > 0 && s.vec[e-1] >= x {
+						t.Fatalf("C %d, %d draws: categories %v not ascending", c, n, s.vec)
+					}
+					if s.cnt[e] != want[x] {
+						t.Fatalf("C %d, %d draws: category %d count %v, want %v", c, n, x, s.cnt[e], want[x])
+					}
+				}
+			}
+		}
+	}
+}
+
 // TestEMStepReference compares one EM step against a dense log-domain step
 // written out from METHOD.md step 5: on ordinary counts (the power table),
 // on counts so large that every joint underflows float64 (the log path),
