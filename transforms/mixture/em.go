@@ -189,6 +189,33 @@ func (em *EM) localIndex(cat int32) int32 {
 	return li
 }
 
+// mapDense sets cats[e] to the local index of category ycat[e] through the
+// dense index, registering new categories in order of first occurrence, as
+// localIndex does, without a branch on whether a category is new: at large
+// C most of a round's categories are (a uniform draw from a row's
+// remainder), a coin the branch predictor lost about once per new
+// category. Each category's slot in Obs is written whether it is new or
+// not, and only a new one advances Obs's length.
+func (em *EM) mapDense(ycat, cats []int32) {
+	o := len(em.Obs)
+	obs := slices.Grow(em.Obs, len(ycat))[:o+len(ycat)]
+	local := em.local[:em.C]
+	cats = cats[:len(ycat)]
+	for e, c := range ycat {
+		li := local[c]
+		var isNew int32
+		if li == 0 {
+			isNew = 1
+		}
+		obs[o] = c
+		o += int(isNew)
+		li |= int32(o) & -isNew // a new category's index + 1 is Obs's new length
+		local[c] = li
+		cats[e] = li - 1
+	}
+	em.Obs = obs[:o]
+}
+
 // setData registers categories of y (global indices), maps them to local
 // indices and notes each category's largest count for the E step's powers.
 // Only the categories are copied: the other columns are y's own slices, so
@@ -208,9 +235,17 @@ func (em *EM) setData(y *Counts) {
 	clear(em.maxK)
 	maxK := em.maxK
 	cnt := y.Cnt[:len(y.Cat)]
+	if em.C <= denseLocalMax {
+		em.mapDense(y.Cat, cats)
+	}
 	for e, c := range y.Cat {
-		li := em.localIndex(c)
-		cats[e] = li
+		var li int32
+		if em.C <= denseLocalMax {
+			li = cats[e]
+		} else {
+			li = em.localIndex(c)
+			cats[e] = li
+		}
 		// A whole count in [1, maxPowK]: int32(k) converts back to k
 		// exactly only for a whole k in int32's range (NaN and huge k
 		// fail too), one conversion each way where math.Trunc is a call

@@ -598,6 +598,35 @@ func TestVector(t *testing.T) {
 	}
 }
 
+// TestMapDense: the dense index's branch-free mapping gives every category
+// the local index localIndex gives it (first occurrence order, across
+// calls, as the Code variant's re-sampled data adds categories), and Obs
+// lists them in that order.
+func TestMapDense(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, c := range []int{5, 1000} {
+		var got, want EM
+		got.SetClasses([]int32{0}, c, 1, 1)
+		want.SetClasses([]int32{0}, c, 1, 1)
+		for call := 0; call < 4; call++ {
+			ycat := make([]int32, rng.IntN(60))
+			for e := range ycat {
+				ycat[e] = int32(rng.IntN(c))
+			}
+			cats := make([]int32, len(ycat))
+			got.mapDense(ycat, cats)
+			for e, x := range ycat {
+				if w := want.localIndex(x); cats[e] != w {
+					t.Fatalf("C %d call %d entry %d (category %d): local %d, want %d", c, call, e, x, cats[e], w)
+				}
+			}
+			if !slices.Equal(got.Obs, want.Obs) {
+				t.Fatalf("C %d call %d: Obs %v, want %v", c, call, got.Obs, want.Obs)
+			}
+		}
+	}
+}
+
 // TestEMStepReference compares one EM step against a dense log-domain step
 // written out from METHOD.md step 5: on ordinary counts (the power table),
 // on counts so large that every joint underflows float64 (the log path),
