@@ -134,8 +134,8 @@ func (em *EM) SetClasses(classes []int32, c int, alpha, beta float64) {
 	em.Classes = append(em.Classes[:0], classes...)
 	em.C, em.Alpha, em.Beta = c, alpha, beta
 	if em.C <= denseLocalMax {
-		if len(em.local) < em.C {
-			em.local = make([]int32, em.C)
+		if len(em.local) < em.C+1 { // + mapDense's spare slot
+			em.local = make([]int32, em.C+1)
 		} else {
 			for _, cat := range em.Obs {
 				em.local[cat] = 0
@@ -195,11 +195,16 @@ func (em *EM) localIndex(cat int32) int32 {
 // C most of a round's categories are (a uniform draw from a row's
 // remainder), a coin the branch predictor lost about once per new
 // category. Each category's slot in Obs is written whether it is new or
-// not, and only a new one advances Obs's length.
+// not, and only a new one advances Obs's length. A known category's index
+// is written to a spare slot past C, not back to its own: a store to its
+// own slot made the next lookup of the same category wait for it, and at
+// small C, where most categories repeat, that chain was slower than the
+// branch had been.
 func (em *EM) mapDense(ycat, cats []int32) {
 	o := len(em.Obs)
 	obs := slices.Grow(em.Obs, len(ycat))[:o+len(ycat)]
-	local := em.local[:em.C]
+	spare := int32(em.C)
+	local := em.local[:spare+1]
 	cats = cats[:len(ycat)]
 	for e, c := range ycat {
 		li := local[c]
@@ -209,8 +214,9 @@ func (em *EM) mapDense(ycat, cats []int32) {
 		}
 		obs[o] = c
 		o += int(isNew)
-		li |= int32(o) & -isNew // a new category's index + 1 is Obs's new length
-		local[c] = li
+		li |= int32(o) & -isNew        // a new category's index + 1 is Obs's new length
+		at := spare ^ (spare^c)&-isNew // c when new, else spare
+		local[at] = li
 		cats[e] = li - 1
 	}
 	em.Obs = obs[:o]

@@ -114,6 +114,10 @@ type Sampler struct {
 	vec     []int32 // sorted distinct categories of the current draw
 	cnt     []float64
 	slots   []int32 // open-addressing table of distinct vectors (index + 1)
+	// rankDraws's slots, kept here so a call need not zero them: it
+	// clears the counts it set.
+	rankCat [maxRankDraws]int32
+	rankCnt [maxRankDraws]int32
 	hashes  []uint64
 	// Draws picks how the L vectors choose their components (Draws).
 	Draws Draws
@@ -424,7 +428,7 @@ func (s *Sampler) vector(row *Row, top, k int) {
 		topCat = row.Cat[top]
 	}
 	d := s.draw
-	if len(d) <= maxRankDraws {
+	if len(d) > minRankDraws && len(d) <= maxRankDraws {
 		s.rankDraws(d, topCat, k)
 		return
 	}
@@ -451,6 +455,10 @@ func (s *Sampler) vector(row *Row, top, k int) {
 	}
 }
 
+// minRankDraws: up to this many draws, the insertion sort is as cheap (a
+// vector of a near-diagonal row at small C has one or two).
+const minRankDraws = 3
+
 // maxRankDraws bounds the draws rankDraws places (its quadratic count of
 // comparisons beats a sort's branches well past a vector's usual few).
 const maxRankDraws = 32
@@ -463,8 +471,7 @@ const maxRankDraws = 32
 // over the slots then gives the distinct categories in order with their
 // counts, as sorting and counting runs did.
 func (s *Sampler) rankDraws(d []int32, topCat int32, k int) {
-	var cats [maxRankDraws]int32
-	var counts [maxRankDraws]int32
+	cats, counts := &s.rankCat, &s.rankCnt // counts is all zero between calls
 	d = d[:min(len(d), maxRankDraws)]
 	for _, x := range d {
 		r := 0
@@ -476,10 +483,12 @@ func (s *Sampler) rankDraws(d []int32, topCat int32, k int) {
 		counts[r]++
 	}
 	for r := range d {
-		if counts[r] == 0 {
+		n := counts[r]
+		if n == 0 {
 			continue
 		}
-		s.emit(cats[r], float64(counts[r]), &topCat, k)
+		counts[r] = 0
+		s.emit(cats[r], float64(n), &topCat, k)
 	}
 	if topCat >= 0 {
 		s.vec = append(s.vec, topCat)
