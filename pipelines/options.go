@@ -82,7 +82,7 @@ type Options struct {
 	Gamma            float64
 	Alpha            float64
 	Beta             float64
-	EMIters          int
+	EMIters          Opt[int]
 	EMTol            float64
 	Variant          mixture.Variant
 	Draws            mixture.Draws
@@ -127,7 +127,7 @@ type Options struct {
 // quality harness and the tests start here, so what is measured is what
 // users get.
 func Defaults() Options {
-	m := mixture.DefaultParams(0) // the data-dependent c0, n stay unset (Opt)
+	m := mixture.DefaultParams(0) // c0, n (data) and em-iters (variant) stay unset (Opt)
 	l := llc.DefaultParams()
 	return Options{
 		Format:           shardio.ArrowFile,
@@ -145,7 +145,6 @@ func Defaults() Options {
 		Gamma:            m.Gamma,
 		Alpha:            m.Alpha,
 		Beta:             m.Beta,
-		EMIters:          m.EMIters,
 		EMTol:            m.EMTol,
 		Variant:          m.Variant,
 		Draws:            m.Draws,
@@ -257,8 +256,8 @@ var Flags = []Flag{
 		bind: func(o *Options) flag.Value { return (*floatValue)(&o.Alpha) }, check: floatAtLeast(1, func(o *Options) float64 { return o.Alpha })},
 	{Name: "beta", Group: GroupMethod, Usage: "Dirichlet prior of rho rows, >= 1",
 		bind: func(o *Options) flag.Value { return (*floatValue)(&o.Beta) }, check: floatAtLeast(1, func(o *Options) float64 { return o.Beta })},
-	{Name: "em-iters", Group: GroupMethod, Usage: "EM iterations per round",
-		bind: func(o *Options) flag.Value { return (*intValue)(&o.EMIters) }, check: intAtLeast(1, func(o *Options) int { return o.EMIters })},
+	{Name: "em-iters", Group: GroupMethod, Usage: "EM iterations per round", Default: fmt.Sprintf("%d (paper), %d (code)", mixture.DefaultEMIters(mixture.Paper), mixture.DefaultEMIters(mixture.Code)),
+		bind: func(o *Options) flag.Value { return &optInt{p: &o.EMIters} }, check: atLeast(1, func(o *Options) Opt[int] { return o.EMIters })},
 	{Name: "em-tol", Group: GroupMethod, Usage: "stop a round's EM once a step moves no class's posterior by more than this, in [0,1) (0: --em-iters steps or an exact fixpoint)",
 		bind: func(o *Options) flag.Value { return (*floatValue)(&o.EMTol) }, check: inRange(0, 1, false, func(o *Options) float64 { return o.EMTol })},
 	{Name: "min-class-mass", Group: GroupMethod, Usage: "leave out of a round's EM the classes below this share of the item's mixture (the heaviest always stays), in [0,1] (0: every class, the paper's)",
@@ -452,6 +451,7 @@ func (o *Options) Validate() error {
 
 // Mixture resolves the method's parameters for c classes: c0 and n take
 // their data-dependent defaults (mixture.DefaultC0, DefaultN) unless given,
+// and em-iters its variant's (mixture.DefaultEMIters),
 // the stored rows are bounded at mixture.DefaultMaxRowEntries(c0), and Seed
 // is the job's seed. An explicit value the data makes impossible (c0 > C) is
 // an error naming the flag, never clamped.
@@ -469,7 +469,7 @@ func (o *Options) Mixture(c int) (mixture.Params, error) {
 		Gamma:            o.Gamma,
 		Alpha:            o.Alpha,
 		Beta:             o.Beta,
-		EMIters:          o.EMIters,
+		EMIters:          o.EMIters.Or(mixture.DefaultEMIters(o.Variant)),
 		EMTol:            o.EMTol,
 		Variant:          o.Variant,
 		Draws:            o.Draws,

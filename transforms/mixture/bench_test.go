@@ -11,7 +11,7 @@ import (
 // BenchmarkRound measures one item's round (sample + EM) at the issue's sizes:
 // K = 10 neighbours, C0 = 10 (N = 2 C0 - 1 = 19, rows of at most 20
 // entries), the rest DefaultParams (L = 100 with systematic component draws,
-// EM up to 10 iterations with its tolerance). C0 is the issue's 10, not
+// one EM step: DefaultEMIters). C0 is the issue's 10, not
 // DefaultC0 (5 since issue 14), so the figure stays comparable. Items/s
 // at C = 1000 should stay within 3x of C = 10: nothing is O(C^2). items/cpu-s
 // is the same rate per CPU-second of the process, the figure to read on a
