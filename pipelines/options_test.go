@@ -123,6 +123,27 @@ func TestOptionsExplicitValues(t *testing.T) {
 	if o, err := parse("--temperature", "0.25", "--temperature", "auto"); err != nil || o.Temperature.Set {
 		t.Errorf("--temperature auto after a number gave %+v (%v)", o.Temperature, err)
 	}
+	// --em-iters: unset, the variant's default (one step for paper, the
+	// authors' code's ten); given, as given whatever the variant.
+	for _, tc := range []struct {
+		args []string
+		want int
+	}{
+		{nil, 1},
+		{[]string{"--em-variant", "code"}, 10},
+		{[]string{"--em-iters", "3"}, 3},
+		{[]string{"--em-iters", "1", "--em-variant", "code"}, 1},
+		{[]string{"--em-variant", "code", "--em-iters", "10", "--em-variant", "paper"}, 10},
+	} {
+		o, err := parse(tc.args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := o.Mixture(10)
+		if err != nil || m.EMIters != tc.want {
+			t.Errorf("%v: em-iters %d (%v), want %d", tc.args, m.EMIters, err, tc.want)
+		}
+	}
 	o, err := parse("--smooth", "0", "--c0", "3")
 	if err != nil {
 		t.Fatal(err)
