@@ -169,37 +169,33 @@ func fillColumn(x []float64, a, m int, v float64) {
 	}
 }
 
-// localIndex returns the local index of category cat, registering it when new.
-func (em *EM) localIndex(cat int32) int32 {
+// mapCategories sets cats[e] to the local index of category ycat[e],
+// registering new categories in Obs in order of first occurrence.
+func (em *EM) mapCategories(ycat, cats []int32) {
 	if em.C <= denseLocalMax {
-		li := em.local[cat]
-		if li == 0 {
-			em.Obs = append(em.Obs, cat)
+		em.mapDense(ycat, cats)
+		return
+	}
+	for e, c := range ycat {
+		li, ok := em.localMap[c]
+		if !ok {
 			li = int32(len(em.Obs))
-			em.local[cat] = li
+			em.localMap[c] = li
+			em.Obs = append(em.Obs, c)
 		}
-		return li - 1
+		cats[e] = li
 	}
-	li, ok := em.localMap[cat]
-	if !ok {
-		li = int32(len(em.Obs))
-		em.localMap[cat] = li
-		em.Obs = append(em.Obs, cat)
-	}
-	return li
 }
 
-// mapDense sets cats[e] to the local index of category ycat[e] through the
-// dense index, registering new categories in order of first occurrence, as
-// localIndex does, without a branch on whether a category is new: at large
-// C most of a round's categories are (a uniform draw from a row's
-// remainder), a coin the branch predictor lost about once per new
-// category. Each category's slot in Obs is written whether it is new or
-// not, and only a new one advances Obs's length. A known category's index
-// is written to a spare slot past C, not back to its own: a store to its
-// own slot made the next lookup of the same category wait for it, and at
-// small C, where most categories repeat, that chain was slower than the
-// branch had been.
+// mapDense is mapCategories through the dense index, without a branch on
+// whether a category is new: at large C most of a round's categories are
+// (a uniform draw from a row's remainder), a coin the branch predictor lost
+// about once per new category. Each category's slot in Obs is written
+// whether it is new or not, and only a new one advances Obs's length. A
+// known category's index is written to a spare slot past C, not back to its
+// own: a store to its own slot made the next lookup of the same category
+// wait for it, and at small C, where most categories repeat, that chain was
+// slower than the branch had been.
 func (em *EM) mapDense(ycat, cats []int32) {
 	o := len(em.Obs)
 	obs := slices.Grow(em.Obs, len(ycat))[:o+len(ycat)]
@@ -241,17 +237,8 @@ func (em *EM) setData(y *Counts) {
 	clear(em.maxK)
 	maxK := em.maxK
 	cnt := y.Cnt[:len(y.Cat)]
-	if em.C <= denseLocalMax {
-		em.mapDense(y.Cat, cats)
-	}
-	for e, c := range y.Cat {
-		var li int32
-		if em.C <= denseLocalMax {
-			li = cats[e]
-		} else {
-			li = em.localIndex(c)
-			cats[e] = li
-		}
+	em.mapCategories(y.Cat, cats)
+	for e, li := range cats {
 		// A whole count in [1, maxPowK]: int32(k) converts back to k
 		// exactly only for a whole k in int32's range (NaN and huge k
 		// fail too), one conversion each way where math.Trunc is a call

@@ -598,30 +598,37 @@ func TestVector(t *testing.T) {
 	}
 }
 
-// TestMapDense: the dense index's branch-free mapping gives every category
-// the local index localIndex gives it (first occurrence order, across
-// calls, as the Code variant's re-sampled data adds categories), and Obs
-// lists them in that order.
-func TestMapDense(t *testing.T) {
+// TestMapCategories: both category indices (dense, branch-free, and the
+// map beyond denseLocalMax) give every category its first occurrence's
+// order across calls (the Code variant's re-sampled data adds categories),
+// and Obs lists them in that order.
+func TestMapCategories(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
-	for _, c := range []int{5, 1000} {
-		var got, want EM
-		got.SetClasses([]int32{0}, c, 1, 1)
-		want.SetClasses([]int32{0}, c, 1, 1)
+	for _, c := range []int{5, 1000, denseLocalMax + 1} {
+		var em EM
+		em.SetClasses([]int32{0}, c, 1, 1)
+		want := map[int32]int32{}
+		var wantObs []int32
 		for call := 0; call < 4; call++ {
 			ycat := make([]int32, rng.IntN(60))
 			for e := range ycat {
-				ycat[e] = int32(rng.IntN(c))
+				ycat[e] = int32(rng.IntN(min(c, 2000)))
 			}
 			cats := make([]int32, len(ycat))
-			got.mapDense(ycat, cats)
+			em.mapCategories(ycat, cats)
 			for e, x := range ycat {
-				if w := want.localIndex(x); cats[e] != w {
+				w, ok := want[x]
+				if !ok {
+					w = int32(len(wantObs))
+					want[x] = w
+					wantObs = append(wantObs, x)
+				}
+				if cats[e] != w {
 					t.Fatalf("C %d call %d entry %d (category %d): local %d, want %d", c, call, e, x, cats[e], w)
 				}
 			}
-			if !slices.Equal(got.Obs, want.Obs) {
-				t.Fatalf("C %d call %d: Obs %v, want %v", c, call, got.Obs, want.Obs)
+			if !slices.Equal(em.Obs, wantObs) {
+				t.Fatalf("C %d call %d: Obs %v, want %v", c, call, em.Obs, wantObs)
 			}
 		}
 	}

@@ -414,8 +414,9 @@ func (s *Sampler) Sample(dst *Counts, l, n, c int) {
 
 // vector sets s.vec, s.cnt to the sorted distinct categories of the current
 // draw: k trials of row entry top (when top >= 0) and the categories in s.draw.
-// Up to maxRankDraws draws are placed by rank (see rankDraws), more are
-// insertion-sorted and run-length counted; top is merged in at its place.
+// From minRankDraws+1 to maxRankDraws draws are placed by rank (rankDraws),
+// fewer or more are insertion-sorted and run-length counted (sortDraws);
+// top is merged in at its place.
 // At large C a vector holds many distinct categories (about six at
 // C = 1000, most drawn from the row's remainder): finding each draw's entry
 // by a scan, then sorting the two columns, cost a tenth of a round, and an
@@ -427,11 +428,28 @@ func (s *Sampler) vector(row *Row, top, k int) {
 	if top >= 0 && k > 0 {
 		topCat = row.Cat[top]
 	}
-	d := s.draw
-	if len(d) > minRankDraws && len(d) <= maxRankDraws {
-		s.rankDraws(d, topCat, k)
-		return
+	if d := s.draw; len(d) > minRankDraws && len(d) <= maxRankDraws {
+		s.rankDraws(d, &topCat, k)
+	} else {
+		s.sortDraws(d, &topCat, k)
 	}
+	if topCat >= 0 { // top comes after every draw
+		s.vec = append(s.vec, topCat)
+		s.cnt = append(s.cnt, float64(k))
+	}
+}
+
+// minRankDraws: up to this many draws, the insertion sort is as cheap (a
+// vector of a near-diagonal row at small C has one or two).
+const minRankDraws = 3
+
+// maxRankDraws bounds the draws rankDraws places (its quadratic count of
+// comparisons beats a sort's branches well past a vector's usual few).
+const maxRankDraws = 32
+
+// sortDraws is vector's path for very few or many draws: insertion sort,
+// then runs counted.
+func (s *Sampler) sortDraws(d []int32, topCat *int32, k int) {
 	for i := 1; i < len(d); i++ { // insertion sort: a vector has at most N draws
 		x, j := d[i], i
 		for j > 0 && d[j-1] > x {
@@ -446,22 +464,10 @@ func (s *Sampler) vector(row *Row, top, k int) {
 		for j < len(d) && d[j] == x {
 			j++
 		}
-		s.emit(x, float64(j-i), &topCat, k)
+		s.emit(x, float64(j-i), topCat, k)
 		i = j
 	}
-	if topCat >= 0 {
-		s.vec = append(s.vec, topCat)
-		s.cnt = append(s.cnt, float64(k))
-	}
 }
-
-// minRankDraws: up to this many draws, the insertion sort is as cheap (a
-// vector of a near-diagonal row at small C has one or two).
-const minRankDraws = 3
-
-// maxRankDraws bounds the draws rankDraws places (its quadratic count of
-// comparisons beats a sort's branches well past a vector's usual few).
-const maxRankDraws = 32
 
 // rankDraws is vector's path for few draws: each draw's rank, the number
 // of draws below it, is counted without a branch (the sign of the
@@ -470,7 +476,7 @@ const maxRankDraws = 32
 // rank, and the slots their copies would have taken stay empty. One pass
 // over the slots then gives the distinct categories in order with their
 // counts, as sorting and counting runs did.
-func (s *Sampler) rankDraws(d []int32, topCat int32, k int) {
+func (s *Sampler) rankDraws(d []int32, topCat *int32, k int) {
 	cats, counts := &s.rankCat, &s.rankCnt // counts is all zero between calls
 	d = d[:min(len(d), maxRankDraws)]
 	for _, x := range d {
@@ -488,11 +494,7 @@ func (s *Sampler) rankDraws(d []int32, topCat int32, k int) {
 			continue
 		}
 		counts[r] = 0
-		s.emit(cats[r], float64(n), &topCat, k)
-	}
-	if topCat >= 0 {
-		s.vec = append(s.vec, topCat)
-		s.cnt = append(s.cnt, float64(k))
+		s.emit(cats[r], float64(n), topCat, k)
 	}
 }
 
