@@ -203,7 +203,7 @@ func (o Options) Validate() error {
 		}
 	}
 
-	if o.needsWorker() {
+	if known := r == Prism || r == Universal || r == Flink || r == Dataflow; known && o.needsWorker() {
 		switch {
 		case o.WorkerBinary != "":
 			if err := checkWorkerBinary(o.WorkerBinary); err != nil {

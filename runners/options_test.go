@@ -103,6 +103,9 @@ func TestValidate(t *testing.T) {
 			t.Errorf("%s: Validate() = nil, want an error mentioning %q", tc.name, tc.want)
 			continue
 		}
+		if tc.name == "unknown runner" && strings.Contains(err.Error(), "worker_binary") {
+			t.Errorf("%s: Validate() = %q also asks for a worker binary (a Docker hint for a runner that does not exist)", tc.name, err)
+		}
 		for _, w := range tc.want {
 			if !strings.Contains(err.Error(), w) {
 				t.Errorf("%s: Validate() = %q, want it to mention %q", tc.name, err, w)
