@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs each native Go fuzz target of the readers for a bounded time, one
 # target per invocation (go test -fuzz takes one target at a time).
-# Crashers found land in io/shardio/testdata/fuzz/<Target>/: commit them, and
+# Crashers found land in io/<pkg>/testdata/fuzz/<Target>/: commit them, and
 # go test then runs them as regression cases (every committed crasher is a
 # deterministic test in the main test run).
 #
@@ -15,15 +15,21 @@ cd "$(dirname "$0")/.."
 FUZZTIME="${FUZZTIME:-20s}"
 FUZZ_STRICT="${FUZZ_STRICT:-1}"
 found=0
-for target in FuzzParquet FuzzArrowFile FuzzArrowStream FuzzColumns; do
-	echo "== $target ($FUZZTIME)"
-	before=$(ls io/shardio/testdata/fuzz/$target 2>/dev/null | sort || true)
-	if ! go test -run '^$' -fuzz "^${target}\$" -fuzztime "$FUZZTIME" ./io/shardio; then
+# package:target pairs: the input readers (shardio), the annotation reader
+# (annotio) and the report's summary.json and output shards (reportio).
+for pt in shardio:FuzzParquet shardio:FuzzArrowFile shardio:FuzzArrowStream shardio:FuzzColumns \
+	annotio:FuzzAnnotations reportio:FuzzSummary reportio:FuzzOutputShard; do
+	pkg=${pt%%:*}
+	target=${pt#*:}
+	corpus=io/$pkg/testdata/fuzz/$target
+	echo "== $pkg $target ($FUZZTIME)"
+	before=$(ls "$corpus" 2>/dev/null | sort || true)
+	if ! go test -run '^$' -fuzz "^${target}\$" -fuzztime "$FUZZTIME" "./io/$pkg"; then
 		found=1
-		after=$(ls io/shardio/testdata/fuzz/$target 2>/dev/null | sort || true)
+		after=$(ls "$corpus" 2>/dev/null | sort || true)
 		for f in $(comm -13 <(echo "$before") <(echo "$after")); do
-			echo "FUZZ CRASHER $target/$f (commit it under io/shardio/testdata/fuzz/$target/):"
-			base64 -w0 "io/shardio/testdata/fuzz/$target/$f"
+			echo "FUZZ CRASHER $target/$f (commit it under $corpus/):"
+			base64 -w0 "$corpus/$f"
 			echo
 		done
 	fi

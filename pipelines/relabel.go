@@ -152,6 +152,9 @@ func planShards(ctx context.Context, cfg Options, ro shardio.ReadOptions, shards
 	if err := planCrowd(ctx, &cfg, p); err != nil {
 		return nil, err
 	}
+	if err := checkPlan(ctx, p); err != nil {
+		return nil, err
+	}
 	return p, nil
 }
 

@@ -56,6 +56,7 @@ func evalCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	featCol := fs.String("features-column", schemas.ColFeatures, "features column of the input")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	page := fs.Bool("report", true, "rewrite DIR/report.html with the truth figures")
+	overwrite := fs.Bool("overwrite", false, "with --report: replace DIR/report.html even when it is not a relabel report")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -98,7 +99,7 @@ func evalCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	skipped := len(out.keys) - len(keep)
 	var pagePath string
 	if *page {
-		if pagePath, err = truthReport(ctx, *outDir, *truthPath, truth, rep); err != nil {
+		if pagePath, err = truthReport(ctx, *outDir, *truthPath, truth, rep, *overwrite); err != nil {
 			return err
 		}
 	}
@@ -130,7 +131,7 @@ func evalCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 
 // truthReport rewrites dir's report.html (reportio, renamed into place) with
 // the truth and the baselines' accuracies of rep, and returns its path.
-func truthReport(ctx context.Context, dir, truthPath string, truth map[idKey]int32, rep evaluate.Report) (string, error) {
+func truthReport(ctx context.Context, dir, truthPath string, truth map[idKey]int32, rep evaluate.Report, overwrite bool) (string, error) {
 	var base []reportio.Baseline
 	for _, b := range rep.Baselines {
 		base = append(base, reportio.Baseline{Name: b.Name, Accuracy: float64(b.Accuracy)})
@@ -144,7 +145,7 @@ func truthReport(ctx context.Context, dir, truthPath string, truth map[idKey]int
 			c, ok := truth[k]
 			return c, ok
 		},
-		TruthName: truthPath, Baselines: base,
+		TruthName: truthPath, Baselines: base, Overwrite: overwrite,
 	})
 	if err != nil {
 		return "", fmt.Errorf("relabel: report.html: %w", err)

@@ -22,6 +22,7 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 
+	"github.com/relabel/relabel/internal/progress"
 	"github.com/relabel/relabel/io/blobio"
 	"github.com/relabel/relabel/io/shardio"
 )
@@ -127,11 +128,13 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "relabel %s: %v: stopped; nothing was committed, the output is as it was before this run\n", args[0], in)
 		return exitCode(in.sig)
 	}
+	// Messages name files and quote data: progress.Safe escapes what a
+	// terminal would act on (a file name's escape sequences, newlines).
 	if ue, ok := err.(usageError); ok {
-		fmt.Fprintf(stderr, "relabel %s: %v\n", args[0], ue.error)
+		fmt.Fprintf(stderr, "relabel %s: %s\n", args[0], progress.Safe(ue.error.Error()))
 		return 2
 	}
-	fmt.Fprintf(stderr, "relabel %s: %s\n", args[0], oneLine(err))
+	fmt.Fprintf(stderr, "relabel %s: %s\n", args[0], progress.Safe(oneLine(err)))
 	return 1
 }
 

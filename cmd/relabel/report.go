@@ -7,11 +7,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 
+	"github.com/relabel/relabel/internal/progress"
 	"github.com/relabel/relabel/io/reportio"
 )
 
-const reportUsage = `Usage: relabel report DIR [--out FILE] [--top N]
+const reportUsage = `Usage: relabel report DIR [--out FILE [--overwrite]] [--top N]
 
 Writes report.html for the output directory DIR of relabel run: one
 self-contained page (no network; open it from a bucket or an email) with the
@@ -30,6 +33,7 @@ func reportCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	out := fs.String("out", "", "the page to write (default DIR/report.html)")
 	top := fs.Int("top", reportio.DefaultTop, "how many of the likeliest wrong labels to list")
 	pairs := fs.Int("pairs", reportio.DefaultPairs, "how many confused class pairs to list")
+	overwrite := fs.Bool("overwrite", false, "replace an existing --out file (without it, only an earlier relabel report at DIR/report.html is replaced)")
 	annRows := fs.Int("annotators-rows", reportio.DefaultAnnotators, "annotator-aware runs: how many unflagged annotators the annotators table lists (spammers and adversaries always are); 0: none")
 	// DIR may come before or after the flags.
 	var dir string
@@ -56,14 +60,23 @@ func reportCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	case *pairs < 1:
 		return usageError{fmt.Errorf("--pairs %d, want >= 1", *pairs)}
 	}
+	if *out != "" {
+		// A bad --out is a bad flag value: exit 2 before the output is read.
+		if st, err := os.Stat(*out); err == nil && st.IsDir() {
+			return usageError{fmt.Errorf("--out %s is a directory: give the page's file name, such as %s", *out, filepath.Join(*out, reportio.FileName))}
+		} else if err == nil && !*overwrite {
+			// Like run's and noise's existing outputs: exit 1.
+			return fmt.Errorf("relabel: --out %s exists: relabel report replaces no file it did not write (pass --overwrite to replace it)", *out)
+		}
+	}
 	top0 := *top
 	if top0 == 0 {
 		top0 = -1 // reportio's zero means its default; --top 0 means none
 	}
-	path, err := reportio.Write(ctx, dir, reportio.Options{Out: *out, Top: top0, Pairs: *pairs, Annotators: cmp.Or(*annRows, -1)})
+	path, err := reportio.Write(ctx, dir, reportio.Options{Out: *out, Top: top0, Pairs: *pairs, Annotators: cmp.Or(*annRows, -1), Overwrite: *overwrite})
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "relabel report: wrote %s\n", path)
+	fmt.Fprintf(stdout, "relabel report: wrote %s\n", progress.Safe(path))
 	return nil
 }

@@ -123,6 +123,9 @@ func (f *runFlags) parse(args []string) error {
 	if err := o.Validate(); err != nil {
 		return usageError{err}
 	}
+	if err := pipelines.CheckBounds(o); err != nil {
+		return usageError{err}
+	}
 	return nil
 }
 
@@ -187,6 +190,9 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			return usageError{err}
 		}
 	}
+	if err := checkUsable(&o, o.SpillDir.Set); err != nil {
+		return err
+	}
 	spill, err := ro.Spill(o.SpillDir.V, o.SpillDir.Set)
 	if err != nil {
 		return usageError{err}
@@ -221,7 +227,12 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 		return res, err
 	}
+	made := trackRun(&o)
 	sum, err := pipelines.Run(ctx, o, exec)
+	if err != nil {
+		// A failed or stopped run leaves nothing it created (issue 35).
+		made.undo()
+	}
 	if quiet != nil {
 		if err == nil {
 			quiet.Flush()
@@ -254,14 +265,20 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		fmt.Fprintf(stdout, "relabel: incremental run: %d new and %d changed input files (%d rows), %d gone; %d old rows re-scored, %d output shards written, %d removed\n",
 			l.NewFiles, l.ChangedFiles, l.NewRows, len(l.GoneFiles), l.Rescored, l.AddedFiles, l.RemovedFiles)
 	}
-	fmt.Fprintf(stdout, "relabel: %d rows relabelled, %d labels changed (%.1f%%); output in %s (summary.json beside the shards)\n",
-		sum.Rows, sum.Changed, 100*float64(sum.Changed)/float64(max(sum.Rows, 1)), sum.Output)
+	if l := sum.Lake; l != nil && l.Incremental && l.NewRows == 0 && l.Rescored == 0 {
+		// Only gone files: their rows left the output, no row was relabelled.
+		fmt.Fprintf(stdout, "relabel: no row relabelled (the rows of %d gone input files removed); output in %s holds %d rows, %d labels changed (summary.json beside the shards)\n",
+			len(l.GoneFiles), progress.Safe(sum.Output), sum.Rows, sum.Changed)
+	} else {
+		fmt.Fprintf(stdout, "relabel: %d rows relabelled, %d labels changed (%.1f%%); output in %s (summary.json beside the shards)\n",
+			sum.Rows, sum.Changed, 100*float64(sum.Changed)/float64(max(sum.Rows, 1)), progress.Safe(sum.Output))
+	}
 	// The text and HTML reports are derived from the committed output, after
 	// the commit, in one pass over it: `relabel report DIR` writes the page
 	// again at any time. A failure here leaves the output complete.
 	rep, err := reportio.Build(ctx, sum.Output, reportio.Options{})
 	if err != nil {
-		fmt.Fprintf(stderr, "relabel run: the output is complete, but no report could be made: %s\n", oneLine(err))
+		fmt.Fprintf(stderr, "relabel run: the output is complete, but no report could be made: %s\n", progress.Safe(oneLine(err)))
 		return nil
 	}
 	fmt.Fprintln(stdout)
@@ -269,17 +286,17 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if o.Report {
 		path, err := rep.Save(ctx, "")
 		if err != nil {
-			fmt.Fprintf(stderr, "relabel run: the output is complete, but report.html was not written: %s\n", oneLine(err))
+			fmt.Fprintf(stderr, "relabel run: the output is complete, but report.html was not written: %s\n", progress.Safe(oneLine(err)))
 			return nil
 		}
-		fmt.Fprintf(stdout, "\nrelabel: report in %s\n", path)
+		fmt.Fprintf(stdout, "\nrelabel: report in %s\n", progress.Safe(path))
 	}
 	return nil
 }
 
 // causePrefixes start relabel's own error messages, which name the file,
 // row and column where they can.
-var causePrefixes = []string{"shardio: ", "annotio: ", "relabel: ", "stages: ", "ivfstages: ", "crowdstages: ", "blobio: ", "engine: ", "mixture: ", "schemas: ", "resultio: "}
+var causePrefixes = []string{"shardio: ", "annotio: ", "reportio: ", "icebergio: ", "relabel: ", "stages: ", "ivfstages: ", "crowdstages: ", "blobio: ", "engine: ", "mixture: ", "schemas: ", "resultio: "}
 
 // hasCause reports whether err carries one of relabel's own messages.
 func hasCause(err error) bool {

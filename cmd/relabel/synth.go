@@ -5,7 +5,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
+	"runtime"
 
+	"github.com/relabel/relabel/internal/budget"
+	"github.com/relabel/relabel/internal/progress"
 	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/io/synthio"
 	"github.com/relabel/relabel/transforms/synth"
@@ -28,6 +32,7 @@ func synthCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.IntVar(&o.BatchRows, "batch-rows", 16384, "rows per row group (the pipeline's unit of work)")
 	fs.StringVar(&format, "format", "parquet", "file format: parquet or arrow")
 	fs.StringVar(&out, "output", "", "output directory: part-NNNNN shards and truth.i32 (required)")
+	fs.BoolVar(&o.Overwrite, "overwrite", false, "replace existing shards and truth.i32 in --output")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -37,6 +42,24 @@ func synthCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var err error
 	if o.Format, err = shardio.ParseFormat(format); err != nil {
 		return usageError{err}
+	}
+	// Before synth.New allocates anything: --d 1000000000 is refused, not
+	// an out-of-memory crash.
+	switch {
+	case p.Rows < 1:
+		return usageError{fmt.Errorf("--rows %d, want >= 1", p.Rows)}
+	case p.D < 1:
+		return usageError{fmt.Errorf("--d %d, want >= 1", p.D)}
+	case p.Classes < 1 || int64(p.Classes) > math.MaxInt32:
+		return usageError{fmt.Errorf("--classes %d, want in [1, %d]", p.Classes, math.MaxInt32)}
+	}
+	est := budget.Synth(p.Rows, p.D, p.Classes, p.Rank, o.Shards, runtime.GOMAXPROCS(0))
+	if err := budget.Fit(est, budget.Memory()); err != nil {
+		be := err.(*budget.Error)
+		return usageError{fmt.Errorf("--%s: %s (fewer --rows per shard, more --shards, or a smaller --d)", be.Flag, be.Msg)}
+	}
+	if free := budget.FreeDisk(out); free > 0 && est.Output > free {
+		return usageError{fmt.Errorf("--rows %d --d %d: the shards would take about %s, more than the %s free under %s", p.Rows, p.D, budget.Bytes(est.Output), budget.Bytes(free), progress.Safe(out))}
 	}
 	g, err := synth.New(p)
 	if err != nil {

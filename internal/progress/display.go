@@ -76,7 +76,7 @@ func (d *Display) Printf(format string, args ...any) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.clear()
-	fmt.Fprintf(d.w, strings.TrimSuffix(format, "\n")+"\n", args...)
+	fmt.Fprintln(d.w, Safe(fmt.Sprintf(strings.TrimSuffix(format, "\n"), args...)))
 	if !d.stopped {
 		d.redraw()
 	}
@@ -128,7 +128,7 @@ func (d *Display) Handle(e Event) {
 // line instead.
 func (d *Display) line(s string) {
 	if !d.tty {
-		fmt.Fprintln(d.w, s)
+		fmt.Fprintln(d.w, Safe(s))
 	}
 }
 

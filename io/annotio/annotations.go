@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -275,6 +276,9 @@ func readKeys(u Unit, col, what string, chunks []arrow.Array, n int64) (schemas.
 					return 0, nil, nil, rowError(u.Path, row, col, "null %s", what)
 				}
 				s := strings.Clone(a.Value(i)) // a.Value points into a buffer released after reading
+				if !utf8.ValidString(s) {
+					return 0, nil, nil, rowError(u.Path, row, col, "%s %q is not valid UTF-8", what, s)
+				}
 				strs = append(strs, s)
 				keys = append(keys, schemas.Key(s))
 				row++

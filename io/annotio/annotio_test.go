@@ -90,7 +90,7 @@ func TestRoundTrip(t *testing.T) {
 }
 
 // writeTable writes one Parquet file of the given columns.
-func writeTable(t *testing.T, path string, fields []arrow.Field, fill func(b *array.RecordBuilder)) {
+func writeTable(t testing.TB, path string, fields []arrow.Field, fill func(b *array.RecordBuilder)) {
 	t.Helper()
 	sc := arrow.NewSchema(fields, nil)
 	b := array.NewRecordBuilder(memory.DefaultAllocator, sc)
@@ -130,6 +130,7 @@ func TestErrors(t *testing.T) {
 		{"null annotator", []arrow.Field{fID, fAnn, fLabel}, three([]int64{1, 2, 3}, nil, []string{"a", "b", "c"}, []bool{true, true, false}, []int32{0, 0, 1}, ok3), Options{}, `row 2 column "annotator": null annotator`},
 		{"null id", []arrow.Field{fID, fAnn, fLabel}, three([]int64{1, 2, 3}, []bool{false, true, true}, []string{"a", "b", "c"}, nil, []int32{0, 0, 1}, ok3), Options{}, `row 0 column "id": null id`},
 		{"label outside", []arrow.Field{fID, fAnn, fLabel}, three([]int64{1, 2, 3}, nil, []string{"a", "b", "c"}, nil, []int32{0, 5, 1}, ok3), Options{Classes: 3}, `row 1 column "label": label 5 outside [0,3)`},
+		{"annotator not UTF-8", []arrow.Field{fID, fAnn, fLabel}, three([]int64{1, 2, 3}, nil, []string{"a", "b\xff\x1b[2J", "c"}, nil, []int32{0, 0, 1}, ok3), Options{}, `row 1 column "annotator": annotator "b\xff\x1b[2J" is not valid UTF-8`},
 		{"negative label", []arrow.Field{fID, fAnn, fLabel}, three([]int64{1, 2, 3}, nil, []string{"a", "b", "c"}, nil, []int32{0, 1, -1}, ok3), Options{}, `row 2 column "label": label -1 is negative`},
 		{"missing column", []arrow.Field{fID, fLabel}, func(b *array.RecordBuilder) {
 			b.Field(0).(*array.Int64Builder).Append(1)

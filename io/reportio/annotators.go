@@ -156,7 +156,7 @@ func readAnnotators(ctx context.Context, dir string, sum *AnnotatorsSummary, cla
 			case *array.Int64:
 				a.ID, a.IntID = strconv.FormatInt(id.Value(i), 10), true
 			case array.StringLike:
-				a.ID = id.Value(i)
+				a.ID = validUTF8(id.Value(i))
 			}
 			if c.id.IsNull(i) {
 				a.ID, a.IntID, a.Anonymous = "", false, true

@@ -8,6 +8,8 @@ import (
 	"io"
 	"math"
 	"strconv"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -475,7 +477,7 @@ func (a *accum) addBatch(path string, row int64, rec arrow.RecordBatch) error {
 			case *array.Int64:
 				s.ID, s.IntID = strconv.FormatInt(x.Value(i), 10), true
 			case array.StringLike:
-				s.ID = x.Value(i)
+				s.ID = validUTF8(x.Value(i))
 			default:
 				return rowErr(i, schemas.ColID, fmt.Errorf("ids of type %s, want int64 or string", c.id.DataType()))
 			}
@@ -545,3 +547,13 @@ func keyOf(arr arrow.Array, i int) (Key, error) {
 }
 
 var _ = math.NaN
+
+// validUTF8 is s with each run of bytes that is not UTF-8 replaced by U+FFFD:
+// the page and the terminal get valid text even from an output edited by
+// hand (relabel run refuses such ids and names in its input).
+func validUTF8(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	return strings.ToValidUTF8(s, "\uFFFD")
+}

@@ -1,6 +1,7 @@
 package reportio
 
 import (
+	"cmp"
 	_ "embed"
 	"fmt"
 	"html/template"
@@ -82,6 +83,36 @@ type view struct {
 	Sus      []susView
 	Rel      *relView
 	Ann      *annView
+	// ClassRows are the per-class table's rows (classTable); ClassNote
+	// says how many classes it leaves out.
+	ClassRows []ClassRow
+	ClassNote string
+}
+
+// MaxClassRows is the most classes the per-class table lists: a run over
+// many classes would otherwise write a page of hundreds of megabytes that no
+// browser opens (issue 35: 185 MB at 1,000,000 classes). Beyond it the table
+// lists the classes with the most given labels.
+const MaxClassRows = 1000
+
+// classTable is the per-class table's rows: every class up to MaxClassRows,
+// else the MaxClassRows classes with the most given labels (ties: most clean
+// labels, then the lower class), in class order, and a note of the rest.
+func (r *Report) classTable() ([]ClassRow, string) {
+	if len(r.Classes) <= MaxClassRows {
+		return r.Classes, ""
+	}
+	rows := slices.Clone(r.Classes)
+	slices.SortStableFunc(rows, func(a, b ClassRow) int {
+		if a.Given != b.Given {
+			return cmp.Compare(b.Given, a.Given)
+		}
+		return cmp.Compare(b.Clean, a.Clean)
+	})
+	rows = rows[:MaxClassRows]
+	slices.SortFunc(rows, func(a, b ClassRow) int { return cmp.Compare(a.Class, b.Class) })
+	return rows, fmt.Sprintf("%s classes: the %s with the most given labels are listed, %s are not.",
+		count(int64(len(r.Classes))), count(MaxClassRows), count(int64(len(r.Classes)-MaxClassRows)))
 }
 
 // annView is the annotators section.
@@ -167,6 +198,7 @@ func (r *Report) Render(w io.Writer) error {
 	default:
 		v.Heat = r.heatmap()
 	}
+	v.ClassRows, v.ClassNote = r.classTable()
 	v.Hist = r.histogram()
 	for _, su := range r.Suspects {
 		sv := susView{Suspect: su, CleanName: r.Names[su.Clean], TruthName: "–", GivenIdx: -1}

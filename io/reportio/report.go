@@ -6,9 +6,13 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io"
 	"math"
+	"os"
 	"slices"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
@@ -50,6 +54,10 @@ type Options struct {
 	// Mem allocates the Arrow buffers of the pass. Optional, default
 	// memory.DefaultAllocator.
 	Mem memory.Allocator
+	// Overwrite lets Write replace an existing file at Out. Optional,
+	// default false: only an earlier relabel report at the default place is
+	// replaced (see SaveTo).
+	Overwrite bool
 }
 
 // Baseline is another labelling's accuracy against the truth.
@@ -293,23 +301,67 @@ func Write(ctx context.Context, dir string, opts Options) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return r.Save(ctx, opts.Out)
+	return r.SaveTo(ctx, opts.Out, opts.Overwrite)
 }
+
+// ErrExists is returned by Save when the page would replace a file that is
+// not the output directory's own earlier report.
+var ErrExists = errors.New("exists")
 
 // Save renders the page and writes it to out (default r.Dir/report.html),
 // under a temporary name renamed into place, and returns the path written.
+// It replaces no file but an earlier report at the default place (see SaveTo).
 func (r *Report) Save(ctx context.Context, out string) (string, error) {
+	return r.SaveTo(ctx, out, false)
+}
+
+// SaveTo is Save that, with overwrite, replaces whatever file out names.
+// Without it, an existing out is replaced only when out is the default
+// DIR/report.html and holds an earlier relabel report (the page relabel run,
+// eval and report keep there); any other existing file is refused with
+// ErrExists, so a mistyped --out cannot turn an output shard, an input or a
+// user's file into HTML. A new file is created exclusively (O_EXCL locally, a
+// does-not-exist precondition on Cloud Storage), so that a file appearing
+// meanwhile is not replaced either.
+func (r *Report) SaveTo(ctx context.Context, out string, overwrite bool) (string, error) {
 	dir := r.Dir
 	var buf bytes.Buffer
 	if err := r.Render(&buf); err != nil {
 		return "", err
 	}
-	if out == "" {
+	own := out == ""
+	if own {
 		out = blobio.Join(dir, FileName)
 	}
 	fs, err := blobio.For(out)
 	if err != nil {
 		return "", err
+	}
+	if isDir(out) {
+		return "", fmt.Errorf("reportio: %s is a directory: give the page's file name (such as %s)", out, blobio.Join(out, FileName))
+	}
+	exists, err := fs.Exists(ctx, out)
+	if err != nil {
+		return "", fmt.Errorf("reportio: %w", err)
+	}
+	if exists && !overwrite {
+		if !own {
+			return "", fmt.Errorf("reportio: %s %w; relabel report replaces no file it did not write (pass --overwrite to replace it)", out, ErrExists)
+		}
+		if ok, err := isReport(ctx, fs, out); err != nil {
+			return "", err
+		} else if !ok {
+			return "", fmt.Errorf("reportio: %s %w and is not a relabel report; it is left as it is (pass --overwrite to replace it)", out, ErrExists)
+		}
+	}
+	if !exists {
+		if err := blobio.CreateExclusive(ctx, out, buf.Bytes()); err != nil {
+			if errors.Is(err, blobio.ErrExist) {
+				return "", fmt.Errorf("reportio: %s %w (it appeared while the report was made); pass --overwrite to replace it", out, ErrExists)
+			}
+			return "", fmt.Errorf("reportio: writing %s: %w", out, err)
+		}
+		return out, nil
 	}
 	var tok [6]byte
 	if _, err := rand.Read(tok[:]); err != nil {
@@ -334,4 +386,36 @@ func (r *Report) Save(ctx context.Context, out string) (string, error) {
 		return "", fmt.Errorf("reportio: writing %s: %w", out, err)
 	}
 	return out, nil
+}
+
+// reportMark is in the head of every page Render writes (the template's
+// title), within its first reportHead bytes.
+const (
+	reportMark = "<title>relabel report:"
+	reportHead = 4096
+)
+
+// isReport reports whether the file at path is a page relabel wrote.
+func isReport(ctx context.Context, fs blobio.FS, path string) (bool, error) {
+	f, err := fs.Open(ctx, path)
+	if err != nil {
+		return false, fmt.Errorf("reportio: %w", err)
+	}
+	defer f.Close()
+	head := make([]byte, reportHead)
+	n, err := blobio.Section(f).ReadAt(head, 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return false, fmt.Errorf("reportio: reading %s: %w", path, err)
+	}
+	return bytes.Contains(head[:n], []byte(reportMark)), nil
+}
+
+// isDir reports whether a local path is a directory (object stores have
+// none).
+func isDir(path string) bool {
+	if strings.Contains(path, "://") {
+		return false
+	}
+	st, err := os.Stat(path)
+	return err == nil && st.IsDir()
 }

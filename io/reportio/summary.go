@@ -3,8 +3,11 @@ package reportio
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	iofs "io/fs"
+	"math"
 
 	"github.com/relabel/relabel/io/blobio"
 )
@@ -53,7 +56,10 @@ func ReadSummary(ctx context.Context, dir string) (*Summary, error) {
 	path := blobio.Join(dir, "summary.json")
 	f, err := fs.Open(ctx, path)
 	if err != nil {
-		return nil, fmt.Errorf("reportio: %s: not a finished relabel output (%w)", dir, err)
+		if errors.Is(err, iofs.ErrNotExist) {
+			return nil, fmt.Errorf("reportio: %s has no summary.json: not a finished relabel output", dir)
+		}
+		return nil, fmt.Errorf("reportio: reading %s: %w", path, err)
 	}
 	defer f.Close()
 	b, err := io.ReadAll(blobio.Section(f))
@@ -65,8 +71,8 @@ func ReadSummary(ctx context.Context, dir string) (*Summary, error) {
 		return nil, fmt.Errorf("reportio: %s: %w", path, err)
 	}
 	switch {
-	case s.Classes < 1:
-		return nil, fmt.Errorf("reportio: %s: classes %d, want >= 1", path, s.Classes)
+	case s.Classes < 1 || s.Classes > math.MaxInt32:
+		return nil, fmt.Errorf("reportio: %s: classes %d, want in [1, %d]", path, s.Classes, math.MaxInt32)
 	case s.ClassNames != nil && len(s.ClassNames) != s.Classes:
 		return nil, fmt.Errorf("reportio: %s: %d class_names for %d classes", path, len(s.ClassNames), s.Classes)
 	case len(s.Shards) == 0:
@@ -76,6 +82,13 @@ func ReadSummary(ctx context.Context, dir string) (*Summary, error) {
 	}
 	if a := s.Annotators; a != nil && (a.File == "" || a.File != blobio.Base(a.File) || a.File == "." || a.File == "..") {
 		return nil, fmt.Errorf("reportio: %s: annotators file %q, want a file name beside the shards", path, a.File)
+	}
+	for _, sh := range s.Shards {
+		// A shard is a file beside summary.json: a hand-edited summary
+		// cannot point the report at other files (../../etc/passwd).
+		if sh.Output == "" || sh.Output != blobio.Base(sh.Output) || sh.Output == "." || sh.Output == ".." {
+			return nil, fmt.Errorf("reportio: %s: shard output %q, want a file name beside summary.json", path, sh.Output)
+		}
 	}
 	for i, row := range s.Transition {
 		if len(row) != s.Classes {

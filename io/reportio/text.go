@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/relabel/relabel/internal/progress"
 )
 
 // Text writes the short report `relabel run` prints at its end, in the spirit
@@ -30,7 +32,7 @@ func (r *Report) Text(w io.Writer, n int) error {
 
 	if a := r.Annotators; a != nil {
 		fmt.Fprintf(&b, "Annotators: %s, of whom %s flagged as spammers and %s as adversaries (%s has every annotator).\n\n",
-			plain(a.Annotators), plain(a.Spammers), plain(a.Adversaries), a.File)
+			plain(a.Annotators), plain(a.Spammers), plain(a.Adversaries), progress.Safe(a.File))
 	}
 
 	classes := make([]ClassRow, 0, len(r.Classes))
@@ -77,7 +79,7 @@ func (r *Report) Text(w io.Writer, n int) error {
 			for _, g := range s.Given {
 				given = append(given, r.name(int(g)))
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%.3f\t%.3f\t\n", s.ID, strings.Join(given, ","), r.name(int(s.Clean)), s.GivenProb, s.CleanProb)
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%.3f\t%.3f\t\n", progress.Safe(s.ID), strings.Join(given, ","), r.name(int(s.Clean)), s.GivenProb, s.CleanProb)
 		}
 		tw.Flush()
 	}
@@ -85,10 +87,11 @@ func (r *Report) Text(w io.Writer, n int) error {
 	return err
 }
 
-// name is class c's display name.
+// name is class c's display name, as a terminal may show it (progress.Safe:
+// a class name's escape sequences and newlines are data, not commands).
 func (r *Report) name(c int) string {
 	if c >= 0 && c < len(r.Names) {
-		return r.Names[c]
+		return progress.Safe(r.Names[c])
 	}
 	return fmt.Sprint(c)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -21,11 +22,17 @@ func ScanClassNames(ctx context.Context, shards []Shard, opts ReadOptions) ([]st
 		case array.StringLike:
 			v := a.Value(j)
 			if _, ok := set[v]; !ok {
+				if !utf8.ValidString(v) {
+					return rowError(u.Path, row, col, "label %q is not valid UTF-8", v)
+				}
 				set[strings.Clone(v)] = struct{}{} // v points into an Arrow buffer
 			}
 		case *array.Dictionary:
 			v := a.Dictionary().(array.StringLike).Value(a.GetValueIndex(j))
 			if _, ok := set[v]; !ok {
+				if !utf8.ValidString(v) {
+					return rowError(u.Path, row, col, "label %q is not valid UTF-8", v)
+				}
 				set[strings.Clone(v)] = struct{}{}
 			}
 		default:

@@ -9,6 +9,7 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -371,6 +372,9 @@ func readIDs(r *schemas.Rows, u Unit, in schemas.Input, chunks []arrow.Array, n 
 				}
 				// Value points into an Arrow buffer released after reading.
 				v := strings.Clone(a.Value(i))
+				if !utf8.ValidString(v) {
+					return rowError(u.Path, row, in.IDName, "id %q is not valid UTF-8", v)
+				}
 				if first, dup := seen[v]; dup {
 					return DuplicateError(in.IDName, fmt.Sprintf("%q", v), u.Path, row, u.Path, first)
 				}

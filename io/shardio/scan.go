@@ -5,6 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -112,6 +115,9 @@ func ScanFiles(ctx context.Context, pattern string, opts ReadOptions) ([]Shard, 
 		return nil, nil, fmt.Errorf("shardio: %w", err)
 	}
 	if len(paths) == 0 {
+		if isLocalDir(pattern) {
+			return nil, nil, fmt.Errorf("shardio: %s is a directory: give its files, as a glob such as %s", pattern, filepath.Join(pattern, "*.parquet"))
+		}
 		return nil, nil, fmt.Errorf("shardio: no files match %s", pattern)
 	}
 	return scanPaths(ctx, fs, paths, pattern, opts)
@@ -232,6 +238,12 @@ func scanShardUnguarded(ctx context.Context, fs blobio.FS, path string, opts *Re
 	s.Format = format
 	if s.Input, err = schemas.ResolveInput(sc, opts.Columns); err != nil {
 		var ce *schemas.ColumnError
+		if errors.As(err, &ce) && sc.FieldIndices(schemas.ColCleanLabel) != nil {
+			// A glob that also matches an earlier run's output (say
+			// data/*.parquet with the output in data/): say so, rather
+			// than that a column is missing.
+			return s, &InputError{Path: path, Row: -1, Msg: fmt.Sprintf("an output of relabel run (it has a %q column), not an input: the input glob matches relabel's own output files; narrow it to the input files", schemas.ColCleanLabel), Err: err}
+		}
 		if errors.As(err, &ce) {
 			return s, &InputError{Path: path, Row: -1, Column: ce.Column, Msg: ce.Msg, Err: err}
 		}
@@ -378,4 +390,14 @@ func corrupt(path string, err *error) {
 	if r := recover(); r != nil {
 		*err = fmt.Errorf("shardio: %s: corrupt file (%v)", path, r)
 	}
+}
+
+// isLocalDir reports whether pattern names a local directory (no scheme, no
+// glob characters).
+func isLocalDir(pattern string) bool {
+	if strings.Contains(pattern, "://") && !strings.HasPrefix(pattern, "file://") {
+		return false
+	}
+	st, err := os.Stat(strings.TrimPrefix(pattern, "file://"))
+	return err == nil && st.IsDir()
 }

@@ -7,7 +7,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
+	"strings"
 	"sync"
 
 	"github.com/relabel/relabel/io/blobio"
@@ -29,6 +31,10 @@ type Options struct {
 	Format shardio.Format
 	// Workers bounds the shards generated at once. Optional, 0: GOMAXPROCS.
 	Workers int
+	// Overwrite lets Write replace existing shards and truth.i32 in the
+	// directory. Optional, default false: an existing one is an error and
+	// nothing is written.
+	Overwrite bool
 }
 
 // Validate checks o.
@@ -71,17 +77,53 @@ func Write(ctx context.Context, dir string, g *synth.Generator, o Options) ([]st
 	if err != nil {
 		return nil, err
 	}
+	paths := make([]string, o.Shards)
+	for s := range paths {
+		paths[s] = blobio.Join(dir, fmt.Sprintf("part-%05d%s", s, o.Format.Ext()))
+	}
+	truthPath := blobio.Join(dir, "truth.i32")
+	all := append(paths[:len(paths):len(paths)], truthPath)
+	existed := map[string]bool{}
+	for _, path := range all {
+		ok, err := fs.Exists(ctx, path)
+		switch {
+		case err != nil:
+			return nil, fmt.Errorf("synthio: %w", err)
+		case ok && !o.Overwrite:
+			return nil, fmt.Errorf("synthio: %s exists (pass --overwrite to replace it)", path)
+		}
+		existed[path] = ok
+	}
+	dirExisted, err := fs.Exists(ctx, dir)
+	if err != nil {
+		return nil, fmt.Errorf("synthio: %w", err)
+	}
 	if err := fs.MkdirAll(ctx, dir); err != nil {
 		return nil, fmt.Errorf("synthio: creating %s: %w", dir, err)
 	}
+	// A failed or cancelled write removes the files it wrote, and the
+	// directory when it made it: nothing half-made is left (issue 35).
+	done := false
+	defer func() {
+		if done {
+			return
+		}
+		bg := context.WithoutCancel(ctx)
+		for _, path := range all {
+			if !existed[path] {
+				fs.Remove(bg, path)
+			}
+		}
+		if !dirExisted && !strings.Contains(dir, "://") {
+			os.Remove(dir) // only when empty
+		}
+	}()
 	truth := make([]int32, p.Rows)
-	paths := make([]string, o.Shards)
 	errs := make([]error, o.Shards)
 	sem := make(chan struct{}, workers)
 	var wg sync.WaitGroup
 	for s := range o.Shards {
 		lo, hi := int64(s)*p.Rows/int64(o.Shards), int64(s+1)*p.Rows/int64(o.Shards)
-		paths[s] = blobio.Join(dir, fmt.Sprintf("part-%05d%s", s, o.Format.Ext()))
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
@@ -96,9 +138,10 @@ func Write(ctx context.Context, dir string, g *synth.Generator, o Options) ([]st
 			return nil, err
 		}
 	}
-	if err := resultio.WriteI32(ctx, blobio.Join(dir, "truth.i32"), truth); err != nil {
+	if err := resultio.WriteI32(ctx, truthPath, truth); err != nil {
 		return nil, fmt.Errorf("synthio: %w", err)
 	}
+	done = true
 	return paths, nil
 }
 

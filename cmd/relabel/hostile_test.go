@@ -1,0 +1,221 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/relabel/relabel/gpu"
+	"github.com/relabel/relabel/schemas"
+)
+
+// Issue 35: hostile names and values lose nothing and exhaust nothing.
+
+// finishedRun makes an input of 60 rows and a finished output of it.
+func finishedRun(t *testing.T) (in, out string) {
+	t.Helper()
+	dir := t.TempDir()
+	in = filepath.Join(dir, "a.parquet")
+	writeRows(t, in, schemas.LabelInt32, nil, synthRows(0, 60))
+	out = filepath.Join(t.TempDir(), "out")
+	mustRelabel(t, "run", "--input", in, "--output", out, "--rounds", "1")
+	return in, out
+}
+
+func sameFile(t *testing.T, path string, want []byte) bool {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	return err == nil && bytes.Equal(b, want)
+}
+
+// TestNoOverwriteWithoutFlag (target 1): report, eval, noise and synth
+// replace no file they did not write unless --overwrite (run:
+// TestRunUserSummary).
+func TestNoOverwriteWithoutFlag(t *testing.T) {
+	in, out := finishedRun(t)
+	input, _ := os.ReadFile(in)
+	shards, _ := filepath.Glob(filepath.Join(out, "*.parquet"))
+	if len(shards) == 0 {
+		t.Fatalf("no output shard in %s", out)
+	}
+	shard, _ := os.ReadFile(shards[0])
+
+	// report --out an input or the run's own output shard: refused, kept.
+	for _, target := range []string{in, shards[0]} {
+		r := relabel(t, "report", out, "--out", target)
+		if r.code == 0 || !strings.Contains(r.stderr, "--overwrite") {
+			t.Errorf("report --out %s: exit %d, stderr %q; want refused, pointing to --overwrite", target, r.code, r.stderr)
+		}
+	}
+	if !sameFile(t, in, input) || !sameFile(t, shards[0], shard) {
+		t.Error("report replaced the input or the output shard")
+	}
+	if r := relabel(t, "report", out); r.code != 0 {
+		t.Errorf("report over the run's own report.html: exit %d, stderr %q", r.code, r.stderr)
+	}
+	// report --out an existing directory: exit 2, in the user's words.
+	d := t.TempDir()
+	if r := relabel(t, "report", out, "--out", d); r.code != 2 || !strings.Contains(r.stderr, "is a directory") || strings.Contains(r.stderr, "rename") {
+		t.Errorf("report --out DIR: exit %d, stderr %q; want 2 saying it is a directory", r.code, r.stderr)
+	}
+	// --overwrite replaces a file given as --out.
+	page := filepath.Join(t.TempDir(), "page.html")
+	os.WriteFile(page, []byte("old"), 0o644)
+	if r := relabel(t, "report", out, "--out", page, "--overwrite"); r.code != 0 || sameFile(t, page, []byte("old")) {
+		t.Errorf("report --overwrite: exit %d, stderr %q, page replaced: %v", r.code, r.stderr, !sameFile(t, page, []byte("old")))
+	}
+
+	// eval rewrites DIR/report.html only when it is relabel's report.
+	mine := []byte("<p>my notes</p>")
+	os.WriteFile(filepath.Join(out, "report.html"), mine, 0o644)
+	r := relabel(t, "eval", "--output", out, "--truth", in)
+	if r.code == 0 || !sameFile(t, filepath.Join(out, "report.html"), mine) {
+		t.Errorf("eval over a user's report.html: exit %d, stderr %q; want refused and the file kept", r.code, tail(r.stderr, 300))
+	}
+
+	// noise onto an existing file: refused, kept.
+	noisy := filepath.Join(t.TempDir(), "noisy.parquet")
+	os.WriteFile(noisy, mine, 0o644)
+	r = relabel(t, "noise", "--input", in, "--output", noisy, "--kind", "sym", "--rate", "0.2")
+	if r.code == 0 || !sameFile(t, noisy, mine) {
+		t.Errorf("noise over an existing file: exit %d; want refused and the file kept", r.code)
+	}
+
+	// synth into a directory holding a shard of that name: refused, kept.
+	sd := t.TempDir()
+	part := filepath.Join(sd, "part-00000.parquet")
+	os.WriteFile(part, mine, 0o644)
+	var stdout, stderr bytes.Buffer
+	if code := dispatch(context.Background(), []string{"synth", "--rows", "100", "--d", "4", "--output", sd}, &stdout, &stderr); code == 0 || !sameFile(t, part, mine) {
+		t.Errorf("synth over an existing shard: exit %d, stderr %q; want refused and the file kept", code, stderr.String())
+	}
+	if got := listDir(t, sd); len(got) != 1 {
+		t.Errorf("a refused synth left %q", got)
+	}
+	stderr.Reset()
+	if code := dispatch(context.Background(), []string{"synth", "--rows", "100", "--d", "4", "--output", sd, "--overwrite"}, &stdout, &stderr); code != 0 || sameFile(t, part, mine) {
+		t.Errorf("synth --overwrite: exit %d, stderr %q", code, stderr.String())
+	}
+}
+
+// TestRunRefusesWhatCannotFit (targets 2 and 6): values that cannot fit or
+// serve exit 2 naming the flag, before anything is created.
+func TestRunRefusesWhatCannotFit(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "a.parquet")
+	writeRows(t, in, schemas.LabelInt32, nil, synthRows(0, 60))
+	out := filepath.Join(t.TempDir(), "new", "out")
+	cases := []struct {
+		name string
+		env  map[string]string
+		args []string
+		flag string
+		want string
+	}{
+		{"classes beyond int32", nil, []string{"--classes", "2147483648"}, "--classes", "int32"},
+		{"classes beyond the labels", nil, []string{"--classes", "1000000"}, "--classes", "largest label is 2"},
+		{"k at the rows", nil, []string{"--k", "60"}, "--k", "60 rows"},
+		{"n beyond identifiability", nil, []string{"--n", "10000"}, "--n", "identifiability"},
+		{"spill dir missing", nil, []string{"--spill-dir", "/nonexistent/spill"}, "--spill-dir", "no such directory"},
+		{"memory", map[string]string{"GOMEMLIMIT": "64MiB"}, nil, "--", "64 MiB"},
+	}
+	if !gpu.Available() {
+		cases = append(cases, struct {
+			name string
+			env  map[string]string
+			args []string
+			flag string
+			want string
+		}{"cuda without a GPU", nil, []string{"--device", "cuda"}, "--device", "GPU"})
+	}
+	for _, tc := range cases {
+		args := append([]string{"run", "--input", in, "--output", out, "--rounds", "1"}, tc.args...)
+		r := relabelEnv(t, tc.env, args...)
+		lines := errorLines(r.stderr)
+		if r.code != 2 || len(lines) == 0 || !strings.Contains(lines[0], tc.flag) || !strings.Contains(lines[0], tc.want) {
+			t.Errorf("%s: exit %d, stderr %q; want 2 and a line naming %s with %q", tc.name, r.code, tail(r.stderr, 400), tc.flag, tc.want)
+		}
+		if _, err := os.Stat(filepath.Dir(out)); err == nil {
+			t.Errorf("%s: the refused run created %s", tc.name, filepath.Dir(out))
+			os.RemoveAll(filepath.Dir(out))
+		}
+	}
+	if _, err := os.Stat("/nonexistent"); err == nil {
+		t.Error("--spill-dir /nonexistent/spill created /nonexistent")
+	}
+}
+
+// TestRunLeavesNothing (target 5): a run that fails while it runs (a NaN
+// feature, found by the pipeline's read) into a new directory, or with a
+// catalog that did not exist, leaves no directory and no catalog behind.
+func TestRunLeavesNothing(t *testing.T) {
+	dir := t.TempDir()
+	rows := synthRows(0, 60)
+	rows.Features[4*30+1] = float32(math.NaN())
+	in := filepath.Join(dir, "a.parquet")
+	writeRows(t, in, schemas.LabelInt32, nil, rows)
+	base := t.TempDir()
+	out := filepath.Join(base, "new", "out")
+	r := relabel(t, "run", "--input", in, "--output", out, "--rounds", "1")
+	if r.code != 1 || !strings.Contains(r.stderr, "row 30") {
+		t.Errorf("NaN feature: exit %d, stderr %q; want 1 naming row 30", r.code, tail(r.stderr, 400))
+	}
+	if got := listDir(t, base); len(got) != 0 {
+		t.Errorf("the failed run left %q in %s", got, base)
+	}
+	cat := filepath.Join(base, "lake", "catalog.db")
+	r = relabel(t, "run", "--catalog", "sqlite://"+cat, "--input-table", "ns.missing", "--output-table", "ns.out")
+	if r.code == 0 {
+		t.Errorf("a run from a missing table succeeded")
+	}
+	if got := listDir(t, base); len(got) != 0 {
+		t.Errorf("the failed lake run left %q in %s (stderr %q)", got, base, tail(r.stderr, 300))
+	}
+}
+
+// TestMessagesSafeAndPlain (targets 3 and 6): file names carrying a
+// clear-screen and a window-title sequence and a newline reach the terminal
+// escaped, on one line; --input DIR names the directory; a glob that
+// matches the run's own output says so; report on a directory without
+// summary.json has no stray ")".
+func TestMessagesSafeAndPlain(t *testing.T) {
+	dir := t.TempDir()
+	evil := filepath.Join(dir, "x\x1b[2J\x1b]0;owned\x07\n.parquet")
+	os.WriteFile(evil, []byte("not parquet"), 0o644)
+	for _, input := range []string{evil, evil + ".missing"} {
+		r := relabel(t, "run", "--input", input, "--output", filepath.Join(dir, "out"))
+		if r.code == 0 || strings.ContainsAny(r.stderr, "\x1b\x07") {
+			t.Errorf("--input %q: exit %d, stderr %q; want an error with the name escaped", input, r.code, r.stderr)
+		}
+		if lines := errorLines(r.stderr); len(lines) != 1 || !strings.Contains(lines[0], `\x1b[2J`) {
+			t.Errorf("--input %q: error lines %q; want one, the name escaped", input, lines)
+		}
+	}
+	os.Remove(evil)
+
+	in := filepath.Join(dir, "a.parquet")
+	writeRows(t, in, schemas.LabelInt32, nil, synthRows(0, 60))
+	r := relabel(t, "run", "--input", dir, "--output", filepath.Join(t.TempDir(), "o"))
+	if r.code == 0 || !strings.Contains(r.stderr, dir+" is a directory") {
+		t.Errorf("--input DIR: exit %d, stderr %q; want the directory named", r.code, tail(r.stderr, 300))
+	}
+
+	out := filepath.Join(t.TempDir(), "out")
+	mustRelabel(t, "run", "--input", in, "--output", out, "--rounds", "1")
+	shards, _ := filepath.Glob(filepath.Join(out, "*.parquet"))
+	b, _ := os.ReadFile(shards[0])
+	os.WriteFile(filepath.Join(dir, "b.parquet"), b, 0o644)
+	r = relabel(t, "run", "--input", filepath.Join(dir, "*.parquet"), "--output", filepath.Join(t.TempDir(), "o"))
+	if r.code == 0 || !strings.Contains(r.stderr, "an output of relabel run") {
+		t.Errorf("glob matching an output: exit %d, stderr %q; want it explained", r.code, tail(r.stderr, 300))
+	}
+
+	r = relabel(t, "report", t.TempDir())
+	if lines := errorLines(r.stderr); r.code == 0 || len(lines) != 1 || !strings.Contains(lines[0], "no summary.json") || strings.HasSuffix(lines[0], ")") {
+		t.Errorf("report without summary.json: exit %d, lines %q", r.code, lines)
+	}
+}

@@ -1,0 +1,90 @@
+package pipelines
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/relabel/relabel/internal/budget"
+	"github.com/relabel/relabel/io/shardio"
+	"github.com/relabel/relabel/schemas"
+)
+
+// Bounds on what options may ask of an input (issue 35): each refused value
+// is an OptionError naming its flag (exit 2), before anything runs, instead
+// of a run that grows for minutes and dies out of memory.
+const (
+	// MaxClasses is the most classes: labels are int32 class indices.
+	MaxClasses = math.MaxInt32
+	// classSlack: --classes may leave room for classes the data lacks, up to
+	// twice the classes its labels name or classSlack more; beyond that a
+	// class can never be a clean label (clean labels come from neighbours'
+	// labels), costs memory and output, and is taken for a mistake.
+	classSlack = 64
+	// nFactor bounds --n at nFactor x (2 c0 - 1): the identifiability bound
+	// 2 c0 - 1 is what N is for (METHOD.md); far more trials per count
+	// vector sharpen nothing the EM uses and cost L x N per item.
+	nFactor = 8
+)
+
+// CheckBounds refuses option values that no input can use, before the input
+// is read.
+func CheckBounds(o *Options) error {
+	if o.Classes.Set && int64(o.Classes.V) > MaxClasses {
+		return &OptionError{Flag: "classes", Err: fmt.Errorf("%d: more than the %d classes an int32 label can name", o.Classes.V, int64(MaxClasses))}
+	}
+	return nil
+}
+
+// maxClassesFor is the most classes --classes may give for input whose
+// labels name seen classes (one more than the largest label).
+func maxClassesFor(seen int) int { return max(2*seen, seen+classSlack) }
+
+// checkPlan refuses a plan whose options do not fit its input (K, N, C by
+// what the input holds) or whose estimated peak memory does not fit this
+// machine (internal/budget), naming the flag.
+func checkPlan(ctx context.Context, p *Plan) error {
+	o := &p.Options
+	if err := CheckBounds(o); err != nil {
+		return err
+	}
+	if o.Classes.Set && p.LabelKind != schemas.LabelString && p.C > maxClassesFor(1) {
+		seen, err := shardio.ScanNumClasses(ctx, p.Shards, p.Read)
+		if err != nil {
+			return err
+		}
+		if lim := maxClassesFor(seen); p.C > lim {
+			return &OptionError{Flag: "classes", Err: fmt.Errorf("%d, but the input's largest label is %d: a class beyond the labels can never be a clean label (clean labels come from neighbours' labels), so at most %d (twice the labels' classes, or %d more)",
+				p.C, seen-1, lim, classSlack)}
+		}
+	}
+	if p.Rows > 0 && int64(o.K) >= p.Rows && o.K > Defaults().K {
+		return &OptionError{Flag: "k", Err: fmt.Errorf("%d neighbours, but the input has %d rows: want fewer than the rows (an item's neighbours are other rows)", o.K, p.Rows)}
+	}
+	if o.N.Set && p.Mixture.C0 > 0 {
+		if lim := nFactor * (2*p.Mixture.C0 - 1); o.N.V > lim {
+			return &OptionError{Flag: "n", Err: fmt.Errorf("%d trials: at most %d (%d x the identifiability bound 2 c0 - 1 = %d, c0 = %d); more sharpen nothing the EM uses and cost time and memory",
+				o.N.V, lim, nFactor, 2*p.Mixture.C0-1, p.Mixture.C0)}
+		}
+	}
+	est := budget.Of(p.Sizes())
+	if err := budget.Fit(est, budget.Memory()); err != nil {
+		be := err.(*budget.Error)
+		val := map[string]any{"k": o.K, "n": p.Mixture.N, "c0": p.Mixture.C0, "classes": p.C, "input": o.Input, "annotations": o.Annotations}[be.Flag]
+		return &OptionError{Flag: be.Flag, Err: fmt.Errorf("%v: %s", val, be.Msg)}
+	}
+	return nil
+}
+
+// Sizes are the plan's quantities for internal/budget.
+func (p *Plan) Sizes() budget.Sizes {
+	o := &p.Options
+	s := budget.Sizes{Rows: p.Rows, D: p.Read.D, C: p.C, C0: p.Mixture.C0, K: o.K, L: p.Mixture.L, N: p.Mixture.N}
+	s.IVF = p.Mode == NeighboursIVF
+	if p.Crowd != nil {
+		for _, u := range p.Crowd.Units {
+			s.Annotations += max(u.Rows, 0)
+		}
+	}
+	return s
+}
