@@ -73,6 +73,11 @@ func checkPlan(ctx context.Context, p *Plan) error {
 		val := map[string]any{"k": o.K, "n": p.Mixture.N, "c0": p.Mixture.C0, "classes": p.C, "input": o.Input, "annotations": o.Annotations}[be.Flag]
 		return &OptionError{Flag: be.Flag, Err: fmt.Errorf("%v: %s", val, be.Msg)}
 	}
+	if o.Output != "" {
+		if free := budget.FreeDisk(o.Output); free > 0 && est.Output > free {
+			return &OptionError{Flag: "output", Err: fmt.Errorf("%s: the output would take about %s, more than the %s free there", o.Output, budget.Bytes(est.Output), budget.Bytes(free))}
+		}
+	}
 	return nil
 }
 

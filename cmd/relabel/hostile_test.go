@@ -26,6 +26,21 @@ func finishedRun(t *testing.T) (in, out string) {
 	return in, out
 }
 
+// outputShards are the data files of the output directory out.
+func outputShards(t *testing.T, out string) []string {
+	t.Helper()
+	var shards []string
+	for _, n := range listDir(t, out) {
+		if n != "summary.json" && n != "report.html" && !strings.HasPrefix(n, ".") {
+			shards = append(shards, filepath.Join(out, n))
+		}
+	}
+	if len(shards) == 0 {
+		t.Fatalf("no output shard in %s: %q", out, listDir(t, out))
+	}
+	return shards
+}
+
 func sameFile(t *testing.T, path string, want []byte) bool {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -38,10 +53,7 @@ func sameFile(t *testing.T, path string, want []byte) bool {
 func TestNoOverwriteWithoutFlag(t *testing.T) {
 	in, out := finishedRun(t)
 	input, _ := os.ReadFile(in)
-	shards, _ := filepath.Glob(filepath.Join(out, "*.parquet"))
-	if len(shards) == 0 {
-		t.Fatalf("no output shard in %s", out)
-	}
+	shards := outputShards(t, out)
 	shard, _ := os.ReadFile(shards[0])
 
 	// report --out an input or the run's own output shard: refused, kept.
@@ -206,10 +218,10 @@ func TestMessagesSafeAndPlain(t *testing.T) {
 
 	out := filepath.Join(t.TempDir(), "out")
 	mustRelabel(t, "run", "--input", in, "--output", out, "--rounds", "1")
-	shards, _ := filepath.Glob(filepath.Join(out, "*.parquet"))
+	shards := outputShards(t, out)
 	b, _ := os.ReadFile(shards[0])
-	os.WriteFile(filepath.Join(dir, "b.parquet"), b, 0o644)
-	r = relabel(t, "run", "--input", filepath.Join(dir, "*.parquet"), "--output", filepath.Join(t.TempDir(), "o"))
+	os.WriteFile(filepath.Join(dir, "b"+filepath.Ext(shards[0])), b, 0o644)
+	r = relabel(t, "run", "--input", filepath.Join(dir, "*"), "--output", filepath.Join(t.TempDir(), "o"))
 	if r.code == 0 || !strings.Contains(r.stderr, "an output of relabel run") {
 		t.Errorf("glob matching an output: exit %d, stderr %q; want it explained", r.code, tail(r.stderr, 300))
 	}
