@@ -231,3 +231,38 @@ func TestMessagesSafeAndPlain(t *testing.T) {
 		t.Errorf("report without summary.json: exit %d, lines %q", r.code, lines)
 	}
 }
+
+// TestDeletionOnlyMessage (target 6): an incremental directory run whose
+// only change is a gone input file says that no row was relabelled, not the
+// output's row count.
+func TestDeletionOnlyMessage(t *testing.T) {
+	in, out := t.TempDir(), filepath.Join(t.TempDir(), "out")
+	for d := range 2 {
+		writeRows(t, filepath.Join(in, "day-"+string(rune('0'+d))+".parquet"), schemas.LabelInt32, nil, lakeDays[d])
+	}
+	args := []string{"run", "--input", filepath.Join(in, "*.parquet"), "--output", out, "--incremental", "--rounds", "1"}
+	mustRelabel(t, args...)
+	os.Remove(filepath.Join(in, "day-1.parquet"))
+	r := mustRelabel(t, args...)
+	if !strings.Contains(r.stdout, "1 gone") || strings.Contains(r.stdout, "800 rows relabelled") || strings.Contains(r.stdout, "400 rows relabelled") && !strings.Contains(r.stdout, "re-scored)") {
+		t.Errorf("deletion-only run says:\n%s\nwant the rows relabelled by this run (none new), not the output's total", r.stdout)
+	}
+	if !strings.Contains(r.stdout, "no row relabelled") && !strings.Contains(r.stdout, "0 new,") {
+		t.Errorf("deletion-only run says:\n%s\nwant no row relabelled, or 0 new and the re-scored ones", r.stdout)
+	}
+}
+
+// TestSynthRefusesHuge (target 2): relabel synth --d 1000000000 (issue 35:
+// "fatal error: runtime: out of memory" and a goroutine dump) exits 2
+// naming --d, before allocating or creating anything.
+func TestSynthRefusesHuge(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "synth")
+	var stdout, stderr bytes.Buffer
+	code := dispatch(context.Background(), []string{"synth", "--d", "1000000000", "--output", out}, &stdout, &stderr)
+	if code != 2 || !strings.Contains(stderr.String(), "--d") || !strings.Contains(stderr.String(), "memory") {
+		t.Errorf("synth --d 1e9: exit %d, stderr %q; want 2 naming --d and the memory", code, stderr.String())
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Errorf("the refused synth created %s", out)
+	}
+}

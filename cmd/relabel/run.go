@@ -265,10 +265,17 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		fmt.Fprintf(stdout, "relabel: incremental run: %d new and %d changed input files (%d rows), %d gone; %d old rows re-scored, %d output shards written, %d removed\n",
 			l.NewFiles, l.ChangedFiles, l.NewRows, len(l.GoneFiles), l.Rescored, l.AddedFiles, l.RemovedFiles)
 	}
-	if l := sum.Lake; l != nil && l.Incremental && l.NewRows == 0 && l.Rescored == 0 {
-		// Only gone files: their rows left the output, no row was relabelled.
-		fmt.Fprintf(stdout, "relabel: no row relabelled (the rows of %d gone input files removed); output in %s holds %d rows, %d labels changed (summary.json beside the shards)\n",
-			len(l.GoneFiles), progress.Safe(sum.Output), sum.Rows, sum.Changed)
+	if l := sum.Lake; l != nil && l.Incremental {
+		// An incremental run relabels the new and re-scored rows only; the
+		// output's total is another number (issue 35: a deletion-only run
+		// said "1347 rows relabelled").
+		if n := l.NewRows + l.Rescored; n == 0 {
+			fmt.Fprintf(stdout, "relabel: no row relabelled (the rows of %d gone input files removed); output in %s holds %d rows, %d labels changed (summary.json beside the shards)\n",
+				len(l.GoneFiles), progress.Safe(sum.Output), sum.Rows, sum.Changed)
+		} else {
+			fmt.Fprintf(stdout, "relabel: %d rows relabelled (%d new, %d re-scored); output in %s holds %d rows, %d labels changed (summary.json beside the shards)\n",
+				n, l.NewRows, l.Rescored, progress.Safe(sum.Output), sum.Rows, sum.Changed)
+		}
 	} else {
 		fmt.Fprintf(stdout, "relabel: %d rows relabelled, %d labels changed (%.1f%%); output in %s (summary.json beside the shards)\n",
 			sum.Rows, sum.Changed, 100*float64(sum.Changed)/float64(max(sum.Rows, 1)), progress.Safe(sum.Output))
