@@ -190,12 +190,12 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			return usageError{err}
 		}
 	}
-	if err := checkUsable(&o, o.SpillDir.Set); err != nil {
-		return err
-	}
 	spill, err := ro.Spill(o.SpillDir.V, o.SpillDir.Set)
 	if err != nil {
 		return usageError{err}
+	}
+	if err := checkUsable(&o, o.SpillDir.Set); err != nil {
+		return err
 	}
 	if spill == "" {
 		spill = "none"
@@ -291,7 +291,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fmt.Fprintln(stdout)
 	rep.Text(stdout, 5)
 	if o.Report {
-		path, err := rep.Save(ctx, "")
+		path, err := rep.SaveTo(ctx, "", o.Overwrite)
 		if err != nil {
 			fmt.Fprintf(stderr, "relabel run: the output is complete, but report.html was not written: %s\n", progress.Safe(oneLine(err)))
 			return nil
