@@ -131,7 +131,12 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	// Messages name files and quote data: progress.Safe escapes what a
 	// terminal would act on (a file name's escape sequences, newlines).
 	if ue, ok := err.(usageError); ok {
-		fmt.Fprintf(stderr, "relabel %s: %s\n", args[0], progress.Safe(ue.error.Error()))
+		// One problem a line (options report all of theirs, joined).
+		lines := strings.Split(ue.error.Error(), "\n")
+		for i, l := range lines {
+			lines[i] = progress.Safe(l)
+		}
+		fmt.Fprintf(stderr, "relabel %s: %s\n", args[0], strings.Join(lines, "\n"))
 		return 2
 	}
 	fmt.Fprintf(stderr, "relabel %s: %s\n", args[0], progress.Safe(oneLine(err)))
