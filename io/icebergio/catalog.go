@@ -3,11 +3,16 @@ package icebergio
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"maps"
+	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
@@ -26,8 +31,19 @@ import (
 // relative to the working directory.
 const SQLiteScheme = "sqlite"
 
+// DefaultCatalogName is the catalog name OpenCatalog uses unless told
+// another: the one iceberg-go's and pyiceberg's SQL catalog examples use, so
+// that a table another writer created with their defaults is found. A SQL
+// catalog file files every table under a catalog name; a reader opening the
+// file under another name sees none of them.
+const DefaultCatalogName = "default"
+
 // CatalogOptions configures OpenCatalog.
 type CatalogOptions struct {
+	// Name is the catalog's name. Optional, default DefaultCatalogName, or
+	// the URI's ?name= parameter; given both, they must agree. relabel
+	// before this option filed its output tables under "relabel".
+	Name string
 	// Warehouse is where tables created through this catalog keep their data
 	// and metadata: a local directory, a file:// URI or a gs://bucket/prefix
 	// URI. Optional, default the directory "warehouse" beside the SQLite
@@ -40,9 +56,10 @@ type CatalogOptions struct {
 
 // Catalog is an open Iceberg catalog. It is safe for concurrent use.
 type Catalog struct {
-	uri string
-	cat catalog.Catalog
-	db  *sql.DB
+	uri  string
+	name string
+	cat  catalog.Catalog
+	db   *sql.DB
 }
 
 // OpenCatalog opens the catalog named by uri, creating a SQLite catalog file
@@ -51,11 +68,10 @@ type Catalog struct {
 // supported: a REST, Glue or Hive catalog would be a few lines more through
 // catalog.Load, but relabel has no test server for them.
 func OpenCatalog(ctx context.Context, uri string, opts CatalogOptions) (*Catalog, error) {
-	scheme, rest, ok := strings.Cut(uri, "://")
-	if !ok || scheme != SQLiteScheme || rest == "" {
-		return nil, fmt.Errorf("icebergio: catalog %q: want sqlite:///path/to/catalog.db", uri)
+	path, name, err := ParseCatalogURI(uri, opts.Name)
+	if err != nil {
+		return nil, err
 	}
-	path := rest
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("icebergio: catalog %s: %w", uri, err)
 	}
@@ -63,7 +79,7 @@ func OpenCatalog(ctx context.Context, uri string, opts CatalogOptions) (*Catalog
 	if wh == "" {
 		wh = filepath.Join(filepath.Dir(path), "warehouse")
 	}
-	wh, err := warehouseURI(wh)
+	wh, err = warehouseURI(wh)
 	if err != nil {
 		return nil, fmt.Errorf("icebergio: catalog %s: %w", uri, err)
 	}
@@ -94,13 +110,75 @@ func OpenCatalog(ctx context.Context, uri string, opts CatalogOptions) (*Catalog
 	maps.Copy(props, opts.Properties)
 	props["warehouse"] = wh
 	props["init_catalog_tables"] = "true"
-	cat, err := sqlcat.NewCatalog("relabel", db, sqlcat.SQLite, props)
+	cat, err := sqlcat.NewCatalog(name, db, sqlcat.SQLite, props)
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("icebergio: catalog %s: %w", uri, err)
 	}
-	return &Catalog{uri: uri, cat: cat, db: db}, nil
+	return &Catalog{uri: uri, name: name, cat: cat, db: db}, nil
 }
+
+// ParseCatalogURI checks a catalog URI, sqlite:///path/catalog.db with an
+// optional ?name=NAME, against an explicit catalog name (empty: none given),
+// and returns the SQLite file's path and the catalog name to use. A name
+// given both ways must be the same name; neither gives DefaultCatalogName.
+func ParseCatalogURI(uri, name string) (path, catName string, err error) {
+	scheme, rest, ok := strings.Cut(uri, "://")
+	if !ok || scheme != SQLiteScheme || rest == "" {
+		return "", "", fmt.Errorf("icebergio: catalog %q: want sqlite:///path/to/catalog.db (optionally ?name=CATALOG)", uri)
+	}
+	path, query, hasQuery := strings.Cut(rest, "?")
+	if path == "" {
+		return "", "", fmt.Errorf("icebergio: catalog %q: no catalog file path: want sqlite:///path/to/catalog.db", uri)
+	}
+	if hasQuery {
+		q, err := url.ParseQuery(query)
+		if err != nil {
+			return "", "", fmt.Errorf("icebergio: catalog %q: %w", uri, err)
+		}
+		for k := range q {
+			if k != "name" {
+				return "", "", fmt.Errorf("icebergio: catalog %q: unknown parameter %q (known: name)", uri, k)
+			}
+		}
+		if _, given := q["name"]; given {
+			uriName := q.Get("name")
+			if err := checkName("catalog name", uriName); err != nil {
+				return "", "", fmt.Errorf("icebergio: catalog %q: %w", uri, err)
+			}
+			if name != "" && name != uriName {
+				return "", "", fmt.Errorf("icebergio: catalog %q names catalog %q, but catalog name %q was given: give one", uri, uriName, name)
+			}
+			name = uriName
+		}
+	}
+	if name == "" {
+		name = DefaultCatalogName
+	} else if err := checkName("catalog name", name); err != nil {
+		return "", "", fmt.Errorf("icebergio: %w", err)
+	}
+	return path, name, nil
+}
+
+// checkName refuses a name no catalog can hold usefully: empty, with
+// leading or trailing white space (a table 'ns.items ' is created, but no
+// one typing ns.items finds it again), or with control characters.
+func checkName(what, s string) error {
+	switch {
+	case s == "":
+		return fmt.Errorf("%s is empty", what)
+	case strings.TrimSpace(s) != s:
+		return fmt.Errorf("%s %q has leading or trailing white space", what, s)
+	case strings.IndexFunc(s, unicode.IsControl) >= 0:
+		return fmt.Errorf("%s %q has a control character", what, s)
+	case !utf8.ValidString(s):
+		return fmt.Errorf("%s %q is not valid UTF-8", what, s)
+	}
+	return nil
+}
+
+// Name is the catalog name the catalog was opened under.
+func (c *Catalog) Name() string { return c.name }
 
 // warehouseURI turns a local directory into an absolute file:// URI, which
 // iceberg-go needs to pick its local file IO; URIs pass through.
@@ -138,6 +216,9 @@ func ParseIdent(name string) (table.Identifier, error) {
 		if p == "" {
 			return nil, fmt.Errorf("icebergio: table %q: empty name part", name)
 		}
+		if err := checkName("name part", p); err != nil {
+			return nil, fmt.Errorf("icebergio: table %q: %w", name, err)
+		}
 	}
 	return table.Identifier(parts), nil
 }
@@ -149,8 +230,74 @@ func (c *Catalog) LoadTable(ctx context.Context, name string) (*table.Table, err
 		return nil, err
 	}
 	tbl, err := c.cat.LoadTable(ctx, ident)
+	if errors.Is(err, catalog.ErrNoSuchTable) {
+		return nil, fmt.Errorf("icebergio: catalog %s (catalog name %q): table %s: %w; %s", c.uri, c.name, name, err, c.holds(ctx))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("icebergio: catalog %s: table %s: %w", c.uri, name, err)
 	}
 	return tbl, nil
+}
+
+// holds says which tables the catalog file holds under which catalog names,
+// for the error of a table not found: the usual cause is a table another
+// writer filed under another catalog name.
+func (c *Catalog) holds(ctx context.Context) string {
+	byName, err := c.tablesByCatalogName(ctx)
+	if err != nil {
+		return fmt.Sprintf("(listing the catalog file's tables: %v)", err)
+	}
+	if len(byName) == 0 {
+		return "the catalog file holds no tables"
+	}
+	var parts []string
+	for _, n := range slices.Sorted(maps.Keys(byName)) {
+		tables := byName[n]
+		const most = 10
+		more := ""
+		if len(tables) > most {
+			more = fmt.Sprintf(" and %d more", len(tables)-most)
+			tables = tables[:most]
+		}
+		parts = append(parts, fmt.Sprintf("catalog name %q: %s%s", n, strings.Join(tables, ", "), more))
+	}
+	return "the catalog file holds " + strings.Join(parts, "; ") + " (choose the catalog name with --catalog-name or ?name= in the catalog URI)"
+}
+
+// tablesByCatalogName lists the catalog file's tables (namespace.table) by
+// the catalog name they are filed under. It reads iceberg-go's SQL catalog
+// table directly: the catalog API lists one catalog name's tables only.
+func (c *Catalog) tablesByCatalogName(ctx context.Context) (map[string][]string, error) {
+	rows, err := c.db.QueryContext(ctx, "SELECT catalog_name, table_namespace, table_name FROM iceberg_tables ORDER BY catalog_name, table_namespace, table_name")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string][]string{}
+	for rows.Next() {
+		var cn, ns, tn string
+		if err := rows.Scan(&cn, &ns, &tn); err != nil {
+			return nil, err
+		}
+		out[cn] = append(out[cn], ns+"."+tn)
+	}
+	return out, rows.Err()
+}
+
+// filedElsewhere returns the other catalog names the catalog file holds
+// table name under: an output table that relabel would otherwise create a
+// second time, under this catalog's name, beside the one earlier runs wrote.
+func (c *Catalog) filedElsewhere(ctx context.Context, name string) ([]string, error) {
+	byName, err := c.tablesByCatalogName(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var other []string
+	for n, tables := range byName {
+		if n != c.name && slices.Contains(tables, name) {
+			other = append(other, n)
+		}
+	}
+	slices.Sort(other)
+	return other, nil
 }

@@ -93,6 +93,13 @@ func (c *Catalog) OpenOutput(ctx context.Context, name string, schema *arrow.Sch
 	}
 	tbl, err := c.cat.LoadTable(ctx, ident)
 	if errors.Is(err, catalog.ErrNoSuchTable) {
+		other, lerr := c.filedElsewhere(ctx, name)
+		if lerr != nil {
+			return nil, fmt.Errorf("icebergio: catalog %s: output table %s: %w", c.uri, name, lerr)
+		}
+		if len(other) > 0 {
+			return nil, fmt.Errorf("icebergio: catalog %s: output table %s is not filed under catalog name %q but under %q: run with that catalog name (--catalog-name or ?name= in the URI; relabel filed its tables under \"relabel\" before the catalog name could be chosen), so that a second table of that name is not created", c.uri, name, c.name, strings.Join(other, `", "`))
+		}
 		tbl, err = c.create(ctx, ident, want)
 	}
 	if err != nil {

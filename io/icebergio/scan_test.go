@@ -25,6 +25,12 @@ func TestParseIdent(t *testing.T) {
 		{"ns.", nil},
 		{".items", nil},
 		{"a..items", nil},
+		{"ns.items ", nil},
+		{" ns.items", nil},
+		{"ns. items", nil},
+		{"ns.it\tems", nil},
+		{"ns.\x00", nil},
+		{"ns.it ems", []string{"ns", "it ems"}},
 	} {
 		got, err := ParseIdent(tc.in)
 		if tc.want == nil {
