@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -49,6 +50,11 @@ type CatalogOptions struct {
 	// URI. Optional, default the directory "warehouse" beside the SQLite
 	// catalog file. Tables that already exist keep their own location.
 	Warehouse string
+	// Scratch is the local directory where data files that must be read
+	// through iceberg-go's scanner (Task.Scanned: row-level deletes, renamed
+	// columns) are written; the caller removes it. Optional, default a new
+	// temporary directory that Close removes.
+	Scratch string
 	// Properties are passed to iceberg-go's catalog and file IO, for example
 	// "gcs.endpoint" to reach a GCS emulator. Optional.
 	Properties map[string]string
@@ -60,6 +66,12 @@ type Catalog struct {
 	name string
 	cat  catalog.Catalog
 	db   *sql.DB
+
+	mu           sync.Mutex
+	scratch      string // CatalogOptions.Scratch, or a temporary directory once needed
+	ownScratch   bool   // scratch is a temporary directory Close removes
+	scannedFiles map[string]scannedFile
+	scannedNames map[string]bool
 }
 
 // OpenCatalog opens the catalog named by uri, creating a SQLite catalog file
@@ -115,7 +127,9 @@ func OpenCatalog(ctx context.Context, uri string, opts CatalogOptions) (*Catalog
 		db.Close()
 		return nil, fmt.Errorf("icebergio: catalog %s: %w", uri, err)
 	}
-	return &Catalog{uri: uri, name: name, cat: cat, db: db}, nil
+	removeDeadScratch()
+	return &Catalog{uri: uri, name: name, cat: cat, db: db, scratch: opts.Scratch,
+		scannedFiles: map[string]scannedFile{}, scannedNames: map[string]bool{}}, nil
 }
 
 // ParseCatalogURI checks a catalog URI, sqlite:///path/catalog.db with an
@@ -196,8 +210,16 @@ func warehouseURI(wh string) (string, error) {
 // URI is the catalog's URI as given to OpenCatalog.
 func (c *Catalog) URI() string { return c.uri }
 
-// Close releases the catalog's database connections.
+// Close releases the catalog's database connections and removes its
+// temporary scratch directory (the files planned tasks were Scanned into: a
+// caller closes the catalog after the run that read them).
 func (c *Catalog) Close() error {
+	c.mu.Lock()
+	if c.ownScratch {
+		os.RemoveAll(c.scratch)
+		c.scratch, c.ownScratch = "", false
+	}
+	c.mu.Unlock()
 	return c.db.Close() // the SQL catalog holds no resources beyond its *sql.DB
 }
 

@@ -300,7 +300,10 @@ func (o *Output) dataFiles(ctx context.Context) ([]string, error) {
 	paths := make([]string, len(tasks))
 	for i, t := range tasks {
 		if len(t.DeleteFiles)+len(t.EqualityDeleteFiles)+len(t.DeletionVectorFiles) > 0 {
-			return nil, fmt.Errorf("data file %s has delete files: %w", t.File.FilePath(), ErrDeleteFiles)
+			// relabel's output tables are written by relabel alone;
+			// rows deleted from one by another writer would come back
+			// with the next run's rewrite of the file.
+			return nil, fmt.Errorf("data file %s has row-level delete files: an output table is relabel's to write (rows deleted by another writer would be rewritten); compact it, or run a full run into a new table", t.File.FilePath())
 		}
 		paths[i] = t.File.FilePath()
 	}
