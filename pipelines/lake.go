@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/relabel/relabel/internal/faults"
@@ -25,6 +24,9 @@ import (
 type LakeOptions struct {
 	// Catalog is the Iceberg catalog's URI (sqlite:///path/catalog.db).
 	Catalog string
+	// CatalogName is the catalog's name (icebergio.CatalogOptions.Name);
+	// empty: the URI's ?name= or icebergio.DefaultCatalogName.
+	CatalogName string
 	// Warehouse is where tables the run creates keep their files; empty: the
 	// catalog's default (a "warehouse" directory beside the catalog file).
 	Warehouse string
@@ -56,13 +58,26 @@ var lakeFlags = []Flag{
 				}
 				return nil
 			}
-			if scheme, rest, ok := strings.Cut(l.Catalog, "://"); !ok || scheme != icebergio.SQLiteScheme || rest == "" {
-				return fmt.Errorf("%q: want sqlite:///path/to/catalog.db", l.Catalog)
+			if _, _, err := icebergio.ParseCatalogURI(l.Catalog, ""); err != nil {
+				return err
 			}
 			if l.InputTable == "" && l.OutputTable == "" {
 				return errors.New("given without --input-table or --output-table")
 			}
 			return nil
+		}},
+	{Name: "catalog-name", Group: GroupLake, Usage: "the catalog's name: a SQL catalog file files each table under one (other writers' default is \"default\"; relabel before this flag used \"relabel\"); also settable as ?name= in --catalog", Default: icebergio.DefaultCatalogName,
+		bind: func(o *Options) flag.Value { return (*stringValue)(&o.Lake.CatalogName) },
+		check: func(o *Options) error {
+			l := &o.Lake
+			if l.CatalogName == "" {
+				return nil
+			}
+			if l.Catalog == "" {
+				return errors.New("given without --catalog")
+			}
+			_, _, err := icebergio.ParseCatalogURI(l.Catalog, l.CatalogName)
+			return err
 		}},
 	{Name: "warehouse", Group: GroupLake, Usage: "where tables the run creates keep their files: a directory or gs://bucket/prefix", Default: "warehouse/ beside the catalog file",
 		bind: func(o *Options) flag.Value { return (*stringValue)(&o.Lake.Warehouse) },
@@ -186,7 +201,7 @@ type LakeSummary struct {
 
 // planTableInput is MakePlan with --input-table and a directory output.
 func planTableInput(ctx context.Context, cfg Options) (*Plan, error) {
-	cat, err := icebergio.OpenCatalog(ctx, cfg.Lake.Catalog, icebergio.CatalogOptions{Warehouse: cfg.Lake.Warehouse})
+	cat, err := icebergio.OpenCatalog(ctx, cfg.Lake.Catalog, icebergio.CatalogOptions{Name: cfg.Lake.CatalogName, Warehouse: cfg.Lake.Warehouse})
 	if err != nil {
 		return nil, err
 	}
@@ -234,7 +249,7 @@ func planTable(ctx context.Context, cfg Options, cat *icebergio.Catalog) (*Plan,
 // the files written are removed (or left as orphans nothing references).
 func runTable(ctx context.Context, cfg Options, exec Executor) (*Summary, error) {
 	t0 := time.Now()
-	cat, err := icebergio.OpenCatalog(ctx, cfg.Lake.Catalog, icebergio.CatalogOptions{Warehouse: cfg.Lake.Warehouse})
+	cat, err := icebergio.OpenCatalog(ctx, cfg.Lake.Catalog, icebergio.CatalogOptions{Name: cfg.Lake.CatalogName, Warehouse: cfg.Lake.Warehouse})
 	if err != nil {
 		return nil, err
 	}
