@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"os"
 	"slices"
 	"time"
 
@@ -200,14 +201,27 @@ type LakeSummary struct {
 }
 
 // planTableInput is MakePlan with --input-table and a directory output.
+// The files the catalog reads through iceberg-go's scanner (deletes applied,
+// columns resolved by field id) outlive the catalog here, in the plan's
+// Scratch directory, which Run removes after the pipeline read them.
 func planTableInput(ctx context.Context, cfg Options) (*Plan, error) {
-	cat, err := icebergio.OpenCatalog(ctx, cfg.Lake.Catalog, icebergio.CatalogOptions{Name: cfg.Lake.CatalogName, Warehouse: cfg.Lake.Warehouse})
+	scratch, err := os.MkdirTemp("", "relabel-iceberg-")
 	if err != nil {
+		return nil, err
+	}
+	cat, err := icebergio.OpenCatalog(ctx, cfg.Lake.Catalog, icebergio.CatalogOptions{Name: cfg.Lake.CatalogName, Warehouse: cfg.Lake.Warehouse, Scratch: scratch})
+	if err != nil {
+		os.RemoveAll(scratch)
 		return nil, err
 	}
 	defer cat.Close()
 	p, _, err := planTable(ctx, cfg, cat)
-	return p, err
+	if err != nil {
+		os.RemoveAll(scratch)
+		return nil, err
+	}
+	p.Scratch = scratch
+	return p, nil
 }
 
 // planTable plans the input table's current snapshot: its data files become
