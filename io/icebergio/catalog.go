@@ -74,15 +74,20 @@ type Catalog struct {
 	scannedNames map[string]bool
 }
 
-// OpenCatalog opens the catalog named by uri, creating a SQLite catalog file
-// (and its directory) that does not exist yet, so that the first scheduled run
-// in an empty directory needs no setup step. Only sqlite:// URIs are
-// supported: a REST, Glue or Hive catalog would be a few lines more through
-// catalog.Load, but relabel has no test server for them.
+// OpenCatalog opens the catalog named by uri: a local SQL catalog in one
+// SQLite file, sqlite:///path/catalog.db (created with its directory if it
+// does not exist yet, so that the first scheduled run in an empty directory
+// needs no setup step), or a REST catalog, rest://HOST[:PORT]/PATH (HTTPS)
+// or an http:// or https:// URL, authenticated from the environment
+// (RESTAuthEnv). Glue and Hive catalogs, which iceberg-go also has, are not
+// offered: relabel has nothing to test them against.
 func OpenCatalog(ctx context.Context, uri string, opts CatalogOptions) (*Catalog, error) {
 	path, name, err := ParseCatalogURI(uri, opts.Name)
 	if err != nil {
 		return nil, err
+	}
+	if isREST(uri) {
+		return openREST(ctx, uri, path, name, opts)
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("icebergio: catalog %s: %w", uri, err)
@@ -133,13 +138,33 @@ func OpenCatalog(ctx context.Context, uri string, opts CatalogOptions) (*Catalog
 }
 
 // ParseCatalogURI checks a catalog URI, sqlite:///path/catalog.db with an
-// optional ?name=NAME, against an explicit catalog name (empty: none given),
-// and returns the SQLite file's path and the catalog name to use. A name
-// given both ways must be the same name; neither gives DefaultCatalogName.
+// optional ?name=NAME or a REST catalog's URL (rest://, http://, https://),
+// against an explicit catalog name (empty: none given), and returns the
+// SQLite file's path (for REST, the catalog's base URL) and the catalog name
+// to use. A name given both ways must be the same name; neither gives
+// DefaultCatalogName.
 func ParseCatalogURI(uri, name string) (path, catName string, err error) {
 	scheme, rest, ok := strings.Cut(uri, "://")
+	if ok && isREST(uri) {
+		u, err := url.Parse(uri)
+		if err != nil || u.Host == "" {
+			return "", "", fmt.Errorf("icebergio: catalog %q: want %s://HOST[:PORT][/PATH] (a REST catalog)", uri, scheme)
+		}
+		if u.User != nil {
+			return "", "", fmt.Errorf("icebergio: catalog %q: credentials do not go in the URI (they would show in process lists and logs): set %s or %s", u.Redacted(), EnvCatalogToken, EnvCatalogCredential)
+		}
+		if scheme == RESTScheme {
+			u.Scheme = "https"
+		}
+		if name == "" {
+			name = DefaultCatalogName
+		} else if err := checkName("catalog name", name); err != nil {
+			return "", "", fmt.Errorf("icebergio: %w", err)
+		}
+		return u.String(), name, nil
+	}
 	if !ok || scheme != SQLiteScheme || rest == "" {
-		return "", "", fmt.Errorf("icebergio: catalog %q: want sqlite:///path/to/catalog.db (optionally ?name=CATALOG)", uri)
+		return "", "", fmt.Errorf("icebergio: catalog %q: want sqlite:///path/to/catalog.db (optionally ?name=CATALOG), or a REST catalog's rest://, https:// or http:// URL", uri)
 	}
 	path, query, hasQuery := strings.Cut(rest, "?")
 	if path == "" {
@@ -210,7 +235,7 @@ func warehouseURI(wh string) (string, error) {
 // URI is the catalog's URI as given to OpenCatalog.
 func (c *Catalog) URI() string { return c.uri }
 
-// Close releases the catalog's database connections and removes its
+// Close releases the catalog's connections and removes its
 // temporary scratch directory (the files planned tasks were Scanned into: a
 // caller closes the catalog after the run that read them).
 func (c *Catalog) Close() error {
@@ -220,6 +245,9 @@ func (c *Catalog) Close() error {
 		c.scratch, c.ownScratch = "", false
 	}
 	c.mu.Unlock()
+	if c.db == nil {
+		return nil // a REST catalog holds only an HTTP client
+	}
 	return c.db.Close() // the SQL catalog holds no resources beyond its *sql.DB
 }
 
@@ -283,6 +311,9 @@ func (c *Catalog) holds(ctx context.Context) string {
 		}
 		parts = append(parts, fmt.Sprintf("catalog name %q: %s%s", n, strings.Join(tables, ", "), more))
 	}
+	if c.db == nil {
+		return "the catalog holds " + strings.TrimPrefix(strings.Join(parts, "; "), fmt.Sprintf("catalog name %q: ", c.name))
+	}
 	return "the catalog file holds " + strings.Join(parts, "; ") + " (choose the catalog name with --catalog-name or ?name= in the catalog URI)"
 }
 
@@ -290,6 +321,9 @@ func (c *Catalog) holds(ctx context.Context) string {
 // the catalog name they are filed under. It reads iceberg-go's SQL catalog
 // table directly: the catalog API lists one catalog name's tables only.
 func (c *Catalog) tablesByCatalogName(ctx context.Context) (map[string][]string, error) {
+	if c.db == nil {
+		return c.listTables(ctx)
+	}
 	rows, err := c.db.QueryContext(ctx, "SELECT catalog_name, table_namespace, table_name FROM iceberg_tables ORDER BY catalog_name, table_namespace, table_name")
 	if err != nil {
 		return nil, err
