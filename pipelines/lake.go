@@ -49,7 +49,7 @@ func init() {
 }
 
 var lakeFlags = []Flag{
-	{Name: "catalog", Group: GroupLake, Usage: "Iceberg catalog of --input-table/--output-table: sqlite:///path/catalog.db (a local SQL catalog, created if missing)",
+	{Name: "catalog", Group: GroupLake, Usage: "Iceberg catalog of --input-table/--output-table: sqlite:///path/catalog.db (a local SQL catalog, created if missing), or a REST catalog rest://HOST/PATH (HTTPS) or http(s)://HOST/PATH, credentials from $RELABEL_CATALOG_TOKEN (bearer) or $RELABEL_CATALOG_CREDENTIAL (OAuth2 CLIENT_ID:SECRET)",
 		bind: func(o *Options) flag.Value { return (*stringValue)(&o.Lake.Catalog) },
 		check: func(o *Options) error {
 			l := &o.Lake
@@ -80,7 +80,7 @@ var lakeFlags = []Flag{
 			_, _, err := icebergio.ParseCatalogURI(l.Catalog, l.CatalogName)
 			return err
 		}},
-	{Name: "warehouse", Group: GroupLake, Usage: "where tables the run creates keep their files: a directory or gs://bucket/prefix", Default: "warehouse/ beside the catalog file",
+	{Name: "warehouse", Group: GroupLake, Usage: "where tables the run creates keep their files: a directory or gs://bucket/prefix (for a REST catalog: the warehouse the catalog serves, sent to it)", Default: "warehouse/ beside the catalog file; the REST catalog's own",
 		bind: func(o *Options) flag.Value { return (*stringValue)(&o.Lake.Warehouse) },
 		check: func(o *Options) error {
 			if o.Lake.Warehouse != "" && o.Lake.Catalog == "" {

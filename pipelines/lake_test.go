@@ -311,7 +311,7 @@ func TestLakeBadConfig(t *testing.T) {
 			o.Input, o.Lake.Catalog, o.Lake.InputTable, o.Lake.OutputTable = "x/*.parquet", "sqlite:///tmp/c.db", "ns.a", "ns.b"
 		}, "--input-table"},
 		{"bad catalog", func(o *pipelines.Options) {
-			o.Lake.Catalog, o.Lake.InputTable, o.Lake.OutputTable = "rest://x", "ns.a", "ns.b"
+			o.Lake.Catalog, o.Lake.InputTable, o.Lake.OutputTable = "ftp://x", "ns.a", "ns.b"
 		}, "--catalog"},
 		{"output table without input table", func(o *pipelines.Options) {
 			o.Input, o.Lake.Catalog, o.Lake.OutputTable = "x/*.parquet", "sqlite:///tmp/c.db", "ns.b"
