@@ -2,9 +2,11 @@ package icebergio
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -284,5 +286,40 @@ func writeInputFile(t *testing.T, path string, d *schemas.Rows) {
 	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestContentOrderWithoutBounds: files whose manifests record no column
+// bounds and the same row count (a writer that keeps no statistics) are
+// ordered by their bytes, whatever their names.
+func TestContentOrderWithoutBounds(t *testing.T) {
+	dir := t.TempDir()
+	days := digitsDays(t)
+	// The same two contents under names in both orders.
+	var firsts [2][]string
+	for k, names := range [2][2]string{{"a.parquet", "b.parquet"}, {"b.parquet", "a.parquet"}} {
+		var tasks []table.FileScanTask
+		for d, name := range names {
+			p := filepath.Join(dir, fmt.Sprint(k), name)
+			writeInputFile(t, p, days[d*2]) // days 0 and 2: 512 rows each
+			b, err := iceberg.NewDataFileBuilder(*iceberg.UnpartitionedSpec, iceberg.EntryContentData, "file://"+p, iceberg.ParquetFile, nil, nil, nil, 512, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tasks = append(tasks, table.FileScanTask{File: b.Build()})
+		}
+		// Listed by name, as a catalog might list them.
+		slices.SortFunc(tasks, func(a, b table.FileScanTask) int { return strings.Compare(a.File.FilePath(), b.File.FilePath()) })
+		order, err := contentOrder(context.Background(), tasks)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, i := range order {
+			ids := readPlanRows(t, &InputPlan{Tasks: []Task{{Path: tasks[i].File.FilePath()}}})
+			firsts[k] = append(firsts[k], fmt.Sprint(slices.Min(slices.Collect(mapsKeys(ids)))))
+		}
+	}
+	if !slices.Equal(firsts[0], firsts[1]) {
+		t.Errorf("files without statistics ordered by name: first ids %v vs %v", firsts[0], firsts[1])
 	}
 }
