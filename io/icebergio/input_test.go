@@ -63,21 +63,6 @@ func wantRows(days ...*schemas.Rows) map[int64]inRow {
 	return want
 }
 
-func checkInputRows(t *testing.T, what string, got, want map[int64]inRow) {
-	t.Helper()
-	if len(got) != len(want) {
-		t.Errorf("%s: %d rows read, want %d", what, len(got), len(want))
-	}
-	bad := 0
-	for id, w := range want {
-		if g, ok := got[id]; !ok || g != w {
-			if bad++; bad <= 3 {
-				t.Errorf("%s: id %d read as %+v (present %t), want %+v", what, id, g, ok, w)
-			}
-		}
-	}
-}
-
 // TestPlanSchemaEvolution: a table whose writer called the label column
 // "class", renamed to "label" after the first append (Iceberg keeps the
 // field id; the first file still says "class"), with a column added after
@@ -144,7 +129,7 @@ func TestPlanSchemaEvolution(t *testing.T) {
 			t.Errorf("%s: read by name after a rename", tk.Path)
 		}
 	}
-	checkInputRows(t, "after a rename and an added column", readPlanRows(t, p), wantRows(days[0], days[1]))
+	checkRows(t, "after a rename and an added column", readPlanRows(t, p), wantRows(days[0], days[1]))
 
 	// An incremental plan of the same catalog and snapshot names the same
 	// files, so a run can tell the appended ones among the full plan's.
@@ -209,7 +194,7 @@ func TestPlanPartitioned(t *testing.T) {
 			if len(p.Tasks) < 4 {
 				t.Errorf("%d data files: the table is not partitioned as the test means", len(p.Tasks))
 			}
-			checkInputRows(t, tc.name+" partitioned", readPlanRows(t, p), wantRows(days[0], days[1]))
+			checkRows(t, tc.name+" partitioned", readPlanRows(t, p), wantRows(days[0], days[1]))
 		})
 	}
 }

@@ -115,10 +115,12 @@ func TestOutputRoundTrip(t *testing.T) {
 	}
 }
 
-func checkRows(t *testing.T, what string, got, want map[int64]outRow) {
+// checkRows compares rows by id: output rows (outRow) or input rows as
+// relabel's readers see them (inRow).
+func checkRows[R comparable](t *testing.T, what string, got, want map[int64]R) {
 	t.Helper()
 	if len(got) != len(want) {
-		t.Errorf("%s: the table has %d rows, want %d", what, len(got), len(want))
+		t.Errorf("%s: %d rows, want %d", what, len(got), len(want))
 	}
 	bad := 0
 	for id, w := range want {

@@ -251,7 +251,7 @@ func TestRESTCatalog(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			checkInputRows(t, "through REST", readPlanRows(t, p), wantRows(days[0]))
+			checkRows(t, "through REST", readPlanRows(t, p), wantRows(days[0]))
 			if _, err := cat.LoadTable(ctx, "ns.nope"); err == nil || !strings.Contains(err.Error(), "ns.items") {
 				t.Errorf("missing table: %v, want an error listing ns.items", err)
 			}
