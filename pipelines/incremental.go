@@ -1,6 +1,7 @@
 package pipelines
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -135,27 +136,9 @@ func checkUniqueIDs(rows []*schemas.Rows, column string) error {
 	var dupInt *int64
 	var dupStr *string
 	if len(rows) > 0 && rows[0].StrIDs != nil {
-		var ids []string
-		for _, r := range rows {
-			ids = append(ids, r.StrIDs...)
-		}
-		slices.Sort(ids)
-		for k := 1; k < len(ids) && dupStr == nil; k++ {
-			if ids[k] == ids[k-1] {
-				dupStr = &ids[k]
-			}
-		}
+		dupStr = firstRepeat(rows, func(r *schemas.Rows) []string { return r.StrIDs })
 	} else {
-		var ids []int64
-		for _, r := range rows {
-			ids = append(ids, r.IDs...)
-		}
-		slices.Sort(ids)
-		for k := 1; k < len(ids) && dupInt == nil; k++ {
-			if ids[k] == ids[k-1] {
-				dupInt = &ids[k]
-			}
-		}
+		dupInt = firstRepeat(rows, func(r *schemas.Rows) []int64 { return r.IDs })
 	}
 	if dupInt == nil && dupStr == nil {
 		return nil
@@ -176,6 +159,22 @@ func checkUniqueIDs(rows []*schemas.Rows, column string) error {
 	}
 	rf, rd := rows[at[0][0]], rows[at[1][0]]
 	return shardio.DuplicateError(column, id, rd.Shard, rd.Offset+int64(at[1][1]), rf.Shard, rf.Offset+int64(at[0][1]))
+}
+
+// firstRepeat returns an id that occurs twice among the rows' ids (of), or
+// nil: a sorted copy's equal neighbours.
+func firstRepeat[T cmp.Ordered](rows []*schemas.Rows, of func(*schemas.Rows) []T) *T {
+	var ids []T
+	for _, r := range rows {
+		ids = append(ids, of(r)...)
+	}
+	slices.Sort(ids)
+	for k := 1; k < len(ids); k++ {
+		if ids[k] == ids[k-1] {
+			return &ids[k]
+		}
+	}
+	return nil
 }
 
 func (d *incData) labelsOf(i int) []int32 { return d.labels[d.off[i]:d.off[i+1]] }
