@@ -1,10 +1,12 @@
 package pipelines
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -124,6 +126,55 @@ func flatten(rows []*schemas.Rows, isNewShard func(string) bool) *incData {
 	}
 	d.n = len(d.keys)
 	return d
+}
+
+// checkUniqueIDs refuses rows whose ids repeat, naming both files and rows
+// (shardio.DuplicateError), as the full run's stats stage does. The ids are
+// copied and sorted (equal neighbours are duplicates); only when one is found
+// are its two rows looked for.
+func checkUniqueIDs(rows []*schemas.Rows, column string) error {
+	var dupInt *int64
+	var dupStr *string
+	if len(rows) > 0 && rows[0].StrIDs != nil {
+		dupStr = firstRepeat(rows, func(r *schemas.Rows) []string { return r.StrIDs })
+	} else {
+		dupInt = firstRepeat(rows, func(r *schemas.Rows) []int64 { return r.IDs })
+	}
+	if dupInt == nil && dupStr == nil {
+		return nil
+	}
+	var at [][2]int // (rows index, row) of the duplicate's first two rows
+	for r, rs := range rows {
+		for i := range rs.Len() {
+			if (dupStr != nil && rs.StrIDs[i] == *dupStr) || (dupInt != nil && rs.StrIDs == nil && rs.IDs[i] == *dupInt) {
+				at = append(at, [2]int{r, i})
+			}
+		}
+	}
+	id := ""
+	if dupStr != nil {
+		id = *dupStr
+	} else {
+		id = fmt.Sprint(*dupInt)
+	}
+	rf, rd := rows[at[0][0]], rows[at[1][0]]
+	return shardio.DuplicateError(column, id, rd.Shard, rd.Offset+int64(at[1][1]), rf.Shard, rf.Offset+int64(at[0][1]))
+}
+
+// firstRepeat returns an id that occurs twice among the rows' ids (of), or
+// nil: a sorted copy's equal neighbours.
+func firstRepeat[T cmp.Ordered](rows []*schemas.Rows, of func(*schemas.Rows) []T) *T {
+	var ids []T
+	for _, r := range rows {
+		ids = append(ids, of(r)...)
+	}
+	slices.Sort(ids)
+	for k := 1; k < len(ids); k++ {
+		if ids[k] == ids[k-1] {
+			return &ids[k]
+		}
+	}
+	return nil
 }
 
 func (d *incData) labelsOf(i int) []int32 { return d.labels[d.off[i]:d.off[i+1]] }
@@ -608,6 +659,11 @@ func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.
 	}
 	if storedErr != nil {
 		return nil, storedErr
+	}
+	// A full run's stats stage refuses duplicate ids; so must this path,
+	// which never runs it (an append repeating ids would be committed).
+	if err := checkUniqueIDs(rows, plan.Read.Columns.WithDefaults().ID); err != nil {
+		return nil, err
 	}
 	d := flatten(rows, func(p string) bool { return newPath[p] })
 	lake.ScannedFiles, lake.ScannedRows = len(plan.Shards), int64(d.n)

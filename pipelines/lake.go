@@ -5,8 +5,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"os"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/relabel/relabel/internal/faults"
@@ -25,6 +25,9 @@ import (
 type LakeOptions struct {
 	// Catalog is the Iceberg catalog's URI (sqlite:///path/catalog.db).
 	Catalog string
+	// CatalogName is the catalog's name (icebergio.CatalogOptions.Name);
+	// empty: the URI's ?name= or icebergio.DefaultCatalogName.
+	CatalogName string
 	// Warehouse is where tables the run creates keep their files; empty: the
 	// catalog's default (a "warehouse" directory beside the catalog file).
 	Warehouse string
@@ -46,7 +49,7 @@ func init() {
 }
 
 var lakeFlags = []Flag{
-	{Name: "catalog", Group: GroupLake, Usage: "Iceberg catalog of --input-table/--output-table: sqlite:///path/catalog.db (a local SQL catalog, created if missing)",
+	{Name: "catalog", Group: GroupLake, Usage: "Iceberg catalog of --input-table/--output-table: sqlite:///path/catalog.db (a local SQL catalog, created if missing), or a REST catalog rest://HOST/PATH (HTTPS) or http(s)://HOST/PATH, credentials from $RELABEL_CATALOG_TOKEN (bearer) or $RELABEL_CATALOG_CREDENTIAL (OAuth2 CLIENT_ID:SECRET)",
 		bind: func(o *Options) flag.Value { return (*stringValue)(&o.Lake.Catalog) },
 		check: func(o *Options) error {
 			l := &o.Lake
@@ -56,15 +59,28 @@ var lakeFlags = []Flag{
 				}
 				return nil
 			}
-			if scheme, rest, ok := strings.Cut(l.Catalog, "://"); !ok || scheme != icebergio.SQLiteScheme || rest == "" {
-				return fmt.Errorf("%q: want sqlite:///path/to/catalog.db", l.Catalog)
+			if _, _, err := icebergio.ParseCatalogURI(l.Catalog, ""); err != nil {
+				return err
 			}
 			if l.InputTable == "" && l.OutputTable == "" {
 				return errors.New("given without --input-table or --output-table")
 			}
 			return nil
 		}},
-	{Name: "warehouse", Group: GroupLake, Usage: "where tables the run creates keep their files: a directory or gs://bucket/prefix", Default: "warehouse/ beside the catalog file",
+	{Name: "catalog-name", Group: GroupLake, Usage: "the catalog's name: a SQL catalog file files each table under one (other writers' default is \"default\"; relabel before this flag used \"relabel\"); also settable as ?name= in --catalog", Default: icebergio.DefaultCatalogName,
+		bind: func(o *Options) flag.Value { return (*stringValue)(&o.Lake.CatalogName) },
+		check: func(o *Options) error {
+			l := &o.Lake
+			if l.CatalogName == "" {
+				return nil
+			}
+			if l.Catalog == "" {
+				return errors.New("given without --catalog")
+			}
+			_, _, err := icebergio.ParseCatalogURI(l.Catalog, l.CatalogName)
+			return err
+		}},
+	{Name: "warehouse", Group: GroupLake, Usage: "where tables the run creates keep their files: a directory or gs://bucket/prefix (for a REST catalog: the warehouse the catalog serves, sent to it)", Default: "warehouse/ beside the catalog file; the REST catalog's own",
 		bind: func(o *Options) flag.Value { return (*stringValue)(&o.Lake.Warehouse) },
 		check: func(o *Options) error {
 			if o.Lake.Warehouse != "" && o.Lake.Catalog == "" {
@@ -185,14 +201,27 @@ type LakeSummary struct {
 }
 
 // planTableInput is MakePlan with --input-table and a directory output.
+// The files the catalog reads through iceberg-go's scanner (deletes applied,
+// columns resolved by field id) outlive the catalog here, in the plan's
+// Scratch directory, which Run removes after the pipeline read them.
 func planTableInput(ctx context.Context, cfg Options) (*Plan, error) {
-	cat, err := icebergio.OpenCatalog(ctx, cfg.Lake.Catalog, icebergio.CatalogOptions{Warehouse: cfg.Lake.Warehouse})
+	scratch, err := os.MkdirTemp("", "relabel-iceberg-")
 	if err != nil {
+		return nil, err
+	}
+	cat, err := icebergio.OpenCatalog(ctx, cfg.Lake.Catalog, icebergio.CatalogOptions{Name: cfg.Lake.CatalogName, Warehouse: cfg.Lake.Warehouse, Scratch: scratch})
+	if err != nil {
+		os.RemoveAll(scratch)
 		return nil, err
 	}
 	defer cat.Close()
 	p, _, err := planTable(ctx, cfg, cat)
-	return p, err
+	if err != nil {
+		os.RemoveAll(scratch)
+		return nil, err
+	}
+	p.Scratch = scratch
+	return p, nil
 }
 
 // planTable plans the input table's current snapshot: its data files become
@@ -234,7 +263,7 @@ func planTable(ctx context.Context, cfg Options, cat *icebergio.Catalog) (*Plan,
 // the files written are removed (or left as orphans nothing references).
 func runTable(ctx context.Context, cfg Options, exec Executor) (*Summary, error) {
 	t0 := time.Now()
-	cat, err := icebergio.OpenCatalog(ctx, cfg.Lake.Catalog, icebergio.CatalogOptions{Warehouse: cfg.Lake.Warehouse})
+	cat, err := icebergio.OpenCatalog(ctx, cfg.Lake.Catalog, icebergio.CatalogOptions{Name: cfg.Lake.CatalogName, Warehouse: cfg.Lake.Warehouse})
 	if err != nil {
 		return nil, err
 	}

@@ -311,7 +311,7 @@ func TestLakeBadConfig(t *testing.T) {
 			o.Input, o.Lake.Catalog, o.Lake.InputTable, o.Lake.OutputTable = "x/*.parquet", "sqlite:///tmp/c.db", "ns.a", "ns.b"
 		}, "--input-table"},
 		{"bad catalog", func(o *pipelines.Options) {
-			o.Lake.Catalog, o.Lake.InputTable, o.Lake.OutputTable = "rest://x", "ns.a", "ns.b"
+			o.Lake.Catalog, o.Lake.InputTable, o.Lake.OutputTable = "ftp://x", "ns.a", "ns.b"
 		}, "--catalog"},
 		{"output table without input table", func(o *pipelines.Options) {
 			o.Input, o.Lake.Catalog, o.Lake.OutputTable = "x/*.parquet", "sqlite:///tmp/c.db", "ns.b"
@@ -319,6 +319,21 @@ func TestLakeBadConfig(t *testing.T) {
 		{"bad table name", func(o *pipelines.Options) {
 			o.Lake.Catalog, o.Lake.InputTable, o.Lake.OutputTable = "sqlite:///tmp/c.db", "items", "ns.b"
 		}, "--input-table"},
+		{"output table name with a trailing space", func(o *pipelines.Options) {
+			o.Lake.Catalog, o.Lake.InputTable, o.Lake.OutputTable = "sqlite:///tmp/c.db", "ns.a", "ns.items "
+		}, "--output-table"},
+		{"input table name with a tab", func(o *pipelines.Options) {
+			o.Lake.Catalog, o.Lake.InputTable, o.Lake.OutputTable = "sqlite:///tmp/c.db", "ns.\ta", "ns.b"
+		}, "--input-table"},
+		{"catalog name without catalog", func(o *pipelines.Options) {
+			o.Input, o.Output, o.Lake.CatalogName = "x/*.parquet", "out", "lake"
+		}, "--catalog-name"},
+		{"catalog name with a space", func(o *pipelines.Options) {
+			o.Lake.Catalog, o.Lake.CatalogName, o.Lake.InputTable, o.Lake.OutputTable = "sqlite:///tmp/c.db", "lake ", "ns.a", "ns.b"
+		}, "--catalog-name"},
+		{"catalog name twice, differently", func(o *pipelines.Options) {
+			o.Lake.Catalog, o.Lake.CatalogName, o.Lake.InputTable, o.Lake.OutputTable = "sqlite:///tmp/c.db?name=a", "b", "ns.a", "ns.b"
+		}, "--catalog-name"},
 		{"same table", func(o *pipelines.Options) {
 			o.Lake.Catalog, o.Lake.InputTable, o.Lake.OutputTable = "sqlite:///tmp/c.db", "ns.a", "ns.a"
 		}, "--output-table"},

@@ -49,6 +49,10 @@ type Plan struct {
 	// Options.SpillDir for ivf mode and annotator-aware runs); empty: no
 	// spilling.
 	Spill string
+	// Scratch is a local directory holding input files read through
+	// iceberg-go's scanner (--input-table with deletes or renamed columns);
+	// Run removes it. Empty: none.
+	Scratch string
 	// Crowd is the annotator-aware part (crowd.go); nil without annotators.
 	Crowd *CrowdPlan
 }

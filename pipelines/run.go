@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"os"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -76,6 +77,9 @@ func Run(ctx context.Context, cfg Options, exec Executor) (*Summary, error) {
 	plan, err := MakePlan(ctx, cfg)
 	if err != nil {
 		return nil, err
+	}
+	if plan.Scratch != "" {
+		defer os.RemoveAll(plan.Scratch)
 	}
 	cfg = plan.Options
 	for _, sk := range plan.Skipped {

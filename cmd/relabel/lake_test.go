@@ -96,7 +96,8 @@ func TestLakeBadFlags(t *testing.T) {
 		flag string
 	}{
 		{[]string{"--input-table", "ns.a", "--output-table", "ns.b"}, "--catalog"},
-		{[]string{"--catalog", "rest://x", "--input-table", "ns.a", "--output-table", "ns.b"}, "--catalog"},
+		{[]string{"--catalog", "ftp://x", "--input-table", "ns.a", "--output-table", "ns.b"}, "--catalog"},
+		{[]string{"--catalog", cat, "--input-table", "ns.a", "--output-table", "ns.items "}, "--output-table"},
 		{[]string{"--catalog", cat, "--input", "x/*.parquet", "--input-table", "ns.a", "--output-table", "ns.b"}, "--input-table"},
 		{[]string{"--catalog", cat, "--input-table", "a", "--output-table", "ns.b"}, "--input-table"},
 		{[]string{"--catalog", cat, "--input-table", "ns.a", "--output-table", "ns.a"}, "--output-table"},

@@ -3,11 +3,17 @@ package icebergio
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"maps"
+	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
@@ -26,13 +32,29 @@ import (
 // relative to the working directory.
 const SQLiteScheme = "sqlite"
 
+// DefaultCatalogName is the catalog name OpenCatalog uses unless told
+// another: the one iceberg-go's and pyiceberg's SQL catalog examples use, so
+// that a table another writer created with their defaults is found. A SQL
+// catalog file files every table under a catalog name; a reader opening the
+// file under another name sees none of them.
+const DefaultCatalogName = "default"
+
 // CatalogOptions configures OpenCatalog.
 type CatalogOptions struct {
+	// Name is the catalog's name. Optional, default DefaultCatalogName, or
+	// the URI's ?name= parameter; given both, they must agree. relabel
+	// before this option filed its output tables under "relabel".
+	Name string
 	// Warehouse is where tables created through this catalog keep their data
 	// and metadata: a local directory, a file:// URI or a gs://bucket/prefix
 	// URI. Optional, default the directory "warehouse" beside the SQLite
 	// catalog file. Tables that already exist keep their own location.
 	Warehouse string
+	// Scratch is the local directory where data files that must be read
+	// through iceberg-go's scanner (Task.Scanned: row-level deletes, renamed
+	// columns) are written; the caller removes it. Optional, default a new
+	// temporary directory that Close removes.
+	Scratch string
 	// Properties are passed to iceberg-go's catalog and file IO, for example
 	// "gcs.endpoint" to reach a GCS emulator. Optional.
 	Properties map[string]string
@@ -40,22 +62,33 @@ type CatalogOptions struct {
 
 // Catalog is an open Iceberg catalog. It is safe for concurrent use.
 type Catalog struct {
-	uri string
-	cat catalog.Catalog
-	db  *sql.DB
+	uri  string
+	name string
+	cat  catalog.Catalog
+	db   *sql.DB
+
+	mu           sync.Mutex
+	scratch      string // CatalogOptions.Scratch, or a temporary directory once needed
+	ownScratch   bool   // scratch is a temporary directory Close removes
+	scannedFiles map[string]scannedFile
+	scannedNames map[string]bool
 }
 
-// OpenCatalog opens the catalog named by uri, creating a SQLite catalog file
-// (and its directory) that does not exist yet, so that the first scheduled run
-// in an empty directory needs no setup step. Only sqlite:// URIs are
-// supported: a REST, Glue or Hive catalog would be a few lines more through
-// catalog.Load, but relabel has no test server for them.
+// OpenCatalog opens the catalog named by uri: a local SQL catalog in one
+// SQLite file, sqlite:///path/catalog.db (created with its directory if it
+// does not exist yet, so that the first scheduled run in an empty directory
+// needs no setup step), or a REST catalog, rest://HOST[:PORT]/PATH (HTTPS)
+// or an http:// or https:// URL, authenticated from the environment
+// (RESTAuthEnv). Glue and Hive catalogs, which iceberg-go also has, are not
+// offered: relabel has nothing to test them against.
 func OpenCatalog(ctx context.Context, uri string, opts CatalogOptions) (*Catalog, error) {
-	scheme, rest, ok := strings.Cut(uri, "://")
-	if !ok || scheme != SQLiteScheme || rest == "" {
-		return nil, fmt.Errorf("icebergio: catalog %q: want sqlite:///path/to/catalog.db", uri)
+	path, name, err := ParseCatalogURI(uri, opts.Name)
+	if err != nil {
+		return nil, err
 	}
-	path := rest
+	if isREST(uri) {
+		return openREST(ctx, uri, path, name, opts)
+	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("icebergio: catalog %s: %w", uri, err)
 	}
@@ -63,7 +96,7 @@ func OpenCatalog(ctx context.Context, uri string, opts CatalogOptions) (*Catalog
 	if wh == "" {
 		wh = filepath.Join(filepath.Dir(path), "warehouse")
 	}
-	wh, err := warehouseURI(wh)
+	wh, err = warehouseURI(wh)
 	if err != nil {
 		return nil, fmt.Errorf("icebergio: catalog %s: %w", uri, err)
 	}
@@ -94,13 +127,97 @@ func OpenCatalog(ctx context.Context, uri string, opts CatalogOptions) (*Catalog
 	maps.Copy(props, opts.Properties)
 	props["warehouse"] = wh
 	props["init_catalog_tables"] = "true"
-	cat, err := sqlcat.NewCatalog("relabel", db, sqlcat.SQLite, props)
+	cat, err := sqlcat.NewCatalog(name, db, sqlcat.SQLite, props)
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("icebergio: catalog %s: %w", uri, err)
 	}
-	return &Catalog{uri: uri, cat: cat, db: db}, nil
+	removeDeadScratch()
+	return &Catalog{uri: uri, name: name, cat: cat, db: db, scratch: opts.Scratch,
+		scannedFiles: map[string]scannedFile{}, scannedNames: map[string]bool{}}, nil
 }
+
+// ParseCatalogURI checks a catalog URI, sqlite:///path/catalog.db with an
+// optional ?name=NAME or a REST catalog's URL (rest://, http://, https://),
+// against an explicit catalog name (empty: none given), and returns the
+// SQLite file's path (for REST, the catalog's base URL) and the catalog name
+// to use. A name given both ways must be the same name; neither gives
+// DefaultCatalogName.
+func ParseCatalogURI(uri, name string) (path, catName string, err error) {
+	scheme, rest, ok := strings.Cut(uri, "://")
+	if ok && isREST(uri) {
+		u, err := url.Parse(uri)
+		if err != nil || u.Host == "" {
+			return "", "", fmt.Errorf("icebergio: catalog %q: want %s://HOST[:PORT][/PATH] (a REST catalog)", uri, scheme)
+		}
+		if u.User != nil {
+			return "", "", fmt.Errorf("icebergio: catalog %q: credentials do not go in the URI (they would show in process lists and logs): set %s or %s", u.Redacted(), EnvCatalogToken, EnvCatalogCredential)
+		}
+		if scheme == RESTScheme {
+			u.Scheme = "https"
+		}
+		if name == "" {
+			name = DefaultCatalogName
+		} else if err := checkName("catalog name", name); err != nil {
+			return "", "", fmt.Errorf("icebergio: %w", err)
+		}
+		return u.String(), name, nil
+	}
+	if !ok || scheme != SQLiteScheme || rest == "" {
+		return "", "", fmt.Errorf("icebergio: catalog %q: want sqlite:///path/to/catalog.db (optionally ?name=CATALOG), or a REST catalog's rest://, https:// or http:// URL", uri)
+	}
+	path, query, hasQuery := strings.Cut(rest, "?")
+	if path == "" {
+		return "", "", fmt.Errorf("icebergio: catalog %q: no catalog file path: want sqlite:///path/to/catalog.db", uri)
+	}
+	if hasQuery {
+		q, err := url.ParseQuery(query)
+		if err != nil {
+			return "", "", fmt.Errorf("icebergio: catalog %q: %w", uri, err)
+		}
+		for k := range q {
+			if k != "name" {
+				return "", "", fmt.Errorf("icebergio: catalog %q: unknown parameter %q (known: name)", uri, k)
+			}
+		}
+		if _, given := q["name"]; given {
+			uriName := q.Get("name")
+			if err := checkName("catalog name", uriName); err != nil {
+				return "", "", fmt.Errorf("icebergio: catalog %q: %w", uri, err)
+			}
+			if name != "" && name != uriName {
+				return "", "", fmt.Errorf("icebergio: catalog %q names catalog %q, but catalog name %q was given: give one", uri, uriName, name)
+			}
+			name = uriName
+		}
+	}
+	if name == "" {
+		name = DefaultCatalogName
+	} else if err := checkName("catalog name", name); err != nil {
+		return "", "", fmt.Errorf("icebergio: %w", err)
+	}
+	return path, name, nil
+}
+
+// checkName refuses a name no catalog can hold usefully: empty, with
+// leading or trailing white space (a table 'ns.items ' is created, but no
+// one typing ns.items finds it again), or with control characters.
+func checkName(what, s string) error {
+	switch {
+	case s == "":
+		return fmt.Errorf("%s is empty", what)
+	case strings.TrimSpace(s) != s:
+		return fmt.Errorf("%s %q has leading or trailing white space", what, s)
+	case strings.IndexFunc(s, unicode.IsControl) >= 0:
+		return fmt.Errorf("%s %q has a control character", what, s)
+	case !utf8.ValidString(s):
+		return fmt.Errorf("%s %q is not valid UTF-8", what, s)
+	}
+	return nil
+}
+
+// Name is the catalog name the catalog was opened under.
+func (c *Catalog) Name() string { return c.name }
 
 // warehouseURI turns a local directory into an absolute file:// URI, which
 // iceberg-go needs to pick its local file IO; URIs pass through.
@@ -118,8 +235,19 @@ func warehouseURI(wh string) (string, error) {
 // URI is the catalog's URI as given to OpenCatalog.
 func (c *Catalog) URI() string { return c.uri }
 
-// Close releases the catalog's database connections.
+// Close releases the catalog's connections and removes its
+// temporary scratch directory (the files planned tasks were Scanned into: a
+// caller closes the catalog after the run that read them).
 func (c *Catalog) Close() error {
+	c.mu.Lock()
+	if c.ownScratch {
+		os.RemoveAll(c.scratch)
+		c.scratch, c.ownScratch = "", false
+	}
+	c.mu.Unlock()
+	if c.db == nil {
+		return nil // a REST catalog holds only an HTTP client
+	}
 	return c.db.Close() // the SQL catalog holds no resources beyond its *sql.DB
 }
 
@@ -138,6 +266,9 @@ func ParseIdent(name string) (table.Identifier, error) {
 		if p == "" {
 			return nil, fmt.Errorf("icebergio: table %q: empty name part", name)
 		}
+		if err := checkName("name part", p); err != nil {
+			return nil, fmt.Errorf("icebergio: table %q: %w", name, err)
+		}
 	}
 	return table.Identifier(parts), nil
 }
@@ -149,8 +280,80 @@ func (c *Catalog) LoadTable(ctx context.Context, name string) (*table.Table, err
 		return nil, err
 	}
 	tbl, err := c.cat.LoadTable(ctx, ident)
+	if errors.Is(err, catalog.ErrNoSuchTable) {
+		return nil, fmt.Errorf("icebergio: catalog %s (catalog name %q): table %s: %w; %s", c.uri, c.name, name, err, c.holds(ctx))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("icebergio: catalog %s: table %s: %w", c.uri, name, err)
 	}
 	return tbl, nil
+}
+
+// holds says which tables the catalog file holds under which catalog names,
+// for the error of a table not found: the usual cause is a table another
+// writer filed under another catalog name.
+func (c *Catalog) holds(ctx context.Context) string {
+	byName, err := c.tablesByCatalogName(ctx)
+	if err != nil {
+		return fmt.Sprintf("(listing the catalog file's tables: %v)", err)
+	}
+	if len(byName) == 0 {
+		return "the catalog file holds no tables"
+	}
+	var parts []string
+	for _, n := range slices.Sorted(maps.Keys(byName)) {
+		tables := byName[n]
+		const most = 10
+		more := ""
+		if len(tables) > most {
+			more = fmt.Sprintf(" and %d more", len(tables)-most)
+			tables = tables[:most]
+		}
+		parts = append(parts, fmt.Sprintf("catalog name %q: %s%s", n, strings.Join(tables, ", "), more))
+	}
+	if c.db == nil {
+		return "the catalog holds " + strings.TrimPrefix(strings.Join(parts, "; "), fmt.Sprintf("catalog name %q: ", c.name))
+	}
+	return "the catalog file holds " + strings.Join(parts, "; ") + " (choose the catalog name with --catalog-name or ?name= in the catalog URI)"
+}
+
+// tablesByCatalogName lists the catalog file's tables (namespace.table) by
+// the catalog name they are filed under. It reads iceberg-go's SQL catalog
+// table directly: the catalog API lists one catalog name's tables only.
+func (c *Catalog) tablesByCatalogName(ctx context.Context) (map[string][]string, error) {
+	if c.db == nil {
+		return c.listTables(ctx)
+	}
+	rows, err := c.db.QueryContext(ctx, "SELECT catalog_name, table_namespace, table_name FROM iceberg_tables ORDER BY catalog_name, table_namespace, table_name")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string][]string{}
+	for rows.Next() {
+		var cn, ns, tn string
+		if err := rows.Scan(&cn, &ns, &tn); err != nil {
+			return nil, err
+		}
+		out[cn] = append(out[cn], ns+"."+tn)
+	}
+	return out, rows.Err()
+}
+
+// filedElsewhere returns the other catalog names the catalog file holds
+// table name under: an output table that relabel would otherwise create a
+// second time, under this catalog's name, beside the one earlier runs wrote.
+func (c *Catalog) filedElsewhere(ctx context.Context, name string) ([]string, error) {
+	byName, err := c.tablesByCatalogName(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var other []string
+	for n, tables := range byName {
+		if n != c.name && slices.Contains(tables, name) {
+			other = append(other, n)
+		}
+	}
+	slices.Sort(other)
+	return other, nil
 }

@@ -90,6 +90,13 @@ func newLake(t *testing.T) (*Catalog, string) {
 // one snapshot each, returning the snapshot ids.
 func createInput(t *testing.T, cat *Catalog, days []*schemas.Rows) []int64 {
 	t.Helper()
+	return createInputWith(t, cat, days)
+}
+
+// createInputWith is createInput with catalog options for the table (its
+// properties, its partitioning).
+func createInputWith(t *testing.T, cat *Catalog, days []*schemas.Rows, opts ...catalog.CreateTableOpt) []int64 {
+	t.Helper()
 	ctx := context.Background()
 	sc, err := table.ArrowSchemaToIcebergWithFreshIDs(inputSchema, false)
 	if err != nil {
@@ -98,7 +105,7 @@ func createInput(t *testing.T, cat *Catalog, days []*schemas.Rows) []int64 {
 	if err := cat.Iceberg().CreateNamespace(ctx, catalog.ToIdentifier("ns"), nil); err != nil {
 		t.Fatal(err)
 	}
-	tbl, err := cat.Iceberg().CreateTable(ctx, catalog.ToIdentifier("ns.items"), sc)
+	tbl, err := cat.Iceberg().CreateTable(ctx, catalog.ToIdentifier("ns.items"), sc, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

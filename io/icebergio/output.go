@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
+	"github.com/relabel/relabel/internal/progress"
+	"github.com/relabel/relabel/io/blobio"
 )
 
 // ErrConcurrentRun is wrapped by Commit's error when another writer committed
@@ -93,6 +96,13 @@ func (c *Catalog) OpenOutput(ctx context.Context, name string, schema *arrow.Sch
 	}
 	tbl, err := c.cat.LoadTable(ctx, ident)
 	if errors.Is(err, catalog.ErrNoSuchTable) {
+		other, lerr := c.filedElsewhere(ctx, name)
+		if lerr != nil {
+			return nil, fmt.Errorf("icebergio: catalog %s: output table %s: %w", c.uri, name, lerr)
+		}
+		if len(other) > 0 {
+			return nil, fmt.Errorf("icebergio: catalog %s: output table %s is not filed under catalog name %q but under %q: run with that catalog name (--catalog-name or ?name= in the URI; relabel filed its tables under \"relabel\" before the catalog name could be chosen), so that a second table of that name is not created", c.uri, name, c.name, strings.Join(other, `", "`))
+		}
 		tbl, err = c.create(ctx, ident, want)
 	}
 	if err != nil {
@@ -201,8 +211,9 @@ func (o *Output) LastRun() (r Run, ok bool, err error) {
 // does not match the table's columns, an error while writing) also commits
 // nothing: the catalog's pointer to the table's metadata moves only at the
 // end, in one catalog transaction. Data files iceberg-go wrote before a failure
-// are left unreferenced under the table's location (orphans, which table
-// maintenance removes); they are never read.
+// are left unreferenced under the table's location, never read; a later
+// successful commit removes them, and a killed run's, once older than
+// OrphanAge (removeOrphans).
 func (o *Output) Commit(ctx context.Context, c Commit) (int64, error) {
 	if err := c.Run.validate(); err != nil {
 		return 0, fmt.Errorf("icebergio: output table %s: %w", o.name, err)
@@ -277,7 +288,47 @@ func (o *Output) Commit(ctx context.Context, c Commit) (int64, error) {
 		return 0, fmt.Errorf("icebergio: output table %s: commit: %w", o.name, err)
 	}
 	o.tbl = tbl
+	o.removeOrphans(ctx)
 	return o.SnapshotID(), nil
+}
+
+// OrphanAge is how old a file under an output table's data location that no
+// snapshot references must be before a commit removes it: what a killed run
+// or a failed commit left (a run that fails removes its own files; one that is
+// killed cannot). Three days, Iceberg's own default for removing orphan files:
+// far longer than a run, so a concurrent run's files, not yet committed, are
+// never taken for orphans.
+const OrphanAge = 72 * time.Hour
+
+// removeOrphans removes, after a commit, the files under the table's data
+// location that no snapshot references (iceberg-go's DeleteOrphanFiles) and
+// that are older than OrphanAge, except the ivf state files relabel's
+// snapshot summaries reference (SummaryState), which no manifest lists. It is
+// housekeeping: its failure does not fail the commit, which has happened.
+func (o *Output) removeOrphans(ctx context.Context) {
+	keep := map[string]bool{}
+	for _, s := range o.tbl.Metadata().Snapshots() {
+		if s.Summary != nil && s.Summary.Properties[SummaryState] != "" {
+			keep[filepath.Clean(Task{Path: s.Summary.Properties[SummaryState]}.ReaderPath())] = true
+		}
+	}
+	_, err := o.tbl.DeleteOrphanFiles(ctx,
+		table.WithLocation(strings.TrimSuffix(o.tbl.Location(), "/")+"/data"),
+		table.WithFilesOlderThan(OrphanAge),
+		table.WithDeleteFunc(func(uri string) error {
+			p := Task{Path: uri}.ReaderPath()
+			if keep[filepath.Clean(p)] {
+				return nil
+			}
+			fs, err := blobio.For(p)
+			if err != nil {
+				return err
+			}
+			return fs.Remove(ctx, p)
+		}))
+	if err != nil {
+		progress.Notef("output table %s: removing files older than %s that no snapshot references: %v", o.name, OrphanAge, err)
+	}
 }
 
 // dataFiles lists the data files of the Output's snapshot.
@@ -293,7 +344,10 @@ func (o *Output) dataFiles(ctx context.Context) ([]string, error) {
 	paths := make([]string, len(tasks))
 	for i, t := range tasks {
 		if len(t.DeleteFiles)+len(t.EqualityDeleteFiles)+len(t.DeletionVectorFiles) > 0 {
-			return nil, fmt.Errorf("data file %s has delete files: %w", t.File.FilePath(), ErrDeleteFiles)
+			// relabel's output tables are written by relabel alone;
+			// rows deleted from one by another writer would come back
+			// with the next run's rewrite of the file.
+			return nil, fmt.Errorf("data file %s has row-level delete files: an output table is relabel's to write (rows deleted by another writer would be rewritten); compact it, or run a full run into a new table", t.File.FilePath())
 		}
 		paths[i] = t.File.FilePath()
 	}

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -113,10 +115,12 @@ func TestOutputRoundTrip(t *testing.T) {
 	}
 }
 
-func checkRows(t *testing.T, what string, got, want map[int64]outRow) {
+// checkRows compares rows by id: output rows (outRow) or input rows as
+// relabel's readers see them (inRow).
+func checkRows[R comparable](t *testing.T, what string, got, want map[int64]R) {
 	t.Helper()
 	if len(got) != len(want) {
-		t.Errorf("%s: the table has %d rows, want %d", what, len(got), len(want))
+		t.Errorf("%s: %d rows, want %d", what, len(got), len(want))
 	}
 	bad := 0
 	for id, w := range want {
@@ -271,5 +275,48 @@ func TestFailedCommitCommitsNothing(t *testing.T) {
 	// The Output is still usable after the failures.
 	if _, err := out.Commit(ctx, Commit{Run: testRun(2, 1), Files: []string{good}}); err != nil {
 		t.Errorf("a good commit after failed ones: %v", err)
+	}
+}
+
+// TestCommitRemovesOrphans: what a killed run left under the data location
+// (files no snapshot references) is removed by the next commit once older
+// than OrphanAge; younger ones (a concurrent run's), committed files, old
+// snapshots' files (time travel) and the kept ivf state stay.
+func TestCommitRemovesOrphans(t *testing.T) {
+	ctx := context.Background()
+	days := digitsDays(t)
+	cat, _ := newLake(t)
+	out, err := cat.OpenOutput(ctx, "ns.out", outSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := out.DataDir()
+	first := writeOutputFile(t, filepath.Join(data, "relabel-run1"), "a.parquet", cleaned(days[0], 0))
+	state := filepath.Join(data, "relabel-run1", "ivf.state")
+	if err := os.WriteFile(state, []byte("state"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := testRun(1, 0)
+	r.State = state
+	if _, err := out.Commit(ctx, Commit{Run: r, Mode: Replace, Files: []string{first}}); err != nil {
+		t.Fatal(err)
+	}
+	dead := writeOutputFile(t, filepath.Join(data, "relabel-killed"), "a.parquet", cleaned(days[1], 0))
+	young := writeOutputFile(t, filepath.Join(data, "relabel-running"), "a.parquet", cleaned(days[1], 0))
+	old := time.Now().Add(-OrphanAge - time.Hour)
+	for _, f := range []string{first, state, dead} {
+		if err := os.Chtimes(f, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	second := writeOutputFile(t, filepath.Join(data, "relabel-run2"), "a.parquet", cleaned(days[2], 0))
+	if _, err := out.Commit(ctx, Commit{Run: testRun(2, 0), Mode: Replace, Files: []string{second}}); err != nil {
+		t.Fatal(err)
+	}
+	for f, want := range map[string]bool{first: true, state: true, dead: false, young: true, second: true} {
+		_, err := os.Stat(f)
+		if got := err == nil; got != want {
+			t.Errorf("%s: exists %t, want %t", f, got, want)
+		}
 	}
 }

@@ -1,22 +1,21 @@
 package icebergio
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
+	"maps"
 	"slices"
 	"strings"
 
+	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
+	"github.com/relabel/relabel/io/blobio"
 )
-
-// ErrDeleteFiles is wrapped by the error of a plan whose data files have
-// row-level deletes (v2 position or equality delete files, v3 deletion
-// vectors). relabel reads data files with its own readers, which do not apply
-// them, and a deleted row silently relabelled (or counted as a neighbour) would
-// be wrong: so the plan is refused. Compacting the table (rewriting its data
-// files, which applies the deletes) makes it readable.
-var ErrDeleteFiles = errors.New("row-level deletes are not applied by relabel")
 
 // ErrNotAppendOnly is wrapped by the error of an incremental plan when the
 // input table's history since the covered snapshot is not appends only (rows
@@ -32,15 +31,28 @@ type Task struct {
 	// Path is the data file's location as the table records it: a file://
 	// or gs:// URI. ReaderPath is the form relabel's readers open.
 	Path string
-	// Rows is the file's record count, from the table's manifests.
+	// Rows is the file's live record count: from the table's manifests, or,
+	// for a file read through iceberg-go's scanner (Scanned), the rows left
+	// after its deletes.
 	Rows int64
-	// Size is the file's size in bytes.
+	// Size is the data file's size in bytes.
 	Size int64
+	// Scanned is the local Parquet file holding the data file's rows as
+	// Iceberg defines them, read through iceberg-go's scanner: its row-level
+	// deletes (position deletes, deletion vectors, equality deletes)
+	// applied and its columns resolved by field id under the table's
+	// current schema. Empty when the data file is read as it is (no deletes,
+	// no schema change that renamed, dropped or re-added a column).
+	Scanned string
 }
 
-// ReaderPath is Path as relabel's blobio readers name files: file:// URIs
-// become local paths, other URIs (gs://) pass through.
+// ReaderPath is the file relabel's readers open for the task: Scanned, or
+// Path as blobio names files (file:// URIs become local paths, other URIs,
+// gs://, pass through).
 func (t Task) ReaderPath() string {
+	if t.Scanned != "" {
+		return t.Scanned
+	}
 	if p, ok := strings.CutPrefix(t.Path, "file://"); ok {
 		return p
 	}
@@ -57,7 +69,8 @@ type InputPlan struct {
 	// FromSnapshotID is, for an incremental plan, the snapshot after which
 	// appended files were planned (exclusive); 0 for a full plan.
 	FromSnapshotID int64
-	// Tasks are the data files to read, sorted by path.
+	// Tasks are the data files to read, in an order that depends on their
+	// contents only (contentOrder), never on their names.
 	Tasks []Task
 	// Rows is the sum of the tasks' rows.
 	Rows int64
@@ -65,7 +78,11 @@ type InputPlan struct {
 
 // PlanInput plans a full read of the input table's current snapshot: every
 // live data file. A table with no snapshot yet is an error (there is nothing
-// to relabel), and so are delete files (ErrDeleteFiles).
+// to relabel). Data files with row-level deletes, and every data file of a
+// table whose schema history renamed, dropped or re-added a column, are read
+// through iceberg-go's scanner into the catalog's scratch directory
+// (Task.Scanned), so that relabel's readers, which take Parquet columns by
+// name, see the rows and columns Iceberg defines.
 func (c *Catalog) PlanInput(ctx context.Context, name string) (*InputPlan, error) {
 	tbl, err := c.LoadTable(ctx, name)
 	if err != nil {
@@ -79,7 +96,7 @@ func (c *Catalog) PlanInput(ctx context.Context, name string) (*InputPlan, error
 	if err != nil {
 		return nil, fmt.Errorf("icebergio: input table %s snapshot %d: plan: %w", name, snap.SnapshotID, err)
 	}
-	return newPlan(name, snap.SnapshotID, 0, tasks)
+	return c.newPlan(ctx, tbl, name, snap.SnapshotID, 0, tasks)
 }
 
 // PlanAppendedSince plans a read of only the data files appended to the input
@@ -98,7 +115,7 @@ func (c *Catalog) PlanAppendedSince(ctx context.Context, name string, from int64
 		return nil, fmt.Errorf("icebergio: input table %s has no snapshot, but snapshot %d was covered before: %w", name, from, ErrNotAppendOnly)
 	}
 	if snap.SnapshotID == from {
-		return newPlan(name, from, from, nil)
+		return c.newPlan(ctx, tbl, name, from, from, nil)
 	}
 	if err := checkAppendOnly(tbl, name, from, snap.SnapshotID); err != nil {
 		return nil, err
@@ -107,7 +124,7 @@ func (c *Catalog) PlanAppendedSince(ctx context.Context, name string, from int64
 	if err != nil {
 		return nil, fmt.Errorf("icebergio: input table %s snapshots %d..%d: plan appended files: %w", name, from, snap.SnapshotID, err)
 	}
-	return newPlan(name, snap.SnapshotID, from, tasks)
+	return c.newPlan(ctx, tbl, name, snap.SnapshotID, from, tasks)
 }
 
 // checkAppendOnly walks the ancestry of to back to from and refuses any
@@ -134,31 +151,143 @@ func checkAppendOnly(tbl *table.Table, name string, from, to int64) error {
 		name, from, to, ErrNotAppendOnly)
 }
 
-func newPlan(name string, snapID, from int64, tasks []table.FileScanTask) (*InputPlan, error) {
+func (c *Catalog) newPlan(ctx context.Context, tbl *table.Table, name string, snapID, from int64, tasks []table.FileScanTask) (*InputPlan, error) {
 	p := &InputPlan{Table: name, SnapshotID: snapID, FromSnapshotID: from, Tasks: make([]Task, 0, len(tasks))}
 	for _, t := range tasks {
-		if n := len(t.DeleteFiles) + len(t.EqualityDeleteFiles) + len(t.DeletionVectorFiles); n > 0 {
-			first := append(append(append([]string(nil), paths(t.DeleteFiles)...), paths(t.EqualityDeleteFiles)...), paths(t.DeletionVectorFiles)...)[0]
-			return nil, fmt.Errorf("icebergio: input table %s snapshot %d: data file %s has %d delete file(s) (%d position, %d equality, %d deletion vector; first %s); compact the table (rewrite its data files) first: %w",
-				name, snapID, t.File.FilePath(), n, len(t.DeleteFiles), len(t.EqualityDeleteFiles), len(t.DeletionVectorFiles), first, ErrDeleteFiles)
-		}
 		if t.Start != 0 || t.Length != t.File.FileSizeBytes() {
 			// Split planning is off by default; a split task would make the
 			// same file two units, read twice.
 			return nil, fmt.Errorf("icebergio: input table %s: data file %s planned as a split (%d+%d of %d bytes); relabel reads whole files",
 				name, t.File.FilePath(), t.Start, t.Length, t.File.FileSizeBytes())
 		}
-		p.Tasks = append(p.Tasks, Task{Path: t.File.FilePath(), Rows: t.File.Count(), Size: t.File.FileSizeBytes()})
-		p.Rows += t.File.Count()
 	}
-	slices.SortFunc(p.Tasks, func(a, b Task) int { return strings.Compare(a.Path, b.Path) })
+	order, err := contentOrder(ctx, tasks)
+	if err != nil {
+		return nil, fmt.Errorf("icebergio: input table %s snapshot %d: %w", name, snapID, err)
+	}
+	evolved := renamedColumns(tbl)
+	for _, i := range order {
+		t := tasks[i]
+		task := Task{Path: t.File.FilePath(), Rows: t.File.Count(), Size: t.File.FileSizeBytes()}
+		deletes := len(t.DeleteFiles) + len(t.EqualityDeleteFiles) + len(t.DeletionVectorFiles)
+		if deletes > 0 || evolved != "" {
+			if task.Scanned, task.Rows, err = c.scanned(ctx, tbl, snapID, t); err != nil {
+				why := evolved
+				if deletes > 0 {
+					why = fmt.Sprintf("%d delete file(s)", deletes)
+				}
+				return nil, fmt.Errorf("icebergio: input table %s snapshot %d: data file %s (%s): reading it through iceberg-go's scanner: %w", name, snapID, t.File.FilePath(), why, err)
+			}
+		}
+		p.Tasks = append(p.Tasks, task)
+		p.Rows += task.Rows
+	}
 	return p, nil
 }
 
-func paths[F interface{ FilePath() string }](files []F) []string {
-	out := make([]string, len(files))
-	for i, f := range files {
-		out[i] = f.FilePath()
+// renamedColumns says why the table's data files cannot be read by column
+// name: a column of the current schema that an earlier schema named
+// otherwise or did not have (renamed, or added, possibly after a column of
+// the same name was dropped: Iceberg matches columns by field id, and a data
+// file written before holds the old name, or the dropped column's values
+// under the new name). Empty when every schema the table had agrees with the
+// current one on its columns' names. Which files were written under which
+// schema is not recorded in the manifests, so the answer is per table.
+func renamedColumns(tbl *table.Table) string {
+	cur := tbl.Schema()
+	for _, old := range tbl.Metadata().Schemas() {
+		if old.ID == cur.ID {
+			continue
+		}
+		for _, f := range cur.Fields() {
+			was, ok := old.FindFieldByID(f.ID)
+			switch {
+			case !ok:
+				return fmt.Sprintf("column %s (field id %d) is not in the table's schema %d", f.Name, f.ID, old.ID)
+			case was.Name != f.Name:
+				return fmt.Sprintf("column %s (field id %d) was %s in the table's schema %d", f.Name, f.ID, was.Name, old.ID)
+			}
+		}
 	}
-	return out
+	return ""
+}
+
+// contentOrder orders the tasks by what their files hold, never by their
+// names, so that a run's result (which depends on the order rows are read
+// in) is the same for the same table contents whatever the writer named the
+// files: by the column bounds and record count the manifests record (for a
+// table of unique ids, distinct for every file), and where two files agree on
+// those (a writer that records no bounds), by a SHA-256 of their bytes.
+func contentOrder(ctx context.Context, tasks []table.FileScanTask) ([]int, error) {
+	keys := make([][]byte, len(tasks))
+	for i, t := range tasks {
+		keys[i] = statsKey(t.File)
+	}
+	order := make([]int, len(tasks))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return bytes.Compare(keys[a], keys[b]) })
+	hashes := map[int][]byte{}
+	for lo := 0; lo < len(order); {
+		hi := lo + 1
+		for hi < len(order) && bytes.Equal(keys[order[lo]], keys[order[hi]]) {
+			hi++
+		}
+		if hi-lo > 1 {
+			for _, i := range order[lo:hi] {
+				h, err := fileHash(ctx, tasks[i].File.FilePath())
+				if err != nil {
+					return nil, err
+				}
+				hashes[i] = h
+			}
+			slices.SortStableFunc(order[lo:hi], func(a, b int) int { return bytes.Compare(hashes[a], hashes[b]) })
+		}
+		lo = hi
+	}
+	return order, nil
+}
+
+// statsKey encodes a data file's record count and column bounds, by field
+// id, as a byte string that orders files by their contents.
+func statsKey(f iceberg.DataFile) []byte {
+	var k []byte
+	put := func(b []byte) {
+		k = binary.BigEndian.AppendUint32(k, uint32(len(b)))
+		k = append(k, b...)
+	}
+	lower, upper := f.LowerBoundValues(), f.UpperBoundValues()
+	ids := slices.Sorted(maps.Keys(lower))
+	for _, id := range slices.Sorted(maps.Keys(upper)) {
+		if _, ok := lower[id]; !ok {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		k = binary.BigEndian.AppendUint32(k, uint32(id))
+		put(lower[id])
+		put(upper[id])
+	}
+	return binary.BigEndian.AppendUint64(k, uint64(f.Count()))
+}
+
+// fileHash is the SHA-256 of a data file's bytes.
+func fileHash(ctx context.Context, uri string) ([]byte, error) {
+	p := Task{Path: uri}.ReaderPath()
+	fs, err := blobio.For(p)
+	if err != nil {
+		return nil, err
+	}
+	f, err := fs.Open(ctx, p)
+	if err != nil {
+		return nil, fmt.Errorf("data file %s: %w", uri, err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, io.NewSectionReader(f, 0, f.Size())); err != nil {
+		return nil, fmt.Errorf("data file %s: %w", uri, err)
+	}
+	return h.Sum(nil), nil
 }
