@@ -13,6 +13,7 @@ import (
 
 	"github.com/relabel/relabel/internal/faults"
 	"github.com/relabel/relabel/io/blobio"
+	"github.com/relabel/relabel/options"
 )
 
 // The output directory protocol (README "Guarantees"):
@@ -208,7 +209,7 @@ func checkNotInput(out string, inputs []string) error {
 	for _, in := range inputs {
 		p := norm(in)
 		if p == o || blobio.Dir(p) == o {
-			return &OptionError{Flag: "output", Err: fmt.Errorf("%s: is the input's directory (%s): relabel never writes beside its inputs; choose another directory", out, in)}
+			return &options.Error{Flag: "output", Err: fmt.Errorf("%s: is the input's directory (%s): relabel never writes beside its inputs; choose another directory", out, in)}
 		}
 	}
 	return nil

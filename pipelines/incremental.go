@@ -18,6 +18,7 @@ import (
 	"github.com/relabel/relabel/io/icebergio"
 	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/io/shardio"
+	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/ivf"
@@ -38,7 +39,7 @@ import (
 //     with the table (a sequential read, O(N d)).
 //  2. The new rows' K nearest neighbours are searched among all rows
 //     (incremental_search.go): exactly, O(new * N * d), where a full run
-//     would search exactly; where it would use ivf (N >= AutoIVFRows), in
+//     would search exactly; where it would use ivf (N >= options.AutoIVFRows), in
 //     an ivf partitioning of all rows, O(new * NProbe * partition size * d).
 //     The partitioning is the one the last table run kept
 //     (incremental_state.go), extended by probing the new rows, O(new * P *
@@ -347,7 +348,7 @@ func updateIncremental(d *incData, stored *storedPosts, kept *ivfState, keyRow m
 		ix    incIndex
 		state *ivfState
 	)
-	if incrementalMode(o, int64(d.n)) == NeighboursIVF {
+	if incrementalMode(o, int64(d.n)) == options.NeighboursIVF {
 		var pt *ivf.Partitioning
 		if kept != nil {
 			if why := kept.usable(o, d.n); why != "" {
@@ -545,7 +546,7 @@ func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.
 	plan.Mode = incrementalMode(&cfg, plan.Rows)
 	sum := &Summary{
 		Version: Version, Input: cfg.Input, Output: out.Name(), Classes: plan.C, ClassNames: plan.ClassNames,
-		Neighbours: plan.Mode, Device: plan.Device, Options: plan.OptionMap(),
+		Neighbours: plan.Mode, Device: plan.Device, Options: plan.Recorded(),
 		ChangedFrom: make([]int64, plan.C), ChangedTo: make([]int64, plan.C), Lake: lake,
 	}
 	if len(app.Tasks) == 0 {
@@ -592,7 +593,7 @@ func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.
 				return
 			}
 		}
-		if last.State != "" && plan.Mode == NeighboursIVF {
+		if last.State != "" && plan.Mode == options.NeighboursIVF {
 			var err error
 			if kept, err = readIVFState(ctx, last.State); err != nil {
 				// The state only saves time: without it the run partitions
@@ -856,7 +857,7 @@ func (p *Plan) incrementalCalibration(last, opts map[string]string) (stages.Cali
 		s, ok := last[stages.MetaCalibratedTemperature]
 		t, err := strconv.ParseFloat(s, 64)
 		if !ok || err != nil || !(t > 0) {
-			return cal, &OptionError{Flag: "incremental", Err: fmt.Errorf("the stored posteriors record no fitted temperature (%s %q): run without --incremental to relabel everything", stages.MetaCalibratedTemperature, s)}
+			return cal, &options.Error{Flag: "incremental", Err: fmt.Errorf("the stored posteriors record no fitted temperature (%s %q): run without --incremental to relabel everything", stages.MetaCalibratedTemperature, s)}
 		}
 		cal.Temperature, cal.Auto = t, false
 	}
@@ -866,22 +867,12 @@ func (p *Plan) incrementalCalibration(last, opts map[string]string) (stages.Cali
 
 // sameOptions refuses an incremental run whose method options differ from
 // the run that produced the stored posteriors: mixing the two would give
-// rows relabelled under different settings. The neighbour mode, device and
-// ivf settings may differ (an incremental run searches exactly).
+// rows relabelled under different settings. Which options are compared is
+// the flag table's (options.Compared): the neighbour mode, device and ivf
+// settings may differ (an incremental run searches exactly).
 func sameOptions(last, now map[string]string) error {
-	var diffs []string
-	for k, v := range now {
-		switch k {
-		case "neighbours", "device", "partitions", "nprobe", "candidates", "format":
-			continue
-		}
-		if lv, ok := last[k]; ok && lv != v {
-			diffs = append(diffs, fmt.Sprintf("--%s %s (the last run used %s)", k, v, lv))
-		}
-	}
-	if len(diffs) > 0 {
-		sort.Strings(diffs)
-		return &OptionError{Flag: "incremental", Err: fmt.Errorf("with other options than the stored posteriors were made with: %s; run without --incremental to relabel everything", strings.Join(diffs, ", "))}
+	if diffs := options.Changed(last, now); len(diffs) > 0 {
+		return &options.Error{Flag: "incremental", Err: fmt.Errorf("with other options than the stored posteriors were made with: %s; run without --incremental to relabel everything", strings.Join(diffs, ", "))}
 	}
 	return nil
 }

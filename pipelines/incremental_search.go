@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/ivf"
 	"github.com/relabel/relabel/transforms/knn"
@@ -15,7 +16,7 @@ import (
 // The incremental run's neighbour search: the K nearest neighbours of a few
 // rows (the new ones, then the old ones they reached) among all N rows.
 //
-// Exact (tables below AutoIVFRows, or --neighbours exact) it is the SGEMM
+// Exact (tables below options.AutoIVFRows, or --neighbours exact) it is the SGEMM
 // kernel of transforms/knn over all N rows, O(queries x N x d): at 1M rows
 // with a 1% append its second pass alone (up to K x new old rows) is about
 // 10^11 distances, more than a whole ivf run. So where a full run over the
@@ -32,11 +33,11 @@ import (
 // rows: ivf where a full run would use it, else exact (a --candidates
 // sample is a full run's approximation of exact; the few queried rows can
 // afford the exact search).
-func incrementalMode(o *Options, rows int64) string {
-	if neighbourMode(o, rows) == NeighboursIVF {
-		return NeighboursIVF
+func incrementalMode(o *options.Options, rows int64) string {
+	if o.NeighbourMode(rows) == options.NeighboursIVF {
+		return options.NeighboursIVF
 	}
-	return NeighboursExact
+	return options.NeighboursExact
 }
 
 // incIndex answers "the k nearest of these rows among all rows": dst gets
@@ -93,7 +94,7 @@ type ivfIndex struct {
 
 // fitIVF fits and assigns the partitioning of x (already standardised) as
 // ivfstages does for a full run with the same options.
-func fitIVF(x knn.Matrix, keys []int64, o *Options, s knn.Searcher) (*ivf.Model, *ivf.Partitioning, error) {
+func fitIVF(x knn.Matrix, keys []int64, o *options.Options, s knn.Searcher) (*ivf.Model, *ivf.Partitioning, error) {
 	n := x.Rows
 	p := ivfParams(o, int64(n))
 	sm := ivf.Sample{Cap: p.Sample, D: x.Cols}

@@ -2,11 +2,7 @@ package pipelines
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/relabel/relabel/internal/faults"
@@ -15,124 +11,14 @@ import (
 	"github.com/relabel/relabel/io/icebergio"
 	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/io/shardio"
+	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/transforms/knn"
 	"github.com/relabel/relabel/transforms/stages"
 )
 
-// LakeOptions are the data-lake options of relabel run: Apache Iceberg
-// tables in and out (io/icebergio), and incremental runs.
-type LakeOptions struct {
-	// Catalog is the Iceberg catalog's URI (sqlite:///path/catalog.db).
-	Catalog string
-	// Warehouse is where tables the run creates keep their files; empty: the
-	// catalog's default (a "warehouse" directory beside the catalog file).
-	Warehouse string
-	// InputTable is the input table (ns.table), instead of Options.Input.
-	InputTable string
-	// OutputTable is the output table (ns.table), instead of Options.Output.
-	OutputTable string
-	// Incremental relabels only the rows appended to the input table since
-	// the input snapshot the output table last covered (incremental.go).
-	Incremental bool
-}
-
-// GroupLake is the help group of the data-lake flags.
-const GroupLake = "Data lake (Apache Iceberg tables, incremental runs)"
-
-func init() {
-	Groups = slices.Insert(Groups, 1, GroupLake)
-	Flags = append(Flags, lakeFlags...)
-}
-
-var lakeFlags = []Flag{
-	{Name: "catalog", Group: GroupLake, Usage: "Iceberg catalog of --input-table/--output-table: sqlite:///path/catalog.db (a local SQL catalog, created if missing)",
-		bind: func(o *Options) flag.Value { return (*stringValue)(&o.Lake.Catalog) },
-		check: func(o *Options) error {
-			l := &o.Lake
-			if l.Catalog == "" {
-				if l.InputTable != "" || l.OutputTable != "" {
-					return errors.New("is required with --input-table/--output-table")
-				}
-				return nil
-			}
-			if scheme, rest, ok := strings.Cut(l.Catalog, "://"); !ok || scheme != icebergio.SQLiteScheme || rest == "" {
-				return fmt.Errorf("%q: want sqlite:///path/to/catalog.db", l.Catalog)
-			}
-			if l.InputTable == "" && l.OutputTable == "" {
-				return errors.New("given without --input-table or --output-table")
-			}
-			return nil
-		}},
-	{Name: "warehouse", Group: GroupLake, Usage: "where tables the run creates keep their files: a directory or gs://bucket/prefix", Default: "warehouse/ beside the catalog file",
-		bind: func(o *Options) flag.Value { return (*stringValue)(&o.Lake.Warehouse) },
-		check: func(o *Options) error {
-			if o.Lake.Warehouse != "" && o.Lake.Catalog == "" {
-				return errors.New("given without --catalog")
-			}
-			return nil
-		}},
-	{Name: "input-table", Group: GroupLake, Usage: "input Iceberg table namespace.table, instead of --input (its current snapshot's data files are the shards)",
-		bind: func(o *Options) flag.Value { return (*stringValue)(&o.Lake.InputTable) },
-		check: func(o *Options) error {
-			l := &o.Lake
-			if l.InputTable == "" {
-				return nil
-			}
-			if o.Input != "" {
-				return errors.New("with --input: give one input")
-			}
-			if _, err := icebergio.ParseIdent(l.InputTable); err != nil {
-				return fmt.Errorf("%q: want namespace.table", l.InputTable)
-			}
-			return nil
-		}},
-	{Name: "output-table", Group: GroupLake, Usage: "output Iceberg table namespace.table, instead of --output: each run commits one snapshot recording the input snapshot, version, options and seed (Parquet files)",
-		bind: func(o *Options) flag.Value { return (*stringValue)(&o.Lake.OutputTable) },
-		check: func(o *Options) error {
-			l := &o.Lake
-			if l.OutputTable == "" {
-				return nil
-			}
-			if o.Output != "" {
-				return errors.New("with --output: give one output (the table's Parquet files are readable as shards)")
-			}
-			if l.InputTable == "" {
-				return errors.New("needs --input-table (the snapshot records the input table it covered)")
-			}
-			if _, err := icebergio.ParseIdent(l.OutputTable); err != nil {
-				return fmt.Errorf("%q: want namespace.table", l.OutputTable)
-			}
-			if l.OutputTable == l.InputTable {
-				return errors.New("is --input-table: the output must be another table")
-			}
-			return nil
-		}},
-	{Name: "incremental", Group: GroupLake, Usage: "relabel only the rows appended to --input-table since the input snapshot --output-table last covered (or, with --input and --output, the rows of input files new or changed since the output directory's manifest), and the old rows they became neighbours of (the first run is a full one; nothing new: nothing committed)",
-		bind: func(o *Options) flag.Value { return (*boolValue)(&o.Lake.Incremental) },
-		check: func(o *Options) error {
-			l := &o.Lake
-			if !l.Incremental {
-				return nil
-			}
-			if l.InputTable != "" && l.OutputTable == "" {
-				return errors.New("with --input-table needs --output-table (the output table records what was covered)")
-			}
-			if l.OutputTable == "" && (o.Input == "" || o.Output == "") {
-				return errors.New("needs --input and --output (a directory lake: the output directory records the files it covers), or --input-table and --output-table")
-			}
-			if o.Annotations != "" {
-				return errors.New("with --annotations: incremental runs relabel items, not annotations")
-			}
-			if l.OutputTable == "" && o.Format == shardio.ArrowStream {
-				return errors.New("with --format arrow-stream: the next run reads the stored posteriors back from the output shards, which needs parquet or arrow (random access)")
-			}
-			return nil
-		}},
-}
-
 // lakeRun reports whether Run takes the table path.
-func (o *Options) lakeRun() bool { return o.Lake.OutputTable != "" }
+func lakeRun(o *options.Options) bool { return o.Lake.OutputTable != "" }
 
 // LakeSummary is what a table run (or an incremental directory run) adds to
 // the summary: what it covered and what it read, wrote and committed.
@@ -185,7 +71,7 @@ type LakeSummary struct {
 }
 
 // planTableInput is MakePlan with --input-table and a directory output.
-func planTableInput(ctx context.Context, cfg Options) (*Plan, error) {
+func planTableInput(ctx context.Context, cfg options.Options) (*Plan, error) {
 	cat, err := icebergio.OpenCatalog(ctx, cfg.Lake.Catalog, icebergio.CatalogOptions{Warehouse: cfg.Lake.Warehouse})
 	if err != nil {
 		return nil, err
@@ -197,7 +83,7 @@ func planTableInput(ctx context.Context, cfg Options) (*Plan, error) {
 
 // planTable plans the input table's current snapshot: its data files become
 // the shards (shardio.ScanPaths) and their units the pipeline's units.
-func planTable(ctx context.Context, cfg Options, cat *icebergio.Catalog) (*Plan, *icebergio.InputPlan, error) {
+func planTable(ctx context.Context, cfg options.Options, cat *icebergio.Catalog) (*Plan, *icebergio.InputPlan, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, err
 	}
@@ -232,7 +118,7 @@ func planTable(ctx context.Context, cfg Options, cat *icebergio.Catalog) (*Plan,
 // (incremental.go). A run that fails or is killed before the commit commits
 // nothing: the catalog's pointer moves in one transaction at the end, and
 // the files written are removed (or left as orphans nothing references).
-func runTable(ctx context.Context, cfg Options, exec Executor) (*Summary, error) {
+func runTable(ctx context.Context, cfg options.Options, exec Executor) (*Summary, error) {
 	t0 := time.Now()
 	cat, err := icebergio.OpenCatalog(ctx, cfg.Lake.Catalog, icebergio.CatalogOptions{Warehouse: cfg.Lake.Warehouse})
 	if err != nil {
@@ -258,7 +144,7 @@ func runTable(ctx context.Context, cfg Options, exec Executor) (*Summary, error)
 		case !ok:
 			progress.Notef("--incremental: output table %s covers no input snapshot yet: this first run is a full one", out.Name())
 		case last.InputTable != in.Table:
-			return nil, &OptionError{Flag: "output-table", Err: fmt.Errorf("%s: its last run covered input table %s, not %s", out.Name(), last.InputTable, in.Table)}
+			return nil, &options.Error{Flag: "output-table", Err: fmt.Errorf("%s: its last run covered input table %s, not %s", out.Name(), last.InputTable, in.Table)}
 		default:
 			return runIncremental(ctx, cat, out, plan, in, last, t0)
 		}
@@ -289,7 +175,7 @@ func runTable(ctx context.Context, cfg Options, exec Executor) (*Summary, error)
 			removeAll(context.WithoutCancel(ctx), fs, tmp, plan)
 		}
 	}()
-	if dir := cfg.SpillDir.Or(""); dir != "" && dir != "none" && plan.Mode == NeighboursIVF {
+	if dir := cfg.SpillDir.Or(""); dir != "" && dir != "none" && plan.Mode == options.NeighboursIVF {
 		// As Run does: ivf's blocks and states wait in files, not in the
 		// embedded runner's memory.
 		if plan.Spill, err = makeSpill(dir, tok); err != nil {
@@ -304,7 +190,7 @@ func runTable(ctx context.Context, cfg Options, exec Executor) (*Summary, error)
 	}
 	sum.Output = out.Name()
 	var tState time.Duration
-	if cfg.Lake.Incremental && incrementalMode(&plan.Options, plan.Rows) == NeighboursIVF {
+	if cfg.Lake.Incremental && incrementalMode(&plan.Options, plan.Rows) == options.NeighboursIVF {
 		t1 := time.Now()
 		if statePath, err = fullIVFState(ctx, fs, tmp, plan); err != nil {
 			return nil, err

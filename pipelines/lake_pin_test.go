@@ -19,6 +19,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/pipelines"
 )
 
@@ -77,7 +78,7 @@ func TestLakePins(t *testing.T) {
 		l := newTestLake(t)
 		l.appendRows(t, blobRows(0, n, 1))
 		o := l.config("ns.ivf")
-		o.Neighbours, o.Rounds, o.L = pipelines.NeighboursIVF, 3, 50
+		o.Neighbours, o.Rounds, o.L = options.NeighboursIVF, 3, 50
 		o.Lake.Incremental = true
 		for day := 0; day < 2; day++ {
 			if day == 1 {

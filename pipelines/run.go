@@ -15,6 +15,7 @@ import (
 	"github.com/relabel/relabel/internal/progress"
 	"github.com/relabel/relabel/io/blobio"
 	"github.com/relabel/relabel/io/resultio"
+	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/transforms/crowdstages"
 	"github.com/relabel/relabel/transforms/stages"
 )
@@ -68,8 +69,8 @@ type Summary struct {
 // with Options.Overwrite. With Options.Lake.Incremental, an output directory
 // whose summary.json records the input files it covers is updated in place
 // for the new, changed and gone files only (lake_dir.go).
-func Run(ctx context.Context, cfg Options, exec Executor) (*Summary, error) {
-	if cfg.lakeRun() {
+func Run(ctx context.Context, cfg options.Options, exec Executor) (*Summary, error) {
+	if lakeRun(&cfg) {
 		return runTable(ctx, cfg, exec)
 	}
 	t0 := time.Now()
@@ -142,7 +143,7 @@ func Run(ctx context.Context, cfg Options, exec Executor) (*Summary, error) {
 			removeAll(context.WithoutCancel(ctx), fs, tmp, plan)
 		}
 	}()
-	if dir := cfg.SpillDir.Or(""); dir != "" && dir != "none" && (plan.Mode == NeighboursIVF || plan.Crowd != nil) {
+	if dir := cfg.SpillDir.Or(""); dir != "" && dir != "none" && (plan.Mode == options.NeighboursIVF || plan.Crowd != nil) {
 		if plan.Spill, err = makeSpill(dir, tok); err != nil {
 			return nil, fmt.Errorf("relabel: --spill-dir: %w", err)
 		}
@@ -187,7 +188,7 @@ func summarise(ctx context.Context, fs blobio.FS, tmp string, plan *Plan, res be
 	}
 	sum := &Summary{
 		Version: Version, Input: input, Output: cfg.Output, Rows: 0, Classes: plan.C,
-		ClassNames: plan.ClassNames, Neighbours: plan.Mode, Device: plan.Device, Options: plan.OptionMap(),
+		ClassNames: plan.ClassNames, Neighbours: plan.Mode, Device: plan.Device, Options: plan.Recorded(),
 		ChangedFrom: make([]int64, plan.C), ChangedTo: make([]int64, plan.C),
 	}
 	for _, sk := range plan.Skipped {
