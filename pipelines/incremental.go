@@ -1,18 +1,19 @@
 package pipelines
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/relabel/relabel/internal/faults"
+	"github.com/relabel/relabel/internal/pool"
 	"github.com/relabel/relabel/internal/progress"
 	"github.com/relabel/relabel/io/blobio"
 	"github.com/relabel/relabel/io/icebergio"
@@ -99,7 +100,15 @@ type incData struct {
 	newShard []bool
 }
 
+// flatten lays rows out in the order of their units' first ids, not in the
+// order their files were listed: a table's data files are listed by name,
+// and iceberg-go names them by random UUIDs, so a table whose files were
+// written again (or the same rows appended to another table) would sum the
+// standardisation's moments in another order and round them otherwise. Ids
+// are unique, so the order is total.
 func flatten(rows []*schemas.Rows, isNewShard func(string) bool) *incData {
+	rows = slices.Clone(rows)
+	slices.SortStableFunc(rows, func(a, b *schemas.Rows) int { return cmp.Compare(firstKey(a), firstKey(b)) })
 	d := &incData{off: []int32{0}}
 	shardIdx := map[string]int32{}
 	for _, r := range rows {
@@ -127,15 +136,26 @@ func flatten(rows []*schemas.Rows, isNewShard func(string) bool) *incData {
 	return d
 }
 
+// firstKey is a unit's first id key (the largest key for an empty unit,
+// which adds no rows).
+func firstKey(r *schemas.Rows) int64 {
+	if len(r.IDs) == 0 {
+		return math.MaxInt64
+	}
+	return r.IDs[0]
+}
+
 func (d *incData) labelsOf(i int) []int32 { return d.labels[d.off[i]:d.off[i+1]] }
 
 // incResult is what the update computed.
 type incResult struct {
-	// affected rows (new, then re-scored) and their final states.
-	affected []int
-	states   []mixture.State
-	pos      map[int]int // row -> index in affected
-	rescored int
+	// affected rows (new, then re-scored) and their final states, packed
+	// in the same order; itemRounds the item-rounds run (engine.Update).
+	affected   []int
+	states     mixture.States
+	itemRounds int64
+	pos        map[int]int // row -> index in affected
+	rescored   int
 	// timings of the phases, in seconds: "index" (standardise and
 	// index or partition every row), "search" (both searches and their
 	// weights), "rounds".
@@ -210,11 +230,7 @@ func (s *storedPosts) appendPacked(ss *mixture.States, i int, buf []float32) []f
 // when packed.
 func (u *update) packedLen(i int) (classes, cats int) {
 	if a, ok := u.res.pos[i]; ok {
-		st := &u.res.states[a]
-		for k := range st.Rows {
-			cats += len(st.Rows[k].Cat)
-		}
-		return len(st.Class), cats
+		return u.res.states.Sizes(a, a+1)
 	}
 	p, j := u.stored.posts[u.stored.file[i]], u.stored.row[i]
 	n := int(p.Off[j+1] - p.Off[j])
@@ -225,7 +241,7 @@ func (u *update) packedLen(i int) (classes, cats int) {
 // update touched it, else its stored one.
 func (u *update) appendState(ss *mixture.States, i int, buf []float32) []float32 {
 	if a, ok := u.res.pos[i]; ok {
-		ss.Append(&u.res.states[a])
+		ss.AppendFrom(&u.res.states, a)
 		return buf
 	}
 	return u.stored.appendPacked(ss, i, buf)
@@ -272,53 +288,6 @@ func storedUpdate(d *incData, posts []*resultio.Posteriors, kept *ivfState, plan
 	u.tRun = time.Since(t1)
 	faults.Point("pipeline-done")
 	return u, nil
-}
-
-// fixedStates rebuilds the states of rows (see step 4 above), on workers
-// goroutines. The states are only read (the rounds' fixed neighbours), so
-// their slices are carved from a few shared arrays, capacity-limited, not
-// allocated one by one: at 1M rows there are some 400,000 of them, and
-// allocating them was a tenth of the run.
-func (s *storedPosts) fixedStates(rows []int32, workers int) []mixture.State {
-	off := make([]int, len(rows)+1)
-	for f, i := range rows {
-		p, j := s.posts[s.file[i]], s.row[i]
-		off[f+1] = off[f] + int(p.Off[j+1]-p.Off[j])
-	}
-	n := off[len(rows)]
-	var (
-		class = make([]int32, n)
-		pi    = make([]float64, n)
-		rws   = make([]mixture.Row, n)
-		cat   = make([]int32, n)
-		prob  = make([]float64, n)
-		out   = make([]mixture.State, len(rows))
-		wg    sync.WaitGroup
-	)
-	rem, p1 := s.smoothedRow()
-	workers = max(1, workers)
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var buf []float32
-			for f := w; f < len(rows); f += workers {
-				var cl []int32
-				buf, cl = s.raw(buf, int(rows[f]))
-				lo, hi := off[f], off[f+1]
-				// Each class a row of its own category,
-				// label-smoothed (step 4 above).
-				for e, c := range cl {
-					class[lo+e], pi[lo+e] = c, float64(buf[e])
-					cat[lo+e], prob[lo+e] = c, p1
-					rws[lo+e] = mixture.Row{Cat: cat[lo+e : lo+e+1 : lo+e+1], P: prob[lo+e : lo+e+1 : lo+e+1], Rem: rem}
-				}
-				out[f] = mixture.State{Class: class[lo:hi:hi], Pi: pi[lo:hi:hi], Rows: rws[lo:hi:hi]}
-			}
-		}()
-	}
-	wg.Wait()
-	return out
 }
 
 // updateIncremental runs steps 2-4 on d, with old rows' states rebuilt from
@@ -435,11 +404,12 @@ func updateIncremental(d *incData, stored *storedPosts, kept *ivfState, keyRow m
 	for a, i := range r.affected {
 		r.pos[i] = a
 	}
-	// The fixed states: the affected rows' neighbours that are not affected,
-	// rebuilt from their stored posteriors (in parallel: a few per affected
-	// row).
+	// The fixed states: the affected rows' neighbours that are not
+	// affected, packed from their stored posteriors.
 	fixedAt := make([]int32, d.n)
-	var fixedRows []int32
+	var fixed mixture.States
+	fixed.Reset()
+	var buf []float32
 	for _, c := range nb {
 		if c < 0 || fixedAt[c] != 0 {
 			continue
@@ -447,89 +417,26 @@ func updateIncremental(d *incData, stored *storedPosts, kept *ivfState, keyRow m
 		if _, ok := r.pos[int(c)]; ok {
 			continue
 		}
-		fixedRows = append(fixedRows, c)
-		fixedAt[c] = int32(len(fixedRows)) // 1-based: 0 is "not built"
+		buf = stored.appendPacked(&fixed, int(c), buf)
+		fixedAt[c] = int32(fixed.Len()) // 1-based: 0 is "not packed"
 	}
-	fixed := stored.fixedStates(fixedRows, eo.Workers)
-	// src says where each neighbour's state is: cur[at] (at >= 0, an
-	// affected row), fixed[-at-1], or noNeighbour. The rounds hand
-	// mixture.Round shallow copies of these states (it only reads its
-	// neighbours), not copies of their buffers as engine.RoundScratch
-	// makes: those copies were a quarter of the rounds' time.
-	const noNeighbour = math.MinInt32
 	src := make([]int32, len(nb))
 	for e, c := range nb {
 		switch {
 		case c < 0:
-			src[e] = noNeighbour
+			src[e] = engine.NoNeighbour
 		case fixedAt[c] > 0:
 			src[e] = -fixedAt[c]
 		default:
 			src[e] = int32(r.pos[int(c)])
 		}
 	}
-	m := eo.Mixture
-	na := len(r.affected)
-	cur, next := make([]mixture.State, na), make([]mixture.State, na)
-	var init []mixture.State
-	if m.UsesInit() {
-		init = make([]mixture.State, na)
+	up := engine.Update{N: len(r.affected), K: k, Src: src, Weight: wt, Fixed: &fixed,
+		Labels:   func(a int) []int32 { return d.labelsOf(r.affected[a]) },
+		Key:      func(a int) uint64 { return uint64(d.keys[r.affected[a]]) },
+		Progress: func(round int) { progress.RoundStarted(round, eo.Rounds) },
 	}
-	for a, i := range r.affected {
-		cur[a].Init(d.labelsOf(i), m.C, m.C0, m.Smooth)
-		cur[a].Quantize()
-		if init != nil {
-			init[a].CopyFrom(&cur[a])
-		}
-	}
-	workers := max(1, min(eo.Workers, na))
-	for round := 0; round < eo.Rounds; round++ {
-		progress.RoundStarted(round, eo.Rounds)
-		var wg sync.WaitGroup
-		// Workers take chunks of items as they go, not fixed shares: on a
-		// shared machine one worker can get less CPU than another. Each
-		// item's result depends only on its inputs, key and round.
-		var next0 atomic.Int64
-		const chunk = 64
-		for w := 0; w < workers; w++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				var (
-					ws    mixture.Workspace
-					neigh []mixture.State
-					w     []float64
-				)
-				for lo := int(next0.Add(chunk)) - chunk; lo < na; lo = int(next0.Add(chunk)) - chunk {
-					for a := lo; a < min(lo+chunk, na); a++ {
-						i := r.affected[a]
-						neigh, w = neigh[:0], w[:0]
-						for j := 0; j < k; j++ {
-							switch at := src[a*k+j]; {
-							case at == noNeighbour:
-								continue
-							case at >= 0:
-								neigh = append(neigh, cur[at])
-							default:
-								neigh = append(neigh, fixed[-at-1])
-							}
-							w = append(w, wt[a*k+j])
-						}
-						var in *mixture.State
-						if init != nil {
-							in = &init[a]
-						}
-						iw := m.AnchorWeight(engine.Annotations(d.labelsOf(i)))
-						ws.Round(&next[a], &cur[a], in, iw, neigh, w, uint64(d.keys[i]), round, &m)
-						next[a].Quantize()
-					}
-				}
-			}()
-		}
-		wg.Wait()
-		cur, next = next, cur
-	}
-	r.states = cur
+	r.states, r.itemRounds = up.Run(eo.Rounds, eo.Workers, nil, &eo.Mixture)
 	lap("rounds")
 	return r, nil
 }
@@ -713,33 +620,18 @@ func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.
 		}
 	}
 	// The files and the kept state, on the run's workers.
-	var (
-		wg   sync.WaitGroup
-		errs = make([]error, len(jobs)+1) // each written by one worker
-		next atomic.Int64
-	)
-	for range max(1, cfg.WorkerCount()) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := int(next.Add(1)) - 1; j <= len(jobs); j = int(next.Add(1)) - 1 {
-				var err error
-				if j == len(jobs) {
-					if res.state != nil {
-						_, err = keepIVFState(ctx, fs, tmp, res.state)
-					}
-				} else {
-					err = write(jobs[j])
-				}
-				errs[j] = err
-			}
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return nil, err
+	err = pool.EachIndexErr(len(jobs)+1, max(1, cfg.WorkerCount()), func(j int) error {
+		if j < len(jobs) {
+			return write(jobs[j])
 		}
+		if res.state != nil {
+			_, err := keepIVFState(ctx, fs, tmp, res.state)
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	for _, f := range jobs {
 		sum.Rows += f.n
