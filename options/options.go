@@ -170,7 +170,7 @@ type LakeOptions struct {
 	// OutputTable is the output table (ns.table), instead of Options.Output.
 	OutputTable string
 	// Incremental relabels only the rows appended to the input table since
-	// the input snapshot the output table last covered (incremental.go).
+	// the input snapshot the output table last covered (pipelines/incremental.go).
 	Incremental bool
 }
 

@@ -53,7 +53,7 @@ type Summary struct {
 	// over steps.
 	Metrics map[string]int64   `json:"metrics,omitempty"`
 	Timings map[string]float64 `json:"timings_seconds"`
-	// Lake says what a table or incremental run covered (lake.go).
+	// Lake says what a table or incremental run covered (lake_table.go, lake_dir.go).
 	Lake *LakeSummary `json:"lake,omitempty"`
 	// Annotators describes the annotators file of an annotator-aware run.
 	Annotators *crowdstages.AnnotatorsReport `json:"annotators,omitempty"`

@@ -3,9 +3,12 @@ package pipelines
 import (
 	"context"
 	"fmt"
+	"path"
+	"strings"
 	"time"
 
 	"github.com/relabel/relabel/internal/faults"
+	"github.com/relabel/relabel/internal/pool"
 	"github.com/relabel/relabel/internal/progress"
 	"github.com/relabel/relabel/io/blobio"
 	"github.com/relabel/relabel/io/icebergio"
@@ -115,7 +118,7 @@ func planTable(ctx context.Context, cfg options.Options, cat *icebergio.Catalog)
 // into a directory of the output table's data location, and the run commits
 // them as one snapshot (replacing the table's rows), or with --incremental,
 // once the table covers an input snapshot, relabels only what is new
-// (incremental.go). A run that fails or is killed before the commit commits
+// (runIncremental, below; the update is incremental.go's). A run that fails or is killed before the commit commits
 // nothing: the catalog's pointer moves in one transaction at the end, and
 // the files written are removed (or left as orphans nothing references).
 func runTable(ctx context.Context, cfg options.Options, exec Executor) (*Summary, error) {
@@ -266,3 +269,227 @@ func runRecord(plan *Plan, in *icebergio.InputPlan, from int64, opts map[string]
 		Version: Version, Seed: plan.Options.Seed, Options: opts,
 	}
 }
+
+// runIncremental is runTable's incremental path, once the output table
+// covers a snapshot of the input table (last).
+func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.Output, plan *Plan, full *icebergio.InputPlan, last icebergio.Run, t0 time.Time) (*Summary, error) {
+	cfg := plan.Options
+	app, err := cat.PlanAppendedSince(ctx, full.Table, last.InputSnapshotID)
+	if err != nil {
+		return nil, err
+	}
+	lake := &LakeSummary{InputTable: full.Table, OutputTable: out.Name(), InputSnapshot: app.SnapshotID, FromSnapshot: last.InputSnapshotID, Incremental: true}
+	plan.Mode = incrementalMode(&cfg, plan.Rows)
+	sum := &Summary{
+		Version: Version, Input: cfg.Input, Output: out.Name(), Classes: plan.C, ClassNames: plan.ClassNames,
+		Neighbours: plan.Mode, Device: plan.Device, Options: plan.Recorded(),
+		ChangedFrom: make([]int64, plan.C), ChangedTo: make([]int64, plan.C), Lake: lake,
+	}
+	if len(app.Tasks) == 0 {
+		lake.NothingNew = true
+		lake.InputSnapshot = last.InputSnapshotID
+		progress.Notef("--incremental: nothing appended to %s since snapshot %d, which %s covers; nothing committed", full.Table, last.InputSnapshotID, out.Name())
+		sum.Timings = map[string]float64{"total": time.Since(t0).Seconds()}
+		return sum, nil
+	}
+	if app.SnapshotID != full.SnapshotID {
+		return nil, fmt.Errorf("relabel: input table %s moved from snapshot %d to %d while the run was planned; nothing committed, rerun", full.Table, full.SnapshotID, app.SnapshotID)
+	}
+	if err := sameOptions(last.Options, sum.Options); err != nil {
+		return nil, err
+	}
+	cal, err := plan.incrementalCalibration(last.Options, sum.Options)
+	if err != nil {
+		return nil, err
+	}
+	newPath := map[string]bool{}
+	for _, t := range app.Tasks {
+		newPath[t.ReaderPath()] = true
+	}
+	progress.Report(progress.Event{Kind: progress.Planned, Rows: app.Rows, Shards: len(app.Tasks), Rounds: cfg.Rounds})
+	progress.StageStarted("reading")
+	// The stored posteriors of the old rows and the kept ivf state are read
+	// while the input is (the launcher would otherwise wait on one reader
+	// at a time).
+	var (
+		outFiles   []string
+		posts      []*resultio.Posteriors
+		kept       *ivfState
+		storedErr  error
+		storedDone = make(chan struct{})
+	)
+	go func() {
+		defer close(storedDone)
+		if outFiles, storedErr = out.DataFiles(ctx); storedErr != nil {
+			return
+		}
+		posts = make([]*resultio.Posteriors, len(outFiles))
+		for f, file := range outFiles {
+			if posts[f], storedErr = resultio.ReadPosteriors(ctx, icebergio.Task{Path: file}.ReaderPath(), plan.ClassNames, nil); storedErr != nil {
+				return
+			}
+		}
+		if last.State != "" && plan.Mode == options.NeighboursIVF {
+			var err error
+			if kept, err = readIVFState(ctx, last.State); err != nil {
+				// The state only saves time: without it the run partitions
+				// every row, as before states were kept.
+				progress.Notef("--incremental: the kept ivf partitioning is not used (%v): partitioning all %d rows again", err, plan.Rows)
+			}
+		}
+	}()
+	rows, err := shardio.ReadAll(ctx, plan.Shards, plan.Read)
+	<-storedDone
+	if err != nil {
+		return nil, err
+	}
+	if storedErr != nil {
+		return nil, storedErr
+	}
+	d := flatten(rows, func(p string) bool { return newPath[p] })
+	lake.ScannedFiles, lake.ScannedRows = len(plan.Shards), int64(d.n)
+	for _, s := range plan.Shards {
+		if newPath[s.Path] {
+			lake.NewFiles++
+		}
+	}
+	if lake.NewFiles != len(app.Tasks) {
+		return nil, fmt.Errorf("relabel: input table %s: %d appended files planned, %d found among the snapshot's files", full.Table, len(app.Tasks), lake.NewFiles)
+	}
+	u, err := storedUpdate(d, posts, kept, plan, cal, cfg.Device, fmt.Sprintf("input table %s", full.Table), t0, lake)
+	if err != nil {
+		return nil, err
+	}
+	res, tPlan, tRun := u.res, u.tPlan, u.tRun
+
+	// Write: one file per new input file, and every output file holding a
+	// re-scored row, rewritten whole (split into files of at most
+	// maxRewriteRows rows, written in parallel).
+	progress.StageStarted("committing")
+	tWrite := time.Now()
+	fs, tmp, err := runDir(ctx, out, token())
+	if err != nil {
+		return nil, err
+	}
+	var files, remove []string
+	var statePath string
+	committed := false
+	defer func() {
+		if !committed {
+			for _, f := range append(files, statePath) {
+				if f != "" {
+					fs.Remove(context.WithoutCancel(ctx), f)
+				}
+			}
+			fs.Remove(context.WithoutCancel(ctx), tmp)
+		}
+	}()
+	if res.state != nil {
+		statePath = blobio.Join(tmp, ivfStateName)
+	}
+	meta := schemas.Metadata(Version, cfg.Seed, sum.Options, plan.ClassNames)
+	// A file to write: rows, and whether a row counts in the summary (a new
+	// or re-scored one).
+	type outFile struct {
+		path  string
+		rows  []int
+		count func(i int) bool
+		// What the file adds to the summary.
+		n, changed             int64
+		changedFrom, changedTo []int64
+	}
+	var jobs []*outFile
+	add := func(name string, rs []int, count func(int) bool) {
+		p := blobio.Join(tmp, name)
+		files = append(files, p)
+		jobs = append(jobs, &outFile{path: p, rows: rs, count: count, changedFrom: make([]int64, plan.C), changedTo: make([]int64, plan.C)})
+	}
+	write := func(f *outFile) error {
+		c := cleanedOf(d, f.rows, u, cal)
+		for j, i := range f.rows {
+			if !f.count(i) {
+				continue
+			}
+			f.n++
+			if c.Changed[j] {
+				f.changed++
+				f.changedFrom[stages.GivenLabel(d.labelsOf(i))]++
+				f.changedTo[c.CleanLabel[j]]++
+			}
+		}
+		return shardio.WriteShard(ctx, fs, f.path, shardio.Parquet, []*schemas.Cleaned{c}, meta, plan.LabelKind, plan.ClassNames, plan.IDKind, nil)
+	}
+	byShard := make([][]int, len(d.shards))
+	for i := 0; i < d.n; i++ {
+		if d.isNew[i] {
+			byShard[d.shard[i]] = append(byShard[d.shard[i]], i)
+		}
+	}
+	for s, rs := range byShard {
+		if len(rs) == 0 {
+			continue
+		}
+		add(stages.OutputName(d.shards[s], shardio.Parquet), rs, func(int) bool { return true })
+	}
+	for f, p := range posts {
+		rs, touched := u.storedRows(p)
+		if !touched {
+			continue
+		}
+		remove = append(remove, outFiles[f])
+		name := path.Base(strings.ReplaceAll(icebergio.Task{Path: outFiles[f]}.ReaderPath(), "\\", "/"))
+		rescored := func(i int) bool { _, ok := res.pos[i]; return ok }
+		if len(rs) <= maxRewriteRows {
+			add(name, rs, rescored)
+			continue
+		}
+		stem := strings.TrimSuffix(name, path.Ext(name))
+		for part, lo := 0, 0; lo < len(rs); part, lo = part+1, lo+maxRewriteRows {
+			add(fmt.Sprintf("%s-%05d%s", stem, part, path.Ext(name)), rs[lo:min(lo+maxRewriteRows, len(rs))], rescored)
+		}
+	}
+	// The files and the kept state, on the run's workers.
+	err = pool.EachIndexErr(len(jobs)+1, max(1, cfg.WorkerCount()), func(j int) error {
+		if j < len(jobs) {
+			return write(jobs[j])
+		}
+		if res.state != nil {
+			_, err := keepIVFState(ctx, fs, tmp, res.state)
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range jobs {
+		sum.Rows += f.n
+		sum.Changed += f.changed
+		for c := range plan.C {
+			sum.ChangedFrom[c] += f.changedFrom[c]
+			sum.ChangedTo[c] += f.changedTo[c]
+		}
+	}
+	tCommit := time.Now()
+	faults.Point("table-commit")
+	run := runRecord(plan, app, last.InputSnapshotID, sum.Options)
+	run.State = statePath
+	snap, err := out.Commit(ctx, icebergio.Commit{Run: run, Mode: icebergio.Rewrite, Files: files, Remove: remove})
+	if err != nil {
+		return nil, err
+	}
+	committed = true
+	lake.OutputSnapshot, lake.AddedFiles, lake.RemovedFiles = snap, len(files), len(remove)
+	sum.Timings = map[string]float64{"plan": tPlan.Seconds(), "pipeline": tRun.Seconds(), "total": time.Since(t0).Seconds(),
+		"write": tCommit.Sub(tWrite).Seconds(), "commit": time.Since(tCommit).Seconds()}
+	for k, v := range res.timings {
+		sum.Timings[k] = v
+	}
+	return sum, nil
+}
+
+// maxRewriteRows bounds the rows of an output file an incremental run
+// rewrites: a larger one (a full run writes one output file per input file)
+// is rewritten as several, which are written in parallel, and which the
+// next runs rewrite only where they hold re-scored rows.
+var maxRewriteRows = 1 << 18
