@@ -1,14 +1,9 @@
 package pipelines_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"flag"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,25 +14,23 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/relabel/relabel/internal/pins"
 	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/pipelines"
 )
 
-var (
-	updateLakePins = flag.Bool("update-lake-pins", false, "rewrite testdata/lake.sha256 from this build's lake outputs")
-	lakePin30k     = flag.Bool("lake-pin-30k", false, "also pin the 30,000-row ivf lake (about a minute)")
-)
+var updateLakePins = flag.Bool("update-lake-pins", false, "rewrite testdata/lake.sha256 from this build's lake outputs")
 
 // TestLakePins pins the rows the lake writes, day by day, so that moving
 // the lake's code keeps its outputs byte for byte (issue 36): a directory
 // lake and a table lake over the digits days (exact neighbours), and a
-// table lake of 6,000 (with -lake-pin-30k also 30,000) synthetic rows
-// through ivf with a kept partitioning and a 300-row append. What is hashed
+// table lake of 30,000 synthetic rows through ivf with a kept partitioning
+// and a 300-row append. What is hashed
 // is every column of every output row, sorted by row (the schema metadata,
 // which records the options and version, and the files' names, which carry a
 // run's token, are left out). Regenerate with
 //
-//	go test ./pipelines -run TestLakePins -update-lake-pins [-lake-pin-30k]
+//	go test ./pipelines -run TestLakePins -update-lake-pins
 //
 // only when a change of the lake's outputs is intended, and say why in the
 // commit.
@@ -70,11 +63,7 @@ func TestLakePins(t *testing.T) {
 	}
 
 	// ivf with a kept partitioning, and an append.
-	sizes := []int{6000}
-	if *lakePin30k {
-		sizes = append(sizes, 30000)
-	}
-	for _, n := range sizes {
+	for _, n := range []int{30000} {
 		l := newTestLake(t)
 		l.appendRows(t, blobRows(0, n, 1))
 		o := l.config("ns.ivf")
@@ -92,56 +81,7 @@ func TestLakePins(t *testing.T) {
 	}
 
 	path := filepath.Join("testdata", "lake.sha256")
-	if *updateLakePins {
-		want := map[string]string{}
-		if _, err := os.Stat(path); err == nil {
-			want = readPins(t, path)
-		}
-		for k, v := range got {
-			want[k] = v
-		}
-		var buf bytes.Buffer
-		for _, k := range slices.Sorted(maps.Keys(want)) {
-			fmt.Fprintf(&buf, "%s %s\n", want[k], k)
-		}
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want := readPins(t, path)
-	for _, k := range slices.Sorted(maps.Keys(got)) {
-		w, ok := want[k]
-		if !ok {
-			t.Errorf("%s: not pinned (run with -update-lake-pins if the new output is intended)", k)
-			continue
-		}
-		if got[k] != w {
-			t.Errorf("%s: rows hash %s, pinned %s", k, got[k], w)
-		}
-	}
-}
-
-func readPins(t *testing.T, path string) map[string]string {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	m := map[string]string{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		h, k, ok := strings.Cut(sc.Text(), " ")
-		if !ok {
-			t.Fatalf("%s: bad line %q", path, sc.Text())
-		}
-		m[k] = h
-	}
-	return m
+	pins.Check(t, path, got, *updateLakePins)
 }
 
 // rowLines appends one line per row of rec: its columns' names and values.
@@ -158,12 +98,7 @@ func rowLines(lines []string, rec arrow.RecordBatch) []string {
 
 func hashLines(lines []string) string {
 	slices.Sort(lines)
-	h := sha256.New()
-	for _, l := range lines {
-		h.Write([]byte(l))
-		h.Write([]byte{'\n'})
-	}
-	return hex.EncodeToString(h.Sum(nil))
+	return pins.Sum([]byte(strings.Join(lines, "\n") + "\n")) // each line ends in a newline
 }
 
 // hashDirRows hashes every row of a directory lake's output shards.

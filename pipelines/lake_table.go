@@ -118,9 +118,10 @@ func planTable(ctx context.Context, cfg options.Options, cat *icebergio.Catalog)
 // into a directory of the output table's data location, and the run commits
 // them as one snapshot (replacing the table's rows), or with --incremental,
 // once the table covers an input snapshot, relabels only what is new
-// (runIncremental, below; the update is incremental.go's). A run that fails or is killed before the commit commits
-// nothing: the catalog's pointer moves in one transaction at the end, and
-// the files written are removed (or left as orphans nothing references).
+// (runIncremental, below; the update is incremental.go's). A run that
+// fails or is killed before the commit commits nothing: the catalog's
+// pointer moves in one transaction at the end, and the files written are
+// removed (or left as orphans nothing references).
 func runTable(ctx context.Context, cfg options.Options, exec Executor) (*Summary, error) {
 	t0 := time.Now()
 	cat, err := icebergio.OpenCatalog(ctx, cfg.Lake.Catalog, icebergio.CatalogOptions{Warehouse: cfg.Lake.Warehouse})
@@ -178,16 +179,8 @@ func runTable(ctx context.Context, cfg options.Options, exec Executor) (*Summary
 			removeAll(context.WithoutCancel(ctx), fs, tmp, plan)
 		}
 	}()
-	if dir := cfg.SpillDir.Or(""); dir != "" && dir != "none" && plan.Mode == options.NeighboursIVF {
-		// As Run does: ivf's blocks and states wait in files, not in the
-		// embedded runner's memory.
-		if plan.Spill, err = makeSpill(dir, tok); err != nil {
-			return nil, fmt.Errorf("relabel: --spill-dir: %w", err)
-		}
-		defer removeSpill(plan.Spill)
-	}
 	tPlan := time.Since(t0)
-	sum, tRun, err := execute(ctx, fs, plan, tmp, exec)
+	sum, tRun, err := execute(ctx, fs, plan, tmp, tok, exec)
 	if err != nil {
 		return nil, err
 	}

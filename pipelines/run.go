@@ -143,15 +143,8 @@ func Run(ctx context.Context, cfg options.Options, exec Executor) (*Summary, err
 			removeAll(context.WithoutCancel(ctx), fs, tmp, plan)
 		}
 	}()
-	if dir := cfg.SpillDir.Or(""); dir != "" && dir != "none" && (plan.Mode == options.NeighboursIVF || plan.Crowd != nil) {
-		if plan.Spill, err = makeSpill(dir, tok); err != nil {
-			return nil, fmt.Errorf("relabel: --spill-dir: %w", err)
-		}
-		defer removeSpill(plan.Spill)
-	}
 	tPlan := time.Since(t0)
-
-	sum, tRun, err := execute(ctx, fs, plan, tmp, exec)
+	sum, tRun, err := execute(ctx, fs, plan, tmp, tok, exec)
 	if err != nil {
 		return nil, err
 	}
@@ -293,7 +286,14 @@ func readJSON(ctx context.Context, fs blobio.FS, path string, v any) error {
 
 // execute builds plan's pipeline writing into tmp, runs it with exec and
 // sums its shards' reports into the run's summary (without timings).
-func execute(ctx context.Context, fs blobio.FS, plan *Plan, tmp string, exec Executor) (*Summary, time.Duration, error) {
+func execute(ctx context.Context, fs blobio.FS, plan *Plan, tmp, tok string, exec Executor) (*Summary, time.Duration, error) {
+	// ivf's blocks and states and the crowd stages' buckets wait in the
+	// run's spill directory, not in the embedded runner's memory.
+	unspill, err := plan.startSpill(tok)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer unspill()
 	p, s := beam.NewPipelineWithRoot()
 	Build(s, plan, tmp)
 	t1 := time.Now()

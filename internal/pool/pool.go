@@ -92,21 +92,7 @@ func EachChunk[W any](n, workers int, scratch *Scratch[W], f func(w *W, c, lo, h
 // work (ivfstages runs whole blocks of hundreds of items each), where
 // EachChunk's chunks of Chunk indices would give one goroutine all of them.
 func EachIndex(n, workers int, f func(i int)) {
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range min(workers, n) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
-				f(i)
-			}
-		}()
-	}
-	wg.Wait()
+	EachIndexWith(n, workers, func(_ *struct{}, i int) error { f(i); return nil })
 }
 
 // EachIndexErr is EachIndex for calls that can fail: every call runs, and
