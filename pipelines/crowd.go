@@ -35,6 +35,15 @@ type CrowdPlan struct {
 	Params crowdstages.Params
 }
 
+// resolve sets the crowd stages' parameters, their defaults filled in once
+// here (crowdstages.Params.WithDefaults, which is idempotent), and checks
+// them: an error before anything runs, not a panic while the graph is
+// built.
+func (cp *CrowdPlan) resolve(p crowdstages.Params) error {
+	cp.Params = p.WithDefaults()
+	return cp.Params.Validate()
+}
+
 // crowdParams is the model's configuration from the options.
 func crowdParams(o *options.Options, c int) crowd.Params {
 	p := crowd.Params{C: c, Iterations: o.CrowdIters, Strength: o.AnnotatorPrior.Or(0), NeighbourWeight: o.NeighbourPrior, ClassBalance: o.ClassBalance}
@@ -97,9 +106,8 @@ func makeLabelOnlyPlan(ctx context.Context, cfg options.Options) (*Plan, error) 
 	if p.Mixture, err = cfg.Mixture(p.C); err != nil {
 		return nil, err
 	}
-	cp.Params = crowdstages.Params{Crowd: crowdParams(&cfg, p.C), Buckets: buckets(lay.Rows), C0: p.Mixture.C0,
-		IDKind: lay.IDKind, AnnotatorKind: lay.AnnotatorKind, Format: cfg.Format}
-	if err := cp.Params.WithDefaults().Validate(); err != nil {
+	if err := cp.resolve(crowdstages.Params{Crowd: crowdParams(&cfg, p.C), Buckets: buckets(lay.Rows), C0: p.Mixture.C0,
+		IDKind: lay.IDKind, AnnotatorKind: lay.AnnotatorKind, Format: cfg.Format}); err != nil {
 		return nil, err
 	}
 	p.Crowd = cp
@@ -144,9 +152,8 @@ func planCrowd(ctx context.Context, cfg *options.Options, p *Plan) error {
 	if p.Mode == options.NeighboursIVF {
 		return &options.Error{Flag: "neighbours", Err: errors.New("ivf: annotator-aware relabelling runs with exact or sample neighbours (give --neighbours exact or sample)")}
 	}
-	cp.Params = crowdstages.Params{Crowd: crowdParams(cfg, p.C), Buckets: buckets(rows), C0: p.Mixture.C0,
-		IDKind: p.IDKind, AnnotatorKind: annKind, Format: cfg.Format}
-	if err := cp.Params.WithDefaults().Validate(); err != nil {
+	if err := cp.resolve(crowdstages.Params{Crowd: crowdParams(cfg, p.C), Buckets: buckets(rows), C0: p.Mixture.C0,
+		IDKind: p.IDKind, AnnotatorKind: annKind, Format: cfg.Format}); err != nil {
 		return err
 	}
 	p.Crowd = cp
@@ -194,7 +201,7 @@ func buildCrowdFeatures(s beam.Scope, plan *Plan, units, items beam.PCollection,
 func (p *Plan) OutputNames() []string {
 	var names []string
 	if p.Crowd != nil && p.Crowd.LabelOnly {
-		for b := 0; b < p.Crowd.Params.WithDefaults().Buckets; b++ {
+		for b := 0; b < p.Crowd.Params.Buckets; b++ {
 			names = append(names, stages.OutputName(crowdstages.ShardName(b), p.Options.Format))
 		}
 	} else {
@@ -234,7 +241,7 @@ func (p *Plan) writeParams(tmpDir string) stages.WriteParams {
 // (label-only: the bucket's name).
 func (p *Plan) shardFiles() (names, inputs []string) {
 	if p.Crowd != nil && p.Crowd.LabelOnly {
-		for b := 0; b < p.Crowd.Params.WithDefaults().Buckets; b++ {
+		for b := 0; b < p.Crowd.Params.Buckets; b++ {
 			names = append(names, stages.OutputName(crowdstages.ShardName(b), p.Options.Format))
 		}
 		return names, names

@@ -25,7 +25,7 @@ func buildIVF(s beam.Scope, plan *Plan, units, rows beam.PCollection) beam.PColl
 		Partitioning: ivf.Params{Partitions: o.Partitions.Or(0), NProbe: o.NProbe.Or(0), Seed: o.Seed},
 		Rows:         plan.Rows,
 		Search:       plan.NeighbourParams(),
-		IDColumn:     plan.Read.Columns.WithDefaults().ID,
+		IDColumn:     plan.IDColumn,
 		D:            plan.Read.D,
 		WaveBytes:    wb,
 		Units:        again,

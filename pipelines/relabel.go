@@ -31,10 +31,13 @@ type Plan struct {
 	Mode string
 	// WaveBytes bounds one wave of ivf's unspilled shuffles (0: stages'
 	// default; negative: no waves).
-	WaveBytes  int64
-	Shards     []shardio.Shard
-	Units      []shardio.Unit
-	Read       shardio.ReadOptions
+	WaveBytes int64
+	Shards    []shardio.Shard
+	Units     []shardio.Unit
+	Read      shardio.ReadOptions
+	// IDColumn is the id column's name, the default filled in (the stages
+	// that report duplicate ids name it).
+	IDColumn   string
 	C          int
 	ClassNames []string
 	LabelKind  schemas.LabelKind
@@ -113,6 +116,7 @@ func planShards(ctx context.Context, cfg options.Options, ro shardio.ReadOptions
 		return nil, fmt.Errorf("relabel: %s: no labelled rows, so no class set (give --classes)", cfg.Input)
 	}
 	p.Read = ro
+	p.IDColumn = ro.Columns.WithDefaults().ID
 	seen := map[string]string{}
 	for _, s := range shards {
 		name := stages.OutputName(s.Path, cfg.Format)
@@ -171,7 +175,7 @@ func Build(s beam.Scope, plan *Plan, tmpDir string) {
 	if plan.Mode == options.NeighboursIVF {
 		items = buildIVF(s, plan, units, rows)
 	} else {
-		stats := stages.ComputeStats(s, rows, stages.StatsParams{Candidates: plan.Candidates, Seed: o.Seed, IDColumn: plan.Read.Columns.WithDefaults().ID})
+		stats := stages.ComputeStats(s, rows, stages.StatsParams{Candidates: plan.Candidates, Seed: o.Seed, IDColumn: plan.IDColumn})
 		items = stages.Neighbours(s, rows, stats, plan.NeighbourParams())
 		if plan.Crowd != nil {
 			items = buildCrowdFeatures(s, plan, units, items, tmpDir)
