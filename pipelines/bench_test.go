@@ -19,6 +19,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 
 	"github.com/relabel/relabel/io/shardio"
+	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/pipelines"
 	"github.com/relabel/relabel/runners"
 	"github.com/relabel/relabel/transforms/engine"
@@ -52,8 +53,8 @@ func BenchmarkFashionPipelineVsEngine(b *testing.B) {
 		b.Skipf("development data absent (%v): this benchmark reads ../shared/data", err)
 	}
 	truth := readI32(b, filepath.Join(sharedData, "fashion_mnist_pca50/truth.i32"))
-	exact := pipelines.Defaults()
-	exact.Input, exact.Output, exact.Classes, exact.Neighbours = in, b.TempDir(), pipelines.Some(10), pipelines.NeighboursExact
+	exact := options.Defaults()
+	exact.Input, exact.Output, exact.Classes, exact.Neighbours = in, b.TempDir(), options.Some(10), options.NeighboursExact
 	plan, err := pipelines.MakePlan(ctx, exact)
 	if err != nil {
 		b.Fatal(err)
@@ -62,9 +63,9 @@ func BenchmarkFashionPipelineVsEngine(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Logf("%d rows in %d units; GOMAXPROCS %d; options %v", plan.Rows, len(plan.Units), runtime.GOMAXPROCS(0), plan.OptionMap())
+	b.Logf("%d rows in %d units; GOMAXPROCS %d; options %v", plan.Rows, len(plan.Units), runtime.GOMAXPROCS(0), plan.Recorded())
 	auto := exact
-	auto.Neighbours = pipelines.NeighboursAuto
+	auto.Neighbours = options.NeighboursAuto
 
 	type path struct {
 		wall, cpu  time.Duration
@@ -84,7 +85,7 @@ func BenchmarkFashionPipelineVsEngine(b *testing.B) {
 		}
 		p.acc, p.agree = float64(ok)/float64(len(labels)), float64(same)/float64(len(labels))
 	}
-	runPipeline := func(p *path, cfg pipelines.Options, engLabels map[int64]int32) {
+	runPipeline := func(p *path, cfg options.Options, engLabels map[int64]int32) {
 		freeMemory(b)
 		cfg.Output = filepath.Join(b.TempDir(), "out")
 		t0, c0 := time.Now(), cpuTime(b)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/relabel/relabel/internal/faults"
 	"github.com/relabel/relabel/io/blobio"
+	"github.com/relabel/relabel/options"
 )
 
 // The output directory protocol (README "Guarantees"):
@@ -154,6 +155,22 @@ func removeSpill(dir string) {
 	}
 }
 
+// startSpill makes the run's own spill directory under --spill-dir (Plan.Spill)
+// where the plan spills (ivf's blocks and states, the crowd stages'
+// buckets), and returns what removes it; with --spill-dir none, or nothing
+// to spill, it makes nothing.
+func (p *Plan) startSpill(tok string) (func(), error) {
+	dir := p.Options.SpillDir.Or("")
+	if dir == "" || dir == "none" || p.Mode != options.NeighboursIVF && p.Crowd == nil {
+		return func() {}, nil
+	}
+	var err error
+	if p.Spill, err = makeSpill(dir, tok); err != nil {
+		return nil, fmt.Errorf("relabel: --spill-dir: %w", err)
+	}
+	return func() { removeSpill(p.Spill) }, nil
+}
+
 // makeSpill makes this run's spill directory under dir, recording its owner,
 // after removing the spill directories of runs on this host that are gone.
 func makeSpill(dir, token string) (string, error) {
@@ -208,7 +225,7 @@ func checkNotInput(out string, inputs []string) error {
 	for _, in := range inputs {
 		p := norm(in)
 		if p == o || blobio.Dir(p) == o {
-			return &OptionError{Flag: "output", Err: fmt.Errorf("%s: is the input's directory (%s): relabel never writes beside its inputs; choose another directory", out, in)}
+			return &options.Error{Flag: "output", Err: fmt.Errorf("%s: is the input's directory (%s): relabel never writes beside its inputs; choose another directory", out, in)}
 		}
 	}
 	return nil

@@ -18,6 +18,7 @@ import (
 	"github.com/relabel/relabel/io/annotio"
 	"github.com/relabel/relabel/io/blobio"
 	"github.com/relabel/relabel/io/shardio"
+	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/pipelines"
 	"github.com/relabel/relabel/transforms/crowd"
 )
@@ -72,7 +73,7 @@ func BenchmarkCrowdLabelOnly(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			cfg := pipelines.Defaults()
+			cfg := options.Defaults()
 			cfg.Annotations = filepath.Join(in, "*.parquet")
 			runCrowdBench(b, cfg, n)
 		})
@@ -103,11 +104,11 @@ func BenchmarkCrowdFeatures(b *testing.B) {
 			cr := crowd.Simulate(n, C, 3, crowdBenchAnnotators(), 7)
 			items := filepath.Join(b.TempDir(), "items.parquet")
 			writeCrowdItems(b, items, cr, C, true)
-			cfg := pipelines.Defaults()
+			cfg := options.Defaults()
 			cfg.Input, cfg.Format = items, shardio.Parquet
-			cfg.Rounds, cfg.L, cfg.Neighbours = 4, 100, pipelines.NeighboursSample
+			cfg.Rounds, cfg.L, cfg.Neighbours = 4, 100, options.NeighboursSample
 			if tc.cands > 0 {
-				cfg.Candidates = pipelines.Some(tc.cands)
+				cfg.Candidates = options.Some(tc.cands)
 			}
 			runCrowdBench(b, cfg, n)
 		})
@@ -116,11 +117,11 @@ func BenchmarkCrowdFeatures(b *testing.B) {
 
 // runCrowdBench runs cfg (its Output and SpillDir set here) b.N times and
 // reports annotations/s (3 per item), CPU seconds, peak RSS.
-func runCrowdBench(b *testing.B, cfg pipelines.Options, n int) {
+func runCrowdBench(b *testing.B, cfg options.Options, n int) {
 	cfg.Report = false
-	cfg.SpillDir = pipelines.Some("none")
+	cfg.SpillDir = options.Some("none")
 	if os.Getenv("CROWD_SPILL") != "none" {
-		cfg.SpillDir = pipelines.Some(b.TempDir())
+		cfg.SpillDir = options.Some(b.TempDir())
 	}
 	b.ResetTimer()
 	for it := 0; it < b.N; it++ {

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/pipelines"
 	"github.com/relabel/relabel/transforms/crowd"
 )
@@ -33,10 +34,10 @@ func TestCrowdSpill(t *testing.T) {
 				out := t.TempDir()
 				cfg := quickConfig(tc.input, out)
 				if tc.input == "" {
-					cfg = pipelines.Defaults()
+					cfg = options.Defaults()
 					cfg.Output = out
 				}
-				cfg.Annotations, cfg.CrowdIters, cfg.SpillDir = tc.annotations, 6, pipelines.Some(spill)
+				cfg.Annotations, cfg.CrowdIters, cfg.SpillDir = tc.annotations, 6, options.Some(spill)
 				if _, err := pipelines.Run(ctxT(t), cfg, embedded); err != nil {
 					t.Fatal(err)
 				}

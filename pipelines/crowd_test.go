@@ -19,6 +19,7 @@ import (
 	"github.com/relabel/relabel/io/blobio"
 	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/io/shardio"
+	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/pipelines"
 	"github.com/relabel/relabel/transforms/crowd"
 )
@@ -74,7 +75,7 @@ func TestLabelOnlyRun(t *testing.T) {
 	var first [][]byte
 	for run := range 2 {
 		out := t.TempDir()
-		cfg := pipelines.Defaults()
+		cfg := options.Defaults()
 		cfg.Annotations, cfg.Output, cfg.CrowdIters = filepath.Join(in, "*.parquet"), out, 10
 		sum, err := pipelines.Run(ctxT(t), cfg, embedded)
 		if err != nil {

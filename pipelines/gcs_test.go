@@ -17,6 +17,7 @@ import (
 
 	"github.com/relabel/relabel/io/blobio/blobiotest"
 	"github.com/relabel/relabel/io/shardio"
+	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/pipelines"
 	"github.com/relabel/relabel/runners"
 	"github.com/relabel/relabel/transforms/stages"
@@ -54,8 +55,8 @@ func embedded(ctx context.Context, p *beam.Pipeline) (beam.PipelineResult, error
 
 // quickConfig relabels in with fewer rounds and samples than the defaults:
 // enough to change hundreds of labels, quick enough for a test.
-func quickConfig(in, out string) pipelines.Options {
-	o := pipelines.Defaults()
+func quickConfig(in, out string) options.Options {
+	o := options.Defaults()
 	o.Rounds, o.L = 4, 100
 	o.Input, o.Output, o.Format = in, out, shardio.Parquet
 	return o

@@ -2,24 +2,19 @@ package pipelines
 
 import (
 	"cmp"
-	"context"
 	"fmt"
 	"math"
-	"path"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/relabel/relabel/internal/faults"
 	"github.com/relabel/relabel/internal/progress"
-	"github.com/relabel/relabel/io/blobio"
-	"github.com/relabel/relabel/io/icebergio"
 	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/io/shardio"
+	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/ivf"
@@ -40,7 +35,7 @@ import (
 //     with the table (a sequential read, O(N d)).
 //  2. The new rows' K nearest neighbours are searched among all rows
 //     (incremental_search.go): exactly, O(new * N * d), where a full run
-//     would search exactly; where it would use ivf (N >= AutoIVFRows), in
+//     would search exactly; where it would use ivf (N >= options.AutoIVFRows), in
 //     an ivf partitioning of all rows, O(new * NProbe * partition size * d).
 //     The partitioning is the one the last table run kept
 //     (incremental_state.go), extended by probing the new rows, O(new * P *
@@ -100,7 +95,15 @@ type incData struct {
 	newShard []bool
 }
 
+// flatten lays rows out in the order of their units' first ids, not in the
+// order their files were listed: a table's data files are listed by name,
+// and iceberg-go names them by random UUIDs, so a table whose files were
+// written again (or the same rows appended to another table) would sum the
+// standardisation's moments in another order and round them otherwise. Ids
+// are unique, so the order is total.
 func flatten(rows []*schemas.Rows, isNewShard func(string) bool) *incData {
+	rows = slices.Clone(rows)
+	slices.SortStableFunc(rows, func(a, b *schemas.Rows) int { return cmp.Compare(firstKey(a), firstKey(b)) })
 	d := &incData{off: []int32{0}}
 	shardIdx := map[string]int32{}
 	for _, r := range rows {
@@ -128,64 +131,26 @@ func flatten(rows []*schemas.Rows, isNewShard func(string) bool) *incData {
 	return d
 }
 
-// checkUniqueIDs refuses rows whose ids repeat, naming both files and rows
-// (shardio.DuplicateError), as the full run's stats stage does. The ids are
-// copied and sorted (equal neighbours are duplicates); only when one is found
-// are its two rows looked for.
-func checkUniqueIDs(rows []*schemas.Rows, column string) error {
-	var dupInt *int64
-	var dupStr *string
-	if len(rows) > 0 && rows[0].StrIDs != nil {
-		dupStr = firstRepeat(rows, func(r *schemas.Rows) []string { return r.StrIDs })
-	} else {
-		dupInt = firstRepeat(rows, func(r *schemas.Rows) []int64 { return r.IDs })
+// firstKey is a unit's first id key (the largest key for an empty unit,
+// which adds no rows).
+func firstKey(r *schemas.Rows) int64 {
+	if len(r.IDs) == 0 {
+		return math.MaxInt64
 	}
-	if dupInt == nil && dupStr == nil {
-		return nil
-	}
-	var at [][2]int // (rows index, row) of the duplicate's first two rows
-	for r, rs := range rows {
-		for i := range rs.Len() {
-			if (dupStr != nil && rs.StrIDs[i] == *dupStr) || (dupInt != nil && rs.StrIDs == nil && rs.IDs[i] == *dupInt) {
-				at = append(at, [2]int{r, i})
-			}
-		}
-	}
-	id := ""
-	if dupStr != nil {
-		id = *dupStr
-	} else {
-		id = fmt.Sprint(*dupInt)
-	}
-	rf, rd := rows[at[0][0]], rows[at[1][0]]
-	return shardio.DuplicateError(column, id, rd.Shard, rd.Offset+int64(at[1][1]), rf.Shard, rf.Offset+int64(at[0][1]))
-}
-
-// firstRepeat returns an id that occurs twice among the rows' ids (of), or
-// nil: a sorted copy's equal neighbours.
-func firstRepeat[T cmp.Ordered](rows []*schemas.Rows, of func(*schemas.Rows) []T) *T {
-	var ids []T
-	for _, r := range rows {
-		ids = append(ids, of(r)...)
-	}
-	slices.Sort(ids)
-	for k := 1; k < len(ids); k++ {
-		if ids[k] == ids[k-1] {
-			return &ids[k]
-		}
-	}
-	return nil
+	return r.IDs[0]
 }
 
 func (d *incData) labelsOf(i int) []int32 { return d.labels[d.off[i]:d.off[i+1]] }
 
 // incResult is what the update computed.
 type incResult struct {
-	// affected rows (new, then re-scored) and their final states.
-	affected []int
-	states   []mixture.State
-	pos      map[int]int // row -> index in affected
-	rescored int
+	// affected rows (new, then re-scored) and their final states, packed
+	// in the same order; itemRounds the item-rounds run (engine.Update).
+	affected   []int
+	states     mixture.States
+	itemRounds int64
+	pos        map[int]int // row -> index in affected
+	rescored   int
 	// timings of the phases, in seconds: "index" (standardise and
 	// index or partition every row), "search" (both searches and their
 	// weights), "rounds".
@@ -260,11 +225,7 @@ func (s *storedPosts) appendPacked(ss *mixture.States, i int, buf []float32) []f
 // when packed.
 func (u *update) packedLen(i int) (classes, cats int) {
 	if a, ok := u.res.pos[i]; ok {
-		st := &u.res.states[a]
-		for k := range st.Rows {
-			cats += len(st.Rows[k].Cat)
-		}
-		return len(st.Class), cats
+		return u.res.states.Sizes(a, a+1)
 	}
 	p, j := u.stored.posts[u.stored.file[i]], u.stored.row[i]
 	n := int(p.Off[j+1] - p.Off[j])
@@ -275,7 +236,7 @@ func (u *update) packedLen(i int) (classes, cats int) {
 // update touched it, else its stored one.
 func (u *update) appendState(ss *mixture.States, i int, buf []float32) []float32 {
 	if a, ok := u.res.pos[i]; ok {
-		ss.Append(&u.res.states[a])
+		ss.AppendFrom(&u.res.states, a)
 		return buf
 	}
 	return u.stored.appendPacked(ss, i, buf)
@@ -324,53 +285,6 @@ func storedUpdate(d *incData, posts []*resultio.Posteriors, kept *ivfState, plan
 	return u, nil
 }
 
-// fixedStates rebuilds the states of rows (see step 4 above), on workers
-// goroutines. The states are only read (the rounds' fixed neighbours), so
-// their slices are carved from a few shared arrays, capacity-limited, not
-// allocated one by one: at 1M rows there are some 400,000 of them, and
-// allocating them was a tenth of the run.
-func (s *storedPosts) fixedStates(rows []int32, workers int) []mixture.State {
-	off := make([]int, len(rows)+1)
-	for f, i := range rows {
-		p, j := s.posts[s.file[i]], s.row[i]
-		off[f+1] = off[f] + int(p.Off[j+1]-p.Off[j])
-	}
-	n := off[len(rows)]
-	var (
-		class = make([]int32, n)
-		pi    = make([]float64, n)
-		rws   = make([]mixture.Row, n)
-		cat   = make([]int32, n)
-		prob  = make([]float64, n)
-		out   = make([]mixture.State, len(rows))
-		wg    sync.WaitGroup
-	)
-	rem, p1 := s.smoothedRow()
-	workers = max(1, workers)
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var buf []float32
-			for f := w; f < len(rows); f += workers {
-				var cl []int32
-				buf, cl = s.raw(buf, int(rows[f]))
-				lo, hi := off[f], off[f+1]
-				// Each class a row of its own category,
-				// label-smoothed (step 4 above).
-				for e, c := range cl {
-					class[lo+e], pi[lo+e] = c, float64(buf[e])
-					cat[lo+e], prob[lo+e] = c, p1
-					rws[lo+e] = mixture.Row{Cat: cat[lo+e : lo+e+1 : lo+e+1], P: prob[lo+e : lo+e+1 : lo+e+1], Rem: rem}
-				}
-				out[f] = mixture.State{Class: class[lo:hi:hi], Pi: pi[lo:hi:hi], Rows: rws[lo:hi:hi]}
-			}
-		}()
-	}
-	wg.Wait()
-	return out
-}
-
 // updateIncremental runs steps 2-4 on d, with old rows' states rebuilt from
 // their stored posteriors (stored), and the ivf partitioning the last run
 // kept (nil: none; incremental_state.go). keyRow is the row of each id key.
@@ -398,7 +312,7 @@ func updateIncremental(d *incData, stored *storedPosts, kept *ivfState, keyRow m
 		ix    incIndex
 		state *ivfState
 	)
-	if incrementalMode(o, int64(d.n)) == NeighboursIVF {
+	if incrementalMode(o, int64(d.n)) == options.NeighboursIVF {
 		var pt *ivf.Partitioning
 		if kept != nil {
 			if why := kept.usable(o, d.n); why != "" {
@@ -485,11 +399,12 @@ func updateIncremental(d *incData, stored *storedPosts, kept *ivfState, keyRow m
 	for a, i := range r.affected {
 		r.pos[i] = a
 	}
-	// The fixed states: the affected rows' neighbours that are not affected,
-	// rebuilt from their stored posteriors (in parallel: a few per affected
-	// row).
+	// The fixed states: the affected rows' neighbours that are not
+	// affected, packed from their stored posteriors.
 	fixedAt := make([]int32, d.n)
-	var fixedRows []int32
+	var fixed mixture.States
+	fixed.Reset()
+	var buf []float32
 	for _, c := range nb {
 		if c < 0 || fixedAt[c] != 0 {
 			continue
@@ -497,329 +412,28 @@ func updateIncremental(d *incData, stored *storedPosts, kept *ivfState, keyRow m
 		if _, ok := r.pos[int(c)]; ok {
 			continue
 		}
-		fixedRows = append(fixedRows, c)
-		fixedAt[c] = int32(len(fixedRows)) // 1-based: 0 is "not built"
+		buf = stored.appendPacked(&fixed, int(c), buf)
+		fixedAt[c] = int32(fixed.Len()) // 1-based: 0 is "not packed"
 	}
-	fixed := stored.fixedStates(fixedRows, eo.Workers)
-	// src says where each neighbour's state is: cur[at] (at >= 0, an
-	// affected row), fixed[-at-1], or noNeighbour. The rounds hand
-	// mixture.Round shallow copies of these states (it only reads its
-	// neighbours), not copies of their buffers as engine.RoundScratch
-	// makes: those copies were a quarter of the rounds' time.
-	const noNeighbour = math.MinInt32
 	src := make([]int32, len(nb))
 	for e, c := range nb {
 		switch {
 		case c < 0:
-			src[e] = noNeighbour
+			src[e] = engine.NoNeighbour
 		case fixedAt[c] > 0:
 			src[e] = -fixedAt[c]
 		default:
 			src[e] = int32(r.pos[int(c)])
 		}
 	}
-	m := eo.Mixture
-	na := len(r.affected)
-	cur, next := make([]mixture.State, na), make([]mixture.State, na)
-	var init []mixture.State
-	if m.UsesInit() {
-		init = make([]mixture.State, na)
+	up := engine.Update{N: len(r.affected), K: k, Src: src, Weight: wt, Fixed: &fixed,
+		Labels:   func(a int) []int32 { return d.labelsOf(r.affected[a]) },
+		Key:      func(a int) uint64 { return uint64(d.keys[r.affected[a]]) },
+		Progress: func(round int) { progress.RoundStarted(round, eo.Rounds) },
 	}
-	for a, i := range r.affected {
-		cur[a].Init(d.labelsOf(i), m.C, m.C0, m.Smooth)
-		cur[a].Quantize()
-		if init != nil {
-			init[a].CopyFrom(&cur[a])
-		}
-	}
-	workers := max(1, min(eo.Workers, na))
-	for round := 0; round < eo.Rounds; round++ {
-		progress.RoundStarted(round, eo.Rounds)
-		var wg sync.WaitGroup
-		// Workers take chunks of items as they go, not fixed shares: on a
-		// shared machine one worker can get less CPU than another. Each
-		// item's result depends only on its inputs, key and round.
-		var next0 atomic.Int64
-		const chunk = 64
-		for w := 0; w < workers; w++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				var (
-					ws    mixture.Workspace
-					neigh []mixture.State
-					w     []float64
-				)
-				for lo := int(next0.Add(chunk)) - chunk; lo < na; lo = int(next0.Add(chunk)) - chunk {
-					for a := lo; a < min(lo+chunk, na); a++ {
-						i := r.affected[a]
-						neigh, w = neigh[:0], w[:0]
-						for j := 0; j < k; j++ {
-							switch at := src[a*k+j]; {
-							case at == noNeighbour:
-								continue
-							case at >= 0:
-								neigh = append(neigh, cur[at])
-							default:
-								neigh = append(neigh, fixed[-at-1])
-							}
-							w = append(w, wt[a*k+j])
-						}
-						var in *mixture.State
-						if init != nil {
-							in = &init[a]
-						}
-						iw := m.AnchorWeight(engine.Annotations(d.labelsOf(i)))
-						ws.Round(&next[a], &cur[a], in, iw, neigh, w, uint64(d.keys[i]), round, &m)
-						next[a].Quantize()
-					}
-				}
-			}()
-		}
-		wg.Wait()
-		cur, next = next, cur
-	}
-	r.states = cur
+	r.states, r.itemRounds = up.Run(eo.Rounds, eo.Workers, nil, &eo.Mixture)
 	lap("rounds")
 	return r, nil
-}
-
-// runIncremental is runTable's incremental path, once the output table
-// covers a snapshot of the input table (last).
-func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.Output, plan *Plan, full *icebergio.InputPlan, last icebergio.Run, t0 time.Time) (*Summary, error) {
-	cfg := plan.Options
-	app, err := cat.PlanAppendedSince(ctx, full.Table, last.InputSnapshotID)
-	if err != nil {
-		return nil, err
-	}
-	lake := &LakeSummary{InputTable: full.Table, OutputTable: out.Name(), InputSnapshot: app.SnapshotID, FromSnapshot: last.InputSnapshotID, Incremental: true}
-	plan.Mode = incrementalMode(&cfg, plan.Rows)
-	sum := &Summary{
-		Version: Version, Input: cfg.Input, Output: out.Name(), Classes: plan.C, ClassNames: plan.ClassNames,
-		Neighbours: plan.Mode, Device: plan.Device, Options: plan.OptionMap(),
-		ChangedFrom: make([]int64, plan.C), ChangedTo: make([]int64, plan.C), Lake: lake,
-	}
-	if len(app.Tasks) == 0 {
-		lake.NothingNew = true
-		lake.InputSnapshot = last.InputSnapshotID
-		progress.Notef("--incremental: nothing appended to %s since snapshot %d, which %s covers; nothing committed", full.Table, last.InputSnapshotID, out.Name())
-		sum.Timings = map[string]float64{"total": time.Since(t0).Seconds()}
-		return sum, nil
-	}
-	if app.SnapshotID != full.SnapshotID {
-		return nil, fmt.Errorf("relabel: input table %s moved from snapshot %d to %d while the run was planned; nothing committed, rerun", full.Table, full.SnapshotID, app.SnapshotID)
-	}
-	if err := sameOptions(last.Options, sum.Options); err != nil {
-		return nil, err
-	}
-	cal, err := plan.incrementalCalibration(last.Options, sum.Options)
-	if err != nil {
-		return nil, err
-	}
-	newPath := map[string]bool{}
-	for _, t := range app.Tasks {
-		newPath[t.ReaderPath()] = true
-	}
-	progress.Report(progress.Event{Kind: progress.Planned, Rows: app.Rows, Shards: len(app.Tasks), Rounds: cfg.Rounds})
-	progress.StageStarted("reading")
-	// The stored posteriors of the old rows and the kept ivf state are read
-	// while the input is (the launcher would otherwise wait on one reader
-	// at a time).
-	var (
-		outFiles   []string
-		posts      []*resultio.Posteriors
-		kept       *ivfState
-		storedErr  error
-		storedDone = make(chan struct{})
-	)
-	go func() {
-		defer close(storedDone)
-		if outFiles, storedErr = out.DataFiles(ctx); storedErr != nil {
-			return
-		}
-		posts = make([]*resultio.Posteriors, len(outFiles))
-		for f, file := range outFiles {
-			if posts[f], storedErr = resultio.ReadPosteriors(ctx, icebergio.Task{Path: file}.ReaderPath(), plan.ClassNames, nil); storedErr != nil {
-				return
-			}
-		}
-		if last.State != "" && plan.Mode == NeighboursIVF {
-			var err error
-			if kept, err = readIVFState(ctx, last.State); err != nil {
-				// The state only saves time: without it the run partitions
-				// every row, as before states were kept.
-				progress.Notef("--incremental: the kept ivf partitioning is not used (%v): partitioning all %d rows again", err, plan.Rows)
-			}
-		}
-	}()
-	rows, err := shardio.ReadAll(ctx, plan.Shards, plan.Read)
-	<-storedDone
-	if err != nil {
-		return nil, err
-	}
-	if storedErr != nil {
-		return nil, storedErr
-	}
-	// A full run's stats stage refuses duplicate ids; so must this path,
-	// which never runs it (an append repeating ids would be committed).
-	if err := checkUniqueIDs(rows, plan.Read.Columns.WithDefaults().ID); err != nil {
-		return nil, err
-	}
-	d := flatten(rows, func(p string) bool { return newPath[p] })
-	lake.ScannedFiles, lake.ScannedRows = len(plan.Shards), int64(d.n)
-	for _, s := range plan.Shards {
-		if newPath[s.Path] {
-			lake.NewFiles++
-		}
-	}
-	if lake.NewFiles != len(app.Tasks) {
-		return nil, fmt.Errorf("relabel: input table %s: %d appended files planned, %d found among the snapshot's files", full.Table, len(app.Tasks), lake.NewFiles)
-	}
-	u, err := storedUpdate(d, posts, kept, plan, cal, cfg.Device, fmt.Sprintf("input table %s", full.Table), t0, lake)
-	if err != nil {
-		return nil, err
-	}
-	res, tPlan, tRun := u.res, u.tPlan, u.tRun
-
-	// Write: one file per new input file, and every output file holding a
-	// re-scored row, rewritten whole (split into files of at most
-	// maxRewriteRows rows, written in parallel).
-	progress.StageStarted("committing")
-	tWrite := time.Now()
-	fs, tmp, err := runDir(ctx, out, token())
-	if err != nil {
-		return nil, err
-	}
-	var files, remove []string
-	var statePath string
-	committed := false
-	defer func() {
-		if !committed {
-			for _, f := range append(files, statePath) {
-				if f != "" {
-					fs.Remove(context.WithoutCancel(ctx), f)
-				}
-			}
-			fs.Remove(context.WithoutCancel(ctx), tmp)
-		}
-	}()
-	if res.state != nil {
-		statePath = blobio.Join(tmp, ivfStateName)
-	}
-	meta := schemas.Metadata(Version, cfg.Seed, sum.Options, plan.ClassNames)
-	// A file to write: rows, and whether a row counts in the summary (a new
-	// or re-scored one).
-	type outFile struct {
-		path  string
-		rows  []int
-		count func(i int) bool
-		// What the file adds to the summary.
-		n, changed             int64
-		changedFrom, changedTo []int64
-	}
-	var jobs []*outFile
-	add := func(name string, rs []int, count func(int) bool) {
-		p := blobio.Join(tmp, name)
-		files = append(files, p)
-		jobs = append(jobs, &outFile{path: p, rows: rs, count: count, changedFrom: make([]int64, plan.C), changedTo: make([]int64, plan.C)})
-	}
-	write := func(f *outFile) error {
-		c := cleanedOf(d, f.rows, u, cal)
-		for j, i := range f.rows {
-			if !f.count(i) {
-				continue
-			}
-			f.n++
-			if c.Changed[j] {
-				f.changed++
-				f.changedFrom[stages.GivenLabel(d.labelsOf(i))]++
-				f.changedTo[c.CleanLabel[j]]++
-			}
-		}
-		return shardio.WriteShard(ctx, fs, f.path, shardio.Parquet, []*schemas.Cleaned{c}, meta, plan.LabelKind, plan.ClassNames, plan.IDKind, nil)
-	}
-	byShard := make([][]int, len(d.shards))
-	for i := 0; i < d.n; i++ {
-		if d.isNew[i] {
-			byShard[d.shard[i]] = append(byShard[d.shard[i]], i)
-		}
-	}
-	for s, rs := range byShard {
-		if len(rs) == 0 {
-			continue
-		}
-		add(stages.OutputName(d.shards[s], shardio.Parquet), rs, func(int) bool { return true })
-	}
-	for f, p := range posts {
-		rs, touched := u.storedRows(p)
-		if !touched {
-			continue
-		}
-		remove = append(remove, outFiles[f])
-		name := path.Base(strings.ReplaceAll(icebergio.Task{Path: outFiles[f]}.ReaderPath(), "\\", "/"))
-		rescored := func(i int) bool { _, ok := res.pos[i]; return ok }
-		if len(rs) <= maxRewriteRows {
-			add(name, rs, rescored)
-			continue
-		}
-		stem := strings.TrimSuffix(name, path.Ext(name))
-		for part, lo := 0, 0; lo < len(rs); part, lo = part+1, lo+maxRewriteRows {
-			add(fmt.Sprintf("%s-%05d%s", stem, part, path.Ext(name)), rs[lo:min(lo+maxRewriteRows, len(rs))], rescored)
-		}
-	}
-	// The files and the kept state, on the run's workers.
-	var (
-		wg   sync.WaitGroup
-		errs = make([]error, len(jobs)+1) // each written by one worker
-		next atomic.Int64
-	)
-	for range max(1, cfg.WorkerCount()) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := int(next.Add(1)) - 1; j <= len(jobs); j = int(next.Add(1)) - 1 {
-				var err error
-				if j == len(jobs) {
-					if res.state != nil {
-						_, err = keepIVFState(ctx, fs, tmp, res.state)
-					}
-				} else {
-					err = write(jobs[j])
-				}
-				errs[j] = err
-			}
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return nil, err
-		}
-	}
-	for _, f := range jobs {
-		sum.Rows += f.n
-		sum.Changed += f.changed
-		for c := range plan.C {
-			sum.ChangedFrom[c] += f.changedFrom[c]
-			sum.ChangedTo[c] += f.changedTo[c]
-		}
-	}
-	tCommit := time.Now()
-	faults.Point("table-commit")
-	run := runRecord(plan, app, last.InputSnapshotID, sum.Options)
-	run.State = statePath
-	snap, err := out.Commit(ctx, icebergio.Commit{Run: run, Mode: icebergio.Rewrite, Files: files, Remove: remove})
-	if err != nil {
-		return nil, err
-	}
-	committed = true
-	lake.OutputSnapshot, lake.AddedFiles, lake.RemovedFiles = snap, len(files), len(remove)
-	sum.Timings = map[string]float64{"plan": tPlan.Seconds(), "pipeline": tRun.Seconds(), "total": time.Since(t0).Seconds(),
-		"write": tCommit.Sub(tWrite).Seconds(), "commit": time.Since(tCommit).Seconds()}
-	for k, v := range res.timings {
-		sum.Timings[k] = v
-	}
-	return sum, nil
 }
 
 // storedStates finds the old rows' stored posteriors among the output files
@@ -912,7 +526,7 @@ func (p *Plan) incrementalCalibration(last, opts map[string]string) (stages.Cali
 		s, ok := last[stages.MetaCalibratedTemperature]
 		t, err := strconv.ParseFloat(s, 64)
 		if !ok || err != nil || !(t > 0) {
-			return cal, &OptionError{Flag: "incremental", Err: fmt.Errorf("the stored posteriors record no fitted temperature (%s %q): run without --incremental to relabel everything", stages.MetaCalibratedTemperature, s)}
+			return cal, &options.Error{Flag: "incremental", Err: fmt.Errorf("the stored posteriors record no fitted temperature (%s %q): run without --incremental to relabel everything", stages.MetaCalibratedTemperature, s)}
 		}
 		cal.Temperature, cal.Auto = t, false
 	}
@@ -922,28 +536,59 @@ func (p *Plan) incrementalCalibration(last, opts map[string]string) (stages.Cali
 
 // sameOptions refuses an incremental run whose method options differ from
 // the run that produced the stored posteriors: mixing the two would give
-// rows relabelled under different settings. The neighbour mode, device and
-// ivf settings may differ (an incremental run searches exactly).
+// rows relabelled under different settings. Which options are compared is
+// the flag table's (options.Compared): the neighbour mode, device and ivf
+// settings may differ (an incremental run searches exactly).
 func sameOptions(last, now map[string]string) error {
-	var diffs []string
-	for k, v := range now {
-		switch k {
-		case "neighbours", "device", "partitions", "nprobe", "candidates", "format":
-			continue
-		}
-		if lv, ok := last[k]; ok && lv != v {
-			diffs = append(diffs, fmt.Sprintf("--%s %s (the last run used %s)", k, v, lv))
-		}
-	}
-	if len(diffs) > 0 {
-		sort.Strings(diffs)
-		return &OptionError{Flag: "incremental", Err: fmt.Errorf("with other options than the stored posteriors were made with: %s; run without --incremental to relabel everything", strings.Join(diffs, ", "))}
+	if diffs := options.Changed(last, now); len(diffs) > 0 {
+		return &options.Error{Flag: "incremental", Err: fmt.Errorf("with other options than the stored posteriors were made with: %s; run without --incremental to relabel everything", strings.Join(diffs, ", "))}
 	}
 	return nil
 }
-
-// maxRewriteRows bounds the rows of an output file an incremental run
-// rewrites: a larger one (a full run writes one output file per input file)
-// is rewritten as several, which are written in parallel, and which the
-// next runs rewrite only where they hold re-scored rows.
-var maxRewriteRows = 1 << 18
+// checkUniqueIDs refuses rows whose ids repeat, naming both files and rows
+// (shardio.DuplicateError), as the full run's stats stage does. The ids are
+// copied and sorted (equal neighbours are duplicates); only when one is found
+// are its two rows looked for.
+func checkUniqueIDs(rows []*schemas.Rows, column string) error {
+	var dupInt *int64
+	var dupStr *string
+	if len(rows) > 0 && rows[0].StrIDs != nil {
+		dupStr = firstRepeat(rows, func(r *schemas.Rows) []string { return r.StrIDs })
+	} else {
+		dupInt = firstRepeat(rows, func(r *schemas.Rows) []int64 { return r.IDs })
+	}
+	if dupInt == nil && dupStr == nil {
+		return nil
+	}
+	var at [][2]int // (rows index, row) of the duplicate's first two rows
+	for r, rs := range rows {
+		for i := range rs.Len() {
+			if (dupStr != nil && rs.StrIDs[i] == *dupStr) || (dupInt != nil && rs.StrIDs == nil && rs.IDs[i] == *dupInt) {
+				at = append(at, [2]int{r, i})
+			}
+		}
+	}
+	id := ""
+	if dupStr != nil {
+		id = *dupStr
+	} else {
+		id = fmt.Sprint(*dupInt)
+	}
+	rf, rd := rows[at[0][0]], rows[at[1][0]]
+	return shardio.DuplicateError(column, id, rd.Shard, rd.Offset+int64(at[1][1]), rf.Shard, rf.Offset+int64(at[0][1]))
+}
+// firstRepeat returns an id that occurs twice among the rows' ids (of), or
+// nil: a sorted copy's equal neighbours.
+func firstRepeat[T cmp.Ordered](rows []*schemas.Rows, of func(*schemas.Rows) []T) *T {
+	var ids []T
+	for _, r := range rows {
+		ids = append(ids, of(r)...)
+	}
+	slices.Sort(ids)
+	for k := 1; k < len(ids); k++ {
+		if ids[k] == ids[k-1] {
+			return &ids[k]
+		}
+	}
+	return nil
+}

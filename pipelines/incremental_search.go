@@ -4,8 +4,9 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
-	"sync"
 
+	"github.com/relabel/relabel/internal/pool"
+	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/ivf"
 	"github.com/relabel/relabel/transforms/knn"
@@ -15,7 +16,7 @@ import (
 // The incremental run's neighbour search: the K nearest neighbours of a few
 // rows (the new ones, then the old ones they reached) among all N rows.
 //
-// Exact (tables below AutoIVFRows, or --neighbours exact) it is the SGEMM
+// Exact (tables below options.AutoIVFRows, or --neighbours exact) it is the SGEMM
 // kernel of transforms/knn over all N rows, O(queries x N x d): at 1M rows
 // with a 1% append its second pass alone (up to K x new old rows) is about
 // 10^11 distances, more than a whole ivf run. So where a full run over the
@@ -32,11 +33,11 @@ import (
 // rows: ivf where a full run would use it, else exact (a --candidates
 // sample is a full run's approximation of exact; the few queried rows can
 // afford the exact search).
-func incrementalMode(o *Options, rows int64) string {
-	if neighbourMode(o, rows) == NeighboursIVF {
-		return NeighboursIVF
+func incrementalMode(o *options.Options, rows int64) string {
+	if o.NeighbourMode(rows) == options.NeighboursIVF {
+		return options.NeighboursIVF
 	}
-	return NeighboursExact
+	return options.NeighboursExact
 }
 
 // incIndex answers "the k nearest of these rows among all rows": dst gets
@@ -93,7 +94,7 @@ type ivfIndex struct {
 
 // fitIVF fits and assigns the partitioning of x (already standardised) as
 // ivfstages does for a full run with the same options.
-func fitIVF(x knn.Matrix, keys []int64, o *Options, s knn.Searcher) (*ivf.Model, *ivf.Partitioning, error) {
+func fitIVF(x knn.Matrix, keys []int64, o *options.Options, s knn.Searcher) (*ivf.Model, *ivf.Partitioning, error) {
 	n := x.Rows
 	p := ivfParams(o, int64(n))
 	sm := ivf.Sample{Cap: p.Sample, D: x.Cols}
@@ -154,68 +155,49 @@ func (v *ivfIndex) search(dst *knn.Result, rows []int, k int) error {
 		groups = append(groups, group{lo, hi})
 		lo = hi
 	}
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
-		next = make(chan group)
-	)
 	d := v.x.Cols
-	for w := 0; w < max(1, v.workers); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var (
-				cm, qm     []float32
-				cids, qids []int64
-				res        knn.Result
-			)
-			for g := range next {
-				q := home(pos[g.lo])
-				st := v.stored[q]
-				cm, cids = cm[:0], cids[:0]
-				for _, i := range st {
-					cm = append(cm, v.x.Row(int(i))...)
-					cids = append(cids, v.keys[i])
-				}
-				qm, qids = qm[:0], qids[:0]
-				for _, a := range pos[g.lo:g.hi] {
-					qm = append(qm, v.x.Row(rows[a])...)
-					qids = append(qids, v.keys[rows[a]])
-				}
-				idx, err := v.groupSearcher(len(qids)).Index(knn.Matrix{Rows: len(cids), Cols: d, Data: cm}, cids, v.metric)
-				if err == nil {
-					err = idx.Search(&res, knn.Matrix{Rows: len(qids), Cols: d, Data: qm}, qids, k)
-					idx.Close()
-				}
-				if err != nil {
-					mu.Lock()
-					errs = append(errs, fmt.Errorf("partition %d: %w", q, err))
-					mu.Unlock()
-					continue
-				}
-				for j, a := range pos[g.lo:g.hi] {
-					for t := 0; t < k; t++ {
-						c := res.Index[j*k+t]
-						dst.Dist[a*k+t] = res.Dist[j*k+t]
-						if c < 0 {
-							dst.Index[a*k+t] = -1
-						} else {
-							dst.Index[a*k+t] = st[c]
-						}
-					}
+	type work struct {
+		cm, qm     []float32
+		cids, qids []int64
+		res        knn.Result
+	}
+	err := pool.EachIndexWith(len(groups), max(1, v.workers), func(w *work, gi int) error {
+		g := groups[gi]
+		q := home(pos[g.lo])
+		st := v.stored[q]
+		w.cm, w.cids = w.cm[:0], w.cids[:0]
+		for _, i := range st {
+			w.cm = append(w.cm, v.x.Row(int(i))...)
+			w.cids = append(w.cids, v.keys[i])
+		}
+		w.qm, w.qids = w.qm[:0], w.qids[:0]
+		for _, a := range pos[g.lo:g.hi] {
+			w.qm = append(w.qm, v.x.Row(rows[a])...)
+			w.qids = append(w.qids, v.keys[rows[a]])
+		}
+		idx, err := v.groupSearcher(len(w.qids)).Index(knn.Matrix{Rows: len(w.cids), Cols: d, Data: w.cm}, w.cids, v.metric)
+		if err == nil {
+			err = idx.Search(&w.res, knn.Matrix{Rows: len(w.qids), Cols: d, Data: w.qm}, w.qids, k)
+			idx.Close()
+		}
+		if err != nil {
+			return fmt.Errorf("partition %d: %w", q, err)
+		}
+		for j, a := range pos[g.lo:g.hi] {
+			for t := 0; t < k; t++ {
+				c := w.res.Index[j*k+t]
+				dst.Dist[a*k+t] = w.res.Dist[j*k+t]
+				if c < 0 {
+					dst.Index[a*k+t] = -1
+				} else {
+					dst.Index[a*k+t] = st[c]
 				}
 			}
-		}()
-	}
-	for _, g := range groups {
-		next <- g
-	}
-	close(next)
-	wg.Wait()
-	if len(errs) > 0 {
-		slices.SortFunc(errs, func(a, b error) int { return cmp.Compare(a.Error(), b.Error()) })
-		return errs[0]
+		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	return v.fillShort(dst, rows, k)
 }
@@ -281,41 +263,26 @@ func (v *ivfIndex) fillShort(dst *knn.Result, rows []int, k int) error {
 func neighbourWeights(x knn.Matrix, rows []int, nb *knn.Result, w engine.Weighting, lp llc.Params, coder llc.Coder, workers int) ([]float64, error) {
 	k := nb.K
 	wt := make([]float64, len(rows)*k)
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
-		next = make(chan int)
-	)
-	for range max(1, workers) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var wb engine.WeightBuffer
-			q := knn.Matrix{Cols: x.Cols}
-			for lo := range next {
-				hi := min(lo+engine.BatchRows, len(rows))
-				q.Rows, q.Data = hi-lo, q.Data[:0]
-				for _, i := range rows[lo:hi] {
-					q.Data = append(q.Data, x.Row(i)...)
-				}
-				res := knn.Result{K: k, Index: nb.Index[lo*k : hi*k], Dist: nb.Dist[lo*k : hi*k]}
-				if err := wb.Weights(wt[lo*k:hi*k], q, x, &res, w, lp, coder); err != nil {
-					mu.Lock()
-					errs = append(errs, fmt.Errorf("rows %d..%d: %w", lo, hi, err))
-					mu.Unlock()
-				}
-			}
-		}()
+	type work struct {
+		wb engine.WeightBuffer
+		q  knn.Matrix
 	}
-	for lo := 0; lo < len(rows); lo += engine.BatchRows {
-		next <- lo
-	}
-	close(next)
-	wg.Wait()
-	if len(errs) > 0 {
-		slices.SortFunc(errs, func(a, b error) int { return cmp.Compare(a.Error(), b.Error()) })
-		return nil, errs[0]
+	batches := (len(rows) + engine.BatchRows - 1) / engine.BatchRows
+	err := pool.EachIndexWith(batches, max(1, workers), func(ws *work, b int) error {
+		lo := b * engine.BatchRows
+		hi := min(lo+engine.BatchRows, len(rows))
+		ws.q.Cols, ws.q.Rows, ws.q.Data = x.Cols, hi-lo, ws.q.Data[:0]
+		for _, i := range rows[lo:hi] {
+			ws.q.Data = append(ws.q.Data, x.Row(i)...)
+		}
+		res := knn.Result{K: k, Index: nb.Index[lo*k : hi*k], Dist: nb.Dist[lo*k : hi*k]}
+		if err := ws.wb.Weights(wt[lo*k:hi*k], ws.q, x, &res, w, lp, coder); err != nil {
+			return fmt.Errorf("rows %d..%d: %w", lo, hi, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return wt, nil
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/transforms/ivf"
 	"github.com/relabel/relabel/transforms/knn"
 )
@@ -38,10 +39,10 @@ func TestIncrementalIVFSearch(t *testing.T) {
 			for i := range keys {
 				keys[i] = int64(1000 + i)
 			}
-			o := Defaults()
+			o := options.Defaults()
 			if c.partitions > 0 {
-				o.Partitions = Some(c.partitions)
-				o.NProbe = Some(min(3, c.partitions))
+				o.Partitions = options.Some(c.partitions)
+				o.NProbe = options.Some(min(3, c.partitions))
 			}
 			var queries []int
 			for i := 0; i < c.n; i += 3 {

@@ -8,6 +8,7 @@ import (
 	"io"
 
 	"github.com/relabel/relabel/io/blobio"
+	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/ivf"
 	"github.com/relabel/relabel/transforms/knn"
@@ -171,7 +172,7 @@ func readIVFState(ctx context.Context, path string) (*ivfState, error) {
 
 // usable says why a kept state cannot serve a run over n rows with options
 // o, or "" when it can.
-func (s *ivfState) usable(o *Options, n int) string {
+func (s *ivfState) usable(o *options.Options, n int) string {
 	np := o.NProbe.Or(0)
 	if np <= 0 {
 		np = ivf.DefaultNProbe
@@ -197,14 +198,14 @@ func (s *ivfState) usable(o *Options, n int) string {
 }
 
 // ivfParams are the ivf parameters of a run over n rows with options o.
-func ivfParams(o *Options, n int64) ivf.Params {
+func ivfParams(o *options.Options, n int64) ivf.Params {
 	return ivf.Params{Partitions: o.Partitions.Or(0), NProbe: o.NProbe.Or(0), Seed: o.Seed, Metric: o.Metric}.WithDefaults(n)
 }
 
 // newIVFState fits and assigns the partitioning of d's rows for options o
 // (what an incremental run without a usable state does, and what a full
 // table run with --incremental keeps for the next run).
-func newIVFState(d *incData, o *Options, s knn.Searcher) (*ivfState, *ivf.Partitioning, knn.Matrix, error) {
+func newIVFState(d *incData, o *options.Options, s knn.Searcher) (*ivfState, *ivf.Partitioning, knn.Matrix, error) {
 	feats, mean, std := standardised(d, o)
 	x := knn.Matrix{Rows: d.n, Cols: d.d, Data: feats}
 	model, pt, err := fitIVF(x, d.keys, o, s)
@@ -218,7 +219,7 @@ func newIVFState(d *incData, o *Options, s knn.Searcher) (*ivfState, *ivf.Partit
 
 // standardised is d's features as the incremental run searches them:
 // standardised over all rows when o says so (a copy), with the moments.
-func standardised(d *incData, o *Options) ([]float32, []float64, []float64) {
+func standardised(d *incData, o *options.Options) ([]float32, []float64, []float64) {
 	if !o.Standardise {
 		return d.feats, nil, nil
 	}

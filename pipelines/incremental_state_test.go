@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/transforms/ivf"
 	"github.com/relabel/relabel/transforms/knn"
 )
@@ -60,25 +61,25 @@ func TestIVFStateFile(t *testing.T) {
 // partitions and nprobe over at most twice its rows; otherwise it says why
 // not.
 func TestIVFStateUsable(t *testing.T) {
-	o := Defaults()
+	o := options.Defaults()
 	o.Seed, o.Standardise = 7, false
-	o.NProbe = Some(2)
+	o.NProbe = options.Some(2)
 	s := testState(false)
 	if why := s.usable(&o, 10); why != "" {
 		t.Fatalf("usable: %s", why)
 	}
 	for _, c := range []struct {
 		name string
-		edit func(o *Options)
+		edit func(o *options.Options)
 		n    int
 		want string
 	}{
-		{"seed", func(o *Options) { o.Seed = 8 }, 10, "seed 7"},
-		{"nprobe", func(o *Options) { o.NProbe = Some(3) }, 10, "probes 2"},
-		{"partitions", func(o *Options) { o.Partitions = Some(4) }, 10, "3 partitions"},
-		{"metric", func(o *Options) { o.Metric = knn.Cosine }, 10, "metric"},
-		{"standardise", func(o *Options) { o.Standardise = true }, 10, "standardise"},
-		{"grown", func(o *Options) {}, 11, "more than twice"},
+		{"seed", func(o *options.Options) { o.Seed = 8 }, 10, "seed 7"},
+		{"nprobe", func(o *options.Options) { o.NProbe = options.Some(3) }, 10, "probes 2"},
+		{"partitions", func(o *options.Options) { o.Partitions = options.Some(4) }, 10, "3 partitions"},
+		{"metric", func(o *options.Options) { o.Metric = knn.Cosine }, 10, "metric"},
+		{"standardise", func(o *options.Options) { o.Standardise = true }, 10, "standardise"},
+		{"grown", func(o *options.Options) {}, 11, "more than twice"},
 	} {
 		oc := o
 		c.edit(&oc)

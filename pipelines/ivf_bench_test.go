@@ -14,13 +14,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/relabel/relabel/pipelines"
+	"github.com/relabel/relabel/options"
 )
 
 var (
 	scaleRows   = flag.String("scale.rows", "100000,300000,1000000", "BenchmarkScale: comma-separated row counts")
 	scaleRounds = flag.Int("scale.rounds", 10, "BenchmarkScale: relabelling rounds (the CLI default, 10: with the default momentum fewer rounds change few labels)")
-	scaleL      = flag.Int("scale.l", pipelines.Defaults().L, "BenchmarkScale: count vectors per item per round (default: the CLI's)")
+	scaleL      = flag.Int("scale.l", options.Defaults().L, "BenchmarkScale: count vectors per item per round (default: the CLI's)")
 	scaleMode   = flag.String("scale.neighbours", "ivf", "BenchmarkScale: --neighbours")
 	scaleLimit  = flag.String("scale.gomemlimit", "", "BenchmarkScale: GOMEMLIMIT of the relabel run (e.g. 6GiB; empty: unset)")
 	scaleLocal  = flag.Int("scale.local-rounds-mib", -1, "BenchmarkScale: --local-rounds-mib (-1: the CLI's default)")

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/pipelines"
 )
 
@@ -24,7 +25,7 @@ func TestTmpProf(t *testing.T) {
 	if in == "" {
 		t.Skip("profiling harness: set PROF_IN to an input glob to run it")
 	}
-	cfg := pipelines.Defaults()
+	cfg := options.Defaults()
 	cfg.Rounds, cfg.L = 2, 50
 	if r := os.Getenv("PROF_ROUNDS"); r != "" {
 		cfg.Rounds, _ = strconv.Atoi(r)
@@ -45,11 +46,11 @@ func TestTmpProf(t *testing.T) {
 		cfg.Neighbours = m
 	}
 	if os.Getenv("PROF_SPILL") != "none" {
-		cfg.SpillDir = pipelines.Some(t.TempDir())
+		cfg.SpillDir = options.Some(t.TempDir())
 	}
 	if w := os.Getenv("PROF_WAVE"); w != "" {
 		v, _ := strconv.Atoi(w)
-		cfg.WaveMiB = pipelines.Some(v)
+		cfg.WaveMiB = options.Some(v)
 	}
 	var peak uint64
 	done := make(chan bool)

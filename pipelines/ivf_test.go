@@ -17,6 +17,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 
 	"github.com/relabel/relabel/internal/progress"
+	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/pipelines"
 	"github.com/relabel/relabel/runners"
 )
@@ -75,13 +76,13 @@ func cleanLabels(t *testing.T, dir string) map[int64]int32 {
 func TestIVFDigits(t *testing.T) {
 	truth := readI32(t, "../testdata/digits/truth.i32")
 	acc := map[string]float64{}
-	for _, mode := range []string{pipelines.NeighboursIVF, pipelines.NeighboursExact} {
+	for _, mode := range []string{options.NeighboursIVF, options.NeighboursExact} {
 		out := t.TempDir()
-		cfg := pipelines.Defaults()
+		cfg := options.Defaults()
 		cfg.Rounds, cfg.L = 4, 100
 		cfg.Input, cfg.Output, cfg.Neighbours = "../testdata/digits/noisy-idn-0.4-part-*.parquet", out, mode
-		if mode == pipelines.NeighboursIVF {
-			cfg.Partitions, cfg.NProbe = pipelines.Some(16), pipelines.Some(4)
+		if mode == options.NeighboursIVF {
+			cfg.Partitions, cfg.NProbe = options.Some(16), options.Some(4)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		t0 := time.Now()
@@ -111,8 +112,8 @@ func TestIVFDigits(t *testing.T) {
 		acc[mode] = float64(right) / float64(len(truth))
 		t.Logf("%s: cleaned accuracy %.4f, %d labels changed, %v", mode, acc[mode], sum.Changed, time.Since(t0).Round(time.Millisecond))
 	}
-	if d := acc[pipelines.NeighboursIVF] - acc[pipelines.NeighboursExact]; d < -0.01 || acc[pipelines.NeighboursIVF] < 0.7 {
-		t.Errorf("ivf accuracy %.4f, exact %.4f: ivf more than a point worse, or not cleaning", acc[pipelines.NeighboursIVF], acc[pipelines.NeighboursExact])
+	if d := acc[options.NeighboursIVF] - acc[options.NeighboursExact]; d < -0.01 || acc[options.NeighboursIVF] < 0.7 {
+		t.Errorf("ivf accuracy %.4f, exact %.4f: ivf more than a point worse, or not cleaning", acc[options.NeighboursIVF], acc[options.NeighboursExact])
 	}
 }
 
@@ -129,24 +130,24 @@ func TestNeighbourModes(t *testing.T) {
 		wantCand   int
 		err        string
 	}{
-		{"auto small", "", 0, 0, pipelines.NeighboursExact, 0, ""},
-		{"auto candidates", "auto", 500, 0, pipelines.NeighboursSample, 500, ""},
-		{"sample default", "sample", 0, 0, pipelines.NeighboursSample, pipelines.PaperCandidates, ""},
-		{"ivf", "ivf", 0, 8, pipelines.NeighboursIVF, 0, ""},
+		{"auto small", "", 0, 0, options.NeighboursExact, 0, ""},
+		{"auto candidates", "auto", 500, 0, options.NeighboursSample, 500, ""},
+		{"sample default", "sample", 0, 0, options.NeighboursSample, options.PaperCandidates, ""},
+		{"ivf", "ivf", 0, 8, options.NeighboursIVF, 0, ""},
 		{"exact with candidates", "exact", 100, 0, "", 0, "candidates bound the sample mode only"},
 		{"exact with partitions", "exact", 0, 8, "", 0, "configure ivf only"},
 		{"unknown", "hnsw", 0, 0, "", 0, `--neighbours "hnsw"`},
 	} {
-		cfg := pipelines.Defaults()
+		cfg := options.Defaults()
 		cfg.Input, cfg.Output = in, t.TempDir()
 		if tc.mode != "" {
 			cfg.Neighbours = tc.mode
 		}
 		if tc.candidates > 0 {
-			cfg.Candidates = pipelines.Some(tc.candidates)
+			cfg.Candidates = options.Some(tc.candidates)
 		}
 		if tc.partitions > 0 {
-			cfg.Partitions = pipelines.Some(tc.partitions)
+			cfg.Partitions = options.Some(tc.partitions)
 		}
 		plan, err := pipelines.MakePlan(context.Background(), cfg)
 		switch {
@@ -170,10 +171,10 @@ func TestNeighbourModes(t *testing.T) {
 // none), and removes its spill directory, on success and when the run
 // fails.
 func TestIVFSpill(t *testing.T) {
-	base := pipelines.Defaults()
+	base := options.Defaults()
 	base.Rounds, base.L = 3, 50
-	base.Input, base.Neighbours = "../testdata/digits/noisy-idn-0.4-part-*.parquet", pipelines.NeighboursIVF
-	base.Partitions, base.NProbe = pipelines.Some(16), pipelines.Some(4)
+	base.Input, base.Neighbours = "../testdata/digits/noisy-idn-0.4-part-*.parquet", options.NeighboursIVF
+	base.Partitions, base.NProbe = options.Some(16), options.Some(4)
 	// run runs base into out, spilled to spillDir ("": in Prism's shuffle)
 	// with --local-rounds-mib local (< 0: its default), and reports whether
 	// the rounds ran in one stage (the run's note says so).
@@ -182,12 +183,12 @@ func TestIVFSpill(t *testing.T) {
 		cfg := base
 		cfg.Output = out
 		if spillDir == "" {
-			cfg.WaveMiB = pipelines.Some(1) // several waves in the shuffled rounds
+			cfg.WaveMiB = options.Some(1) // several waves in the shuffled rounds
 		} else {
-			cfg.SpillDir = pipelines.Some(spillDir)
+			cfg.SpillDir = options.Some(spillDir)
 		}
 		if local >= 0 {
-			cfg.LocalMiB = pipelines.Some(local)
+			cfg.LocalMiB = local
 		}
 		var mu sync.Mutex
 		oneStage := false
@@ -243,7 +244,7 @@ func TestIVFSpill(t *testing.T) {
 	// A run whose job fails after its stages ran still removes its spill
 	// directory.
 	cfg := base
-	cfg.Output, cfg.SpillDir = t.TempDir(), pipelines.Some(spillDir)
+	cfg.Output, cfg.SpillDir = t.TempDir(), options.Some(spillDir)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	_, err := pipelines.Run(ctx, cfg, func(ctx context.Context, p *beam.Pipeline) (beam.PipelineResult, error) {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/pipelines"
 	"github.com/relabel/relabel/schemas"
 )
@@ -108,10 +109,10 @@ func BenchmarkLakeAppend(b *testing.B) {
 	for range b.N {
 		l := newTestLake(b)
 		l.appendRows(b, blobRows(0, n, 1))
-		config := func(out string) pipelines.Options {
+		config := func(out string) options.Options {
 			o := l.config(out)
 			o.Rounds, o.L = rounds, ll
-			o.SpillDir = pipelines.Opt[string]{V: b.TempDir(), Set: true}
+			o.SpillDir = options.Opt[string]{V: b.TempDir(), Set: true}
 			return o
 		}
 		inc := config("ns.inc")

@@ -12,6 +12,7 @@ import (
 	"github.com/relabel/relabel/io/blobio"
 	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/io/shardio"
+	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/transforms/stages"
 )
@@ -123,7 +124,7 @@ func runDirIncremental(ctx context.Context, fsys blobio.FS, plan *Plan, tok stri
 	cfg := plan.Options
 	out := cfg.Output
 	if plan.Crowd != nil {
-		return nil, true, &OptionError{Flag: "incremental", Err: errors.New("with annotators: incremental runs relabel shards of items, not annotations")}
+		return nil, true, &options.Error{Flag: "incremental", Err: errors.New("with annotators: incremental runs relabel shards of items, not annotations")}
 	}
 	if resumed, err := resumeCommit(ctx, fsys, out); err != nil {
 		return nil, true, err
@@ -149,7 +150,7 @@ func runDirIncremental(ctx context.Context, fsys blobio.FS, plan *Plan, tok stri
 			fsys.Remove(ctx, blobio.Join(out, name))
 		}
 	}
-	opts := plan.OptionMap()
+	opts := plan.Recorded()
 	if err := sameOptions(prev.Options, opts); err != nil {
 		return nil, true, err
 	}

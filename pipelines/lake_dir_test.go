@@ -4,20 +4,26 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/relabel/relabel/io/blobio"
+	"github.com/relabel/relabel/io/icebergio"
 	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/io/shardio"
+	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/pipelines"
 	"github.com/relabel/relabel/schemas"
+	"github.com/relabel/relabel/transforms/ivfstages"
+	"github.com/relabel/relabel/transforms/mixture"
 )
 
 // writeDay writes r as the input file path (Parquet).
@@ -36,8 +42,8 @@ func writeDay(t testing.TB, path string, r *schemas.Rows) {
 }
 
 // dirConfig is an incremental run over the directory lake in/*.parquet.
-func dirConfig(in, out string) pipelines.Options {
-	o := pipelines.Defaults()
+func dirConfig(in, out string) options.Options {
+	o := options.Defaults()
 	o.Rounds = lakeRounds // the defaults' L: see testLake.config
 	o.Input, o.Output = blobio.Join(in, "*.parquet"), out
 	o.Lake.Incremental = true
@@ -47,7 +53,7 @@ func dirConfig(in, out string) pipelines.Options {
 // fullRunOf runs cfg (a dirConfig) as one full run over its whole input
 // into a fresh directory, the same options and seed but not incremental,
 // and returns its clean labels by id.
-func fullRunOf(ctx context.Context, t testing.TB, cfg pipelines.Options) map[int64]int32 {
+func fullRunOf(ctx context.Context, t testing.TB, cfg options.Options) map[int64]int32 {
 	t.Helper()
 	cfg.Lake.Incremental = false
 	cfg.Output = filepath.Join(t.TempDir(), "full")
@@ -334,5 +340,47 @@ func TestLakeDirChangedAndGone(t *testing.T) {
 	}
 	if s := readSummary(t, out); len(s.Shards) != 2 || len(s.Lake.Manifest) != 2 {
 		t.Errorf("gone file: summary lists %d shards, manifest of %d; want 2, 2", len(s.Shards), len(s.Lake.Manifest))
+	}
+}
+
+// TestLakeDirRefusesChangedOptions: an incremental run refuses method
+// options other than the ones the stored posteriors were made with, for
+// the two that summary.json once left out (--draws, --active-tol; issue 35
+// item 7), naming each; the recorded options are the flag table's.
+func TestLakeDirRefusesChangedOptions(t *testing.T) {
+	ctx := ctxT(t)
+	in, out := filepath.Join(t.TempDir(), "in"), filepath.Join(t.TempDir(), "out")
+	days := digitsDays(t)
+	cfg := dirConfig(in, out)
+	cfg.Rounds = 2
+	writeDay(t, filepath.Join(in, "day-0.parquet"), days[0])
+	if _, err := pipelines.Run(ctx, cfg, embedded); err != nil {
+		t.Fatal(err)
+	}
+	got := readSummary(t, out)
+	for _, f := range options.Flags {
+		if _, ok := got.Options[f.Name]; ok != (f.Record != options.Unrecorded && f.Group != options.GroupCrowd) {
+			t.Errorf("summary.json records --%s: %t; its flag entry says %v", f.Name, ok, f.Record)
+		}
+	}
+	writeDay(t, filepath.Join(in, "day-1.parquet"), days[1])
+	changed := cfg
+	changed.Draws, changed.ActiveTol = mixture.IID, 0.05
+	_, err := pipelines.Run(ctx, changed, embedded)
+	var oe *options.Error
+	if !errors.As(err, &oe) || oe.Flag != "incremental" || !strings.Contains(err.Error(), "--draws iid") || !strings.Contains(err.Error(), "--active-tol 0.05") {
+		t.Errorf("changed --draws and --active-tol: %v, want a refusal naming both", err)
+	}
+}
+
+// TestOptionConstants: the options' package spells two constants of
+// packages it must not import (they bring Beam and iceberg-go): the
+// catalog's scheme and the local rounds' bound.
+func TestOptionConstants(t *testing.T) {
+	if options.CatalogScheme != icebergio.SQLiteScheme {
+		t.Errorf("options.CatalogScheme %q, icebergio.SQLiteScheme %q", options.CatalogScheme, icebergio.SQLiteScheme)
+	}
+	if options.DefaultLocalRoundsMiB<<20 != ivfstages.LocalRoundsBytes {
+		t.Errorf("options.DefaultLocalRoundsMiB %d MiB, ivfstages.LocalRoundsBytes %d", options.DefaultLocalRoundsMiB, ivfstages.LocalRoundsBytes)
 	}
 }

@@ -1,6 +1,7 @@
 package pipelines
 
 import (
+	"github.com/relabel/relabel/options"
 	"context"
 	"fmt"
 	"math"
@@ -11,7 +12,7 @@ import (
 )
 
 // Bounds on what options may ask of an input (issue 35): each refused value
-// is an OptionError naming its flag (exit 2), before anything runs, instead
+// is an options.Error naming its flag (exit 2), before anything runs, instead
 // of a run that grows for minutes and dies out of memory.
 const (
 	// MaxClasses is the most classes: labels are int32 class indices.
@@ -29,9 +30,9 @@ const (
 
 // CheckBounds refuses option values that no input can use, before the input
 // is read.
-func CheckBounds(o *Options) error {
+func CheckBounds(o *options.Options) error {
 	if o.Classes.Set && int64(o.Classes.V) > MaxClasses {
-		return &OptionError{Flag: "classes", Err: fmt.Errorf("%d: more than the %d classes an int32 label can name", o.Classes.V, int64(MaxClasses))}
+		return &options.Error{Flag: "classes", Err: fmt.Errorf("%d: more than the %d classes an int32 label can name", o.Classes.V, int64(MaxClasses))}
 	}
 	return nil
 }
@@ -54,16 +55,16 @@ func checkPlan(ctx context.Context, p *Plan) error {
 			return err
 		}
 		if lim := maxClassesFor(seen); p.C > lim {
-			return &OptionError{Flag: "classes", Err: fmt.Errorf("%d, but the input's largest label is %d: a class beyond the labels can never be a clean label (clean labels come from neighbours' labels), so at most %d (twice the labels' classes, or %d more)",
+			return &options.Error{Flag: "classes", Err: fmt.Errorf("%d, but the input's largest label is %d: a class beyond the labels can never be a clean label (clean labels come from neighbours' labels), so at most %d (twice the labels' classes, or %d more)",
 				p.C, seen-1, lim, classSlack)}
 		}
 	}
-	if p.Rows > 0 && int64(o.K) >= p.Rows && o.K > Defaults().K {
-		return &OptionError{Flag: "k", Err: fmt.Errorf("%d neighbours, but the input has %d rows: want fewer than the rows (an item's neighbours are other rows)", o.K, p.Rows)}
+	if p.Rows > 0 && int64(o.K) >= p.Rows && o.K > options.Defaults().K {
+		return &options.Error{Flag: "k", Err: fmt.Errorf("%d neighbours, but the input has %d rows: want fewer than the rows (an item's neighbours are other rows)", o.K, p.Rows)}
 	}
 	if o.N.Set && p.Mixture.C0 > 0 {
 		if lim := nFactor * (2*p.Mixture.C0 - 1); o.N.V > lim {
-			return &OptionError{Flag: "n", Err: fmt.Errorf("%d trials: at most %d (%d x the identifiability bound 2 c0 - 1 = %d, c0 = %d); more sharpen nothing the EM uses and cost time and memory",
+			return &options.Error{Flag: "n", Err: fmt.Errorf("%d trials: at most %d (%d x the identifiability bound 2 c0 - 1 = %d, c0 = %d); more sharpen nothing the EM uses and cost time and memory",
 				o.N.V, lim, nFactor, 2*p.Mixture.C0-1, p.Mixture.C0)}
 		}
 	}
@@ -71,11 +72,11 @@ func checkPlan(ctx context.Context, p *Plan) error {
 	if err := budget.Fit(est, budget.Memory()); err != nil {
 		be := err.(*budget.Error)
 		val := map[string]any{"k": o.K, "n": p.Mixture.N, "c0": p.Mixture.C0, "classes": p.C, "input": o.Input, "annotations": o.Annotations}[be.Flag]
-		return &OptionError{Flag: be.Flag, Err: fmt.Errorf("%v: %s", val, be.Msg)}
+		return &options.Error{Flag: be.Flag, Err: fmt.Errorf("%v: %s", val, be.Msg)}
 	}
 	if o.Output != "" {
 		if free := budget.FreeDisk(o.Output); free > 0 && est.Output > free {
-			return &OptionError{Flag: "output", Err: fmt.Errorf("%s: the output would take about %s, more than the %s free there", o.Output, budget.Bytes(est.Output), budget.Bytes(free))}
+			return &options.Error{Flag: "output", Err: fmt.Errorf("%s: the output would take about %s, more than the %s free there", o.Output, budget.Bytes(est.Output), budget.Bytes(free))}
 		}
 	}
 	return nil
@@ -85,7 +86,7 @@ func checkPlan(ctx context.Context, p *Plan) error {
 func (p *Plan) Sizes() budget.Sizes {
 	o := &p.Options
 	s := budget.Sizes{Rows: p.Rows, D: p.Read.D, C: p.C, C0: p.Mixture.C0, K: o.K, L: p.Mixture.L, N: p.Mixture.N}
-	s.IVF = p.Mode == NeighboursIVF
+	s.IVF = p.Mode == options.NeighboursIVF
 	if p.Crowd != nil {
 		for _, u := range p.Crowd.Units {
 			s.Annotations += max(u.Rows, 0)

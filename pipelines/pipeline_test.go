@@ -12,6 +12,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 
 	"github.com/relabel/relabel/io/resultio"
+	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/pipelines"
 	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/transforms/mixture"
@@ -162,13 +163,13 @@ func init() {
 // element), every id exactly once, every row within the output contract,
 // and the cleaned labels far more accurate than the given ones.
 func TestStagesDigits(t *testing.T) {
-	o := pipelines.Defaults()
-	o.Input, o.Output, o.Classes = digitsPart, t.TempDir(), pipelines.Some(10)
+	o := options.Defaults()
+	o.Input, o.Output, o.Classes = digitsPart, t.TempDir(), options.Some(10)
 	plan, err := pipelines.MakePlan(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(plan.Units) != 2 || plan.Rows != 899 || plan.Mode != pipelines.NeighboursExact {
+	if len(plan.Units) != 2 || plan.Rows != 899 || plan.Mode != options.NeighboursExact {
 		t.Fatalf("plan has %d units, %d rows and neighbours %q; want 2, 899 and exact", len(plan.Units), plan.Rows, plan.Mode)
 	}
 	truth := readI32(t, "../testdata/digits/truth.i32")

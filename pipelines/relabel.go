@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strconv"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 
 	"github.com/relabel/relabel/io/shardio"
+	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/transforms/mixture"
 	"github.com/relabel/relabel/transforms/stages"
@@ -18,11 +18,11 @@ import (
 // and their units of work, the class set, and the options with data-dependent
 // defaults filled in.
 type Plan struct {
-	// Options are the job's options as given.
-	Options Options
+	// options.Options are the job's options as given.
+	Options options.Options
 	// Mixture is the method's parameters resolved for the input's C classes
 	// (Options.Mixture); Candidates and Workers are --candidates (in sample
-	// mode PaperCandidates unless given; 0: every item) and --workers
+	// mode options.PaperCandidates unless given; 0: every item) and --workers
 	// resolved.
 	Mixture    mixture.Params
 	Candidates int
@@ -31,10 +31,13 @@ type Plan struct {
 	Mode string
 	// WaveBytes bounds one wave of ivf's unspilled shuffles (0: stages'
 	// default; negative: no waves).
-	WaveBytes  int64
-	Shards     []shardio.Shard
-	Units      []shardio.Unit
-	Read       shardio.ReadOptions
+	WaveBytes int64
+	Shards    []shardio.Shard
+	Units     []shardio.Unit
+	Read      shardio.ReadOptions
+	// IDColumn is the id column's name, the default filled in (the stages
+	// that report duplicate ids name it).
+	IDColumn   string
 	C          int
 	ClassNames []string
 	LabelKind  schemas.LabelKind
@@ -59,7 +62,7 @@ type Plan struct {
 
 // MakePlan scans the input (footers and schemas only, plus the label column
 // when the class set must be collected) and fixes every option.
-func MakePlan(ctx context.Context, cfg Options) (*Plan, error) {
+func MakePlan(ctx context.Context, cfg options.Options) (*Plan, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -79,7 +82,7 @@ func MakePlan(ctx context.Context, cfg Options) (*Plan, error) {
 
 // planShards is MakePlan past the scan: the class set, units and options of
 // scanned shards (from a glob, or the files a table's scan planned).
-func planShards(ctx context.Context, cfg Options, ro shardio.ReadOptions, shards []shardio.Shard, skipped []shardio.Skipped) (*Plan, error) {
+func planShards(ctx context.Context, cfg options.Options, ro shardio.ReadOptions, shards []shardio.Shard, skipped []shardio.Skipped) (*Plan, error) {
 	var err error
 	in := shards[0].Input
 	p := &Plan{Options: cfg, Shards: shards, Skipped: skipped, LabelKind: in.LabelKind, IDKind: in.IDKind}
@@ -94,7 +97,7 @@ func planShards(ctx context.Context, cfg Options, ro shardio.ReadOptions, shards
 			return nil, err
 		}
 	case cfg.ClassNames != nil:
-		return nil, &OptionError{Flag: "class-names", Err: fmt.Errorf("given, but the labels of %s are %s class indices: class names are for string labels (use --classes for the count)", shards[0].Path, in.LabelKind)}
+		return nil, &options.Error{Flag: "class-names", Err: fmt.Errorf("given, but the labels of %s are %s class indices: class names are for string labels (use --classes for the count)", shards[0].Path, in.LabelKind)}
 	case cfg.Classes.Set:
 		// Scanned anyway: a label outside [0, C) or input with no label at
 		// all fails here, naming the file and row, before anything runs.
@@ -117,6 +120,7 @@ func planShards(ctx context.Context, cfg Options, ro shardio.ReadOptions, shards
 		return nil, fmt.Errorf("relabel: %s: no labelled rows, so no class set (give --classes)", cfg.Input)
 	}
 	p.Read = ro
+	p.IDColumn = ro.Columns.WithDefaults().ID
 	seen := map[string]string{}
 	for _, s := range shards {
 		name := stages.OutputName(s.Path, cfg.Format)
@@ -130,13 +134,13 @@ func planShards(ctx context.Context, cfg Options, ro shardio.ReadOptions, shards
 	if p.Rows >= 0 && p.Rows < 2 {
 		return nil, fmt.Errorf("relabel: %s: %d row(s): relabelling needs at least 2 rows (an item's labels come from its neighbours)", cfg.Input, p.Rows)
 	}
-	p.Mode = neighbourMode(&cfg, p.Rows)
+	p.Mode = cfg.NeighbourMode(p.Rows)
 	if p.Mixture, err = cfg.Mixture(p.C); err != nil {
 		return nil, err
 	}
 	p.Candidates = cfg.Candidates.Or(0)
-	if p.Mode == NeighboursSample && !cfg.Candidates.Set {
-		p.Candidates = PaperCandidates
+	if p.Mode == options.NeighboursSample && !cfg.Candidates.Set {
+		p.Candidates = options.PaperCandidates
 	}
 	p.Workers = cfg.WorkerCount()
 	// The stages check their Params again while the graph is built; here
@@ -175,10 +179,10 @@ func Build(s beam.Scope, plan *Plan, tmpDir string) {
 	units := beam.CreateList(s, plan.Units)
 	rows := stages.Read(s, units, plan.Read)
 	var items beam.PCollection
-	if plan.Mode == NeighboursIVF {
+	if plan.Mode == options.NeighboursIVF {
 		items = buildIVF(s, plan, units, rows)
 	} else {
-		stats := stages.ComputeStats(s, rows, stages.StatsParams{Candidates: plan.Candidates, Seed: o.Seed, IDColumn: plan.Read.Columns.WithDefaults().ID})
+		stats := stages.ComputeStats(s, rows, stages.StatsParams{Candidates: plan.Candidates, Seed: o.Seed, IDColumn: plan.IDColumn})
 		items = stages.Neighbours(s, rows, stats, plan.NeighbourParams())
 		if plan.Crowd != nil {
 			items = buildCrowdFeatures(s, plan, units, items, tmpDir)
@@ -188,7 +192,7 @@ func Build(s beam.Scope, plan *Plan, tmpDir string) {
 	}
 	stages.Write(s, items, stages.WriteParams{
 		TmpDir: tmpDir, Format: o.Format,
-		Meta:      schemas.Metadata(Version, o.Seed, plan.OptionMap(), plan.ClassNames),
+		Meta:      schemas.Metadata(Version, o.Seed, plan.Recorded(), plan.ClassNames),
 		LabelKind: plan.LabelKind, ClassNames: plan.ClassNames, IDKind: plan.IDKind, C: plan.C,
 		Cal: plan.Calibration(),
 	})
@@ -214,44 +218,15 @@ func (p *Plan) NeighbourParams() stages.NeighbourParams {
 	}
 }
 
-// OptionMap spells every resolved option as its flag would, for the output
-// metadata and summary.json: what the run used, defaults included.
-func (p *Plan) OptionMap() map[string]string {
-	o, m := &p.Options, p.Mixture
-	opts := map[string]string{
-		"k":                 strconv.Itoa(o.K),
-		"metric":            o.Metric.String(),
-		"standardise":       strconv.FormatBool(o.Standardise),
-		"candidates":        strconv.Itoa(p.Candidates),
-		"weights":           o.Weighting.String(),
-		"llc-lambda":        fmtF(o.LLCLambda),
-		"llc-sigma":         fmtF(o.LLCSigma),
-		"rounds":            strconv.Itoa(o.Rounds),
-		"classes":           strconv.Itoa(m.C),
-		"c0":                strconv.Itoa(m.C0),
-		"l":                 strconv.Itoa(m.L),
-		"n":                 strconv.Itoa(m.N),
-		"mu":                fmtF(m.Mu),
-		"gamma":             fmtF(m.Gamma),
-		"alpha":             fmtF(m.Alpha),
-		"beta":              fmtF(m.Beta),
-		"em-iters":          strconv.Itoa(m.EMIters),
-		"em-tol":            fmtF(m.EMTol),
-		"em-variant":        m.Variant.String(),
-		"min-class-mass":    fmtF(m.MinClassMass),
-		"smooth":            fmtF(m.Smooth),
-		"anchor":            fmtF(m.Anchor),
-		"annotation-weight": fmtF(m.AnnotationWeight),
-		"temperature":       (&optAuto{p: &o.Temperature}).String(),
-		"min-confidence":    fmtF(o.MinConfidence),
-		"max-row-terms":     strconv.Itoa(m.MaxRowEntries),
-		"seed":              strconv.FormatUint(o.Seed, 10),
-		"format":            o.Format.String(),
-		"device":            o.Device,
-		"neighbours":        p.Mode,
-		"partitions":        strconv.Itoa(o.Partitions.Or(0)),
-		"nprobe":            strconv.Itoa(o.NProbe.Or(0)),
+// Recorded is what the run records of its options (summary.json, the
+// shards' metadata, a snapshot's properties): options.Record of the options
+// with their data-dependent defaults resolved as the run resolved them.
+func (p *Plan) Recorded() map[string]string {
+	o, m := p.Options, p.Mixture
+	o.Classes, o.C0, o.N, o.EMIters = options.Some(m.C), options.Some(m.C0), options.Some(m.N), options.Some(m.EMIters)
+	o.Candidates, o.Neighbours = options.Some(p.Candidates), p.Mode
+	if p.Crowd != nil {
+		o.AnnotatorsColumn = p.Crowd.Column
 	}
-	p.crowdOptions(opts)
-	return opts
+	return o.Record(p.Crowd != nil)
 }

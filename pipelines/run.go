@@ -16,6 +16,7 @@ import (
 	"github.com/relabel/relabel/internal/progress"
 	"github.com/relabel/relabel/io/blobio"
 	"github.com/relabel/relabel/io/resultio"
+	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/transforms/crowdstages"
 	"github.com/relabel/relabel/transforms/stages"
 )
@@ -53,7 +54,7 @@ type Summary struct {
 	// over steps.
 	Metrics map[string]int64   `json:"metrics,omitempty"`
 	Timings map[string]float64 `json:"timings_seconds"`
-	// Lake says what a table or incremental run covered (lake.go).
+	// Lake says what a table or incremental run covered (lake_table.go, lake_dir.go).
 	Lake *LakeSummary `json:"lake,omitempty"`
 	// Annotators describes the annotators file of an annotator-aware run.
 	Annotators *crowdstages.AnnotatorsReport `json:"annotators,omitempty"`
@@ -69,8 +70,8 @@ type Summary struct {
 // with Options.Overwrite. With Options.Lake.Incremental, an output directory
 // whose summary.json records the input files it covers is updated in place
 // for the new, changed and gone files only (lake_dir.go).
-func Run(ctx context.Context, cfg Options, exec Executor) (*Summary, error) {
-	if cfg.lakeRun() {
+func Run(ctx context.Context, cfg options.Options, exec Executor) (*Summary, error) {
+	if lakeRun(&cfg) {
 		return runTable(ctx, cfg, exec)
 	}
 	t0 := time.Now()
@@ -146,15 +147,8 @@ func Run(ctx context.Context, cfg Options, exec Executor) (*Summary, error) {
 			removeAll(context.WithoutCancel(ctx), fs, tmp, plan)
 		}
 	}()
-	if dir := cfg.SpillDir.Or(""); dir != "" && dir != "none" && (plan.Mode == NeighboursIVF || plan.Crowd != nil) {
-		if plan.Spill, err = makeSpill(dir, tok); err != nil {
-			return nil, fmt.Errorf("relabel: --spill-dir: %w", err)
-		}
-		defer removeSpill(plan.Spill)
-	}
 	tPlan := time.Since(t0)
-
-	sum, tRun, err := execute(ctx, fs, plan, tmp, exec)
+	sum, tRun, err := execute(ctx, fs, plan, tmp, tok, exec)
 	if err != nil {
 		return nil, err
 	}
@@ -191,7 +185,7 @@ func summarise(ctx context.Context, fs blobio.FS, tmp string, plan *Plan, res be
 	}
 	sum := &Summary{
 		Version: Version, Input: input, Output: cfg.Output, Rows: 0, Classes: plan.C,
-		ClassNames: plan.ClassNames, Neighbours: plan.Mode, Device: plan.Device, Options: plan.OptionMap(),
+		ClassNames: plan.ClassNames, Neighbours: plan.Mode, Device: plan.Device, Options: plan.Recorded(),
 		ChangedFrom: make([]int64, plan.C), ChangedTo: make([]int64, plan.C),
 	}
 	for _, sk := range plan.Skipped {
@@ -296,7 +290,14 @@ func readJSON(ctx context.Context, fs blobio.FS, path string, v any) error {
 
 // execute builds plan's pipeline writing into tmp, runs it with exec and
 // sums its shards' reports into the run's summary (without timings).
-func execute(ctx context.Context, fs blobio.FS, plan *Plan, tmp string, exec Executor) (*Summary, time.Duration, error) {
+func execute(ctx context.Context, fs blobio.FS, plan *Plan, tmp, tok string, exec Executor) (*Summary, time.Duration, error) {
+	// ivf's blocks and states and the crowd stages' buckets wait in the
+	// run's spill directory, not in the embedded runner's memory.
+	unspill, err := plan.startSpill(tok)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer unspill()
 	p, s := beam.NewPipelineWithRoot()
 	Build(s, plan, tmp)
 	t1 := time.Now()

@@ -13,6 +13,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 
 	"github.com/relabel/relabel/io/shardio"
+	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/pipelines"
 	"github.com/relabel/relabel/runners"
 	"github.com/relabel/relabel/runners/runnertest"
@@ -28,7 +29,7 @@ const digits = "../testdata/digits/noisy-idn-0.4-part-*.parquet"
 func relabelDigits(t *testing.T, ctx context.Context, o runners.Options) string {
 	t.Helper()
 	out := t.TempDir()
-	cfg := pipelines.Defaults()
+	cfg := options.Defaults()
 	cfg.Rounds, cfg.L = 4, 100
 	cfg.Input, cfg.Output, cfg.Format = digits, out, shardio.Parquet
 	exec := func(ctx context.Context, p *beam.Pipeline) (beam.PipelineResult, error) {

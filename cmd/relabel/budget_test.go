@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"github.com/relabel/relabel/options"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -37,7 +38,7 @@ func TestEstimateMeasured(t *testing.T) {
 		}
 		in := filepath.Join(dir, "*.parquet")
 		out := filepath.Join(t.TempDir(), "out")
-		o := pipelines.Defaults()
+		o := options.Defaults()
 		o.Input, o.Output, o.K = in, out, sz.k
 		plan, err := pipelines.MakePlan(context.Background(), o)
 		if err != nil {

@@ -14,7 +14,7 @@ import (
 	"github.com/relabel/relabel/internal/quality"
 	"github.com/relabel/relabel/io/blobio"
 	"github.com/relabel/relabel/io/shardio"
-	"github.com/relabel/relabel/pipelines"
+	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/transforms/evaluate"
 )
@@ -134,7 +134,7 @@ func TestEval(t *testing.T) {
 			t.Skipf("development data absent (%v): this test reads ../shared/data", err)
 		}
 		cell := quality.Cell{Dataset: "sklearn_digits", Dir: dir, Noise: "idn-0.4", File: filepath.Join(dir, "noisy-idn-0.4.parquet")}
-		h, _, err := quality.RunCell(cell, pipelines.Defaults())
+		h, _, err := quality.RunCell(cell, options.Defaults())
 		if err != nil {
 			t.Fatal(err)
 		}

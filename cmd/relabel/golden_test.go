@@ -1,21 +1,18 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"flag"
-	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/relabel/relabel/internal/pins"
 )
 
 var updateGolden = flag.Bool("update-golden", false, "rewrite testdata/golden.sha256 from this build's outputs")
@@ -62,58 +59,10 @@ func TestGoldenOutputs(t *testing.T) {
 		}
 	}
 	path := filepath.Join("testdata", "golden.sha256")
-	if *updateGolden {
-		var buf bytes.Buffer
-		for _, k := range sortedKeys(got) {
-			fmt.Fprintf(&buf, "%s %s\n", got[k], k)
-		}
-		if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want := readGolden(t, path)
-	for _, k := range sortedKeys(want) {
-		if got[k] != want[k] {
-			t.Errorf("%s: sha256 %s, pinned %s", k, got[k], want[k])
-		}
-	}
-	for _, k := range sortedKeys(got) {
-		if _, ok := want[k]; !ok {
-			t.Errorf("%s: not pinned (run with -update if the new output is intended)", k)
-		}
-	}
+	pins.Check(t, path, got, *updateGolden)
 }
 
-func sum(b []byte) string { h := sha256.Sum256(b); return hex.EncodeToString(h[:]) }
-
-func sortedKeys(m map[string]string) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
-}
-
-func readGolden(t *testing.T, path string) map[string]string {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	m := map[string]string{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		h, k, ok := strings.Cut(sc.Text(), " ")
-		if !ok {
-			t.Fatalf("%s: bad line %q", path, sc.Text())
-		}
-		m[k] = h
-	}
-	return m
-}
+func sum(b []byte) string { return pins.Sum(b) }
 
 // dataBytes re-encodes an Arrow IPC file's record batches as a stream with
 // the schema metadata dropped.

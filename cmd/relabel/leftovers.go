@@ -2,12 +2,12 @@ package main
 
 import (
 	"fmt"
+	"github.com/relabel/relabel/options"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/relabel/relabel/gpu"
-	"github.com/relabel/relabel/pipelines"
 )
 
 // checkUsable refuses option values that are well-formed but found bad only
@@ -16,7 +16,7 @@ import (
 // a GPU this binary can use; --spill-dir must be an existing directory
 // (relabel makes its own spill directory inside it, and never creates the
 // path given: a mistyped path would otherwise appear on disk).
-func checkUsable(o *pipelines.Options, spillSet bool) error {
+func checkUsable(o *options.Options, spillSet bool) error {
 	if o.Device == "cuda" && !gpu.Available() {
 		return usageError{fmt.Errorf("--device cuda: no usable GPU here (%v); --device cpu or auto runs on the CPU", gpu.Err())}
 	}
@@ -88,7 +88,7 @@ func (c *created) undo() {
 }
 
 // trackRun records what a run with options o may create.
-func trackRun(o *pipelines.Options) *created {
+func trackRun(o *options.Options) *created {
 	c := &created{}
 	if o.Output != "" {
 		c.track(o.Output, true)

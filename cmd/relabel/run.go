@@ -17,6 +17,7 @@ import (
 
 	"github.com/relabel/relabel/internal/progress"
 	"github.com/relabel/relabel/io/reportio"
+	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/pipelines"
 	"github.com/relabel/relabel/runners"
 )
@@ -30,11 +31,11 @@ func isTerminal(w io.Writer) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-// runFlags binds every option of `relabel run` to a pipelines.Options: the
-// flags themselves (names, docs, checks) are pipelines.Flags.
+// runFlags binds every option of `relabel run` to an options.Options: the
+// flags themselves (names, docs, checks) are options.Flags.
 type runFlags struct {
 	fs   *flag.FlagSet
-	opts pipelines.Options
+	opts options.Options
 	// beam lists Beam's own flags (--runner, --endpoint, --project, ...),
 	// accepted as they are and shown apart in -h.
 	beam []*flag.Flag
@@ -42,7 +43,7 @@ type runFlags struct {
 }
 
 func newRunFlags(stdout io.Writer) *runFlags {
-	f := &runFlags{fs: flag.NewFlagSet("run", flag.ContinueOnError), opts: pipelines.Defaults()}
+	f := &runFlags{fs: flag.NewFlagSet("run", flag.ContinueOnError), opts: options.Defaults()}
 	// The flag package's own messages are replaced by relabel's one line
 	// (flagError); help goes to stdout, asked for.
 	f.fs.SetOutput(io.Discard)
@@ -64,9 +65,9 @@ func newRunFlags(stdout io.Writer) *runFlags {
 func (f *runFlags) usage(w io.Writer) {
 	fmt.Fprintf(w, "Usage: relabel run --input GLOB --output DIR [--incremental] [options]\n")
 	fmt.Fprintf(w, "       relabel run --catalog sqlite:///PATH/catalog.db --input-table NS.T --output-table NS.T [--incremental] [options]\n")
-	for _, g := range pipelines.Groups {
+	for _, g := range options.Groups {
 		fmt.Fprintf(w, "\n%s:\n", g)
-		for _, fl := range pipelines.Flags {
+		for _, fl := range options.Flags {
 			if fl.Group != g {
 				continue
 			}
@@ -200,9 +201,9 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if spill == "" {
 		spill = "none"
 	}
-	o.SpillDir = pipelines.Some(spill)
+	o.SpillDir = options.Some(spill)
 	if !o.WaveMiB.Set && !ro.Waves() {
-		o.WaveMiB = pipelines.Some(-1)
+		o.WaveMiB = options.Some(-1)
 	}
 	dryRun := ro.IsDryRun()
 	// A dry run's product is the job request Beam logs: keep Beam's log.
@@ -250,7 +251,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		fmt.Fprintln(stdout, "relabel: dry run: the Dataflow job request is printed on stderr; nothing was submitted or written")
 		return nil
 	}
-	var oe *pipelines.OptionError
+	var oe *options.Error
 	if errors.As(err, &oe) {
 		return usageError{oe}
 	}

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/relabel/relabel/internal/faults"
-	"github.com/relabel/relabel/pipelines"
+	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/schemas"
 )
 
@@ -82,7 +82,7 @@ func TestRunOneRow(t *testing.T) {
 	}
 }
 
-// TestRunHelpFromFlags: relabel run -h lists every option of pipelines.Flags
+// TestRunHelpFromFlags: relabel run -h lists every option of options.Flags
 // by group, with its default, and Beam's flags apart.
 func TestRunHelpFromFlags(t *testing.T) {
 	r := relabel(t, "run", "-h")
@@ -91,7 +91,7 @@ func TestRunHelpFromFlags(t *testing.T) {
 	}
 	help := r.stdout + r.stderr
 	last := -1
-	for _, g := range pipelines.Groups {
+	for _, g := range options.Groups {
 		i := strings.Index(help, "\n"+g+":\n")
 		if i < last {
 			t.Errorf("group %q missing or out of order", g)
@@ -99,7 +99,7 @@ func TestRunHelpFromFlags(t *testing.T) {
 		last = i
 	}
 	beam := strings.Index(help, "Runner flags")
-	for _, f := range pipelines.Flags {
+	for _, f := range options.Flags {
 		i := strings.Index(help, "\n  --"+f.Name+" ")
 		if i < 0 || (beam >= 0 && i > beam) {
 			t.Errorf("--%s missing from relabel's own flags in -h", f.Name)

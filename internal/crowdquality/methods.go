@@ -3,7 +3,7 @@ package crowdquality
 import (
 	"strconv"
 
-	"github.com/relabel/relabel/pipelines"
+	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/transforms/crowd"
 	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/knn"
@@ -67,7 +67,7 @@ func (s *Set) MajorityVote() []int32 {
 // Neighbours are the K nearest items with relabel's defaults (K = 10,
 // z-scored features; weights w): the neighbourhoods relabel itself uses.
 func (s *Set) Neighbours(w engine.Weighting) (*crowd.Neighbours, error) {
-	d := pipelines.Defaults()
+	d := options.Defaults()
 	o, err := d.Engine(s.C)
 	if err != nil {
 		return nil, err
@@ -84,10 +84,10 @@ func (s *Set) Neighbours(w engine.Weighting) (*crowd.Neighbours, error) {
 	return &crowd.Neighbours{K: nb.K, Index: nb.Index, Weight: nb.Weight}, nil
 }
 
-// Relabel runs relabel's engine with its default options (pipelines.Defaults) on the items'
+// Relabel runs relabel's engine with its default options (options.Defaults) on the items'
 // labels, annotator ids ignored, and returns the posteriors (n x C).
 func (s *Set) Relabel() ([]float64, error) {
-	d := pipelines.Defaults()
+	d := options.Defaults()
 	o, err := d.Engine(s.C)
 	if err != nil {
 		return nil, err

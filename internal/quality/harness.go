@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/relabel/relabel/pipelines"
+	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/evaluate"
 	"github.com/relabel/relabel/transforms/mixture"
@@ -151,11 +151,11 @@ func Only(cells []Cell, noises ...string) []Cell {
 }
 
 // RunCell relabels cell's labels with opts (resolved for the data's class
-// count as relabel run resolves them: pipelines.Options.Engine), in process with the CPU kernels, and evaluates the result against the truth
+// count as relabel run resolves them: options.Options.Engine), in process with the CPU kernels, and evaluates the result against the truth
 // with the kNN vote (VoteK, z-scored) as baseline "knn". It returns the
 // report and the time engine.Run took (loading and the baseline excluded:
 // both are cached across calls).
-func RunCell(cell Cell, opts pipelines.Options) (evaluate.Report, time.Duration, error) {
+func RunCell(cell Cell, opts options.Options) (evaluate.Report, time.Duration, error) {
 	ds, err := loadDataset(cell.Dir)
 	if err != nil {
 		return evaluate.Report{}, 0, err
@@ -253,7 +253,7 @@ func (r Result) KNN() float64 {
 }
 
 // Run runs every cell with opts, logging a line per cell to log (nil: none).
-func Run(cells []Cell, opts pipelines.Options, log io.Writer) ([]Result, error) {
+func Run(cells []Cell, opts options.Options, log io.Writer) ([]Result, error) {
 	if log == nil {
 		log = io.Discard
 	}

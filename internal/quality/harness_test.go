@@ -17,7 +17,7 @@ import (
 
 	"github.com/relabel/relabel/io/blobio"
 	"github.com/relabel/relabel/io/shardio"
-	"github.com/relabel/relabel/pipelines"
+	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/transforms/evaluate"
 	"github.com/relabel/relabel/transforms/mixture"
@@ -39,7 +39,7 @@ var (
 const QualityCommand = "go test ./internal/quality -quality -run Quality -timeout 4h -v   # or scripts/quality.sh"
 
 // TestQuality is the benchmark of issue 4: relabel with
-// pipelines.Defaults() over every cell of DevGrid, written to
+// options.Defaults() over every cell of DevGrid, written to
 // docs/QUALITY.md. It checks that every cell was scored and that the
 // measured kNN vote reproduces the data README's where it lists one (the
 // harness reads the same labels the peers were run on).
@@ -52,7 +52,7 @@ func TestQuality(t *testing.T) {
 		cells = Without(cells, strings.Split(*without, ",")...)
 	}
 	t0 := time.Now()
-	rs, err := Run(cells, pipelines.Defaults(), &testWriter{t: t})
+	rs, err := Run(cells, options.Defaults(), &testWriter{t: t})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,8 +64,8 @@ func TestQuality(t *testing.T) {
 			t.Errorf("%s: kNN vote %.4f, the data README's %.3f", r.Cell.Name(), r.KNN(), r.Cell.Peers.KNN)
 		}
 	}
-	d := pipelines.Defaults()
-	opts := d.FlagValues(pipelines.GroupMethod, pipelines.GroupNeighbours)
+	d := options.Defaults()
+	opts := d.FlagValues(options.GroupMethod, options.GroupNeighbours)
 	// The pipeline's neighbour modes, which the in-process engine (exact
 	// neighbours) does not have.
 	for _, k := range []string{"neighbours", "partitions", "nprobe", "wave-mib", "spill-dir", "local-rounds-mib"} {
@@ -216,7 +216,7 @@ func TestDevData(t *testing.T) {
 func TestRunCellDigits(t *testing.T) {
 	cells := devGrid(t)
 	cell := Only(Without(cells, "satellite", "pendigits", "letter", "fashion_mnist_pca50"), "idn-0.4")[0]
-	rep, dt, err := RunCell(cell, pipelines.Defaults())
+	rep, dt, err := RunCell(cell, options.Defaults())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +233,7 @@ func TestRunCellDigits(t *testing.T) {
 		t.Errorf("relabel %.4f against noisy %.4f; F1 %v AUC %v ECE %v", r.Cleaned(), float64(rep.NoisyAccuracy), rep.F1, rep.AUC, rep.ECE)
 	}
 
-	o := pipelines.Defaults()
+	o := options.Defaults()
 	o.Rounds = 0
 	rep0, _, err := RunCell(cell, o)
 	if err != nil {
@@ -266,7 +266,7 @@ func TestSynthetic(t *testing.T) {
 		t.Errorf("peers of %s: %+v (target %v); of %s: target %v", cells[0].Name(), p, cells[0].Target(), cells[1].Name(), cells[1].Target())
 	}
 
-	opts := pipelines.Defaults()
+	opts := options.Defaults()
 	opts.L = 50
 	a, _, err := RunCell(cells[0], opts)
 	if err != nil {
@@ -490,7 +490,7 @@ func Example() {
 	cells = Without(cells, "fashion_mnist_pca50")
 	var variants []Variant
 	for _, mu := range []float64{0.3, 0.5, 0.7} {
-		o := pipelines.Defaults()
+		o := options.Defaults()
 		o.Mu = mu
 		variants = append(variants, Variant{Name: fmt.Sprintf("mu=%g", mu), Options: o})
 	}

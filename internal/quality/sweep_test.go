@@ -6,50 +6,50 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/relabel/relabel/pipelines"
+	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/mixture"
 )
 
-// sweepVariants are the one-at-a-time departures from pipelines.Defaults
+// sweepVariants are the one-at-a-time departures from options.Defaults
 // that docs/QUALITY.md records: every knob issue 4 names (K, mu, gamma,
 // rounds, L, N, C0, EM variant, standardisation) and the method extensions
 // (neighbour weights, annotation weight), each moved to both sides of its
 // default where it has two.
 func sweepVariants() []Variant {
-	vs := []Variant{{"default", pipelines.Defaults()}}
-	add := func(name string, change func(*pipelines.Options)) {
-		o := pipelines.Defaults()
+	vs := []Variant{{"default", options.Defaults()}}
+	add := func(name string, change func(*options.Options)) {
+		o := options.Defaults()
 		change(&o)
 		vs = append(vs, Variant{name, o})
 	}
-	add("k=5", func(o *pipelines.Options) { o.K = 5 })
-	add("k=20", func(o *pipelines.Options) { o.K = 20 })
-	add("mu=0.3", func(o *pipelines.Options) { o.Mu = 0.3 })
-	add("mu=0.7", func(o *pipelines.Options) { o.Mu = 0.7 })
-	add("gamma=0.95 (paper)", func(o *pipelines.Options) { o.Gamma = 0.95 })
-	add("gamma=0 (authors' code)", func(o *pipelines.Options) { o.Gamma = 0 })
-	add("rounds=3", func(o *pipelines.Options) { o.Rounds = 3 })
-	add("rounds=20", func(o *pipelines.Options) { o.Rounds = 20 })
-	add("l=250", func(o *pipelines.Options) { o.L = 250 })
-	add("draws=iid (paper)", func(o *pipelines.Options) { o.Draws = mixture.IID })
-	add("draws=iid l=250", func(o *pipelines.Options) { o.Draws = mixture.IID; o.L = 250 })
-	add("l=50", func(o *pipelines.Options) { o.L = 50 })
-	add("n=29 (default 2 c0 - 1)", func(o *pipelines.Options) { o.N = pipelines.Some(29) })
-	add("c0=10 (before issue 14)", func(o *pipelines.Options) { o.C0 = pipelines.Some(10) })
-	add("c0=3", func(o *pipelines.Options) { o.C0 = pipelines.Some(3) })
-	add("rounds=5 gamma=0.25", func(o *pipelines.Options) { o.Rounds = 5; o.Gamma = 0.25 })
-	add("rounds=6 gamma=0.3", func(o *pipelines.Options) { o.Rounds = 6; o.Gamma = 0.3 })
-	add("rounds=7 gamma=0.4", func(o *pipelines.Options) { o.Rounds = 7; o.Gamma = 0.4 })
-	add("l=64", func(o *pipelines.Options) { o.L = 64 })
-	add("em=authors", func(o *pipelines.Options) { o.Variant = mixture.Code })
-	add("standardise=false", func(o *pipelines.Options) { o.Standardise = false })
-	add("weights=llc (paper)", func(o *pipelines.Options) { o.Weighting = engine.LLC })
-	add("weights=uniform", func(o *pipelines.Options) { o.Weighting = engine.Uniform })
-	add("annotation-weight=0 (paper)", func(o *pipelines.Options) { o.AnnotationWeight = 0 })
-	add("active-tol=0.1 (skip settled items)", func(o *pipelines.Options) { o.ActiveTol = 0.1 })
-	add("em-tol=0 (every step)", func(o *pipelines.Options) { o.EMTol = 0 })
-	add("em-tol=0.001 (before issue 14)", func(o *pipelines.Options) { o.EMTol = 1e-3 })
+	add("k=5", func(o *options.Options) { o.K = 5 })
+	add("k=20", func(o *options.Options) { o.K = 20 })
+	add("mu=0.3", func(o *options.Options) { o.Mu = 0.3 })
+	add("mu=0.7", func(o *options.Options) { o.Mu = 0.7 })
+	add("gamma=0.95 (paper)", func(o *options.Options) { o.Gamma = 0.95 })
+	add("gamma=0 (authors' code)", func(o *options.Options) { o.Gamma = 0 })
+	add("rounds=3", func(o *options.Options) { o.Rounds = 3 })
+	add("rounds=20", func(o *options.Options) { o.Rounds = 20 })
+	add("l=250", func(o *options.Options) { o.L = 250 })
+	add("draws=iid (paper)", func(o *options.Options) { o.Draws = mixture.IID })
+	add("draws=iid l=250", func(o *options.Options) { o.Draws = mixture.IID; o.L = 250 })
+	add("l=50", func(o *options.Options) { o.L = 50 })
+	add("n=29 (default 2 c0 - 1)", func(o *options.Options) { o.N = options.Some(29) })
+	add("c0=10 (before issue 14)", func(o *options.Options) { o.C0 = options.Some(10) })
+	add("c0=3", func(o *options.Options) { o.C0 = options.Some(3) })
+	add("rounds=5 gamma=0.25", func(o *options.Options) { o.Rounds = 5; o.Gamma = 0.25 })
+	add("rounds=6 gamma=0.3", func(o *options.Options) { o.Rounds = 6; o.Gamma = 0.3 })
+	add("rounds=7 gamma=0.4", func(o *options.Options) { o.Rounds = 7; o.Gamma = 0.4 })
+	add("l=64", func(o *options.Options) { o.L = 64 })
+	add("em=authors", func(o *options.Options) { o.Variant = mixture.Code })
+	add("standardise=false", func(o *options.Options) { o.Standardise = false })
+	add("weights=llc (paper)", func(o *options.Options) { o.Weighting = engine.LLC })
+	add("weights=uniform", func(o *options.Options) { o.Weighting = engine.Uniform })
+	add("annotation-weight=0 (paper)", func(o *options.Options) { o.AnnotationWeight = 0 })
+	add("active-tol=0.1 (skip settled items)", func(o *options.Options) { o.ActiveTol = 0.1 })
+	add("em-tol=0 (every step)", func(o *options.Options) { o.EMTol = 0 })
+	add("em-tol=0.001 (before issue 14)", func(o *options.Options) { o.EMTol = 1e-3 })
 	return vs
 }
 

@@ -5,15 +5,13 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/relabel/relabel/io/icebergio/catalogname"
 	"maps"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
@@ -27,17 +25,20 @@ import (
 	_ "github.com/apache/iceberg-go/io/gocloud/gcs"
 )
 
-// SQLiteScheme is the URI scheme of a local SQL catalog kept in one SQLite
-// file: sqlite:///abs/path/catalog.db, or sqlite://rel/path/catalog.db
-// relative to the working directory.
-const SQLiteScheme = "sqlite"
+// SQLiteScheme, DefaultCatalogName: see package catalogname, which holds
+// the name rules without iceberg-go (the Beam-free options package checks
+// flags with them).
+const (
+	SQLiteScheme       = catalogname.SQLiteScheme
+	DefaultCatalogName = catalogname.DefaultCatalogName
+)
 
-// DefaultCatalogName is the catalog name OpenCatalog uses unless told
-// another: the one iceberg-go's and pyiceberg's SQL catalog examples use, so
-// that a table another writer created with their defaults is found. A SQL
-// catalog file files every table under a catalog name; a reader opening the
-// file under another name sees none of them.
-const DefaultCatalogName = "default"
+// ParseCatalogURI is catalogname.ParseCatalogURI.
+func ParseCatalogURI(uri, name string) (path, catName string, err error) {
+	return catalogname.ParseCatalogURI(uri, name)
+}
+
+func checkName(what, s string) error { return catalogname.CheckName(what, s) }
 
 // CatalogOptions configures OpenCatalog.
 type CatalogOptions struct {
@@ -137,85 +138,6 @@ func OpenCatalog(ctx context.Context, uri string, opts CatalogOptions) (*Catalog
 		scannedFiles: map[string]scannedFile{}, scannedNames: map[string]bool{}}, nil
 }
 
-// ParseCatalogURI checks a catalog URI, sqlite:///path/catalog.db with an
-// optional ?name=NAME or a REST catalog's URL (rest://, http://, https://),
-// against an explicit catalog name (empty: none given), and returns the
-// SQLite file's path (for REST, the catalog's base URL) and the catalog name
-// to use. A name given both ways must be the same name; neither gives
-// DefaultCatalogName.
-func ParseCatalogURI(uri, name string) (path, catName string, err error) {
-	scheme, rest, ok := strings.Cut(uri, "://")
-	if ok && isREST(uri) {
-		u, err := url.Parse(uri)
-		if err != nil || u.Host == "" {
-			return "", "", fmt.Errorf("icebergio: catalog %q: want %s://HOST[:PORT][/PATH] (a REST catalog)", uri, scheme)
-		}
-		if u.User != nil {
-			return "", "", fmt.Errorf("icebergio: catalog %q: credentials do not go in the URI (they would show in process lists and logs): set %s or %s", u.Redacted(), EnvCatalogToken, EnvCatalogCredential)
-		}
-		if scheme == RESTScheme {
-			u.Scheme = "https"
-		}
-		if name == "" {
-			name = DefaultCatalogName
-		} else if err := checkName("catalog name", name); err != nil {
-			return "", "", fmt.Errorf("icebergio: %w", err)
-		}
-		return u.String(), name, nil
-	}
-	if !ok || scheme != SQLiteScheme || rest == "" {
-		return "", "", fmt.Errorf("icebergio: catalog %q: want sqlite:///path/to/catalog.db (optionally ?name=CATALOG), or a REST catalog's rest://, https:// or http:// URL", uri)
-	}
-	path, query, hasQuery := strings.Cut(rest, "?")
-	if path == "" {
-		return "", "", fmt.Errorf("icebergio: catalog %q: no catalog file path: want sqlite:///path/to/catalog.db", uri)
-	}
-	if hasQuery {
-		q, err := url.ParseQuery(query)
-		if err != nil {
-			return "", "", fmt.Errorf("icebergio: catalog %q: %w", uri, err)
-		}
-		for k := range q {
-			if k != "name" {
-				return "", "", fmt.Errorf("icebergio: catalog %q: unknown parameter %q (known: name)", uri, k)
-			}
-		}
-		if _, given := q["name"]; given {
-			uriName := q.Get("name")
-			if err := checkName("catalog name", uriName); err != nil {
-				return "", "", fmt.Errorf("icebergio: catalog %q: %w", uri, err)
-			}
-			if name != "" && name != uriName {
-				return "", "", fmt.Errorf("icebergio: catalog %q names catalog %q, but catalog name %q was given: give one", uri, uriName, name)
-			}
-			name = uriName
-		}
-	}
-	if name == "" {
-		name = DefaultCatalogName
-	} else if err := checkName("catalog name", name); err != nil {
-		return "", "", fmt.Errorf("icebergio: %w", err)
-	}
-	return path, name, nil
-}
-
-// checkName refuses a name no catalog can hold usefully: empty, with
-// leading or trailing white space (a table 'ns.items ' is created, but no
-// one typing ns.items finds it again), or with control characters.
-func checkName(what, s string) error {
-	switch {
-	case s == "":
-		return fmt.Errorf("%s is empty", what)
-	case strings.TrimSpace(s) != s:
-		return fmt.Errorf("%s %q has leading or trailing white space", what, s)
-	case strings.IndexFunc(s, unicode.IsControl) >= 0:
-		return fmt.Errorf("%s %q has a control character", what, s)
-	case !utf8.ValidString(s):
-		return fmt.Errorf("%s %q is not valid UTF-8", what, s)
-	}
-	return nil
-}
-
 // Name is the catalog name the catalog was opened under.
 func (c *Catalog) Name() string { return c.name }
 
@@ -258,17 +180,9 @@ func (c *Catalog) Iceberg() catalog.Catalog { return c.cat }
 // ParseIdent parses a dotted table name, "ns.items" or "a.b.items": the last
 // part is the table, the others its namespace, which must not be empty.
 func ParseIdent(name string) (table.Identifier, error) {
-	parts := strings.Split(name, ".")
-	if len(parts) < 2 {
-		return nil, fmt.Errorf("icebergio: table %q: want namespace.table", name)
-	}
-	for _, p := range parts {
-		if p == "" {
-			return nil, fmt.Errorf("icebergio: table %q: empty name part", name)
-		}
-		if err := checkName("name part", p); err != nil {
-			return nil, fmt.Errorf("icebergio: table %q: %w", name, err)
-		}
+	parts, err := catalogname.SplitIdent(name)
+	if err != nil {
+		return nil, err
 	}
 	return table.Identifier(parts), nil
 }

@@ -3,6 +3,7 @@ package icebergio
 import (
 	"context"
 	"fmt"
+	"github.com/relabel/relabel/io/icebergio/catalogname"
 	"net/url"
 	"os"
 	"strings"
@@ -12,37 +13,22 @@ import (
 	"github.com/apache/iceberg-go/table"
 )
 
-// RESTScheme is the URI scheme of a REST catalog reached over HTTPS:
-// rest://HOST[:PORT]/PATH is https://HOST[:PORT]/PATH. http:// and https://
-// URLs are REST catalogs too.
-const RESTScheme = "rest"
+// RESTScheme: see catalogname.RESTScheme.
+const RESTScheme = catalogname.RESTScheme
 
-// The environment variables a REST catalog's credentials come from: never
-// flags, which show in process lists, shell histories and relabel's own run
-// records (the snapshot summary records every option).
+// The environment variables of a REST catalog's credentials: see catalogname.
 const (
-	// EnvCatalogToken is a bearer token sent as it is.
-	EnvCatalogToken = "RELABEL_CATALOG_TOKEN"
-	// EnvCatalogCredential is an OAuth2 client credential, CLIENT_ID:SECRET,
-	// exchanged for a token (the client-credentials grant) at the catalog's
-	// v1/oauth/tokens endpoint or EnvCatalogOAuthURI.
-	EnvCatalogCredential = "RELABEL_CATALOG_CREDENTIAL"
-	// EnvCatalogOAuthURI is the token endpoint for EnvCatalogCredential, when
-	// it is not the catalog's own (an identity provider's). Optional.
-	EnvCatalogOAuthURI = "RELABEL_CATALOG_OAUTH_URI"
-	// EnvCatalogScope is the OAuth2 scope asked for. Optional, default
-	// iceberg-go's ("catalog").
-	EnvCatalogScope = "RELABEL_CATALOG_SCOPE"
+	EnvCatalogToken      = catalogname.EnvCatalogToken
+	EnvCatalogCredential = catalogname.EnvCatalogCredential
+	EnvCatalogOAuthURI   = catalogname.EnvCatalogOAuthURI
+	EnvCatalogScope      = catalogname.EnvCatalogScope
 )
 
 // RESTAuthEnv lists the environment variables a REST catalog's credentials
 // are read from, for help texts.
 var RESTAuthEnv = []string{EnvCatalogToken, EnvCatalogCredential, EnvCatalogOAuthURI, EnvCatalogScope}
 
-func isREST(uri string) bool {
-	scheme, _, _ := strings.Cut(uri, "://")
-	return scheme == RESTScheme || scheme == "http" || scheme == "https"
-}
+func isREST(uri string) bool { return catalogname.IsREST(uri) }
 
 // openREST opens a REST catalog through iceberg-go's client (catalog/rest),
 // which speaks the Iceberg REST protocol, refreshes OAuth2 tokens and applies

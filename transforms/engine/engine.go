@@ -51,7 +51,7 @@ func ParseWeighting(s string) (Weighting, error) {
 }
 
 // Options configures an in-process relabelling (Run). Every field is
-// required: pipelines.Options.Engine fills them from the one option model.
+// required: options.Options.Engine fills them from the one option model.
 type Options struct {
 	// K is the number of neighbours, >= 1.
 	K int
@@ -76,7 +76,7 @@ type Options struct {
 	Workers int
 }
 
-// Validate checks every field: the options are complete (pipelines.Options
+// Validate checks every field: the options are complete (options.Options
 // resolves them), nothing here is defaulted.
 func (o Options) Validate() error {
 	var errs []error
@@ -219,7 +219,7 @@ func Annotations(labels []int32) int { return annotations(labels) }
 // items: the gathered neighbour states and weights, and room for unpacking an
 // item's own, initial and next states. The engine and both round stages
 // (transforms/stages, transforms/ivfstages) gather into it, each from where
-// its neighbours' states live, and run it through transforms/internal/pool.
+// its neighbours' states live, and run it through internal/pool.
 type RoundScratch struct {
 	WS             mixture.Workspace
 	Own, Init, Dst mixture.State

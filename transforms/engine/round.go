@@ -1,7 +1,7 @@
 package engine
 
 import (
-	"github.com/relabel/relabel/transforms/internal/pool"
+	"github.com/relabel/relabel/internal/pool"
 	"github.com/relabel/relabel/transforms/mixture"
 )
 

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/relabel/relabel/pipelines"
+	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/ivf"
 	"github.com/relabel/relabel/transforms/knn"
@@ -191,7 +191,7 @@ func TestQualityVsExact(t *testing.T) {
 		for i := range off {
 			off[i] = int32(i)
 		}
-		d := pipelines.Defaults()
+		d := options.Defaults()
 		o, err := d.Engine(meta.C)
 		if err != nil {
 			t.Fatal(err)

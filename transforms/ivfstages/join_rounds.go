@@ -13,9 +13,9 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
+	"github.com/relabel/relabel/internal/pool"
 	"github.com/relabel/relabel/internal/progress"
 	"github.com/relabel/relabel/transforms/engine"
-	"github.com/relabel/relabel/transforms/internal/pool"
 	"github.com/relabel/relabel/transforms/mixture"
 )
 

@@ -41,7 +41,7 @@ type Params struct {
 
 // DefaultParams returns the QP's defaults: the paper's plain LLC (Lambda 0),
 // a unit locality scale, a ridge small enough not to move a well-posed code,
-// and the solver's tolerance and iteration bound. pipelines.Defaults takes
+// and the solver's tolerance and iteration bound. options.Defaults takes
 // --llc-lambda and --llc-sigma from here, so each default is written once.
 func DefaultParams() Params {
 	return Params{Lambda: 0, Sigma: 1, Ridge: 1e-10, Tol: 1e-9, MaxIter: 1000}

@@ -85,7 +85,7 @@ type Params struct {
 // DefaultParams returns relabel's defaults for c classes, chosen by
 // measurement on the dev grid (docs/QUALITY.md); the data-dependent ones
 // (C0, N, MaxRowEntries) follow from c as DefaultC0, DefaultN and
-// DefaultMaxRowEntries say. pipelines.Defaults takes its method defaults from
+// DefaultMaxRowEntries say. options.Defaults takes its method defaults from
 // here, so each is written once. Seed is left 0 (a seed like any other).
 func DefaultParams(c int) Params {
 	c0 := DefaultC0(c)

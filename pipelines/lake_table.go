@@ -2,153 +2,27 @@ package pipelines
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"os"
-	"slices"
+	"path"
+	"strings"
 	"time"
 
 	"github.com/relabel/relabel/internal/faults"
+	"github.com/relabel/relabel/internal/pool"
 	"github.com/relabel/relabel/internal/progress"
 	"github.com/relabel/relabel/io/blobio"
 	"github.com/relabel/relabel/io/icebergio"
 	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/io/shardio"
+	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/transforms/knn"
 	"github.com/relabel/relabel/transforms/stages"
 )
 
-// LakeOptions are the data-lake options of relabel run: Apache Iceberg
-// tables in and out (io/icebergio), and incremental runs.
-type LakeOptions struct {
-	// Catalog is the Iceberg catalog's URI (sqlite:///path/catalog.db).
-	Catalog string
-	// CatalogName is the catalog's name (icebergio.CatalogOptions.Name);
-	// empty: the URI's ?name= or icebergio.DefaultCatalogName.
-	CatalogName string
-	// Warehouse is where tables the run creates keep their files; empty: the
-	// catalog's default (a "warehouse" directory beside the catalog file).
-	Warehouse string
-	// InputTable is the input table (ns.table), instead of Options.Input.
-	InputTable string
-	// OutputTable is the output table (ns.table), instead of Options.Output.
-	OutputTable string
-	// Incremental relabels only the rows appended to the input table since
-	// the input snapshot the output table last covered (incremental.go).
-	Incremental bool
-}
-
-// GroupLake is the help group of the data-lake flags.
-const GroupLake = "Data lake (Apache Iceberg tables, incremental runs)"
-
-func init() {
-	Groups = slices.Insert(Groups, 1, GroupLake)
-	Flags = append(Flags, lakeFlags...)
-}
-
-var lakeFlags = []Flag{
-	{Name: "catalog", Group: GroupLake, Usage: "Iceberg catalog of --input-table/--output-table: sqlite:///path/catalog.db (a local SQL catalog, created if missing), or a REST catalog rest://HOST/PATH (HTTPS) or http(s)://HOST/PATH, credentials from $RELABEL_CATALOG_TOKEN (bearer) or $RELABEL_CATALOG_CREDENTIAL (OAuth2 CLIENT_ID:SECRET)",
-		bind: func(o *Options) flag.Value { return (*stringValue)(&o.Lake.Catalog) },
-		check: func(o *Options) error {
-			l := &o.Lake
-			if l.Catalog == "" {
-				if l.InputTable != "" || l.OutputTable != "" {
-					return errors.New("is required with --input-table/--output-table")
-				}
-				return nil
-			}
-			if _, _, err := icebergio.ParseCatalogURI(l.Catalog, ""); err != nil {
-				return err
-			}
-			if l.InputTable == "" && l.OutputTable == "" {
-				return errors.New("given without --input-table or --output-table")
-			}
-			return nil
-		}},
-	{Name: "catalog-name", Group: GroupLake, Usage: "the catalog's name: a SQL catalog file files each table under one (other writers' default is \"default\"; relabel before this flag used \"relabel\"); also settable as ?name= in --catalog", Default: icebergio.DefaultCatalogName,
-		bind: func(o *Options) flag.Value { return (*stringValue)(&o.Lake.CatalogName) },
-		check: func(o *Options) error {
-			l := &o.Lake
-			if l.CatalogName == "" {
-				return nil
-			}
-			if l.Catalog == "" {
-				return errors.New("given without --catalog")
-			}
-			_, _, err := icebergio.ParseCatalogURI(l.Catalog, l.CatalogName)
-			return err
-		}},
-	{Name: "warehouse", Group: GroupLake, Usage: "where tables the run creates keep their files: a directory or gs://bucket/prefix (for a REST catalog: the warehouse the catalog serves, sent to it)", Default: "warehouse/ beside the catalog file; the REST catalog's own",
-		bind: func(o *Options) flag.Value { return (*stringValue)(&o.Lake.Warehouse) },
-		check: func(o *Options) error {
-			if o.Lake.Warehouse != "" && o.Lake.Catalog == "" {
-				return errors.New("given without --catalog")
-			}
-			return nil
-		}},
-	{Name: "input-table", Group: GroupLake, Usage: "input Iceberg table namespace.table, instead of --input (its current snapshot's data files are the shards)",
-		bind: func(o *Options) flag.Value { return (*stringValue)(&o.Lake.InputTable) },
-		check: func(o *Options) error {
-			l := &o.Lake
-			if l.InputTable == "" {
-				return nil
-			}
-			if o.Input != "" {
-				return errors.New("with --input: give one input")
-			}
-			if _, err := icebergio.ParseIdent(l.InputTable); err != nil {
-				return fmt.Errorf("%q: want namespace.table", l.InputTable)
-			}
-			return nil
-		}},
-	{Name: "output-table", Group: GroupLake, Usage: "output Iceberg table namespace.table, instead of --output: each run commits one snapshot recording the input snapshot, version, options and seed (Parquet files)",
-		bind: func(o *Options) flag.Value { return (*stringValue)(&o.Lake.OutputTable) },
-		check: func(o *Options) error {
-			l := &o.Lake
-			if l.OutputTable == "" {
-				return nil
-			}
-			if o.Output != "" {
-				return errors.New("with --output: give one output (the table's Parquet files are readable as shards)")
-			}
-			if l.InputTable == "" {
-				return errors.New("needs --input-table (the snapshot records the input table it covered)")
-			}
-			if _, err := icebergio.ParseIdent(l.OutputTable); err != nil {
-				return fmt.Errorf("%q: want namespace.table", l.OutputTable)
-			}
-			if l.OutputTable == l.InputTable {
-				return errors.New("is --input-table: the output must be another table")
-			}
-			return nil
-		}},
-	{Name: "incremental", Group: GroupLake, Usage: "relabel only the rows appended to --input-table since the input snapshot --output-table last covered (or, with --input and --output, the rows of input files new or changed since the output directory's manifest), and the old rows they became neighbours of (the first run is a full one; nothing new: nothing committed)",
-		bind: func(o *Options) flag.Value { return (*boolValue)(&o.Lake.Incremental) },
-		check: func(o *Options) error {
-			l := &o.Lake
-			if !l.Incremental {
-				return nil
-			}
-			if l.InputTable != "" && l.OutputTable == "" {
-				return errors.New("with --input-table needs --output-table (the output table records what was covered)")
-			}
-			if l.OutputTable == "" && (o.Input == "" || o.Output == "") {
-				return errors.New("needs --input and --output (a directory lake: the output directory records the files it covers), or --input-table and --output-table")
-			}
-			if o.Annotations != "" {
-				return errors.New("with --annotations: incremental runs relabel items, not annotations")
-			}
-			if l.OutputTable == "" && o.Format == shardio.ArrowStream {
-				return errors.New("with --format arrow-stream: the next run reads the stored posteriors back from the output shards, which needs parquet or arrow (random access)")
-			}
-			return nil
-		}},
-}
-
 // lakeRun reports whether Run takes the table path.
-func (o *Options) lakeRun() bool { return o.Lake.OutputTable != "" }
+func lakeRun(o *options.Options) bool { return o.Lake.OutputTable != "" }
 
 // LakeSummary is what a table run (or an incremental directory run) adds to
 // the summary: what it covered and what it read, wrote and committed.
@@ -204,7 +78,7 @@ type LakeSummary struct {
 // The files the catalog reads through iceberg-go's scanner (deletes applied,
 // columns resolved by field id) outlive the catalog here, in the plan's
 // Scratch directory, which Run removes after the pipeline read them.
-func planTableInput(ctx context.Context, cfg Options) (*Plan, error) {
+func planTableInput(ctx context.Context, cfg options.Options) (*Plan, error) {
 	scratch, err := os.MkdirTemp("", "relabel-iceberg-")
 	if err != nil {
 		return nil, err
@@ -226,7 +100,7 @@ func planTableInput(ctx context.Context, cfg Options) (*Plan, error) {
 
 // planTable plans the input table's current snapshot: its data files become
 // the shards (shardio.ScanPaths) and their units the pipeline's units.
-func planTable(ctx context.Context, cfg Options, cat *icebergio.Catalog) (*Plan, *icebergio.InputPlan, error) {
+func planTable(ctx context.Context, cfg options.Options, cat *icebergio.Catalog) (*Plan, *icebergio.InputPlan, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, err
 	}
@@ -258,10 +132,11 @@ func planTable(ctx context.Context, cfg Options, cat *icebergio.Catalog) (*Plan,
 // into a directory of the output table's data location, and the run commits
 // them as one snapshot (replacing the table's rows), or with --incremental,
 // once the table covers an input snapshot, relabels only what is new
-// (incremental.go). A run that fails or is killed before the commit commits
-// nothing: the catalog's pointer moves in one transaction at the end, and
-// the files written are removed (or left as orphans nothing references).
-func runTable(ctx context.Context, cfg Options, exec Executor) (*Summary, error) {
+// (runIncremental, below; the update is incremental.go's). A run that
+// fails or is killed before the commit commits nothing: the catalog's
+// pointer moves in one transaction at the end, and the files written are
+// removed (or left as orphans nothing references).
+func runTable(ctx context.Context, cfg options.Options, exec Executor) (*Summary, error) {
 	t0 := time.Now()
 	cat, err := icebergio.OpenCatalog(ctx, cfg.Lake.Catalog, icebergio.CatalogOptions{Name: cfg.Lake.CatalogName, Warehouse: cfg.Lake.Warehouse})
 	if err != nil {
@@ -287,7 +162,7 @@ func runTable(ctx context.Context, cfg Options, exec Executor) (*Summary, error)
 		case !ok:
 			progress.Notef("--incremental: output table %s covers no input snapshot yet: this first run is a full one", out.Name())
 		case last.InputTable != in.Table:
-			return nil, &OptionError{Flag: "output-table", Err: fmt.Errorf("%s: its last run covered input table %s, not %s", out.Name(), last.InputTable, in.Table)}
+			return nil, &options.Error{Flag: "output-table", Err: fmt.Errorf("%s: its last run covered input table %s, not %s", out.Name(), last.InputTable, in.Table)}
 		default:
 			return runIncremental(ctx, cat, out, plan, in, last, t0)
 		}
@@ -318,22 +193,14 @@ func runTable(ctx context.Context, cfg Options, exec Executor) (*Summary, error)
 			removeAll(context.WithoutCancel(ctx), fs, tmp, plan)
 		}
 	}()
-	if dir := cfg.SpillDir.Or(""); dir != "" && dir != "none" && plan.Mode == NeighboursIVF {
-		// As Run does: ivf's blocks and states wait in files, not in the
-		// embedded runner's memory.
-		if plan.Spill, err = makeSpill(dir, tok); err != nil {
-			return nil, fmt.Errorf("relabel: --spill-dir: %w", err)
-		}
-		defer removeSpill(plan.Spill)
-	}
 	tPlan := time.Since(t0)
-	sum, tRun, err := execute(ctx, fs, plan, tmp, exec)
+	sum, tRun, err := execute(ctx, fs, plan, tmp, tok, exec)
 	if err != nil {
 		return nil, err
 	}
 	sum.Output = out.Name()
 	var tState time.Duration
-	if cfg.Lake.Incremental && incrementalMode(&plan.Options, plan.Rows) == NeighboursIVF {
+	if cfg.Lake.Incremental && incrementalMode(&plan.Options, plan.Rows) == options.NeighboursIVF {
 		t1 := time.Now()
 		if statePath, err = fullIVFState(ctx, fs, tmp, plan); err != nil {
 			return nil, err
@@ -409,3 +276,232 @@ func runRecord(plan *Plan, in *icebergio.InputPlan, from int64, opts map[string]
 		Version: Version, Seed: plan.Options.Seed, Options: opts,
 	}
 }
+
+// runIncremental is runTable's incremental path, once the output table
+// covers a snapshot of the input table (last).
+func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.Output, plan *Plan, full *icebergio.InputPlan, last icebergio.Run, t0 time.Time) (*Summary, error) {
+	cfg := plan.Options
+	app, err := cat.PlanAppendedSince(ctx, full.Table, last.InputSnapshotID)
+	if err != nil {
+		return nil, err
+	}
+	lake := &LakeSummary{InputTable: full.Table, OutputTable: out.Name(), InputSnapshot: app.SnapshotID, FromSnapshot: last.InputSnapshotID, Incremental: true}
+	plan.Mode = incrementalMode(&cfg, plan.Rows)
+	sum := &Summary{
+		Version: Version, Input: cfg.Input, Output: out.Name(), Classes: plan.C, ClassNames: plan.ClassNames,
+		Neighbours: plan.Mode, Device: plan.Device, Options: plan.Recorded(),
+		ChangedFrom: make([]int64, plan.C), ChangedTo: make([]int64, plan.C), Lake: lake,
+	}
+	if len(app.Tasks) == 0 {
+		lake.NothingNew = true
+		lake.InputSnapshot = last.InputSnapshotID
+		progress.Notef("--incremental: nothing appended to %s since snapshot %d, which %s covers; nothing committed", full.Table, last.InputSnapshotID, out.Name())
+		sum.Timings = map[string]float64{"total": time.Since(t0).Seconds()}
+		return sum, nil
+	}
+	if app.SnapshotID != full.SnapshotID {
+		return nil, fmt.Errorf("relabel: input table %s moved from snapshot %d to %d while the run was planned; nothing committed, rerun", full.Table, full.SnapshotID, app.SnapshotID)
+	}
+	if err := sameOptions(last.Options, sum.Options); err != nil {
+		return nil, err
+	}
+	cal, err := plan.incrementalCalibration(last.Options, sum.Options)
+	if err != nil {
+		return nil, err
+	}
+	newPath := map[string]bool{}
+	for _, t := range app.Tasks {
+		newPath[t.ReaderPath()] = true
+	}
+	progress.Report(progress.Event{Kind: progress.Planned, Rows: app.Rows, Shards: len(app.Tasks), Rounds: cfg.Rounds})
+	progress.StageStarted("reading")
+	// The stored posteriors of the old rows and the kept ivf state are read
+	// while the input is (the launcher would otherwise wait on one reader
+	// at a time).
+	var (
+		outFiles   []string
+		posts      []*resultio.Posteriors
+		kept       *ivfState
+		storedErr  error
+		storedDone = make(chan struct{})
+	)
+	go func() {
+		defer close(storedDone)
+		if outFiles, storedErr = out.DataFiles(ctx); storedErr != nil {
+			return
+		}
+		posts = make([]*resultio.Posteriors, len(outFiles))
+		for f, file := range outFiles {
+			if posts[f], storedErr = resultio.ReadPosteriors(ctx, icebergio.Task{Path: file}.ReaderPath(), plan.ClassNames, nil); storedErr != nil {
+				return
+			}
+		}
+		if last.State != "" && plan.Mode == options.NeighboursIVF {
+			var err error
+			if kept, err = readIVFState(ctx, last.State); err != nil {
+				// The state only saves time: without it the run partitions
+				// every row, as before states were kept.
+				progress.Notef("--incremental: the kept ivf partitioning is not used (%v): partitioning all %d rows again", err, plan.Rows)
+			}
+		}
+	}()
+	rows, err := shardio.ReadAll(ctx, plan.Shards, plan.Read)
+	<-storedDone
+	if err != nil {
+		return nil, err
+	}
+	if storedErr != nil {
+		return nil, storedErr
+	}
+	// A full run's stats stage refuses duplicate ids; so must this path,
+	// which never runs it (an append repeating ids would be committed).
+	if err := checkUniqueIDs(rows, plan.Read.Columns.WithDefaults().ID); err != nil {
+		return nil, err
+	}
+	d := flatten(rows, func(p string) bool { return newPath[p] })
+	lake.ScannedFiles, lake.ScannedRows = len(plan.Shards), int64(d.n)
+	for _, s := range plan.Shards {
+		if newPath[s.Path] {
+			lake.NewFiles++
+		}
+	}
+	if lake.NewFiles != len(app.Tasks) {
+		return nil, fmt.Errorf("relabel: input table %s: %d appended files planned, %d found among the snapshot's files", full.Table, len(app.Tasks), lake.NewFiles)
+	}
+	u, err := storedUpdate(d, posts, kept, plan, cal, cfg.Device, fmt.Sprintf("input table %s", full.Table), t0, lake)
+	if err != nil {
+		return nil, err
+	}
+	res, tPlan, tRun := u.res, u.tPlan, u.tRun
+
+	// Write: one file per new input file, and every output file holding a
+	// re-scored row, rewritten whole (split into files of at most
+	// maxRewriteRows rows, written in parallel).
+	progress.StageStarted("committing")
+	tWrite := time.Now()
+	fs, tmp, err := runDir(ctx, out, token())
+	if err != nil {
+		return nil, err
+	}
+	var files, remove []string
+	var statePath string
+	committed := false
+	defer func() {
+		if !committed {
+			for _, f := range append(files, statePath) {
+				if f != "" {
+					fs.Remove(context.WithoutCancel(ctx), f)
+				}
+			}
+			fs.Remove(context.WithoutCancel(ctx), tmp)
+		}
+	}()
+	if res.state != nil {
+		statePath = blobio.Join(tmp, ivfStateName)
+	}
+	meta := schemas.Metadata(Version, cfg.Seed, sum.Options, plan.ClassNames)
+	// A file to write: rows, and whether a row counts in the summary (a new
+	// or re-scored one).
+	type outFile struct {
+		path  string
+		rows  []int
+		count func(i int) bool
+		// What the file adds to the summary.
+		n, changed             int64
+		changedFrom, changedTo []int64
+	}
+	var jobs []*outFile
+	add := func(name string, rs []int, count func(int) bool) {
+		p := blobio.Join(tmp, name)
+		files = append(files, p)
+		jobs = append(jobs, &outFile{path: p, rows: rs, count: count, changedFrom: make([]int64, plan.C), changedTo: make([]int64, plan.C)})
+	}
+	write := func(f *outFile) error {
+		c := cleanedOf(d, f.rows, u, cal)
+		for j, i := range f.rows {
+			if !f.count(i) {
+				continue
+			}
+			f.n++
+			if c.Changed[j] {
+				f.changed++
+				f.changedFrom[stages.GivenLabel(d.labelsOf(i))]++
+				f.changedTo[c.CleanLabel[j]]++
+			}
+		}
+		return shardio.WriteShard(ctx, fs, f.path, shardio.Parquet, []*schemas.Cleaned{c}, meta, plan.LabelKind, plan.ClassNames, plan.IDKind, nil)
+	}
+	byShard := make([][]int, len(d.shards))
+	for i := 0; i < d.n; i++ {
+		if d.isNew[i] {
+			byShard[d.shard[i]] = append(byShard[d.shard[i]], i)
+		}
+	}
+	for s, rs := range byShard {
+		if len(rs) == 0 {
+			continue
+		}
+		add(stages.OutputName(d.shards[s], shardio.Parquet), rs, func(int) bool { return true })
+	}
+	for f, p := range posts {
+		rs, touched := u.storedRows(p)
+		if !touched {
+			continue
+		}
+		remove = append(remove, outFiles[f])
+		name := path.Base(strings.ReplaceAll(icebergio.Task{Path: outFiles[f]}.ReaderPath(), "\\", "/"))
+		rescored := func(i int) bool { _, ok := res.pos[i]; return ok }
+		if len(rs) <= maxRewriteRows {
+			add(name, rs, rescored)
+			continue
+		}
+		stem := strings.TrimSuffix(name, path.Ext(name))
+		for part, lo := 0, 0; lo < len(rs); part, lo = part+1, lo+maxRewriteRows {
+			add(fmt.Sprintf("%s-%05d%s", stem, part, path.Ext(name)), rs[lo:min(lo+maxRewriteRows, len(rs))], rescored)
+		}
+	}
+	// The files and the kept state, on the run's workers.
+	err = pool.EachIndexErr(len(jobs)+1, max(1, cfg.WorkerCount()), func(j int) error {
+		if j < len(jobs) {
+			return write(jobs[j])
+		}
+		if res.state != nil {
+			_, err := keepIVFState(ctx, fs, tmp, res.state)
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range jobs {
+		sum.Rows += f.n
+		sum.Changed += f.changed
+		for c := range plan.C {
+			sum.ChangedFrom[c] += f.changedFrom[c]
+			sum.ChangedTo[c] += f.changedTo[c]
+		}
+	}
+	tCommit := time.Now()
+	faults.Point("table-commit")
+	run := runRecord(plan, app, last.InputSnapshotID, sum.Options)
+	run.State = statePath
+	snap, err := out.Commit(ctx, icebergio.Commit{Run: run, Mode: icebergio.Rewrite, Files: files, Remove: remove})
+	if err != nil {
+		return nil, err
+	}
+	committed = true
+	lake.OutputSnapshot, lake.AddedFiles, lake.RemovedFiles = snap, len(files), len(remove)
+	sum.Timings = map[string]float64{"plan": tPlan.Seconds(), "pipeline": tRun.Seconds(), "total": time.Since(t0).Seconds(),
+		"write": tCommit.Sub(tWrite).Seconds(), "commit": time.Since(tCommit).Seconds()}
+	for k, v := range res.timings {
+		sum.Timings[k] = v
+	}
+	return sum, nil
+}
+
+// maxRewriteRows bounds the rows of an output file an incremental run
+// rewrites: a larger one (a full run writes one output file per input file)
+// is rewritten as several, which are written in parallel, and which the
+// next runs rewrite only where they hold re-scored rows.
+var maxRewriteRows = 1 << 18

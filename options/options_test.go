@@ -1,4 +1,4 @@
-package pipelines
+package options
 
 import (
 	"errors"
@@ -12,7 +12,7 @@ import (
 var updateREADME = flag.Bool("update-readme", false, "rewrite README.md's options table from Flags")
 
 const (
-	tableBegin = "<!-- options table: generated from pipelines.Flags by TestREADMEOptions; go test ./pipelines -run TestREADMEOptions -update-readme -->\n"
+	tableBegin = "<!-- options table: generated from options.Flags by TestREADMEOptions; go test ./options -run TestREADMEOptions -update-readme -->\n"
 	tableEnd   = "<!-- options table: end -->"
 )
 
@@ -38,7 +38,7 @@ func TestREADMEOptions(t *testing.T) {
 		}
 		return
 	}
-	t.Errorf("README.md's options table differs from pipelines.Flags; rerun with -update-readme.\nwant:\n%s", want)
+	t.Errorf("README.md's options table differs from options.Flags; rerun with -update-readme.\nwant:\n%s", want)
 }
 
 // TestOptionsExplicitValues: an explicit value is used as given or rejected
@@ -107,7 +107,7 @@ func TestOptionsExplicitValues(t *testing.T) {
 			}
 			continue
 		}
-		var oe *OptionError
+		var oe *Error
 		if !errors.As(err, &oe) || oe.Flag != tc.flag {
 			t.Errorf("%s: error %v, want one naming --%s", name, err, tc.flag)
 		}
@@ -156,7 +156,7 @@ func TestOptionsExplicitValues(t *testing.T) {
 		t.Errorf("--smooth 0 --c0 3 gave smooth %g, c0 %d, n %d; want 0, 3, 5", e.Mixture.Smooth, e.Mixture.C0, e.Mixture.N)
 	}
 	o, _ = parse("--c0", "11")
-	var oe *OptionError
+	var oe *Error
 	if _, err := o.Engine(10); !errors.As(err, &oe) || oe.Flag != "c0" {
 		t.Errorf("--c0 11 with C = 10: %v, want an error naming --c0", err)
 	}

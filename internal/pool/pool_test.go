@@ -146,3 +146,48 @@ func TestEachIndexErr(t *testing.T) {
 		}
 	}
 }
+
+// TestEachIndexWith: every index runs once, each goroutine keeps one
+// workspace of its own (no two goroutines hold the same one at once; at
+// most workers exist), and the error is the lowest failing index's.
+func TestEachIndexWith(t *testing.T) {
+	type ws struct {
+		busy atomic.Bool
+		n    int
+	}
+	for _, workers := range []int{1, 2, 7} {
+		var mu sync.Mutex
+		seen := map[*ws]bool{}
+		visits := make([]atomic.Int32, 200)
+		err := EachIndexWith(len(visits), workers, func(w *ws, i int) error {
+			if !w.busy.CompareAndSwap(false, true) {
+				t.Errorf("workers=%d: a workspace used by two goroutines at once", workers)
+			}
+			defer w.busy.Store(false)
+			mu.Lock()
+			seen[w] = true
+			mu.Unlock()
+			w.n++
+			visits[i].Add(1)
+			if i%50 == 49 {
+				return fmt.Errorf("index %d", i)
+			}
+			return nil
+		})
+		if err == nil || err.Error() != "index 49" {
+			t.Errorf("workers=%d: error %v, want index 49", workers, err)
+		}
+		total := 0
+		for w := range seen {
+			total += w.n
+		}
+		if len(seen) > workers || total != len(visits) {
+			t.Errorf("workers=%d: %d workspaces ran %d calls, want at most %d running %d", workers, len(seen), total, workers, len(visits))
+		}
+		for i := range visits {
+			if v := visits[i].Load(); v != 1 {
+				t.Fatalf("workers=%d: index %d ran %d times", workers, i, v)
+			}
+		}
+	}
+}

@@ -1,7 +1,9 @@
 // Package pool runs a loop over item indices on all cores, in chunks, with
 // one scratch value per goroutine: the shape of every per-item step of
 // relabel (neighbour gathering and mixture.Round in the engine, in the exact
-// rounds and in ivf's joined rounds).
+// rounds and in ivf's joined rounds, and the lake's searches, weights and
+// file writes). It is the one worker pool of the module: nothing else
+// starts a pool of goroutines by hand.
 //
 // By hand rather than golang.org/x/sync/errgroup: errgroup bounds goroutines
 // but gives them no scratch of their own and stops at the first error, while
@@ -90,29 +92,37 @@ func EachChunk[W any](n, workers int, scratch *Scratch[W], f func(w *W, c, lo, h
 // work (ivfstages runs whole blocks of hundreds of items each), where
 // EachChunk's chunks of Chunk indices would give one goroutine all of them.
 func EachIndex(n, workers int, f func(i int)) {
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range min(workers, n) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
-				f(i)
-			}
-		}()
-	}
-	wg.Wait()
+	EachIndexWith(n, workers, func(_ *struct{}, i int) error { f(i); return nil })
 }
 
 // EachIndexErr is EachIndex for calls that can fail: every call runs, and
 // it returns the error of the lowest failing index (nil if none), so the
 // error reported does not depend on which goroutine got there first.
 func EachIndexErr(n, workers int, f func(i int) error) error {
+	return EachIndexWith(n, workers, func(_ *struct{}, i int) error { return f(i) })
+}
+
+// EachIndexWith is EachIndexErr with a workspace per goroutine: w starts as
+// a fresh W on each goroutine and is kept by it for every index it takes
+// (buffers a search or a weight batch reuses).
+func EachIndexWith[W any](n, workers int, f func(w *W, i int) error) error {
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
 	errs := make([]error, n)
-	EachIndex(n, workers, func(i int) { errs[i] = f(i) })
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(workers, n) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w := new(W)
+			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
+				errs[i] = f(w, i)
+			}
+		}()
+	}
+	wg.Wait()
 	for _, err := range errs {
 		if err != nil {
 			return err

@@ -1,0 +1,298 @@
+package options
+
+import (
+	"fmt"
+	"runtime"
+
+	"github.com/relabel/relabel/io/annotio"
+	"github.com/relabel/relabel/io/shardio"
+	"github.com/relabel/relabel/schemas"
+	"github.com/relabel/relabel/transforms/engine"
+	"github.com/relabel/relabel/transforms/knn"
+	"github.com/relabel/relabel/transforms/llc"
+	"github.com/relabel/relabel/transforms/mixture"
+)
+
+// Opt is an option whose default depends on the data (the class count, the
+// row count, the runner): unset is its own state, so an explicit value is
+// always used as given (or rejected), never mistaken for "use the default".
+type Opt[T any] struct {
+	V   T
+	Set bool
+}
+
+// Some is a set Opt.
+func Some[T any](v T) Opt[T] { return Opt[T]{V: v, Set: true} }
+
+// Or returns the value if set, else def.
+func (o Opt[T]) Or(def T) T {
+	if o.Set {
+		return o.V
+	}
+	return def
+}
+
+// Options is one relabelling job: every option of `relabel run`, in one
+// place. Defaults() holds every default; Flags binds each field to its flag
+// (name, group, doc and validation); Engine resolves the data-dependent
+// defaults once the class count is known and hands each stage its typed
+// value. Layers below receive the values, never this struct's flag names.
+type Options struct {
+	// Input/output.
+	Input      string
+	Output     string
+	Format     shardio.Format
+	Overwrite  bool
+	Columns    schemas.Columns
+	Classes    Opt[int]
+	ClassNames []string
+	// Lake: Iceberg tables in and out, incremental runs.
+	Lake LakeOptions
+
+	// Neighbours.
+	K           int
+	Metric      knn.Metric
+	Standardise bool
+	Candidates  Opt[int]
+	Neighbours  string
+	Partitions  Opt[int]
+	NProbe      Opt[int]
+	WaveMiB     Opt[int]
+	SpillDir    Opt[string]
+	LocalMiB    int
+	Weighting   engine.Weighting
+	LLCLambda   float64
+	LLCSigma    float64
+
+	// Method.
+	Rounds           int
+	C0               Opt[int]
+	L                int
+	N                Opt[int]
+	Mu               float64
+	Gamma            float64
+	Alpha            float64
+	Beta             float64
+	EMIters          Opt[int]
+	EMTol            float64
+	Variant          mixture.Variant
+	Draws            mixture.Draws
+	Smooth           float64
+	Anchor           float64
+	AnnotationWeight float64
+	ActiveTol        float64
+	MinClassMass     float64
+	// Temperature calibrates the output's probabilities (pi^(1/T)
+	// renormalised); unset ("auto", the default), T is fitted to the run's
+	// final states (mixture.AutoTemperature). MinConfidence changes a label
+	// only where the calibrated clean_prob reaches it (stages.Calibration).
+	Temperature   Opt[float64]
+	MinConfidence float64
+
+	// Seed seeds all sampling (with the item id and the round).
+	Seed uint64
+
+	// Device and run.
+	Device  string
+	Workers Opt[int]
+	// Report writes report.html beside summary.json.
+	Report bool
+	// Verbose shows Beam's and Prism's own INFO log lines and the plain
+	// per-stage progress lines instead of the one live line.
+	Verbose bool
+
+	// Annotators: who gave each label.
+	Annotations       string
+	AnnotationColumns annotio.Columns
+	AnnotatorsColumn  string
+	CrowdIters        int
+	AnnotatorPrior    Opt[float64]
+	NeighbourPrior    float64
+	ClassBalance      float64
+}
+
+// Defaults returns every option's default. The method's (transforms/mixture,
+// transforms/llc) come from mixture.DefaultParams and llc.DefaultParams,
+// chosen by measurement on the dev grid (docs/QUALITY.md); the rest are
+// written here. No other layer defaults anything: the CLI's flags, the
+// quality harness and the tests start here, so what is measured is what
+// users get.
+func Defaults() Options {
+	m := mixture.DefaultParams(0) // c0, n (data) and em-iters (variant) stay unset (Opt)
+	l := llc.DefaultParams()
+	return Options{
+		Format:           shardio.ArrowFile,
+		Columns:          schemas.Columns{ID: schemas.ColID, Features: schemas.ColFeatures, Label: schemas.ColLabel, Labels: schemas.ColLabels},
+		K:                10,
+		Metric:           knn.L2,
+		Standardise:      true,
+		Neighbours:       NeighboursAuto,
+		LocalMiB:         DefaultLocalRoundsMiB,
+		Weighting:        engine.Blend,
+		LLCLambda:        l.Lambda,
+		LLCSigma:         l.Sigma,
+		Rounds:           10,
+		L:                m.L,
+		Mu:               m.Mu,
+		Gamma:            m.Gamma,
+		Alpha:            m.Alpha,
+		Beta:             m.Beta,
+		EMTol:            m.EMTol,
+		Variant:          m.Variant,
+		Draws:            m.Draws,
+		Smooth:           m.Smooth,
+		Anchor:           m.Anchor,
+		AnnotationWeight: m.AnnotationWeight,
+		ActiveTol:        m.ActiveTol,
+		MinClassMass:     m.MinClassMass,
+		Seed:             1,
+		Device:           "auto",
+		Report:           true,
+
+		AnnotationColumns: annotio.Columns{ID: annotio.ColID, Annotator: annotio.ColAnnotator, Label: annotio.ColLabel},
+		AnnotatorsColumn:  annotio.ColAnnotators,
+		CrowdIters:        30,
+		NeighbourPrior:    0.8,
+		ClassBalance:      0.5,
+	}
+}
+
+// LakeOptions are the data-lake options of relabel run: Apache Iceberg
+// tables in and out (io/icebergio), and incremental runs.
+type LakeOptions struct {
+	// Catalog is the Iceberg catalog's URI (sqlite:///path/catalog.db).
+	Catalog string
+	// CatalogName is the catalog's name (icebergio.CatalogOptions.Name);
+	// empty: the URI's ?name= or the default, "default".
+	CatalogName string
+	// Warehouse is where tables the run creates keep their files; empty: the
+	// catalog's default (a "warehouse" directory beside the catalog file).
+	Warehouse string
+	// InputTable is the input table (ns.table), instead of Options.Input.
+	InputTable string
+	// OutputTable is the output table (ns.table), instead of Options.Output.
+	OutputTable string
+	// Incremental relabels only the rows appended to the input table since
+	// the input snapshot the output table last covered (pipelines/incremental.go).
+	Incremental bool
+}
+
+// Neighbour modes (Options.Neighbours, summary.json "neighbours").
+const (
+	NeighboursAuto   = "auto"
+	NeighboursExact  = "exact"
+	NeighboursSample = "sample"
+	NeighboursIVF    = "ivf"
+)
+
+// AutoIVFRows is the row count from which auto picks ivf over exact. Exact
+// search costs N^2 d and ships every candidate's features and, each round,
+// every candidate's state to every worker; ivf costs about NProbe x
+// partition size x N d plus a few shuffles. Measured on 2 cores
+// (docs/perf/scale.md): at 50k rows the exact kNN already takes as long as
+// three rounds of sample + EM, and it grows as N^2 from there, while below it
+// ivf's extra shuffles and k-means buy little. Exact is the reference
+// quality, so it is kept wherever it is cheap.
+const AutoIVFRows = 50_000
+
+// PaperCandidates is the candidate set size of --neighbours sample when
+// --candidates is not given: the paper's 15,000.
+const PaperCandidates = 15_000
+
+// NeighbourMode fixes the mode for an input of rows rows: auto becomes
+// sample when --candidates is given, else exact below AutoIVFRows and ivf
+// from there.
+func (o *Options) NeighbourMode(rows int64) string {
+	if o.Neighbours != NeighboursAuto {
+		return o.Neighbours
+	}
+	switch {
+	case o.Candidates.Set:
+		return NeighboursSample
+	case rows >= AutoIVFRows:
+		return NeighboursIVF
+	}
+	return NeighboursExact
+}
+
+// DefaultLocalRoundsMiB is --local-rounds-mib's default: ivf's rounds run
+// in one stage while every block fits in this many MiB (about 1.25 million
+// rows; docs/ARCHITECTURE.md). ivfstages.LocalRoundsBytes documents the
+// same bound for the stage (TestDefaultsMatchStages).
+const DefaultLocalRoundsMiB = 1024
+
+// Mixture resolves the method's parameters for c classes: c0 and n take
+// their data-dependent defaults (mixture.DefaultC0, DefaultN) unless given,
+// and em-iters its variant's (mixture.DefaultEMIters),
+// the stored rows are bounded at mixture.DefaultMaxRowEntries(c0), and Seed
+// is the job's seed. An explicit value the data makes impossible (c0 > C) is
+// an error naming the flag, never clamped.
+func (o *Options) Mixture(c int) (mixture.Params, error) {
+	if o.C0.Set && o.C0.V > c {
+		return mixture.Params{}, &Error{Flag: "c0", Err: fmt.Errorf("%d: more than the input's %d classes", o.C0.V, c)}
+	}
+	c0 := o.C0.Or(mixture.DefaultC0(c))
+	return mixture.Params{
+		C:                c,
+		C0:               c0,
+		L:                o.L,
+		N:                o.N.Or(mixture.DefaultN(c0)),
+		Mu:               o.Mu,
+		Gamma:            o.Gamma,
+		Alpha:            o.Alpha,
+		Beta:             o.Beta,
+		EMIters:          o.EMIters.Or(mixture.DefaultEMIters(o.Variant)),
+		EMTol:            o.EMTol,
+		Variant:          o.Variant,
+		Draws:            o.Draws,
+		Smooth:           o.Smooth,
+		MaxRowEntries:    mixture.DefaultMaxRowEntries(c0),
+		Anchor:           o.Anchor,
+		AnnotationWeight: o.AnnotationWeight,
+		ActiveTol:        o.ActiveTol,
+		MinClassMass:     o.MinClassMass,
+		Seed:             o.Seed,
+	}, nil
+}
+
+// LLC returns the LLC QP's parameters: --llc-lambda and --llc-sigma, and
+// the solver's own settings from llc.DefaultParams.
+func (o *Options) LLC() llc.Params {
+	p := llc.DefaultParams()
+	p.Lambda, p.Sigma = o.LLCLambda, o.LLCSigma
+	return p
+}
+
+// WorkerCount resolves --workers: GOMAXPROCS unless given.
+func (o *Options) WorkerCount() int { return o.Workers.Or(runtime.GOMAXPROCS(0)) }
+
+// Engine returns the in-process engine's options for c classes (the quality
+// harness, and tests comparing the engine with the pipeline): the values the
+// stages get, from the same resolution (Mixture, LLC, WorkerCount).
+// Candidates is --candidates as given (0: every item).
+func (o *Options) Engine(c int) (engine.Options, error) {
+	m, err := o.Mixture(c)
+	if err != nil {
+		return engine.Options{}, err
+	}
+	return engine.Options{
+		K:           o.K,
+		Metric:      o.Metric,
+		Standardise: o.Standardise,
+		Candidates:  o.Candidates.Or(0),
+		Weighting:   o.Weighting,
+		LLC:         o.LLC(),
+		Rounds:      o.Rounds,
+		Workers:     o.WorkerCount(),
+		Mixture:     m,
+	}, nil
+}
+
+// Error is an invalid option value, named as the user gave it.
+type Error struct {
+	Flag string
+	Err  error
+}
+
+func (e *Error) Error() string { return "--" + e.Flag + " " + e.Err.Error() }
+func (e *Error) Unwrap() error { return e.Err }

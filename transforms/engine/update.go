@@ -1,0 +1,82 @@
+package engine
+
+import (
+	"math"
+
+	"github.com/relabel/relabel/internal/pool"
+	"github.com/relabel/relabel/transforms/mixture"
+)
+
+// NoNeighbour marks an empty neighbour slot of an Update.
+const NoNeighbour = math.MinInt32
+
+// Update is an incremental run's rounds (the lake's): a subset of the items
+// (new rows, and old rows a new row became a neighbour of) runs every round
+// from its given labels, while their other neighbours keep the states the
+// last run stored. It runs through RunRound, as Run and both pipelines'
+// rounds do, so every round option (--active-tol included) means what it
+// means in a full run.
+type Update struct {
+	// N is the number of items that run, K the neighbour slots per item.
+	N, K int
+	// Labels is item i's given labels (its initial state and its anchor).
+	Labels func(i int) []int32
+	// Key is item i's key, for seeding its draws.
+	Key func(i int) uint64
+	// Src locates item i's neighbour j, Src[i*K+j]: >= 0 an item of the
+	// update (its state of the last round), NoNeighbour none, else Fixed's
+	// item -Src-1.
+	Src []int32
+	// Weight is the mixture weight of each neighbour slot, as Src.
+	Weight []float64
+	// Fixed are the states of the neighbours that do not run.
+	Fixed *mixture.States
+	// Progress, if set, is called as each round starts.
+	Progress func(round int)
+}
+
+// Run runs rounds rounds of the update on workers goroutines and returns the
+// items' final states, packed in item order, and how many item-rounds ran.
+func (u *Update) Run(rounds, workers int, scratch *pool.Scratch[RoundScratch], p *mixture.Params) (mixture.States, int64) {
+	var states, init mixture.States
+	states.Reset()
+	var st mixture.State
+	for i := 0; i < u.N; i++ {
+		st.Init(u.Labels(i), p.C, p.C0, p.Smooth)
+		states.Append(&st) // packing quantizes, as Run's states are
+	}
+	if p.UsesInit() {
+		init.Reset()
+		for i := 0; i < u.N; i++ {
+			init.AppendFrom(&states, i)
+		}
+	}
+	var total int64
+	for r := 0; r < rounds; r++ {
+		if u.Progress != nil {
+			u.Progress(r)
+		}
+		own := states
+		b := Batch{N: u.N, K: u.K, Own: &own, Init: &init,
+			Neighbour: func(i, j int) (*mixture.States, int, float64) {
+				switch at := u.Src[i*u.K+j]; {
+				case at == NoNeighbour:
+					return nil, 0, 0
+				case at >= 0:
+					return &own, int(at), u.Weight[i*u.K+j]
+				default:
+					return u.Fixed, int(-at - 1), u.Weight[i*u.K+j]
+				}
+			},
+			Annotations: func(i int) int { return annotations(u.Labels(i)) },
+			Key:         u.Key,
+		}
+		var ran int
+		states, ran = RunRound(b, r, workers, scratch, p)
+		total += int64(ran)
+		if ran == 0 {
+			break // nothing moved: every later round would skip every item
+		}
+	}
+	return states, total
+}
