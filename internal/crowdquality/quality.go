@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/relabel/relabel/internal/crowdquality/crowdset"
 	"github.com/relabel/relabel/transforms/crowd"
 	"github.com/relabel/relabel/transforms/engine"
 )
@@ -118,7 +119,7 @@ var kinds = regexp.MustCompile(`expert/confuser/spammer/adversary = \[(\d+), (\d
 // Measure loads and measures one set.
 func Measure(dataDir, name string, peers Peers) (Row, error) {
 	dir := filepath.Join(dataDir, name)
-	s, err := Load(dir)
+	s, err := crowdset.Load(dir)
 	if err != nil {
 		return Row{}, err
 	}
@@ -143,21 +144,21 @@ func Measure(dataDir, name string, peers Peers) (Row, error) {
 	if err != nil {
 		return r, err
 	}
-	r.Crowd = s.Accuracy(Argmax(res.Posterior, s.C))
+	r.Crowd = s.Accuracy(crowdset.Argmax(res.Posterior, s.C))
 	var nb *crowd.Neighbours
 	if s.D > 0 {
-		if nb, err = s.Neighbours(engine.Blend); err != nil {
+		if nb, err = Neighbours(s, engine.Blend); err != nil {
 			return r, err
 		}
 		if res, err = crowd.Fit(&s.Items, nb, Params(s.C)); err != nil {
 			return r, err
 		}
-		r.CrowdFeatures = s.Accuracy(Argmax(res.Posterior, s.C))
-		post, err := s.Relabel()
+		r.CrowdFeatures = s.Accuracy(crowdset.Argmax(res.Posterior, s.C))
+		post, err := Relabel(s)
 		if err != nil {
 			return r, err
 		}
-		r.Relabel = s.Accuracy(Argmax(post, s.C))
+		r.Relabel = s.Accuracy(crowdset.Argmax(post, s.C))
 	}
 	for _, v := range Variants {
 		if v.Features && s.D == 0 {
@@ -170,7 +171,7 @@ func Measure(dataDir, name string, peers Peers) (Row, error) {
 		if err != nil {
 			return r, err
 		}
-		r.Sweep = append(r.Sweep, s.Accuracy(Argmax(vr.Posterior, s.C)))
+		r.Sweep = append(r.Sweep, s.Accuracy(crowdset.Argmax(vr.Posterior, s.C)))
 	}
 	for _, sm := range res.Model.Summarise(Params(s.C)) {
 		if sm.Spammer {
