@@ -364,7 +364,7 @@ func Markdown(rows []Row, cmd, load string) string {
 			fmt.Fprintf(&b, "- %s\n", m)
 		}
 	}
-	fmt.Fprintf(&b, "\n%s\n\nWall seconds of one label-only fit (transforms/crowd Fit, defaults, in memory) and of our Dawid-Skene (50 steps, maps of nonzero cells), measured in the run that wrote this file, %s. Not reproduced by the comparison with the file (the section is measured, not computed).\n\n| set | labels | crowd, labels only (s) | Dawid-Skene (s) |\n|---|---:|---:|---:|\n", TimingsHeading, load)
+	fmt.Fprintf(&b, "\n%s\n\nWall seconds of one label-only fit (transforms/crowd Fit, defaults, in memory) and of our Dawid-Skene (50 steps, maps of nonzero cells), measured in the run that wrote this file, %s. Not reproduced by the comparison with the file (the section is measured, not computed). Label-only mode through the pipeline at 3M annotations, against the model before issue 33 in the same session, is in docs/PERFORMANCE.md (annotator-aware relabelling).\n\n| set | labels | crowd, labels only (s) | Dawid-Skene (s) |\n|---|---:|---:|---:|\n", TimingsHeading, load)
 	for _, r := range rows {
 		fmt.Fprintf(&b, "| %s | %d | %.2f | %.2f |\n", r.Set, r.Labels, r.CrowdSeconds, r.DSSeconds)
 	}
