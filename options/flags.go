@@ -388,7 +388,7 @@ var Flags = []Flag{
 		bind: func(o *Options) flag.Value { return (*stringValue)(&o.AnnotatorsColumn) }, check: nonEmpty(func(o *Options) string { return o.AnnotatorsColumn })},
 	{Name: "crowd-iters", Group: GroupCrowd, Record: Compared, Usage: "EM iterations of the annotators' matrices and the items' posteriors",
 		bind: func(o *Options) flag.Value { return (*intValue)(&o.CrowdIters) }, check: intAtLeast(1, func(o *Options) int { return o.CrowdIters })},
-	{Name: "annotator-prior", Group: GroupCrowd, Record: Compared, Usage: "weight, in labels, of the prior pulling each annotator's matrix rows toward the pooled rows, > 0", Default: "from the data (empirical Bayes), every iteration",
+	{Name: "annotator-prior", Group: GroupCrowd, Record: Compared, Usage: "weight, in labels, of the prior pulling each annotator's matrix rows toward the pooled rows (adjusted to its accuracy), > 0", Default: "from the data (empirical Bayes), every iteration",
 		bind: func(o *Options) flag.Value { return &optWord{p: &o.AnnotatorPrior, unset: "data"} },
 		check: func(o *Options) error {
 			if o.AnnotatorPrior.Set && !(o.AnnotatorPrior.V > 0) {

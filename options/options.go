@@ -153,7 +153,7 @@ func Defaults() Options {
 		AnnotatorsColumn:  annotio.ColAnnotators,
 		CrowdIters:        30,
 		NeighbourPrior:    0.8,
-		ClassBalance:      0.5,
+		ClassBalance:      0.1,
 	}
 }
 

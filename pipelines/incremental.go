@@ -545,6 +545,7 @@ func sameOptions(last, now map[string]string) error {
 	}
 	return nil
 }
+
 // checkUniqueIDs refuses rows whose ids repeat, naming both files and rows
 // (shardio.DuplicateError), as the full run's stats stage does. The ids are
 // copied and sorted (equal neighbours are duplicates); only when one is found
@@ -577,6 +578,7 @@ func checkUniqueIDs(rows []*schemas.Rows, column string) error {
 	rf, rd := rows[at[0][0]], rows[at[1][0]]
 	return shardio.DuplicateError(column, id, rd.Shard, rd.Offset+int64(at[1][1]), rf.Shard, rf.Offset+int64(at[0][1]))
 }
+
 // firstRepeat returns an id that occurs twice among the rows' ids (of), or
 // nil: a sorted copy's equal neighbours.
 func firstRepeat[T cmp.Ordered](rows []*schemas.Rows, of func(*schemas.Rows) []T) *T {

@@ -1,9 +1,9 @@
 package pipelines
 
 import (
-	"github.com/relabel/relabel/options"
 	"context"
 	"fmt"
+	"github.com/relabel/relabel/options"
 	"math"
 
 	"github.com/relabel/relabel/internal/budget"

@@ -30,11 +30,15 @@ const (
 // AnnotatorsSummary is summary.json's entry for the annotators file of an
 // annotator-aware run (pipelines' copy is crowdstages.AnnotatorsReport).
 type AnnotatorsSummary struct {
-	File        string  `json:"file"`
-	Annotators  int64   `json:"annotators"`
-	Spammers    int64   `json:"spammers"`
-	Adversaries int64   `json:"adversaries"`
-	Strength    float64 `json:"prior_strength"`
+	File        string `json:"file"`
+	Annotators  int64  `json:"annotators"`
+	Spammers    int64  `json:"spammers"`
+	Adversaries int64  `json:"adversaries"`
+	// TooFew annotators gave fewer than MinLabels labels: too few to be
+	// judged, so never flagged (transforms/crowd Params.FlagLabels).
+	TooFew    int64   `json:"too_few"`
+	MinLabels int64   `json:"min_labels"`
+	Strength  float64 `json:"prior_strength"`
 }
 
 // AnnotatorRow is one annotator of the table.
@@ -62,7 +66,10 @@ type AnnotatorsReport struct {
 	// Annotators, Spammers and Adversaries are counted from the file (and
 	// checked against summary.json).
 	Annotators, Spammers, Adversaries int64
-	Strength                          float64
+	// TooFew (counted from the file: unflagged, fewer than MinLabels labels)
+	// is shown as "not enough labels" rather than as a verdict.
+	TooFew, MinLabels int64
+	Strength          float64
 	// Rows are the flagged annotators with the most labels (at most
 	// MaxFlaggedAnnotators), then the unflagged ones with the most labels
 	// (at most Options.Annotators), each by labels given, most first.
@@ -114,7 +121,7 @@ func (h *annotatorHeap) offer(r AnnotatorRow, size int) {
 // and the classes, not with the annotators.
 func readAnnotators(ctx context.Context, dir string, sum *AnnotatorsSummary, classes, others int, mem memory.Allocator) (*AnnotatorsReport, error) {
 	path := blobio.Join(dir, sum.File)
-	r := &AnnotatorsReport{File: sum.File, Strength: sum.Strength}
+	r := &AnnotatorsReport{File: sum.File, Strength: sum.Strength, MinLabels: sum.MinLabels}
 	var flagged, rest annotatorHeap
 	var row int64
 	err := eachBatch(ctx, path, mem, func(rec arrow.RecordBatch) error {
@@ -142,6 +149,9 @@ func readAnnotators(ctx context.Context, dir string, sum *AnnotatorsSummary, cla
 			}
 			if a.Adversary {
 				r.Adversaries++
+			}
+			if !a.Flagged() && labels < r.MinLabels {
+				r.TooFew++
 			}
 			h, size := &rest, others
 			if a.Flagged() {
@@ -174,9 +184,9 @@ func readAnnotators(ctx context.Context, dir string, sum *AnnotatorsSummary, cla
 	if err != nil {
 		return nil, err
 	}
-	if r.Annotators != sum.Annotators || r.Spammers != sum.Spammers || r.Adversaries != sum.Adversaries {
-		return nil, fmt.Errorf("reportio: summary.json says %d annotators, %d spammers, %d adversaries; %s holds %d, %d, %d",
-			sum.Annotators, sum.Spammers, sum.Adversaries, path, r.Annotators, r.Spammers, r.Adversaries)
+	if r.Annotators != sum.Annotators || r.Spammers != sum.Spammers || r.Adversaries != sum.Adversaries || r.TooFew != sum.TooFew {
+		return nil, fmt.Errorf("reportio: summary.json says %d annotators, %d spammers, %d adversaries, %d with too few labels; %s holds %d, %d, %d, %d",
+			sum.Annotators, sum.Spammers, sum.Adversaries, sum.TooFew, path, r.Annotators, r.Spammers, r.Adversaries, r.TooFew)
 	}
 	byLabels := func(x, y AnnotatorRow) int {
 		if x.Labels != y.Labels {

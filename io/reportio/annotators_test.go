@@ -237,3 +237,57 @@ func TestAnnotatorsErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestAnnotatorsTooFew: annotators with fewer labels than summary.json's
+// min_labels are counted from the file, must match its too_few, and are
+// shown as "not enough labels", never as spammers, on the page and in the
+// terminal line (issue 33: a long tail of one-label annotators was reported
+// as spammers). A count that disagrees with the file is an error.
+func TestAnnotatorsTooFew(t *testing.T) {
+	const n, minLabels = 60, 10
+	f := randomFixture(8, 3, 100, []shardio.Format{shardio.Parquet}, nil, false, false)
+	rows := annotatorRows(5, n, 3, false, false)
+	var tooFew int64
+	for i := range rows {
+		if rows[i].Labels < minLabels { // as the model writes them: not judged
+			rows[i].Spammer, rows[i].Adversary = false, false
+			tooFew++
+		}
+	}
+	if tooFew == 0 || tooFew == n {
+		t.Fatalf("fixture: %d of %d annotators below %d labels; want some, not all", tooFew, n, minLabels)
+	}
+	dir := t.TempDir()
+	writeAnnotators(t, dir, f, shardio.Parquet, schemas.IDInt64, rows, func(a *AnnotatorsSummary) { a.MinLabels, a.TooFew = minLabels, tooFew })
+	r, err := Build(context.Background(), dir, Options{Annotators: n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Annotators.TooFew != tooFew || r.Annotators.MinLabels != minLabels {
+		t.Errorf("too few %d below %d, want %d below %d", r.Annotators.TooFew, r.Annotators.MinLabels, tooFew, minLabels)
+	}
+	var page, text bytes.Buffer
+	if err := r.Render(&page); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Text(&text, 3); err != nil {
+		t.Fatal(err)
+	}
+	body := page.String()
+	if got := int64(strings.Count(body, "not enough labels</td>")); got != tooFew {
+		t.Errorf("the page's table says \"not enough labels\" %d times, want %d", got, tooFew)
+	}
+	if !strings.Contains(body, `id="annotators-toofew">`+count(tooFew)+`<`) {
+		t.Errorf("the page lacks the card of %d annotators with too few labels", tooFew)
+	}
+	line := fmt.Sprintf("; %s gave fewer than %d labels, not enough labels to judge", plain(tooFew), minLabels)
+	if !strings.Contains(text.String(), line) {
+		t.Errorf("terminal report lacks %q:\n%s", line, text.String())
+	}
+	// summary.json's count must agree with the file.
+	dir2 := t.TempDir()
+	writeAnnotators(t, dir2, f, shardio.Parquet, schemas.IDInt64, rows, func(a *AnnotatorsSummary) { a.MinLabels, a.TooFew = minLabels, tooFew+1 })
+	if _, err := Build(context.Background(), dir2, Options{}); err == nil || !strings.Contains(err.Error(), "too few labels") {
+		t.Errorf("too_few disagreeing with the file: err %v", err)
+	}
+}

@@ -126,7 +126,10 @@ type annRowView struct {
 	// Diag shows the diagonal compactly; DiagMean sorts it.
 	Diag, DiagFull string
 	DiagMean       float64
-	Flag           string
+	// Flag is the verdict ("spammer", "adversary") or "not enough labels";
+	// Bad marks a verdict.
+	Flag string
+	Bad  bool
 }
 
 type kv struct{ K, V string }
@@ -407,7 +410,10 @@ func annotatorsView(a *AnnotatorsReport) *annView {
 			rv.Flag = "spammer"
 		case r.Adversary:
 			rv.Flag = "adversary"
+		case r.Labels < a.MinLabels:
+			rv.Flag = "not enough labels"
 		}
+		rv.Bad = r.Spammer || r.Adversary
 		v.Rows = append(v.Rows, rv)
 	}
 	return v

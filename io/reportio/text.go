@@ -31,8 +31,11 @@ func (r *Report) Text(w io.Writer, n int) error {
 	}
 
 	if a := r.Annotators; a != nil {
-		fmt.Fprintf(&b, "Annotators: %s, of whom %s flagged as spammers and %s as adversaries (%s has every annotator).\n\n",
-			plain(a.Annotators), plain(a.Spammers), plain(a.Adversaries), progress.Safe(a.File))
+		fmt.Fprintf(&b, "Annotators: %s, of whom %s flagged as spammers and %s as adversaries", plain(a.Annotators), plain(a.Spammers), plain(a.Adversaries))
+		if a.TooFew > 0 {
+			fmt.Fprintf(&b, "; %s gave fewer than %s labels, not enough labels to judge", plain(a.TooFew), plain(a.MinLabels))
+		}
+		fmt.Fprintf(&b, " (%s has every annotator).\n\n", progress.Safe(a.File))
 	}
 
 	classes := make([]ClassRow, 0, len(r.Classes))

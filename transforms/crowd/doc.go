@@ -3,9 +3,11 @@
 // labels items whose true class is c), estimated jointly with the items'
 // class posteriors by EM, as Dawid and Skene (1979) do, with two changes.
 // Each row has a Dirichlet prior centred on the pooled matrix of all
-// annotators, worth Params.Strength labels, so that an annotator with few
-// labels is shrunk toward the crowd's average behaviour instead of being
-// trusted on a handful of agreements; and where items have features, an
+// annotators adjusted to the annotator's own accuracy (itself shrunk toward
+// the pool's: a one-coin layer between the two), worth Params.Strength
+// labels, so that an annotator with few labels is shrunk toward the crowd's
+// average behaviour, one with some dozens keeps its own skill, and only one
+// with many keeps its own matrix (see Model); and where items have features, an
 // item's prior over classes is the weighted mean of its K nearest neighbours'
 // posteriors (mixed with the class prior) instead of one global class prior,
 // iterated with the rest.

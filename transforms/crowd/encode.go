@@ -77,6 +77,8 @@ func (m *Model) MarshalBinary() ([]byte, error) {
 	var w wire.Writer
 	w.Uvarint(uint64(m.C))
 	w.Float64(m.Strength)
+	w.Float64(m.Accuracy)
+	w.Float64(m.SkillStrength)
 	wire.Slice(&w, m.Prior)
 	wire.Slice(&w, m.Pooled)
 	w.Uvarint(uint64(len(m.Annotators)))
@@ -89,6 +91,7 @@ func (m *Model) MarshalBinary() ([]byte, error) {
 		wire.Slice(&w, an.Off)
 		wire.Slice(&w, an.Class)
 		wire.Slice(&w, an.Count)
+		w.Float64(an.Skill)
 	}
 	return w.B, nil
 }
@@ -98,6 +101,8 @@ func (m *Model) UnmarshalBinary(b []byte) error {
 	r := wire.Reader{B: b}
 	*m = Model{C: int(r.Uvarint())}
 	m.Strength = r.Float64()
+	m.Accuracy = r.Float64()
+	m.SkillStrength = r.Float64()
 	m.Prior = wire.ReadSlice[float64](&r)
 	m.Pooled = wire.ReadSlice[float64](&r)
 	n := r.Uvarint()
@@ -114,6 +119,7 @@ func (m *Model) UnmarshalBinary(b []byte) error {
 		an.Off = wire.ReadSlice[int32](&r)
 		an.Class = wire.ReadSlice[int32](&r)
 		an.Count = wire.ReadSlice[float64](&r)
+		an.Skill = r.Float64()
 	}
 	if err := r.Err(); err != nil {
 		return fmt.Errorf("crowd: decoding model: %w", err)

@@ -142,13 +142,22 @@ func TestShrinkage(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := res.Model
+	// Its matrix is within 3/(3+s) of its prior mean, whose skill is within
+	// 3/(3+t) of the pool's.
 	few := m.Matrix(99)
+	mu := make([]float64, C)
 	var gap float64
-	for k := range few {
-		gap = max(gap, math.Abs(few[k]-m.Pooled[k]))
+	for l := 0; l < C; l++ {
+		m.Mean(mu, 99, int32(l))
+		for c := 0; c < C; c++ {
+			gap = max(gap, math.Abs(few[c*C+l]-mu[c]))
+		}
 	}
 	if s := m.Strength; gap > 3/(3+s)+1e-9 {
-		t.Errorf("annotator of 3 labels: max distance to the pooled matrix %.3f, want <= 3/(3+%.2f)", gap, s)
+		t.Errorf("annotator of 3 labels: max distance to its prior mean %.3f, want <= 3/(3+%.2f)", gap, s)
+	}
+	if d, tt := math.Abs(m.Annotator(99).Skill-m.Accuracy), m.SkillStrength; d > 3/(3+tt)+1e-9 {
+		t.Errorf("annotator of 3 labels: skill %.3f, pool's %.3f: %.3f apart, want <= 3/(3+%.2f)", m.Annotator(99).Skill, m.Accuracy, d, tt)
 	}
 	adv := m.Matrix(4)
 	if adv[0*C+1] < 0.8 {
@@ -342,6 +351,9 @@ func TestEncode(t *testing.T) {
 	if err := m2.UnmarshalBinary(mb); err != nil {
 		t.Fatal(err)
 	}
+	if m2.Accuracy != res.Model.Accuracy || m2.SkillStrength != res.Model.SkillStrength {
+		t.Fatalf("pool's accuracy %g and skill strength %g decoded as %g and %g", res.Model.Accuracy, res.Model.SkillStrength, m2.Accuracy, m2.SkillStrength)
+	}
 	for a := range int64(len(testCrowd())) {
 		if !slices.Equal(res.Model.Matrix(a), m2.Matrix(a)) {
 			t.Fatalf("annotator %d: matrix does not round-trip", a)
@@ -363,7 +375,7 @@ func TestDefaultsIdempotent(t *testing.T) {
 		t.Error(err)
 	}
 	q := Params{C: 3}.WithDefaults()
-	if q.WithDefaults() != q || q.Balance() != 0.5 || q.Lambda() != 0.8 {
+	if q.WithDefaults() != q || q.Balance() != 0.1 || q.Lambda() != 0.8 || q.FlagLabels != DefaultFlagLabels {
 		t.Errorf("defaults %+v", q)
 	}
 	// The estimated class prior alone, with balance 0.

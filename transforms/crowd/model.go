@@ -12,15 +12,38 @@ import (
 // C x C).
 //
 // Row c of annotator a's matrix is the MAP estimate under a Dirichlet prior
-// of weight Strength centred on the pooled row:
+// of weight Strength centred on mu_a, the pooled row adjusted to the
+// annotator's own skill:
 //
-//	pi_a(c, l) = (N_a(c, l) + Strength * P(c, l)) / (N_a(c) + Strength)
+//	pi_a(c, l) = (N_a(c, l) + Strength * mu_a(c, l)) / (N_a(c) + Strength)
 //
 // with N_a(c, l) the expected number of items of true class c that a
 // labelled l and P(c, l) = (sum_a N_a(c, l) + Smooth) / (sum_a N_a(c) + C Smooth).
+//
+// mu_a is a one-coin model nested between the pool and the annotator: its
+// diagonal is the pooled one with the odds multiplied by
+// odds(q_a) / odds(Accuracy), and its errors are spread as the pool's
+// are, mu_a(c, l) = (1 - mu_a(c, c)) P(c, l) / (1 - P(c, c)); q_a (Skill)
+// is the annotator's share of labels that are right, shrunk toward the
+// pool's, Accuracy, by a Beta prior worth SkillStrength labels. So the three
+// classical models are the ends of one hierarchy, weighed by evidence: an
+// annotator with a handful of labels gets the pooled matrix (neither its
+// accuracy nor its rows are known), one with some dozens its own accuracy
+// (a one-coin model: one number is learnt from all its labels, where its
+// C x C matrix would be noise), and one with hundreds per class its own
+// matrix (Dawid-Skene). Both weights are chosen from the data (FitSkill,
+// FitStrength). The pool alone cannot tell a spammer with three labels from
+// an expert with three; the per-annotator matrix over 80 classes is
+// unidentifiable from twenty labels; the skill layer is what lets a crowd of
+// many light annotators be weighed at all.
 type Model struct {
 	C        int
 	Strength float64
+	// Accuracy is the pool's share of right labels: sum_c N(c, c) / N over
+	// all annotators' expected counts. SkillStrength is the weight, in
+	// labels, of the Beta prior that pulls each annotator's accuracy toward
+	// it.
+	Accuracy, SkillStrength float64
 	// Prior is the class prior: ClassBalance / C plus (1 - ClassBalance)
 	// times (sum_i T_i(c) + ClassPrior) / (n + C ClassPrior).
 	Prior []float64
@@ -30,6 +53,8 @@ type Model struct {
 	Annotators []Annotator
 
 	pooledT []float64 // Pooled transposed: P(c, l) = pooledT[l*C+c]
+	errT    []float64 // P(c, l) / (1 - P(c, c)) at errT[l*C+c], 0 for c = l
+	odds    []float64 // P(c, c) / (1 - P(c, c))
 	index   map[int64]int
 }
 
@@ -45,8 +70,11 @@ type Annotator struct {
 	Off    []int32
 	Class  []int32
 	Count  []float64
+	// Skill is q_a, its accuracy shrunk toward the pool's (Model.Accuracy).
+	Skill float64
 
-	inv []float64 // 1 / (Row[c] + Strength)
+	inv  []float64 // 1 / (Row[c] + Strength)
+	diag []float64 // mu_a(c, c); nil: the pooled diagonal (Skill = Accuracy)
 }
 
 // Estimate is the M step: the model that maximises the posterior given the
@@ -91,6 +119,22 @@ func Estimate(s *Stats, p Params) *Model {
 			row[l] /= n
 		}
 	}
+	var right, labels []float64
+	var sr, sn float64
+	m.skillCounts(func(r, n float64) {
+		right, labels = append(right, r), append(labels, n)
+		sr += r
+		sn += n
+	})
+	// The pool's accuracy, smoothed like its matrix.
+	m.Accuracy = (sr + p.Smooth) / (sn + 2*p.Smooth)
+	m.SkillStrength = p.SkillStrength
+	if p.SkillStrength == 0 {
+		m.SkillStrength = FitSkill(m, MinStrength, MaxStrength)
+	}
+	for i := range m.Annotators {
+		m.Annotators[i].Skill = (right[i] + m.SkillStrength*m.Accuracy) / (labels[i] + m.SkillStrength)
+	}
 	if p.Strength == 0 {
 		m.Strength = 1
 		m.finish()
@@ -98,6 +142,24 @@ func Estimate(s *Stats, p Params) *Model {
 	}
 	m.finish()
 	return m
+}
+
+// skillCounts calls fn with every annotator's expected number of right
+// labels and of labels.
+func (m *Model) skillCounts(fn func(right, n float64)) {
+	for i := range m.Annotators {
+		an := &m.Annotators[i]
+		var d, n float64
+		for k, l := range an.Labels {
+			for e := an.Off[k]; e < an.Off[k+1]; e++ {
+				if an.Class[e] == l {
+					d += an.Count[e]
+				}
+				n += an.Count[e]
+			}
+		}
+		fn(d, n)
+	}
 }
 
 func cmpInt64(a, b int64) int {
@@ -119,6 +181,17 @@ func (m *Model) finish() {
 			m.pooledT[l*C+c] = m.Pooled[c*C+l]
 		}
 	}
+	m.errT = make([]float64, C*C)
+	m.odds = make([]float64, C)
+	for c := 0; c < C; c++ {
+		pcc := m.Pooled[c*C+c]
+		m.odds[c] = pcc / (1 - pcc)
+		for l := 0; l < C; l++ {
+			if l != c {
+				m.errT[l*C+c] = m.Pooled[c*C+l] / (1 - pcc)
+			}
+		}
+	}
 	m.index = make(map[int64]int, len(m.Annotators))
 	for i := range m.Annotators {
 		an := &m.Annotators[i]
@@ -127,7 +200,41 @@ func (m *Model) finish() {
 		for c, r := range an.Row {
 			an.inv[c] = 1 / (r + m.Strength)
 		}
+		an.diag = m.skillDiag(an.diag[:0], an.Skill)
 	}
+}
+
+// skillDiag appends mu(c, c) for an annotator of skill q to dst: the
+// pooled diagonal with its odds scaled by odds(q) / odds(Accuracy). It
+// returns nil for q = Accuracy (the pooled diagonal itself).
+func (m *Model) skillDiag(dst []float64, q float64) []float64 {
+	if q == m.Accuracy || m.Accuracy <= 0 || m.Accuracy >= 1 {
+		return nil
+	}
+	k := (q / (1 - q)) / (m.Accuracy / (1 - m.Accuracy))
+	for _, o := range m.odds {
+		dst = append(dst, k*o/(1+k*o))
+	}
+	return dst
+}
+
+// Mean sets dst[c] = mu_a(c, l), the prior mean of annotator a's column l
+// (the pooled column for an annotator the model has not seen).
+func (m *Model) Mean(dst []float64, a int64, l int32) {
+	m.mean(dst, m.Annotator(a), l)
+}
+
+func (m *Model) mean(dst []float64, an *Annotator, l int32) {
+	C := m.C
+	if an == nil || an.diag == nil {
+		copy(dst, m.pooledT[int(l)*C:(int(l)+1)*C])
+		return
+	}
+	et := m.errT[int(l)*C : (int(l)+1)*C]
+	for c := range dst {
+		dst[c] = (1 - an.diag[c]) * et[c]
+	}
+	dst[l] = an.diag[l]
 }
 
 // Annotator returns annotator a's part of the model, nil for an annotator
@@ -145,15 +252,14 @@ func (m *Model) Column(dst []float64, a int64, l int32) {
 	if len(dst) != C || l < 0 || int(l) >= C {
 		panic(fmt.Sprintf("crowd: Column: len(dst) = %d, label %d, C = %d", len(dst), l, C))
 	}
-	pc := m.pooledT[int(l)*C : (int(l)+1)*C]
 	an := m.Annotator(a)
+	m.mean(dst, an, l)
 	if an == nil {
-		copy(dst, pc)
 		return
 	}
 	s := m.Strength
 	for c := range dst {
-		dst[c] = s * pc[c] * an.inv[c]
+		dst[c] *= s * an.inv[c]
 	}
 	if k, ok := slices.BinarySearch(an.Labels, l); ok {
 		for e := an.Off[k]; e < an.Off[k+1]; e++ {

@@ -6,6 +6,9 @@ import (
 	"math"
 )
 
+// DefaultFlagLabels is Params.FlagLabels' default.
+const DefaultFlagLabels = 10
+
 // The range FitStrength searches when Params.Strength is 0.
 const (
 	MinStrength = 0.1
@@ -26,6 +29,12 @@ type Params struct {
 	// of its own evidence. Optional, default 0: chosen from the data every
 	// M step (FitStrength, empirical Bayes) within [MinStrength, MaxStrength].
 	Strength float64
+	// SkillStrength is the weight, in labels, of the Beta prior that pulls
+	// each annotator's accuracy toward the pool's (Model.Accuracy); the
+	// accuracy moves the centre of its rows' prior (see Model). Optional,
+	// default 0: chosen from the data every M step (FitSkill) within
+	// [MinStrength, MaxStrength].
+	SkillStrength float64
 	// Smooth is the pseudo-count added to every cell of the pooled matrix.
 	// Optional, default 0.01.
 	Smooth float64
@@ -40,11 +49,23 @@ type Params struct {
 	// the true class by less than this share of what a perfect annotator
 	// would (Summary.Lift) is flagged as a spammer. Optional, default 0.2.
 	SpammerLift float64
+	// FlagLabels is the fewest labels an annotator must have given to be
+	// judged at all: below it, Summary says TooFew ("not enough labels")
+	// and flags it neither spammer nor adversary. With a handful of labels
+	// its matrix is mostly the prior's, and a crowd of 100,000 annotators of
+	// one label each would otherwise be reported as 100,000 spammers (issue
+	// 33). Ten labels put the standard error of an accuracy near .15, the
+	// width of the gap between a spammer's lift and the threshold. Optional,
+	// default 10; set it negative for 0 (judge everyone).
+	FlagLabels int
 	// ClassBalance is the share of the class prior that is uniform, the rest
 	// being the estimate sum_i T_i(c) / n. EM's estimate alone is
 	// self-reinforcing (a class that takes the uncertain items grows, and so
-	// takes more); a uniform share stops the drift. Optional, default 0.5;
-	// set it negative for 0.
+	// takes more); a small uniform share stops the drift. A large one (0.5
+	// until issue 33) costs dearly where classes are skewed: on a generated
+	// crowd whose largest class holds three items in four it took label-only
+	// accuracy from .87 to .56 (docs/QUALITY_CROWD.md). Optional, default
+	// 0.1; set it negative for 0.
 	ClassBalance float64
 }
 
@@ -57,7 +78,7 @@ func (p Params) WithDefaults() Params {
 		p.Smooth = 0.01
 	}
 	if p.ClassBalance == 0 {
-		p.ClassBalance = 0.5
+		p.ClassBalance = 0.1
 	}
 	if p.ClassPrior == 0 {
 		p.ClassPrior = 1
@@ -67,6 +88,9 @@ func (p Params) WithDefaults() Params {
 	}
 	if p.SpammerLift == 0 {
 		p.SpammerLift = 0.2
+	}
+	if p.FlagLabels == 0 {
+		p.FlagLabels = DefaultFlagLabels
 	}
 	return p
 }
@@ -94,6 +118,9 @@ func (p Params) Validate() error {
 	}
 	if bad(p.Strength) || p.Strength < 0 {
 		errs = append(errs, fmt.Errorf("crowd: strength = %g, want >= 0 (0: from the data)", p.Strength))
+	}
+	if bad(p.SkillStrength) || p.SkillStrength < 0 {
+		errs = append(errs, fmt.Errorf("crowd: skill strength = %g, want >= 0 (0: from the data)", p.SkillStrength))
 	}
 	if bad(p.Smooth) || p.Smooth <= 0 {
 		errs = append(errs, fmt.Errorf("crowd: smooth = %g, want > 0", p.Smooth))

@@ -26,6 +26,10 @@ type Summary struct {
 	// of its labels point to another class (Misdirected > 1/2): its labels
 	// are informative, but not literally.
 	Spammer, Adversary bool
+	// TooFew: it gave fewer than Params.FlagLabels labels, too few to judge;
+	// it is then neither a spammer nor an adversary, whatever its estimates
+	// say (they are mostly the prior's).
+	TooFew bool
 }
 
 // Summarise describes every annotator of m, in ascending key order.
@@ -74,8 +78,9 @@ func (m *Model) Summarise(p Params) []Summary {
 		if best < 1 {
 			s.Lift = (d - best) / (1 - best)
 		}
-		s.Spammer = s.Lift < p.SpammerLift
-		s.Adversary = !s.Spammer && s.Misdirected > 0.5
+		s.TooFew = an.Given < int64(p.FlagLabels)
+		s.Spammer = !s.TooFew && s.Lift < p.SpammerLift
+		s.Adversary = !s.TooFew && !s.Spammer && s.Misdirected > 0.5
 		out[i] = s
 	}
 	return out

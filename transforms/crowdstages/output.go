@@ -66,6 +66,10 @@ type AnnotatorsReport struct {
 	Annotators  int    `json:"annotators"`
 	Spammers    int    `json:"spammers"`
 	Adversaries int    `json:"adversaries"`
+	// TooFew annotators gave fewer than MinLabels labels: not judged, so
+	// neither spammers nor adversaries (crowd.Params.FlagLabels).
+	TooFew    int `json:"too_few"`
+	MinLabels int `json:"min_labels"`
 	// Strength is the prior's weight, in labels, of the final model.
 	Strength float64 `json:"prior_strength"`
 }
@@ -100,13 +104,16 @@ func (f *writeAnnotatorsFn) ProcessElement(ctx context.Context, mm modelMsg, nam
 	if err := annotio.WriteAnnotators(ctx, fs, blobio.Join(f.TmpDir, name), f.Format, f.Kind, m.C, rows); err != nil {
 		return err
 	}
-	rep := AnnotatorsReport{File: name, Annotators: len(rows), Strength: m.Strength}
+	rep := AnnotatorsReport{File: name, Annotators: len(rows), Strength: m.Strength, MinLabels: max(0, f.Params.WithDefaults().FlagLabels)}
 	for _, r := range rows {
 		if r.Spammer {
 			rep.Spammers++
 		}
 		if r.Adversary {
 			rep.Adversaries++
+		}
+		if r.Labels < int64(rep.MinLabels) {
+			rep.TooFew++
 		}
 	}
 	b, err := json.Marshal(rep)

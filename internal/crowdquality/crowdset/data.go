@@ -1,4 +1,4 @@
-package crowdquality
+package crowdset
 
 import (
 	"context"
@@ -48,11 +48,11 @@ func Load(dir string) (*Set, error) {
 	ctx := context.Background()
 	b, err := os.ReadFile(filepath.Join(dir, "meta.json"))
 	if err != nil {
-		return nil, fmt.Errorf("crowdquality: %w", err)
+		return nil, fmt.Errorf("crowdset: %w", err)
 	}
 	var m meta
 	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("crowdquality: %s/meta.json: %w", dir, err)
+		return nil, fmt.Errorf("crowdset: %s/meta.json: %w", dir, err)
 	}
 	s := &Set{Name: filepath.Base(dir), C: m.C}
 	row := map[int64]int{}
@@ -60,7 +60,7 @@ func Load(dir string) (*Set, error) {
 	if _, err := os.Stat(itemsPath); err == nil {
 		shards, err := shardio.Scan(ctx, itemsPath, shardio.ReadOptions{})
 		if err != nil {
-			return nil, fmt.Errorf("crowdquality: %w", err)
+			return nil, fmt.Errorf("crowdset: %w", err)
 		}
 		s.GivenOff = []int32{0}
 		err = shardio.ReadEach(ctx, shards, shardio.ReadOptions{Classes: m.C, D: shards[0].D}, func(r *schemas.Rows) error {
@@ -75,12 +75,12 @@ func Load(dir string) (*Set, error) {
 			return nil
 		})
 		if err != nil {
-			return nil, fmt.Errorf("crowdquality: %w", err)
+			return nil, fmt.Errorf("crowdset: %w", err)
 		}
 	}
 	units, _, err := annotio.Scan(ctx, filepath.Join(dir, "annotations.parquet"), annotio.Options{Classes: m.C})
 	if err != nil {
-		return nil, fmt.Errorf("crowdquality: %w", err)
+		return nil, fmt.Errorf("crowdset: %w", err)
 	}
 	type ann struct {
 		id, a int64
@@ -90,7 +90,7 @@ func Load(dir string) (*Set, error) {
 	for _, u := range units {
 		bt, err := annotio.ReadUnit(ctx, u, annotio.Options{Classes: m.C})
 		if err != nil {
-			return nil, fmt.Errorf("crowdquality: %w", err)
+			return nil, fmt.Errorf("crowdset: %w", err)
 		}
 		for k := range bt.IDs {
 			all = append(all, ann{bt.IDs[k], bt.Annotators[k], bt.Labels[k]})
@@ -112,7 +112,7 @@ func Load(dir string) (*Set, error) {
 	for _, a := range all {
 		i, ok := row[a.id]
 		if !ok {
-			return nil, fmt.Errorf("crowdquality: %s: annotation of item %d, not in items.parquet", dir, a.id)
+			return nil, fmt.Errorf("crowdset: %s: annotation of item %d, not in items.parquet", dir, a.id)
 		}
 		per[i] = append(per[i], a)
 	}
@@ -127,18 +127,71 @@ func Load(dir string) (*Set, error) {
 	s.Items.Sort()
 	tb, err := os.ReadFile(filepath.Join(dir, "truth.i32"))
 	if err != nil {
-		return nil, fmt.Errorf("crowdquality: %w", err)
+		return nil, fmt.Errorf("crowdset: %w", err)
 	}
 	truth := make([]int32, len(tb)/4)
 	if _, err := binary.Decode(tb, binary.LittleEndian, truth); err != nil {
-		return nil, fmt.Errorf("crowdquality: %s/truth.i32: %w", dir, err)
+		return nil, fmt.Errorf("crowdset: %s/truth.i32: %w", dir, err)
 	}
 	s.Truth = make([]int32, len(s.IDs))
 	for i, id := range s.IDs {
 		if id < 0 || id >= int64(len(truth)) {
-			return nil, fmt.Errorf("crowdquality: %s: item %d has no entry in truth.i32 (%d entries)", dir, id, len(truth))
+			return nil, fmt.Errorf("crowdset: %s: item %d has no entry in truth.i32 (%d entries)", dir, id, len(truth))
 		}
 		s.Truth[i] = truth[id]
 	}
 	return s, nil
+}
+
+// Accuracy is the share of items with a truth whose predicted class is it.
+func (s *Set) Accuracy(pred []int32) float64 {
+	n, ok := 0, 0
+	for i, t := range s.Truth {
+		if t < 0 {
+			continue
+		}
+		n++
+		if pred[i] == t {
+			ok++
+		}
+	}
+	return float64(ok) / float64(n)
+}
+
+// Argmax is each row's most probable class (the lowest on ties) of an
+// n x C row-major matrix.
+func Argmax(post []float64, C int) []int32 {
+	out := make([]int32, len(post)/C)
+	for i := range out {
+		row := post[i*C : (i+1)*C]
+		best := 0
+		for c, v := range row {
+			if v > row[best] {
+				best = c
+			}
+		}
+		out[i] = int32(best)
+	}
+	return out
+}
+
+// MajorityVote is each item's most frequent label, ties to the lowest class.
+func (s *Set) MajorityVote() []int32 {
+	out := make([]int32, s.Len())
+	count := make([]int, s.C)
+	for i := range out {
+		clear(count)
+		_, lab := s.Items.Item(i)
+		for _, l := range lab {
+			count[l]++
+		}
+		best := 0
+		for c, v := range count {
+			if v > count[best] {
+				best = c
+			}
+		}
+		out[i] = int32(best)
+	}
+	return out
 }
