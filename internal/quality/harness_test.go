@@ -276,7 +276,7 @@ func TestSynthetic(t *testing.T) {
 	for _, c := range cells {
 		names = append(names, c.Name())
 	}
-	if got, want := strings.Join(names, " "), "blobs/sym-0.4 blobs/pair-0.3 blobs/sym-0.2 blobs/annotators-5"; got != want {
+	if got, want := strings.Join(names, " "), "blobs/sym-0.4 blobs/pair-0.3 blobs/sym-0.2 blobs/sym-0.6 blobs/pair-0.45 blobs/annotators-5"; got != want {
 		t.Fatalf("cells %q, want %q", got, want)
 	}
 	if p := cells[0].Peers; p.KNN != 0.9 || p.Cleanlab != 0.92 || !cells[0].Target() || cells[1].Target() {
@@ -319,7 +319,8 @@ func TestSynthetic(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"    CMD\n", "--k=10 --mu=0.5", "| blobs | sym-0.4 | 600 |", "| blobs | annotators-5 | 600 |",
-		"Mean cleaned accuracy over the 1 idn-0.4 and sym-0.4 cells", "blobs/annotators-5: relabel"} {
+		"Mean cleaned accuracy over the 1 idn-0.4 and sym-0.4 cells", "blobs/annotators-5: relabel",
+		"### Targets of issue 32", "blobs/pair-0.45: relabel", "blobs/sym-0.6: relabel"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md.String())
 		}
@@ -471,6 +472,28 @@ func TestTargetsAndSection(t *testing.T) {
 		if !strings.Contains(lines, want) {
 			t.Errorf("target lines lack %q:\n%s", want, lines)
 		}
+	}
+
+	// Issue 32: pair-0.45 within 5 points of idn-0.4 and 10 above the best
+	// peer (logreg counts); sym-0.6 above the best peer.
+	hn := []Result{
+		mk("d", "idn-0.4", 0.97, 0.93, 0.93, nil),
+		mk("d", "pair-0.45", 0.93, 0.70, 0.62, nil),
+		mk("e", "idn-0.4", 0.97, 0.93, 0.93, nil),
+		mk("e", "pair-0.45", 0.91, 0.70, 0.62, nil),
+		mk("e", "sym-0.6", 0.80, 0.70, 0.75, nil),
+	}
+	hn[4].Cell.Peers.Logreg = 0.82
+	hl := strings.Join(HighNoiseLines(hn), "\n")
+	for _, want := range []string{"d/pair-0.45: relabel .9300, -4.00 points from its idn-0.4 result .9700 (target ≥ -5.0) and +23.00 points from the best peer .7000 (target ≥ +10.0): **met**",
+		"e/pair-0.45: relabel .9100, -6.00 points", "e/sym-0.6: relabel .8000, best peer .8200 (-2.00 points), target above it: **not met**",
+		"idn/sym-0.4 mean .9700 against .9391"} {
+		if !strings.Contains(hl, want) {
+			t.Errorf("issue 32's lines lack %q:\n%s", want, hl)
+		}
+	}
+	if strings.Contains(hl, "e/pair-0.45") && strings.Contains(hl, "e/pair-0.45: relabel .9100, -6.00 points from its idn-0.4 result .9700 (target ≥ -5.0) and +21.00 points from the best peer .7000 (target ≥ +10.0): **met**") {
+		t.Error("e/pair-0.45 is 6 points below idn-0.4: not met")
 	}
 
 	path := filepath.Join(t.TempDir(), "QUALITY.md")
