@@ -24,9 +24,11 @@ func TestExplore(t *testing.T) {
 		var tweak func(*engine.Options)
 		var iters, pct, anchor int
 		if _, err := fmt.Sscanf(v, "pooled%d/%d/%d", &iters, &pct, &anchor); err == nil {
+			own := strings.HasSuffix(v, "own")
 			tweak = func(o *engine.Options) {
 				o.Mixture.PooledIters, o.Mixture.PooledWeight = iters, float64(pct)/100
 				o.Mixture.Anchor = float64(anchor) / 100
+				o.Mixture.PooledOwn = own
 			}
 		}
 		var sum, sumT float64

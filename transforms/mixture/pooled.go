@@ -94,6 +94,51 @@ func FitPooled(in PooledInput, iters int) (*Pooled, []float64, error) {
 	return m, post, nil
 }
 
+// OwnPosterior sets q to the posterior over clean classes of an item's own
+// labels under the pooled transition alone (no neighbour), keeping only the
+// classes above the uniform 1/C (the rest renormalised away; the most
+// probable always stays): under symmetric noise that is the given label,
+// under pair-flip noise the label and the class it flips from, so the
+// rounds that follow weigh the neighbours once, not twice.
+func (m *Pooled) OwnPosterior(q []float64, labels []int32) {
+	c := m.C
+	for k := range q {
+		v := math.Log(m.Prior[k])
+		for _, l := range labels {
+			if l >= 0 && int(l) < c {
+				v += math.Log(m.T[k*c+int(l)])
+			}
+		}
+		q[k] = v
+	}
+	top := math.Inf(-1)
+	for _, v := range q {
+		top = max(top, v)
+	}
+	s := 0.0
+	for k, v := range q {
+		q[k] = math.Exp(v - top)
+		s += q[k]
+	}
+	kept := 0.0
+	for k := range q {
+		q[k] /= s
+		if q[k] <= 1/float64(c) && q[k] < 1 {
+			q[k] = 0
+		}
+		kept += q[k]
+	}
+	if kept == 0 { // uniform: every class at 1/C
+		for k := range q {
+			q[k] = 1 / float64(c)
+		}
+		return
+	}
+	for k := range q {
+		q[k] /= kept
+	}
+}
+
 // addLabels adds an item's labels to ev: each 1, or, as a neighbour's
 // (share), 1/count each.
 func addLabels(ev []float64, labels []int32, share bool, c int) {

@@ -182,3 +182,29 @@ func argmax(x []float64) int {
 	}
 	return b
 }
+
+// TestOwnPosterior: under a pair-flip transition an item's own label c+1
+// leaves two classes, c+1 and c (the one it flips from); under a symmetric
+// one only the label (the other classes are below uniform).
+func TestOwnPosterior(t *testing.T) {
+	const c = 4
+	pair := &Pooled{C: c, T: make([]float64, c*c), Prior: []float64{0.25, 0.25, 0.25, 0.25}}
+	sym := &Pooled{C: c, T: make([]float64, c*c), Prior: pair.Prior}
+	for x := range c {
+		for l := range c {
+			pair.T[x*c+l] = 0.01
+			sym.T[x*c+l] = 0.4 / 3
+		}
+		pair.T[x*c+x], pair.T[x*c+(x+1)%c] = 0.55, 0.43
+		sym.T[x*c+x] = 0.6
+	}
+	q := make([]float64, c)
+	pair.OwnPosterior(q, []int32{2})
+	if q[0] != 0 || q[3] != 0 || math.Abs(q[2]-0.55/0.98) > 1e-12 || math.Abs(q[1]-0.43/0.98) > 1e-12 {
+		t.Errorf("pair: %v, want class 2 .55/.98 and class 1 .43/.98", q)
+	}
+	sym.OwnPosterior(q, []int32{2})
+	if !slices.Equal(q, []float64{0, 0, 1, 0}) {
+		t.Errorf("symmetric: %v, want the label alone", q)
+	}
+}

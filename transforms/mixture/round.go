@@ -93,6 +93,10 @@ type Params struct {
 	// PooledWeight is the share of the pooled posterior in that start, the
 	// rest the given labels' (in (0, 1]; used when PooledIters > 0).
 	PooledWeight float64
+	// PooledOwn starts an item from the pooled transition's posterior of its
+	// own labels only (Pooled.OwnPosterior), leaving its neighbours to the
+	// rounds, instead of the posterior of its whole neighbourhood.
+	PooledOwn bool
 }
 
 // DefaultParams returns relabel's defaults for c classes, chosen by
