@@ -224,8 +224,14 @@ func pooledPosterior(d *Data, nb *Neighbourhoods, cands []int, p mixture.Params)
 			idx[x] = int32(cands[c])
 		}
 	}
-	_, post, err := mixture.FitPooled(mixture.PooledInput{N: n, K: k, C: p.C, Labels: d.Labels, LabelOff: d.LabelOff, Index: idx}, p.PooledIters)
-	return post, err
+	m, post, err := mixture.FitPooled(mixture.PooledInput{N: n, K: k, C: p.C, Labels: d.Labels, LabelOff: d.LabelOff, Index: idx}, p.PooledIters)
+	if err != nil || !p.PooledOwn {
+		return post, err
+	}
+	for i := 0; i < n; i++ {
+		m.OwnPosterior(post[i*p.C:(i+1)*p.C], d.Labels[d.LabelOff[i]:d.LabelOff[i+1]])
+	}
+	return post, nil
 }
 
 // annotations counts an item's labels (unlabelled entries excluded).
