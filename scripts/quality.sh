@@ -5,6 +5,9 @@
 # section of docs/QUALITY.md. Extra arguments go to the test binary, e.g.
 #   scripts/quality.sh -without fashion_mnist_pca50     # the quick look
 #   scripts/quality.sh -data /path/to/data              # another data folder
+# The grid includes issue 32's high-noise cells (sym-0.6, pair-0.45); its
+# experiments run with
+#   go test ./internal/quality -run TestExplore -explore pooled10/50/0 -v
 set -eu
 cd "$(dirname "$0")/.."
 exec go test ./internal/quality -quality -run '^TestQuality$' -timeout 4h -v "$@"

@@ -132,11 +132,14 @@ func TestDevData(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(peers) != 10 {
-		t.Errorf("%d peer rows in the README, want 10: %v", len(peers), peers)
+	if len(peers) != 18 {
+		t.Errorf("%d peer rows in the README, want 18: %v", len(peers), peers)
 	}
-	if p := peers["sklearn_digits/sym-0.4"]; p.KNN != 0.937 || p.Cleanlab != 0.954 {
-		t.Errorf("sklearn_digits/sym-0.4 peers %+v, want kNN .937, cleanlab .954", p)
+	if p := peers["sklearn_digits/sym-0.4"]; p.KNN != 0.937 || p.Cleanlab != 0.954 || !math.IsNaN(p.Logreg) {
+		t.Errorf("sklearn_digits/sym-0.4 peers %+v, want kNN .937, cleanlab .954, no logreg", p)
+	}
+	if p := peers["pendigits/sym-0.6"]; p.KNN != 0.813 || p.Cleanlab != 0.801 || p.Logreg != 0.872 || p.Best() != 0.872 {
+		t.Errorf("pendigits/sym-0.6 peers %+v, want kNN .813, cleanlab .801, logreg .872", p)
 	}
 	cells, err := DevGrid(*dataDir)
 	if err != nil {
@@ -151,11 +154,11 @@ func TestDevData(t *testing.T) {
 		}
 	}
 	want := []string{
-		"sklearn_digits/idn-0.4", "sklearn_digits/sym-0.4", "sklearn_digits/pair-0.3", "sklearn_digits/sym-0.2", "sklearn_digits/annotators-5",
-		"satellite/idn-0.4", "satellite/sym-0.4", "satellite/pair-0.3", "satellite/sym-0.2",
-		"pendigits/idn-0.4", "pendigits/sym-0.4", "pendigits/pair-0.3", "pendigits/sym-0.2",
-		"letter/idn-0.4", "letter/sym-0.4", "letter/pair-0.3", "letter/sym-0.2", "letter/annotators-5",
-		"fashion_mnist_pca50/idn-0.4", "fashion_mnist_pca50/sym-0.4", "fashion_mnist_pca50/pair-0.3", "fashion_mnist_pca50/sym-0.2",
+		"sklearn_digits/idn-0.4", "sklearn_digits/sym-0.4", "sklearn_digits/pair-0.3", "sklearn_digits/sym-0.2", "sklearn_digits/sym-0.6", "sklearn_digits/pair-0.45", "sklearn_digits/annotators-5",
+		"satellite/idn-0.4", "satellite/sym-0.4", "satellite/pair-0.3", "satellite/sym-0.2", "satellite/sym-0.6", "satellite/pair-0.45",
+		"pendigits/idn-0.4", "pendigits/sym-0.4", "pendigits/pair-0.3", "pendigits/sym-0.2", "pendigits/sym-0.6", "pendigits/pair-0.45",
+		"letter/idn-0.4", "letter/sym-0.4", "letter/pair-0.3", "letter/sym-0.2", "letter/sym-0.6", "letter/pair-0.45", "letter/annotators-5",
+		"fashion_mnist_pca50/idn-0.4", "fashion_mnist_pca50/sym-0.4", "fashion_mnist_pca50/pair-0.3", "fashion_mnist_pca50/sym-0.2", "fashion_mnist_pca50/sym-0.6", "fashion_mnist_pca50/pair-0.45",
 	}
 	if strings.Join(names, " ") != strings.Join(want, " ") {
 		t.Errorf("DevGrid cells\n %v\nwant\n %v", names, want)
@@ -163,8 +166,20 @@ func TestDevData(t *testing.T) {
 	if targets != 10 {
 		t.Errorf("%d target cells, want 10", targets)
 	}
-	if got := Without(cells, "fashion_mnist_pca50"); len(got) != len(want)-4 {
-		t.Errorf("Without fashion: %d cells, want %d", len(got), len(want)-4)
+	if got := Without(cells, "fashion_mnist_pca50"); len(got) != len(want)-6 {
+		t.Errorf("Without fashion: %d cells, want %d", len(got), len(want)-6)
+	}
+	high := 0
+	for _, c := range cells {
+		if c.HighNoise() {
+			high++
+			if (c.File == "") != (c.Dataset == "fashion_mnist_pca50") {
+				t.Errorf("%s: file %q: want the data's file, generated only for fashion", c.Name(), c.File)
+			}
+		}
+	}
+	if high != 10 {
+		t.Errorf("%d high-noise cells, want 10", high)
 	}
 	if got := Only(cells, "idn-0.4", "sym-0.4"); len(got) != 10 {
 		t.Errorf("Only idn/sym 0.4: %d cells, want 10", len(got))
@@ -188,6 +203,8 @@ func TestDevData(t *testing.T) {
 		{"sklearn_digits/annotators-5", 0.912, 0.0005},
 		{"sklearn_digits/pair-0.3", 0.7, 0.05},
 		{"sklearn_digits/sym-0.2", 0.8, 0.05},
+		{"sklearn_digits/sym-0.6", 0.406, 0.0005},
+		{"sklearn_digits/pair-0.45", 0.558, 0.0005},
 	} {
 		g, err := loadGiven(byName[tc.cell], ds)
 		if err != nil {
@@ -199,7 +216,7 @@ func TestDevData(t *testing.T) {
 		if want := strings.HasPrefix(tc.cell, "sklearn_digits/annotators"); g.multi != want || (want && len(g.labels) != 5*ds.n) {
 			t.Errorf("%s: multi %v with %d labels for %d items", tc.cell, g.multi, len(g.labels), ds.n)
 		}
-		if tc.cell == "sklearn_digits/pair-0.3" {
+		if strings.HasPrefix(tc.cell, "sklearn_digits/pair-") {
 			for i, l := range g.single {
 				if y := ds.truth[i]; l != y && int(l) != (int(y)+1)%ds.c {
 					t.Fatalf("%s: item %d: true %d flipped to %d, not to the next class", tc.cell, i, y, l)
@@ -259,7 +276,7 @@ func TestSynthetic(t *testing.T) {
 	for _, c := range cells {
 		names = append(names, c.Name())
 	}
-	if got, want := strings.Join(names, " "), "blobs/sym-0.4 blobs/pair-0.3 blobs/sym-0.2 blobs/annotators-5"; got != want {
+	if got, want := strings.Join(names, " "), "blobs/sym-0.4 blobs/pair-0.3 blobs/sym-0.2 blobs/sym-0.6 blobs/pair-0.45 blobs/annotators-5"; got != want {
 		t.Fatalf("cells %q, want %q", got, want)
 	}
 	if p := cells[0].Peers; p.KNN != 0.9 || p.Cleanlab != 0.92 || !cells[0].Target() || cells[1].Target() {
@@ -302,7 +319,8 @@ func TestSynthetic(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"    CMD\n", "--k=10 --mu=0.5", "| blobs | sym-0.4 | 600 |", "| blobs | annotators-5 | 600 |",
-		"Mean cleaned accuracy over the 1 idn-0.4 and sym-0.4 cells", "blobs/annotators-5: relabel"} {
+		"Mean cleaned accuracy over the 1 idn-0.4 and sym-0.4 cells", "blobs/annotators-5: relabel",
+		"### Targets of issue 32", "blobs/pair-0.45: relabel", "blobs/sym-0.6: relabel"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md.String())
 		}
@@ -454,6 +472,28 @@ func TestTargetsAndSection(t *testing.T) {
 		if !strings.Contains(lines, want) {
 			t.Errorf("target lines lack %q:\n%s", want, lines)
 		}
+	}
+
+	// Issue 32: pair-0.45 within 5 points of idn-0.4 and 10 above the best
+	// peer (logreg counts); sym-0.6 above the best peer.
+	hn := []Result{
+		mk("d", "idn-0.4", 0.97, 0.93, 0.93, nil),
+		mk("d", "pair-0.45", 0.93, 0.70, 0.62, nil),
+		mk("e", "idn-0.4", 0.97, 0.93, 0.93, nil),
+		mk("e", "pair-0.45", 0.91, 0.70, 0.62, nil),
+		mk("e", "sym-0.6", 0.80, 0.70, 0.75, nil),
+	}
+	hn[4].Cell.Peers.Logreg = 0.82
+	hl := strings.Join(HighNoiseLines(hn), "\n")
+	for _, want := range []string{"d/pair-0.45: relabel .9300, -4.00 points from its idn-0.4 result .9700 (target ≥ -5.0) and +23.00 points from the best peer .7000 (target ≥ +10.0): **met**",
+		"e/pair-0.45: relabel .9100, -6.00 points", "e/sym-0.6: relabel .8000, best peer .8200 (-2.00 points), target above it: **not met**",
+		"idn/sym-0.4 mean .9700 against .9391"} {
+		if !strings.Contains(hl, want) {
+			t.Errorf("issue 32's lines lack %q:\n%s", want, hl)
+		}
+	}
+	if strings.Contains(hl, "e/pair-0.45") && strings.Contains(hl, "e/pair-0.45: relabel .9100, -6.00 points from its idn-0.4 result .9700 (target ≥ -5.0) and +21.00 points from the best peer .7000 (target ≥ +10.0): **met**") {
+		t.Error("e/pair-0.45 is 6 points below idn-0.4: not met")
 	}
 
 	path := filepath.Join(t.TempDir(), "QUALITY.md")

@@ -161,8 +161,19 @@ func Run(d *Data, o Options, be Backends) (*Result, error) {
 	var states, init mixture.States
 	states.Reset()
 	var st mixture.State
+	var post []float64
+	if o.Mixture.PooledIters > 0 {
+		if post, err = pooledPosterior(d, nb, cands, o.Mixture); err != nil {
+			return nil, err
+		}
+	}
 	for i := 0; i < n; i++ {
-		st.Init(d.Labels[d.LabelOff[i]:d.LabelOff[i+1]], o.Mixture.C, o.Mixture.C0, o.Mixture.Smooth)
+		if post != nil {
+			c := o.Mixture.C
+			st.InitPosterior(post[i*c:(i+1)*c], d.Labels[d.LabelOff[i]:d.LabelOff[i+1]], o.Mixture.PooledWeight, o.Mixture.C0, o.Mixture.Smooth)
+		} else {
+			st.Init(d.Labels[d.LabelOff[i]:d.LabelOff[i+1]], o.Mixture.C, o.Mixture.C0, o.Mixture.Smooth)
+		}
 		states.Append(&st) // packing quantizes, as the pipeline's states are
 	}
 	if o.Mixture.UsesInit() {
@@ -199,6 +210,28 @@ func Run(d *Data, o Options, be Backends) (*Result, error) {
 	}
 	res.States = states
 	return res, nil
+}
+
+// pooledPosterior fits the pooled class-level transition
+// (mixture.FitPooled) over every item's given labels and its neighbours'
+// and returns each item's posterior, row-major n x C.
+func pooledPosterior(d *Data, nb *Neighbourhoods, cands []int, p mixture.Params) ([]float64, error) {
+	n, k := d.Len(), nb.K
+	idx := make([]int32, n*k)
+	for x, c := range nb.Index {
+		idx[x] = -1
+		if c >= 0 {
+			idx[x] = int32(cands[c])
+		}
+	}
+	m, post, err := mixture.FitPooled(mixture.PooledInput{N: n, K: k, C: p.C, Labels: d.Labels, LabelOff: d.LabelOff, Index: idx}, p.PooledIters)
+	if err != nil || !p.PooledOwn {
+		return post, err
+	}
+	for i := 0; i < n; i++ {
+		m.OwnPosterior(post[i*p.C:(i+1)*p.C], d.Labels[d.LabelOff[i]:d.LabelOff[i+1]])
+	}
+	return post, nil
 }
 
 // annotations counts an item's labels (unlabelled entries excluded).

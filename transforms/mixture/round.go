@@ -80,6 +80,23 @@ type Params struct {
 	// third at C = 20 (docs/QUALITY.md, docs/PERFORMANCE.md). 0 keeps every
 	// class (the paper's method). In [0, 1].
 	MinClassMass float64
+	// PooledIters, when > 0, starts every item from its posterior under the
+	// pooled class-level transition (FitPooled, that many EM steps over the
+	// given labels of the item and its neighbours) instead of its given
+	// label (issue 32): the structure every item's noise shares, which one
+	// neighbourhood cannot identify, is estimated once over the whole
+	// dataset. 0 is the paper's method (start from the given label), the
+	// default. An experiment of issue 32 (docs/QUALITY.md): only the
+	// in-process engine (transforms/engine.Run, the quality harness) reads
+	// it; relabel run's stages and options do not set it.
+	PooledIters int
+	// PooledWeight is the share of the pooled posterior in that start, the
+	// rest the given labels' (in (0, 1]; used when PooledIters > 0).
+	PooledWeight float64
+	// PooledOwn starts an item from the pooled transition's posterior of its
+	// own labels only (Pooled.OwnPosterior), leaving its neighbours to the
+	// rounds, instead of the posterior of its whole neighbourhood.
+	PooledOwn bool
 }
 
 // DefaultParams returns relabel's defaults for c classes, chosen by
@@ -189,6 +206,9 @@ func (p Params) Validate() error {
 	}
 	if p.Anchor < 0 || p.AnnotationWeight < 0 {
 		errs = append(errs, fmt.Errorf("anchor = %g, annotation weight = %g, want >= 0", p.Anchor, p.AnnotationWeight))
+	}
+	if p.PooledIters < 0 || p.PooledIters > 0 && !(p.PooledWeight > 0 && p.PooledWeight <= 1) {
+		errs = append(errs, fmt.Errorf("pooled iterations = %d, weight %g, want >= 0 and a weight in (0, 1]", p.PooledIters, p.PooledWeight))
 	}
 	if !(p.MinClassMass >= 0 && p.MinClassMass <= 1) {
 		errs = append(errs, fmt.Errorf("minimum class mass = %g, want in [0,1]", p.MinClassMass))

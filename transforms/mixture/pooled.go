@@ -1,0 +1,256 @@
+package mixture
+
+import (
+	"fmt"
+	"math"
+)
+
+// Pooled is the class-level transition every item shares, estimated by
+// empirical Bayes over the whole dataset (issue 32): the labels of an item
+// and of its K neighbours are treated as noisy labels of the item's clean
+// class, drawn through one C x C matrix T(c, l) = p(label l | clean class c),
+// and T is fitted by EM as Dawid and Skene (1979) fit an annotator's
+// confusion matrix, with the neighbourhood as the one annotator. One
+// neighbourhood (K + 1 labels) cannot identify a per-item transition (the
+// mixture needs 2 C - 1 labels), but pooled over every item the class-level
+// one is identified, and with it a neighbourhood holding labels c and c + 1
+// under pair-flip noise points to c whatever its majority says.
+//
+// transforms/crowd fits the same model for real annotators; it was not
+// reused because its items are keyed by annotator id and its E step
+// takes a neighbour prior of posteriors, where here the neighbours' labels
+// are the annotations themselves.
+type Pooled struct {
+	// C is the number of classes.
+	C int
+	// T is row-major C x C: T[c*C+l] = p(label l | clean class c).
+	T []float64
+	// Prior is the class prior of the E step (half uniform, half fitted:
+	// EM's own class prior is self-reinforcing).
+	Prior []float64
+}
+
+// PooledInput is what the fit reads: item i's given labels are
+// Labels[LabelOff[i]:LabelOff[i+1]] (negative: unlabelled), its neighbours
+// Index[i*K:(i+1)*K] (item indices, negative: none).
+type PooledInput struct {
+	N, K, C  int
+	Labels   []int32
+	LabelOff []int32
+	Index    []int32
+}
+
+// FitPooled fits T by iters EM steps, starting from the soft vote of each
+// item's evidence, and returns the model and the posterior over clean classes
+// of every item (row-major n x C). Deterministic: sums run in item order.
+func FitPooled(in PooledInput, iters int) (*Pooled, []float64, error) {
+	if in.C < 2 || in.K < 0 || len(in.LabelOff) != in.N+1 || len(in.Index) != in.N*in.K || iters < 1 {
+		return nil, nil, fmt.Errorf("mixture: pooled fit: n %d, K %d, C %d, %d offsets, %d neighbours, %d iterations",
+			in.N, in.K, in.C, len(in.LabelOff), len(in.Index), iters)
+	}
+	c := in.C
+	// counts[i*C+l]: item i's evidence, its own labels and its neighbours'
+	// (a neighbour with several labels counts once, by their shares).
+	counts := make([]float64, in.N*c)
+	for i := range in.N {
+		ev := counts[i*c : (i+1)*c]
+		addLabels(ev, in.Labels[in.LabelOff[i]:in.LabelOff[i+1]], false, c)
+		for _, j := range in.Index[i*in.K : (i+1)*in.K] {
+			if j >= 0 {
+				addLabels(ev, in.Labels[in.LabelOff[j]:in.LabelOff[j+1]], true, c)
+			}
+		}
+	}
+	post := make([]float64, in.N*c)
+	for i := range in.N { // soft vote
+		ev, q := counts[i*c:(i+1)*c], post[i*c:(i+1)*c]
+		s := 0.0
+		for _, v := range ev {
+			s += v
+		}
+		for l, v := range ev {
+			if s > 0 {
+				q[l] = v / s
+			} else {
+				q[l] = 1 / float64(c)
+			}
+		}
+	}
+	m := &Pooled{C: c, T: make([]float64, c*c), Prior: make([]float64, c)}
+	logT := make([]float64, c*c)
+	logPrior := make([]float64, c)
+	for it := 0; it < iters; it++ {
+		m.mStep(counts, post, in.N)
+		for x, v := range m.T {
+			logT[x] = math.Log(v)
+		}
+		for k, v := range m.Prior {
+			logPrior[k] = math.Log(v)
+		}
+		for i := range in.N {
+			eStep(post[i*c:(i+1)*c], counts[i*c:(i+1)*c], logT, logPrior)
+		}
+	}
+	return m, post, nil
+}
+
+// OwnPosterior sets q to the posterior over clean classes of an item's own
+// labels under the pooled transition alone (no neighbour), keeping only the
+// classes above the uniform 1/C (the rest renormalised away; the most
+// probable always stays): under symmetric noise that is the given label,
+// under pair-flip noise the label and the class it flips from, so the
+// rounds that follow weigh the neighbours once, not twice.
+func (m *Pooled) OwnPosterior(q []float64, labels []int32) {
+	c := m.C
+	for k := range q {
+		v := math.Log(m.Prior[k])
+		for _, l := range labels {
+			if l >= 0 && int(l) < c {
+				v += math.Log(m.T[k*c+int(l)])
+			}
+		}
+		q[k] = v
+	}
+	top := math.Inf(-1)
+	for _, v := range q {
+		top = max(top, v)
+	}
+	s := 0.0
+	for k, v := range q {
+		q[k] = math.Exp(v - top)
+		s += q[k]
+	}
+	kept := 0.0
+	for k := range q {
+		q[k] /= s
+		if q[k] <= 1/float64(c) && q[k] < 1 {
+			q[k] = 0
+		}
+		kept += q[k]
+	}
+	if kept == 0 { // uniform: every class at 1/C
+		for k := range q {
+			q[k] = 1 / float64(c)
+		}
+		return
+	}
+	for k := range q {
+		q[k] /= kept
+	}
+}
+
+// addLabels adds an item's labels to ev: each 1, or, as a neighbour's
+// (share), 1/count each.
+func addLabels(ev []float64, labels []int32, share bool, c int) {
+	n := 0
+	for _, l := range labels {
+		if l >= 0 && int(l) < c {
+			n++
+		}
+	}
+	if n == 0 {
+		return
+	}
+	w := 1.0
+	if share {
+		w = 1 / float64(n)
+	}
+	for _, l := range labels {
+		if l >= 0 && int(l) < c {
+			ev[l] += w
+		}
+	}
+}
+
+// mStep re-estimates T and the prior from the posteriors: T(c, l) is the
+// expected count of label l on items of class c, plus one pseudo-count
+// spread over the row (a class no item holds gets a uniform row).
+func (m *Pooled) mStep(counts, post []float64, n int) {
+	c := m.C
+	clear(m.T)
+	clear(m.Prior)
+	for i := range n {
+		q, ev := post[i*c:(i+1)*c], counts[i*c:(i+1)*c]
+		for k, p := range q {
+			if p == 0 {
+				continue
+			}
+			m.Prior[k] += p
+			row := m.T[k*c : (k+1)*c]
+			for l, v := range ev {
+				row[l] += p * v
+			}
+		}
+	}
+	for k := range c {
+		row := m.T[k*c : (k+1)*c]
+		s := 0.0
+		for l := range row {
+			row[l] += 1 / float64(c)
+			s += row[l]
+		}
+		for l := range row {
+			row[l] /= s
+		}
+	}
+	s := 0.0
+	for _, v := range m.Prior {
+		s += v
+	}
+	for k := range m.Prior {
+		m.Prior[k] = 0.5/float64(c) + 0.5*m.Prior[k]/s
+	}
+}
+
+// eStep sets q to the posterior over clean classes of evidence ev.
+func eStep(q, ev, logT, logPrior []float64) {
+	c := len(q)
+	top := math.Inf(-1)
+	for k := range q {
+		v := logPrior[k]
+		row := logT[k*c : (k+1)*c]
+		for l, x := range ev {
+			if x != 0 {
+				v += x * row[l]
+			}
+		}
+		q[k] = v
+		top = max(top, v)
+	}
+	s := 0.0
+	for k, v := range q {
+		q[k] = math.Exp(v - top)
+		s += q[k]
+	}
+	for k := range q {
+		q[k] /= s
+	}
+}
+
+// InitPosterior sets s to an item's start from a posterior over clean
+// classes q (length c, summing to 1), weighted w, and its given labels'
+// shares, weighted 1 - w: its c0 most probable classes, each with the
+// label-smoothed identity row State.Init gives a given label.
+func (s *State) InitPosterior(q []float64, labels []int32, w float64, c0 int, smooth float64) {
+	c := len(q)
+	s.Init(labels, c, c+1, smooth) // every labelled class, shares summing to 1
+	given := map[int32]float64{}
+	for k, x := range s.Class {
+		given[x] = s.Pi[k]
+	}
+	if len(given) == 0 {
+		w = 1
+	}
+	s.Reset()
+	for k, p := range q {
+		v := w*p + (1-w)*given[int32(k)]
+		if v <= 0 {
+			continue
+		}
+		r := s.add(int32(k), v)
+		r.Cat = append(r.Cat, int32(k))
+		r.P = append(r.P, 1-smooth)
+		r.Rem = smooth
+	}
+	s.Truncate(c0, 0)
+}

@@ -1,0 +1,210 @@
+package mixture
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// pairNoiseSet is a generated pair-flip set whose truth is known exactly:
+// n items of c classes (item i's class is i mod c), each label flipped to
+// the next class with probability rate, and every item's k neighbours drawn
+// from its own class (the neighbourhoods the method hopes for).
+func pairNoiseSet(n, c, k int, rate float64, seed uint64) (truth []int32, in PooledInput) {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	truth = make([]int32, n)
+	labels := make([]int32, n)
+	off := make([]int32, n+1)
+	for i := range n {
+		truth[i] = int32(i % c)
+		labels[i] = truth[i]
+		if rng.Float64() < rate {
+			labels[i] = (truth[i] + 1) % int32(c)
+		}
+		off[i+1] = int32(i + 1)
+	}
+	idx := make([]int32, n*k)
+	for i := range n {
+		for j := range k {
+			// another item of the same class
+			m := rng.IntN(n/c-1) + 1
+			idx[i*k+j] = int32((i + m*c) % n)
+		}
+	}
+	return truth, PooledInput{N: n, K: k, C: c, Labels: labels, LabelOff: off, Index: idx}
+}
+
+// TestFitPooledPairNoise: at 45% pair-flip noise a K = 10 vote of the
+// neighbours' labels is barely better than the labels, while the pooled
+// transition recovers the true one (.55 on the class, .45 on the next) and
+// with it nearly every item's class; the fit is deterministic.
+func TestFitPooledPairNoise(t *testing.T) {
+	const n, c, k, rate = 3000, 5, 10, 0.45
+	truth, in := pairNoiseSet(n, c, k, rate, 7)
+	vote, noisy := 0, 0
+	for i := range n {
+		count := make([]int, c)
+		count[in.Labels[i]]++
+		for _, j := range in.Index[i*k : (i+1)*k] {
+			count[in.Labels[j]]++
+		}
+		best := 0
+		for x := range count {
+			if count[x] > count[best] {
+				best = x
+			}
+		}
+		if int32(best) == truth[i] {
+			vote++
+		}
+		if in.Labels[i] == truth[i] {
+			noisy++
+		}
+	}
+	m, post, err := FitPooled(in, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	right := 0
+	for i := range n {
+		q := post[i*c : (i+1)*c]
+		if s := sum(q); math.Abs(s-1) > 1e-9 {
+			t.Fatalf("item %d: posterior sums to %g", i, s)
+		}
+		if int32(argmax(q)) == truth[i] {
+			right++
+		}
+	}
+	acc, voteAcc := float64(right)/n, float64(vote)/n
+	t.Logf("noisy %.4f, vote %.4f, pooled %.4f", float64(noisy)/n, voteAcc, acc)
+	if acc < 0.98 || acc < voteAcc+0.15 {
+		t.Errorf("pooled accuracy %.4f (vote %.4f), want >= .98 and 15 points above the vote", acc, voteAcc)
+	}
+	// The transition the evidence realises (every label the fit reads,
+	// under the true class of the item it is evidence for): the fit must
+	// find it, and it must be pair-flip at about the rate.
+	emp := make([]float64, c*c)
+	for i := range n {
+		y := int(truth[i])
+		emp[y*c+int(in.Labels[i])]++
+		for _, j := range in.Index[i*k : (i+1)*k] {
+			emp[y*c+int(in.Labels[j])]++
+		}
+	}
+	for x := range c {
+		row := emp[x*c : (x+1)*c]
+		s := sum(row)
+		for l := range row {
+			row[l] /= s
+			want := 0.0
+			switch {
+			case l == x:
+				want = 1 - rate
+			case l == (x+1)%c:
+				want = rate
+			}
+			if math.Abs(row[l]-want) > 0.06 {
+				t.Fatalf("generated evidence: T(%d, %d) = %.4f, want about %.2f", x, l, row[l], want)
+			}
+			if got := m.T[x*c+l]; math.Abs(got-row[l]) > 0.01 {
+				t.Errorf("T(%d, %d) = %.4f, the evidence's %.4f", x, l, got, row[l])
+			}
+		}
+	}
+	_, again, _ := FitPooled(in, 20)
+	if !slices.Equal(post, again) {
+		t.Error("two fits of the same input differ")
+	}
+}
+
+func TestFitPooledErrors(t *testing.T) {
+	_, in := pairNoiseSet(100, 4, 3, 0.2, 1)
+	bad := in
+	bad.Index = bad.Index[1:]
+	if _, _, err := FitPooled(bad, 5); err == nil {
+		t.Error("short neighbour index: no error")
+	}
+	if _, _, err := FitPooled(in, 0); err == nil {
+		t.Error("0 iterations: no error")
+	}
+	p := DefaultParams(4)
+	if p.PooledIters != 0 {
+		t.Errorf("default pooled iterations %d, want 0 (the paper's start)", p.PooledIters)
+	}
+	p.PooledIters = 3
+	if err := p.Validate(); err == nil {
+		t.Error("pooled start with weight 0: no error")
+	}
+	p.PooledWeight = 0.5
+	if err := p.Validate(); err != nil {
+		t.Errorf("pooled start, weight .5: %v", err)
+	}
+}
+
+// TestInitPosterior keeps the c0 most probable classes, renormalised, with
+// the label-smoothed identity rows of a given label.
+func TestInitPosterior(t *testing.T) {
+	var s State
+	s.InitPosterior([]float64{0.1, 0.6, 0, 0.3}, []int32{2}, 1, 2, 0.1)
+	if !slices.Equal(s.Class, []int32{1, 3}) || math.Abs(s.Pi[0]-2.0/3) > 1e-12 || math.Abs(s.Pi[1]-1.0/3) > 1e-12 {
+		t.Fatalf("classes %v pi %v, want [1 3] [2/3 1/3]", s.Class, s.Pi)
+	}
+	for k, r := range s.Rows {
+		if !slices.Equal(r.Cat, []int32{s.Class[k]}) || r.P[0] != 0.9 || r.Rem != 0.1 {
+			t.Errorf("row %d: %+v, want its class at .9, remainder .1", k, r)
+		}
+	}
+	if err := s.Check(4); err != nil {
+		t.Error(err)
+	}
+	// Half the given label's: class 2 .5, class 1 .3 kept.
+	s.InitPosterior([]float64{0.1, 0.6, 0, 0.3}, []int32{2}, 0.5, 2, 0.1)
+	if !slices.Equal(s.Class, []int32{2, 1}) || math.Abs(s.Pi[0]-0.5/0.8) > 1e-12 {
+		t.Errorf("blend: classes %v pi %v, want [2 1] [.625 .375]", s.Class, s.Pi)
+	}
+}
+
+func sum(x []float64) float64 {
+	s := 0.0
+	for _, v := range x {
+		s += v
+	}
+	return s
+}
+
+func argmax(x []float64) int {
+	b := 0
+	for i := range x {
+		if x[i] > x[b] {
+			b = i
+		}
+	}
+	return b
+}
+
+// TestOwnPosterior: under a pair-flip transition an item's own label c+1
+// leaves two classes, c+1 and c (the one it flips from); under a symmetric
+// one only the label (the other classes are below uniform).
+func TestOwnPosterior(t *testing.T) {
+	const c = 4
+	pair := &Pooled{C: c, T: make([]float64, c*c), Prior: []float64{0.25, 0.25, 0.25, 0.25}}
+	sym := &Pooled{C: c, T: make([]float64, c*c), Prior: pair.Prior}
+	for x := range c {
+		for l := range c {
+			pair.T[x*c+l] = 0.01
+			sym.T[x*c+l] = 0.4 / 3
+		}
+		pair.T[x*c+x], pair.T[x*c+(x+1)%c] = 0.55, 0.43
+		sym.T[x*c+x] = 0.6
+	}
+	q := make([]float64, c)
+	pair.OwnPosterior(q, []int32{2})
+	if q[0] != 0 || q[3] != 0 || math.Abs(q[2]-0.55/0.98) > 1e-12 || math.Abs(q[1]-0.43/0.98) > 1e-12 {
+		t.Errorf("pair: %v, want class 2 .55/.98 and class 1 .43/.98", q)
+	}
+	sym.OwnPosterior(q, []int32{2})
+	if !slices.Equal(q, []float64{0, 0, 1, 0}) {
+		t.Errorf("symmetric: %v, want the label alone", q)
+	}
+}
