@@ -27,11 +27,12 @@ def main():
         sys.exit(__doc__)
     t = pq.read_table(sys.argv[1], columns=["id", "features", "label"])
     ids = t.column("id").to_numpy()
-    feats = t.column("features").combine_chunks()
-    d = len(feats[0])
-    x = np.asarray(feats.flatten().to_numpy(zero_copy_only=False), dtype=np.float32).reshape(-1, d)
-    y = t.column("label").to_numpy().astype(np.int64)
-    n = x.shape[0]
+    n = t.num_rows
+    # list<float> or fixed_size_list<float>[d]: flatten() gives the n*d values.
+    flat = t.column("features").combine_chunks().flatten()
+    x = np.asarray(flat.to_numpy(zero_copy_only=False), dtype=np.float32).reshape(n, -1)
+    d = x.shape[1]
+    y = np.asarray(t.column("label").to_numpy(), dtype=np.int64)
     c = int(y.max()) + 1
     out = {"rows": n, "d": d, "classes": c}
 
