@@ -171,8 +171,16 @@ fi
 
 bin=$work/bin
 mkdir -p "$bin"
+# unxz FILE: decompressed on stdout, by xz or, where it is missing, Python's lzma.
+unxz() {
+	if command -v xz >/dev/null; then
+		xz -dc "$1"
+	else
+		python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), sys.stdout.buffer)' "$1"
+	fi
+}
 for f in "$here"/bin/*.xz; do
-	xz -dc "$f" >"$bin/$(basename "${f%.xz}")" && chmod +x "$bin/$(basename "${f%.xz}")" || {
+	unxz "$f" >"$bin/$(basename "${f%.xz}")" && chmod +x "$bin/$(basename "${f%.xz}")" || {
 		result "unpacking $f FAILED"
 		exit 1
 	}
