@@ -263,7 +263,8 @@ elif [ "$gpu" = 0 ]; then
 	skip gpu-bench "$why"
 elif fits gpu-bench 60; then
 	timed gpu-bench 150 "$gputest" -test.run '^$' -test.bench . -test.benchtime 5x -test.timeout=140s
-	grep '^Benchmark' "$work/gpu-bench.out" | sed 's/^/RESULT bench /' | tee -a "$log" >>"$results"
+	# The lines are stamped "[   t.tt] Benchmark...": keep the benchmark's own words.
+	sed -n 's/^\[ *[0-9.]*\] \(Benchmark.*\)/RESULT bench \1/p' "$work/gpu-bench.out" | tr -s ' \t' ' ' | tee -a "$log" >>"$results"
 fi
 
 # relabel_run NAME LIMIT OUTDIR [flags...]: relabel run on fashion or another
