@@ -40,7 +40,8 @@ const workerUsage = `Usage: relabel worker [--listen HOST:PORT] [--work-dir DIR]
 
 Serves Beam's worker pool API (BeamFnExternalWorkerPool) and starts each SDK
 worker a job server asks for as a separate relabel process, with its own
-temporary directory (TMPDIR) under --work-dir, removed when the worker exits.
+temporary directory (TMPDIR) under --work-dir, removed when the worker exits;
+workers run in the pool's working directory.
 Submit with --environment_type=EXTERNAL --environment_config=HOST:PORT.
 The workers run this binary: it must be the same build as the relabel that
 submits (the DoFns are looked up by name). It prints the address it listens
@@ -182,7 +183,10 @@ func (p *workerPool) StartWorker(ctx context.Context, req *fnpb.StartWorkerReque
 		"--logging_endpoint="+req.GetLoggingEndpoint().GetUrl(),
 		"--semi_persist_dir="+dir,
 	)
-	cmd.Dir, cmd.Env = dir, env
+	// The worker runs in the pool's working directory, where relative local
+	// paths of a job resolve (the launcher's are not visible from here: give
+	// absolute paths or gs://); its temporary files go to its own dir.
+	cmd.Env = env
 	cmd.Stdout, cmd.Stderr = p.log, p.log
 	if err := cmd.Start(); err != nil {
 		os.RemoveAll(dir)
