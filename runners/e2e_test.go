@@ -50,10 +50,13 @@ type relabelOutput struct {
 func readRelabelOutput(t *testing.T, dir string) relabelOutput {
 	t.Helper()
 	o := relabelOutput{shards: map[string][]byte{}}
+	// Parquet (as relabelDigits asks) or Arrow (the CLI's default).
 	names, err := filepath.Glob(filepath.Join(dir, "*.parquet"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	arrows, _ := filepath.Glob(filepath.Join(dir, "*.arrow"))
+	names = append(names, arrows...)
 	for _, name := range names {
 		b, err := os.ReadFile(name)
 		if err != nil {

@@ -107,6 +107,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		err = evalCmd(ctx, args[1:], stdout, stderr)
 	case "synth":
 		err = synthCmd(ctx, args[1:], stdout, stderr)
+	case "worker":
+		err = workerCmd(ctx, args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "relabel", version())
 		return 0

@@ -3,10 +3,12 @@ package ivfstages
 import (
 	"bytes"
 	"context"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"os"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -151,9 +153,12 @@ func (f *fixture) search(t *testing.T, parts map[int64][]Part, shuffle *rand.Ran
 		if shuffle != nil {
 			shuffle.Shuffle(len(ps), func(i, j int) { ps[i], ps[j] = ps[j], ps[i] })
 		}
-		if err := s.ProcessElement(context.Background(), k, iterOf(ps), func(b Block) { out[k] = b }, func(int64) {}); err != nil {
+		if err := s.ProcessElement(context.Background(), k, iterOf(ps), func(b Block) { out[b.Key] = b }, func(int64) {}); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if err := s.FinishBundle(context.Background(), func(b Block) { out[b.Key] = b }, func(int64) {}); err != nil {
+		t.Fatal(err)
 	}
 	return out
 }
@@ -636,19 +641,81 @@ func TestSearchTile(t *testing.T) {
 	small := &searchFn{P: f.nb}
 	small.searcher, small.coder = knn.CPU{QueryBlock: 7, Workers: 3}, llc.CPU{}
 	multi := 0
+	got := map[int64]Block{}
 	for k, ps := range parts {
-		var got Block
-		if err := small.ProcessElement(context.Background(), k, iterOf(slices.Clone(ps)), func(b Block) { got = b }, func(int64) {}); err != nil {
+		if err := small.ProcessElement(context.Background(), k, iterOf(slices.Clone(ps)), func(b Block) { got[b.Key] = b }, func(int64) {}); err != nil {
 			t.Fatal(err)
 		}
-		if got.Len() > 7 {
+	}
+	if err := small.FinishBundle(context.Background(), func(b Block) { got[b.Key] = b }, func(int64) {}); err != nil {
+		t.Fatal(err)
+	}
+	for k := range parts {
+		b := got[k]
+		if b.Len() > 7 {
 			multi++
 		}
-		if !bytes.Equal(encodeBlock(got), encodeBlock(tiled[k])) {
+		if !bytes.Equal(encodeBlock(b), encodeBlock(tiled[k])) {
 			t.Errorf("block %d: searched in tiles of 7, it differs", k)
 		}
 	}
 	if multi == 0 {
 		t.Fatal("no block spans two tiles of 7; the case tests nothing")
+	}
+}
+
+// TestSearchInFlight: the search keeps several blocks of a bundle in flight
+// (issue 37) and still emits them, with their progress counts, in the order
+// they arrived, each byte for byte the block a search of one block at a time
+// gives.
+func TestSearchInFlight(t *testing.T) {
+	f := newFixture(t, 600, 70)
+	parts := f.parts(t, 1)
+	keys := slices.Sorted(maps.Keys(parts))
+	slices.Reverse(keys) // not the order the blocks would come in by themselves
+	run := func(procs int) ([]int64, []int64, map[int64][]byte) {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+		s := &searchFn{P: f.nb}
+		if err := s.Setup(); err != nil {
+			t.Fatal(err)
+		}
+		if got := s.inFlight(); got != procs {
+			t.Fatalf("GOMAXPROCS %d: %d searches in flight, want %d", procs, got, procs)
+		}
+		var order, counts []int64
+		blocks := map[int64][]byte{}
+		emit := func(b Block) {
+			order = append(order, b.Key)
+			blocks[b.Key] = encodeBlock(b)
+		}
+		done := func(n int64) { counts = append(counts, n) }
+		for _, k := range keys {
+			if err := s.ProcessElement(context.Background(), k, iterOf(slices.Clone(parts[k])), emit, done); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.FinishBundle(context.Background(), emit, done); err != nil {
+			t.Fatal(err)
+		}
+		if len(s.pending) != 0 {
+			t.Fatalf("%d searches still pending after FinishBundle", len(s.pending))
+		}
+		return order, counts, blocks
+	}
+	order1, counts1, blocks1 := run(1)
+	order4, counts4, blocks4 := run(4)
+	if len(order1) < 4 {
+		t.Fatalf("%d blocks: too few to keep four in flight", len(order1))
+	}
+	if !slices.Equal(order1, keys) || !slices.Equal(order4, keys) {
+		t.Errorf("emitted in the order %v (one in flight) and %v (four), want the arrival order %v", order1, order4, keys)
+	}
+	if !slices.Equal(counts1, counts4) {
+		t.Errorf("progress counts %v with four in flight, %v with one", counts4, counts1)
+	}
+	for k, b := range blocks1 {
+		if !bytes.Equal(blocks4[k], b) {
+			t.Errorf("block %d differs with four searches in flight", k)
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"runtime"
 	"slices"
 	"sort"
 
@@ -162,6 +163,15 @@ func (modelTokenFn) ProcessElement(_ ivf.Model, emit func(int64)) { emit(0) }
 // runs (an ordinary stage with nothing pending still reports itself
 // schedulable), so a long search or round in such a stage kept one of two
 // cores busy doing nothing (a quarter of a run's CPU; docs/PERFORMANCE.md).
+//
+// Prism runs the search's elements one after another in one bundle, and a
+// block (about 500 items) is too small a search to spread over many cores:
+// on 16 cores the search of fashion ran at 2-3 cores busy for a third of the
+// run, and the million-row search at 1-7 for 27 s (docs/PERFORMANCE.md, issue
+// 37). So the CPU search keeps up to GOMAXPROCS blocks in flight inside its
+// bundle, each on a goroutine with its own buffers, and emits them (and
+// spills them) in the order they arrived: the same elements in the same
+// order, the same bytes. The GPU search keeps one, as before.
 type searchFn struct {
 	P stages.NeighbourParams
 	// Spill: see Spill; the blocks go to a file each.
@@ -169,8 +179,28 @@ type searchFn struct {
 
 	searcher knn.Searcher
 	coder    llc.Coder
-	res      knn.Result
-	wb       engine.WeightBuffer
+
+	// pending are the bundle's searches in flight, oldest first; free are
+	// the buffers of finished ones. The SDK harness never reuses a DoFn
+	// instance whose bundle failed, so a bundle starts with none pending.
+	pending []*pendingSearch
+	free    []*searchWork
+}
+
+// searchWork is one in-flight search's buffers.
+type searchWork struct {
+	res knn.Result
+	wb  engine.WeightBuffer
+}
+
+// pendingSearch is one block's search, running in the background; done is
+// closed when b, ok and err are set.
+type pendingSearch struct {
+	done chan struct{}
+	ws   *searchWork
+	b    Block
+	ok   bool // false: the block has no queries and emits nothing
+	err  error
 }
 
 func (f *searchFn) Setup() error {
@@ -213,6 +243,81 @@ func (f *searchFn) ProcessElement(ctx context.Context, key int64, iter func(*Par
 	if len(parts) == 0 {
 		return nil
 	}
+	for len(f.pending) >= f.inFlight() {
+		if err := f.emitOldest(emit, done); err != nil {
+			return err
+		}
+	}
+	ws := &searchWork{}
+	if n := len(f.free); n > 0 {
+		ws, f.free = f.free[n-1], f.free[:n-1]
+	}
+	ps := &pendingSearch{done: make(chan struct{}), ws: ws}
+	f.pending = append(f.pending, ps)
+	go func() {
+		defer close(ps.done)
+		ps.b, ps.ok, ps.err = f.search(ws, key, parts)
+	}()
+	// Emit what has finished at the head, without waiting for the rest.
+	for len(f.pending) > 0 && finished(f.pending[0]) {
+		if err := f.emitOldest(emit, done); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// FinishBundle emits the bundle's searches still in flight, in order.
+func (f *searchFn) FinishBundle(_ context.Context, emit func(Block), done func(int64)) error {
+	for len(f.pending) > 0 {
+		if err := f.emitOldest(emit, done); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// inFlight is how many of a bundle's blocks are searched at once: the CPU
+// search one per P; another backend one (its kernels queue on the device).
+func (f *searchFn) inFlight() int {
+	if _, ok := f.searcher.(knn.CPU); ok {
+		return max(1, runtime.GOMAXPROCS(0))
+	}
+	return 1
+}
+
+func finished(p *pendingSearch) bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// emitOldest waits for the oldest search in flight, spills and emits its
+// block.
+func (f *searchFn) emitOldest(emit func(Block), done func(int64)) error {
+	p := f.pending[0]
+	<-p.done
+	f.pending = f.pending[1:]
+	f.free = append(f.free, p.ws)
+	if p.err != nil || !p.ok {
+		return p.err
+	}
+	if f.Spill.On() {
+		if err := f.Spill.put(genSearched, &p.b, nil); err != nil {
+			return err
+		}
+	}
+	emit(p.b)
+	done(int64(len(p.b.Keys)))
+	return nil
+}
+
+// search searches one block (the parts of its key) with ws's buffers: ok is
+// false when it has no queries.
+func (f *searchFn) search(ws *searchWork, key int64, parts []Part) (Block, bool, error) {
 	d := parts[0].D
 	var stored, queries []storedRef
 	for a := range parts {
@@ -228,7 +333,7 @@ func (f *searchFn) ProcessElement(ctx context.Context, key int64, iter func(*Par
 	slices.SortFunc(stored, func(a, b storedRef) int { return cmp.Compare(skey(a), skey(b)) })
 	slices.SortFunc(queries, func(a, b storedRef) int { return cmp.Compare(qkey(a), qkey(b)) })
 	if len(queries) == 0 {
-		return nil
+		return Block{}, false, nil
 	}
 	cm := knn.Matrix{Rows: len(stored), Cols: d, Data: make([]float32, 0, len(stored)*d)}
 	cids := make([]int64, len(stored))
@@ -264,19 +369,19 @@ func (f *searchFn) ProcessElement(ctx context.Context, key int64, iter func(*Par
 	}
 	idx, err := f.searcher.Index(cm, cids, f.P.Metric)
 	if err != nil {
-		return fmt.Errorf("ivfstages: block %d: indexing %d stored items: %w", key, len(cids), err)
+		return Block{}, false, fmt.Errorf("ivfstages: block %d: indexing %d stored items: %w", key, len(cids), err)
 	}
-	err = idx.Search(&f.res, q, b.Keys, k)
+	err = idx.Search(&ws.res, q, b.Keys, k)
 	idx.Close()
 	if err != nil {
-		return fmt.Errorf("ivfstages: block %d: kNN of %d items: %w", key, n, err)
+		return Block{}, false, fmt.Errorf("ivfstages: block %d: kNN of %d items: %w", key, n, err)
 	}
-	if err := f.wb.Weights(b.Weight, q, cm, &f.res, f.P.Weighting, f.P.LLC, f.coder); err != nil {
-		return fmt.Errorf("ivfstages: block %d: neighbour weights: %w", key, err)
+	if err := ws.wb.Weights(b.Weight, q, cm, &ws.res, f.P.Weighting, f.P.LLC, f.coder); err != nil {
+		return Block{}, false, fmt.Errorf("ivfstages: block %d: neighbour weights: %w", key, err)
 	}
 	// Neighbours: local items by index, others through the external table.
 	ext := map[int64]int64{}
-	for _, c := range f.res.Index {
+	for _, c := range ws.res.Index {
 		if c >= 0 && chome[c] != key {
 			ext[cids[c]] = chome[c]
 		}
@@ -286,7 +391,7 @@ func (f *searchFn) ProcessElement(ctx context.Context, key int64, iter func(*Par
 	for e, nk := range b.ExtKeys {
 		b.ExtHome[e] = ext[nk]
 	}
-	for j, c := range f.res.Index {
+	for j, c := range ws.res.Index {
 		switch {
 		case c < 0:
 			b.Nbr[j] = -1
@@ -309,14 +414,7 @@ func (f *searchFn) ProcessElement(ctx context.Context, key int64, iter func(*Par
 			b.Init.Append(&s)
 		}
 	}
-	if f.Spill.On() {
-		if err := f.Spill.put(genSearched, &b, nil); err != nil {
-			return err
-		}
-	}
-	emit(b)
-	done(int64(n))
-	return nil
+	return b, true, nil
 }
 
 // search64 returns the index of x in the ascending slice s (which holds it).
