@@ -23,7 +23,7 @@ var other = map[string]string{
 	"k": "7", "metric": "cosine", "no-standardise": "true", "weights": "uniform",
 	"llc-lambda": "0.3", "llc-sigma": "2.5",
 	"annotations": "a.parquet", "annotators-column": "who", "crowd-iters": "4",
-	"annotator-prior": "3", "neighbour-prior": "0.3", "class-balance": "0.1",
+	"annotator-prior": "3", "neighbour-prior": "0.3", "class-balance": "0.3",
 }
 
 // TestRecordedFlags: the recorded options are the flag table's (issue 35
