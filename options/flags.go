@@ -402,9 +402,6 @@ var Flags = []Flag{
 		bind: func(o *Options) flag.Value { return (*floatValue)(&o.ClassBalance) }, check: inRange(0, 1, true, func(o *Options) float64 { return o.ClassBalance })},
 }
 
-// CatalogScheme is the URI scheme of --catalog's local SQL catalog.
-const CatalogScheme = catalogname.SQLiteScheme
-
 // Bind registers every flag on fs, bound to o's fields; o's current values
 // are the defaults shown.
 func (o *Options) Bind(fs *flag.FlagSet) {

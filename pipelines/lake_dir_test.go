@@ -16,7 +16,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/relabel/relabel/io/blobio"
-	"github.com/relabel/relabel/io/icebergio"
 	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/options"
@@ -373,13 +372,10 @@ func TestLakeDirRefusesChangedOptions(t *testing.T) {
 	}
 }
 
-// TestOptionConstants: the options' package spells two constants of
-// packages it must not import (they bring Beam and iceberg-go): the
-// catalog's scheme and the local rounds' bound.
+// TestOptionConstants: the options' package spells a constant of a
+// package it must not import (it brings Beam): the local rounds' bound.
+// (The catalog's rules are shared through io/icebergio/catalogname.)
 func TestOptionConstants(t *testing.T) {
-	if options.CatalogScheme != icebergio.SQLiteScheme {
-		t.Errorf("options.CatalogScheme %q, icebergio.SQLiteScheme %q", options.CatalogScheme, icebergio.SQLiteScheme)
-	}
 	if options.DefaultLocalRoundsMiB<<20 != ivfstages.LocalRoundsBytes {
 		t.Errorf("options.DefaultLocalRoundsMiB %d MiB, ivfstages.LocalRoundsBytes %d", options.DefaultLocalRoundsMiB, ivfstages.LocalRoundsBytes)
 	}

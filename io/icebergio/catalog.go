@@ -33,13 +33,6 @@ const (
 	DefaultCatalogName = catalogname.DefaultCatalogName
 )
 
-// ParseCatalogURI is catalogname.ParseCatalogURI.
-func ParseCatalogURI(uri, name string) (path, catName string, err error) {
-	return catalogname.ParseCatalogURI(uri, name)
-}
-
-func checkName(what, s string) error { return catalogname.CheckName(what, s) }
-
 // CatalogOptions configures OpenCatalog.
 type CatalogOptions struct {
 	// Name is the catalog's name. Optional, default DefaultCatalogName, or
@@ -83,11 +76,11 @@ type Catalog struct {
 // (RESTAuthEnv). Glue and Hive catalogs, which iceberg-go also has, are not
 // offered: relabel has nothing to test them against.
 func OpenCatalog(ctx context.Context, uri string, opts CatalogOptions) (*Catalog, error) {
-	path, name, err := ParseCatalogURI(uri, opts.Name)
+	path, name, err := catalogname.ParseCatalogURI(uri, opts.Name)
 	if err != nil {
 		return nil, err
 	}
-	if isREST(uri) {
+	if catalogname.IsREST(uri) {
 		return openREST(ctx, uri, path, name, opts)
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {

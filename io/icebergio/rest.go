@@ -28,8 +28,6 @@ const (
 // are read from, for help texts.
 var RESTAuthEnv = []string{EnvCatalogToken, EnvCatalogCredential, EnvCatalogOAuthURI, EnvCatalogScope}
 
-func isREST(uri string) bool { return catalogname.IsREST(uri) }
-
 // openREST opens a REST catalog through iceberg-go's client (catalog/rest),
 // which speaks the Iceberg REST protocol, refreshes OAuth2 tokens and applies
 // the catalog's config. CatalogOptions.Warehouse is sent as the warehouse the

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"github.com/relabel/relabel/io/icebergio/catalogname"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -314,13 +315,13 @@ func TestParseRESTURI(t *testing.T) {
 		"https://cat.example.com:8181":       "https://cat.example.com:8181",
 		"http://localhost:8181/":             "http://localhost:8181/",
 	} {
-		got, name, err := ParseCatalogURI(in, "")
+		got, name, err := catalogname.ParseCatalogURI(in, "")
 		if err != nil || got != want || name != DefaultCatalogName {
 			t.Errorf("ParseCatalogURI(%q) = %q, %q, %v; want %q, %q", in, got, name, err, want, DefaultCatalogName)
 		}
 	}
 	for _, in := range []string{"rest://", "https://u:p@h/x", "ftp://h/x"} {
-		if got, _, err := ParseCatalogURI(in, ""); err == nil {
+		if got, _, err := catalogname.ParseCatalogURI(in, ""); err == nil {
 			t.Errorf("ParseCatalogURI(%q) = %q, want an error", in, got)
 		}
 	}

@@ -7,10 +7,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/relabel/relabel/internal/pool"
 	"os"
 	"runtime"
 	"strings"
-	"sync"
 
 	"github.com/relabel/relabel/io/blobio"
 	"github.com/relabel/relabel/io/resultio"
@@ -119,24 +119,12 @@ func Write(ctx context.Context, dir string, g *synth.Generator, o Options) ([]st
 		}
 	}()
 	truth := make([]int32, p.Rows)
-	errs := make([]error, o.Shards)
-	sem := make(chan struct{}, workers)
-	var wg sync.WaitGroup
-	for s := range o.Shards {
+	// Every shard is written; the lowest failing shard's error is returned.
+	if err := pool.EachIndexErr(o.Shards, workers, func(s int) error {
 		lo, hi := int64(s)*p.Rows/int64(o.Shards), int64(s+1)*p.Rows/int64(o.Shards)
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			errs[s] = writeShard(ctx, fs, paths[s], g, lo, hi, o, truth[lo:hi])
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return nil, err
-		}
+		return writeShard(ctx, fs, paths[s], g, lo, hi, o, truth[lo:hi])
+	}); err != nil {
+		return nil, err
 	}
 	if err := resultio.WriteI32(ctx, truthPath, truth); err != nil {
 		return nil, fmt.Errorf("synthio: %w", err)
