@@ -184,3 +184,22 @@ func noLabels(shards []Shard) error {
 	return fmt.Errorf("shardio: no labels in the %d shards %s ... %s (every label is null); relabelling needs labelled rows to start from",
 		len(shards), shards[0].Path, shards[len(shards)-1].Path)
 }
+
+// CountLabelled reads only the label column of every unit of shards and
+// returns the rows with at least one non-null label (or annotation): the
+// rows an item's kNN-generated labels can come from, which bound how many
+// neighbours a run may ask for (pipelines' checkPlan).
+func CountLabelled(ctx context.Context, shards []Shard, opts ReadOptions) (int64, error) {
+	var n int64
+	last, lastRow := "", int64(-1)
+	wantString := len(shards) > 0 && shards[0].Input.LabelKind == schemas.LabelString
+	err := scanLabels(ctx, shards, &opts, wantString, func(u Unit, row int64, _ string, _ arrow.Array, _ int) error {
+		// A row's annotations are visited one after another: count the row once.
+		if row != lastRow || u.Path != last {
+			n++
+			last, lastRow = u.Path, row
+		}
+		return nil
+	})
+	return n, err
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -85,6 +86,17 @@ func testInputRoundTrip(ctx context.Context, t *testing.T, format Format, idKind
 		opts.Classes = got
 	}
 	want := append(append([]*schemas.Rows{}, shard0...), shard1...)
+	var labelled int64
+	for _, r := range want {
+		for i := 0; i+1 < len(r.LabelOff); i++ {
+			if slices.ContainsFunc(r.Labels[r.LabelOff[i]:r.LabelOff[i+1]], func(l int32) bool { return l != schemas.Unlabelled }) {
+				labelled++
+			}
+		}
+	}
+	if n, err := CountLabelled(ctx, shards, opts); err != nil || n != labelled {
+		t.Errorf("CountLabelled = %d, %v; want %d", n, err, labelled)
+	}
 	if format == ArrowStream {
 		// A stream is one unit: the first shard's two batches come back as one.
 		want = []*schemas.Rows{synth(0, 12, d, c, idKind, multi), shard1[0]}
