@@ -134,6 +134,7 @@ func TestRunRefusesWhatCannotFit(t *testing.T) {
 		{"n beyond identifiability", nil, []string{"--n", "10000"}, "--n", "identifiability"},
 		{"spill dir missing", nil, []string{"--spill-dir", "/nonexistent/spill"}, "--spill-dir", "no such directory"},
 		{"memory", map[string]string{"GOMEMLIMIT": "64MiB"}, nil, "--", "64 MiB"},
+		{"memory names the estimate", map[string]string{"GOMEMLIMIT": "64MiB"}, nil, "--", "would need about"},
 	}
 	if !gpu.Available() {
 		cases = append(cases, struct {
@@ -158,6 +159,51 @@ func TestRunRefusesWhatCannotFit(t *testing.T) {
 	}
 	if _, err := os.Stat("/nonexistent"); err == nil {
 		t.Error("--spill-dir /nonexistent/spill created /nonexistent")
+	}
+}
+
+// TestKBelowLabelledRows (target 2): --k is bounded by the labelled rows,
+// not all rows, and the default K is bounded like a given one: input with 8
+// labelled rows of 60 refuses the default --k 10 and --k 8 (exit 2 naming
+// --k and the --k that fits), never replacing them, and runs --k 7.
+func TestKBelowLabelledRows(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "a.parquet")
+	rows := synthRows(0, 60)
+	for i := range rows.Labels {
+		if i%8 != 0 { // rows 0, 8, ..., 56 keep their label: 8 labelled
+			rows.Labels[i] = schemas.Unlabelled
+		}
+	}
+	writeRows(t, in, schemas.LabelInt32, nil, rows)
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"default", nil, []string{"--k 10 neighbours (the default)", "8 labelled rows (of 60)", "--k 7 or less"}},
+		{"given at the labelled rows", []string{"--k", "8"}, []string{"--k 8 neighbours", "8 labelled rows", "--k 7 or less"}},
+	} {
+		out := filepath.Join(t.TempDir(), "out")
+		r := relabel(t, append([]string{"run", "--input", in, "--output", out, "--rounds", "1", "--classes", "3"}, tc.args...)...)
+		lines := errorLines(r.stderr)
+		if r.code != 2 || len(lines) == 0 {
+			t.Errorf("%s: exit %d, stderr %q; want 2 naming --k", tc.name, r.code, tail(r.stderr, 400))
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(lines[0], w) {
+				t.Errorf("%s: %q lacks %q", tc.name, lines[0], w)
+			}
+		}
+		if _, err := os.Stat(out); err == nil {
+			t.Errorf("%s: the refused run created %s", tc.name, out)
+		}
+	}
+	out := filepath.Join(t.TempDir(), "out")
+	mustRelabel(t, "run", "--input", in, "--output", out, "--rounds", "1", "--classes", "3", "--k", "7", "--report=false")
+	if _, err := os.Stat(filepath.Join(out, "summary.json")); err != nil {
+		t.Errorf("--k 7 with 8 labelled rows: %v", err)
 	}
 }
 
