@@ -88,22 +88,24 @@ func checkPlan(ctx context.Context, p *Plan) error {
 // from its labelled neighbours, so with K at or beyond them every item's
 // neighbourhood is the whole labelled set and the generated labels say
 // nothing about the item. The refusal says which --k would fit. Labelled
-// rows are counted from the label column (one pass over it); runs whose
-// labels come from --annotations are bounded by the input's rows.
+// rows are counted in the label-column pass that finds the class set
+// (Plan.Labelled), or here when none was made; runs whose labels come from
+// --annotations are bounded by the input's rows.
 func checkK(ctx context.Context, p *Plan) error {
 	o := &p.Options
 	if p.Rows <= 0 || p.Crowd != nil && p.Crowd.LabelOnly {
 		return nil
 	}
-	labelled, of := p.Rows, ""
+	labelled, of := p.Rows, " rows"
 	if int64(o.K) < p.Rows && o.Annotations == "" {
-		n, err := shardio.CountLabelled(ctx, p.Shards, p.Read)
-		if err != nil {
-			return err
+		if p.Labelled <= 0 { // not counted while planning (class names given)
+			n, err := shardio.CountLabelled(ctx, p.Shards, p.Read)
+			if err != nil {
+				return err
+			}
+			p.Labelled = n
 		}
-		labelled, of = n, fmt.Sprintf(" labelled rows (of %d)", p.Rows)
-	} else {
-		of = " rows"
+		labelled, of = p.Labelled, fmt.Sprintf(" labelled rows (of %d)", p.Rows)
 	}
 	if int64(o.K) < labelled {
 		return nil
