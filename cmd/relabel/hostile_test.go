@@ -176,16 +176,21 @@ func TestKBelowLabelledRows(t *testing.T) {
 		}
 	}
 	writeRows(t, in, schemas.LabelInt32, nil, rows)
+	// String labels with --class-names: no pass over the labels finds the
+	// class set, so the labelled rows are counted on their own.
+	named := filepath.Join(dir, "named.parquet")
+	writeRows(t, named, schemas.LabelString, []string{"a", "b", "c"}, rows)
 	for _, tc := range []struct {
 		name string
 		args []string
 		want []string
 	}{
-		{"default", nil, []string{"--k 10 neighbours (the default)", "8 labelled rows (of 60)", "--k 7 or less"}},
-		{"given at the labelled rows", []string{"--k", "8"}, []string{"--k 8 neighbours", "8 labelled rows", "--k 7 or less"}},
+		{"default", []string{"--input", in, "--classes", "3"}, []string{"--k 10 neighbours (the default)", "8 labelled rows (of 60)", "--k 7 or less"}},
+		{"given at the labelled rows", []string{"--input", in, "--k", "8"}, []string{"--k 8 neighbours", "8 labelled rows", "--k 7 or less"}},
+		{"string labels, class names given", []string{"--input", named, "--class-names", "a,b,c"}, []string{"--k 10 neighbours (the default)", "8 labelled rows (of 60)"}},
 	} {
 		out := filepath.Join(t.TempDir(), "out")
-		r := relabel(t, append([]string{"run", "--input", in, "--output", out, "--rounds", "1", "--classes", "3"}, tc.args...)...)
+		r := relabel(t, append([]string{"run", "--output", out, "--rounds", "1"}, tc.args...)...)
 		lines := errorLines(r.stderr)
 		if r.code != 2 || len(lines) == 0 {
 			t.Errorf("%s: exit %d, stderr %q; want 2 naming --k", tc.name, r.code, tail(r.stderr, 400))
