@@ -97,7 +97,7 @@ func checkK(ctx context.Context, p *Plan) error {
 		return nil
 	}
 	labelled, of := p.Rows, " rows"
-	if int64(o.K) < p.Rows && o.Annotations == "" {
+	if o.Annotations == "" && (p.Labelled > 0 || int64(o.K) < p.Rows) {
 		if p.Labelled <= 0 { // not counted while planning (class names given)
 			n, err := shardio.CountLabelled(ctx, p.Shards, p.Read)
 			if err != nil {

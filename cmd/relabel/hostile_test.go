@@ -130,7 +130,7 @@ func TestRunRefusesWhatCannotFit(t *testing.T) {
 	}{
 		{"classes beyond int32", nil, []string{"--classes", "2147483648"}, "--classes", "int32"},
 		{"classes beyond the labels", nil, []string{"--classes", "1000000"}, "--classes", "largest label is 2"},
-		{"k at the rows", nil, []string{"--k", "60"}, "--k", "60 rows"},
+		{"k at the rows", nil, []string{"--k", "60"}, "--k", "60 labelled rows"},
 		{"n beyond identifiability", nil, []string{"--n", "10000"}, "--n", "identifiability"},
 		{"spill dir missing", nil, []string{"--spill-dir", "/nonexistent/spill"}, "--spill-dir", "no such directory"},
 		{"memory", map[string]string{"GOMEMLIMIT": "64MiB"}, nil, "--", "64 MiB"},
@@ -187,6 +187,7 @@ func TestKBelowLabelledRows(t *testing.T) {
 	}{
 		{"default", []string{"--input", in, "--classes", "3"}, []string{"--k 10 neighbours (the default)", "8 labelled rows (of 60)", "--k 7 or less"}},
 		{"given at the labelled rows", []string{"--input", in, "--k", "8"}, []string{"--k 8 neighbours", "8 labelled rows", "--k 7 or less"}},
+		{"given beyond the rows", []string{"--input", in, "--k", "60"}, []string{"--k 60 neighbours", "8 labelled rows (of 60)", "--k 7 or less"}},
 		{"string labels, class names given", []string{"--input", named, "--class-names", "a,b,c"}, []string{"--k 10 neighbours (the default)", "8 labelled rows (of 60)"}},
 	} {
 		out := filepath.Join(t.TempDir(), "out")
