@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/relabel/relabel/internal/atexit"
 	"github.com/relabel/relabel/internal/faults"
 	"github.com/relabel/relabel/io/blobio"
 	"github.com/relabel/relabel/options"
@@ -168,7 +169,7 @@ func (p *Plan) startSpill(tok string) (func(), error) {
 	if p.Spill, err = makeSpill(dir, tok); err != nil {
 		return nil, fmt.Errorf("relabel: --spill-dir: %w", err)
 	}
-	return func() { removeSpill(p.Spill) }, nil
+	return atexit.Push(func() { removeSpill(p.Spill) }).Run, nil
 }
 
 // makeSpill makes this run's spill directory under dir, recording its owner,

@@ -59,8 +59,8 @@ func checkPlan(ctx context.Context, p *Plan) error {
 				p.C, seen-1, lim, classSlack)}
 		}
 	}
-	if p.Rows > 0 && int64(o.K) >= p.Rows && o.K > options.Defaults().K {
-		return &options.Error{Flag: "k", Err: fmt.Errorf("%d neighbours, but the input has %d rows: want fewer than the rows (an item's neighbours are other rows)", o.K, p.Rows)}
+	if err := checkK(ctx, p); err != nil {
+		return err
 	}
 	if o.N.Set && p.Mixture.C0 > 0 {
 		if lim := nFactor * (2*p.Mixture.C0 - 1); o.N.V > lim {
@@ -80,6 +80,46 @@ func checkPlan(ctx context.Context, p *Plan) error {
 		}
 	}
 	return nil
+}
+
+// checkK refuses a --k that is not below the input's labelled rows, the
+// default as much as a given value (an explicit or default option is used
+// as it is or refused, never replaced): an item's kNN-generated labels come
+// from its labelled neighbours, so with K at or beyond them every item's
+// neighbourhood is the whole labelled set and the generated labels say
+// nothing about the item. The refusal says which --k would fit. Labelled
+// rows are counted in the label-column pass that finds the class set
+// (Plan.Labelled), or here when none was made; runs whose labels come from
+// --annotations are bounded by the input's rows.
+func checkK(ctx context.Context, p *Plan) error {
+	o := &p.Options
+	if p.Rows <= 0 || p.Crowd != nil && p.Crowd.LabelOnly {
+		return nil
+	}
+	labelled, of := p.Rows, " rows"
+	if o.Annotations == "" && (p.Labelled > 0 || int64(o.K) < p.Rows) {
+		if p.Labelled <= 0 { // not counted while planning (class names given)
+			n, err := shardio.CountLabelled(ctx, p.Shards, p.Read)
+			if err != nil {
+				return err
+			}
+			p.Labelled = n
+		}
+		labelled, of = p.Labelled, fmt.Sprintf(" labelled rows (of %d)", p.Rows)
+	}
+	if int64(o.K) < labelled {
+		return nil
+	}
+	given := ""
+	if o.K == options.Defaults().K {
+		given = " (the default)"
+	}
+	fit := "no --k fits: label at least 2 rows"
+	if labelled > 1 {
+		fit = fmt.Sprintf("give --k %d or less", labelled-1)
+	}
+	return &options.Error{Flag: "k", Err: fmt.Errorf("%d neighbours%s, but the input has %d%s: want fewer neighbours than labelled rows (an item's labels come from its labelled neighbours); %s",
+		o.K, given, labelled, of, fit)}
 }
 
 // Sizes are the plan's quantities for internal/budget.

@@ -43,6 +43,10 @@ type Plan struct {
 	LabelKind  schemas.LabelKind
 	IDKind     schemas.IDKind
 	Rows       int64
+	// Labelled are the rows with a label (or annotation), counted in the
+	// label-column pass that finds the class set; 0: not counted (checkPlan
+	// counts them).
+	Labelled int64
 	// Skipped are input files left out (0 rows), each reported to the user
 	// and recorded in summary.json.
 	Skipped []shardio.Skipped
@@ -93,22 +97,27 @@ func planShards(ctx context.Context, cfg options.Options, ro shardio.ReadOptions
 		sort.Strings(names)
 		p.ClassNames = names
 	case in.LabelKind == schemas.LabelString:
-		if p.ClassNames, err = shardio.ScanClassNames(ctx, shards, ro); err != nil {
+		ls, err := shardio.ScanLabels(ctx, shards, ro, 0)
+		if err != nil {
 			return nil, err
 		}
+		p.ClassNames, p.Labelled = ls.Names, ls.Labelled
 	case cfg.ClassNames != nil:
 		return nil, &options.Error{Flag: "class-names", Err: fmt.Errorf("given, but the labels of %s are %s class indices: class names are for string labels (use --classes for the count)", shards[0].Path, in.LabelKind)}
 	case cfg.Classes.Set:
 		// Scanned anyway: a label outside [0, C) or input with no label at
 		// all fails here, naming the file and row, before anything runs.
-		if err = shardio.CheckClasses(ctx, shards, ro, cfg.Classes.V); err != nil {
+		ls, err := shardio.ScanLabels(ctx, shards, ro, cfg.Classes.V)
+		if err != nil {
 			return nil, err
 		}
-		p.C = cfg.Classes.V
+		p.C, p.Labelled = cfg.Classes.V, ls.Labelled
 	default:
-		if p.C, err = shardio.ScanNumClasses(ctx, shards, ro); err != nil {
+		ls, err := shardio.ScanLabels(ctx, shards, ro, 0)
+		if err != nil {
 			return nil, err
 		}
+		p.C, p.Labelled = ls.Classes, ls.Labelled
 	}
 	if p.ClassNames != nil {
 		p.C = len(p.ClassNames)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 
+	"github.com/relabel/relabel/internal/atexit"
 	"github.com/relabel/relabel/internal/faults"
 	"github.com/relabel/relabel/internal/progress"
 	"github.com/relabel/relabel/io/blobio"
@@ -80,7 +81,7 @@ func Run(ctx context.Context, cfg options.Options, exec Executor) (*Summary, err
 		return nil, err
 	}
 	if plan.Scratch != "" {
-		defer os.RemoveAll(plan.Scratch)
+		defer atexit.Push(func() { os.RemoveAll(plan.Scratch) }).Run()
 	}
 	cfg = plan.Options
 	for _, sk := range plan.Skipped {
@@ -102,7 +103,9 @@ func Run(ctx context.Context, cfg options.Options, exec Executor) (*Summary, err
 	if err != nil {
 		return nil, err
 	}
-	defer unlock()
+	// Clean-ups are atexit hooks: a second signal exits without waiting for
+	// this function to return, and still runs them.
+	defer atexit.Push(unlock).Run()
 	faults.Point("locked")
 	var manifest []ManifestFile
 	if cfg.Lake.Incremental {
@@ -141,12 +144,8 @@ func Run(ctx context.Context, cfg options.Options, exec Executor) (*Summary, err
 	if err := fs.MkdirAll(ctx, tmp); err != nil {
 		return nil, fmt.Errorf("relabel: creating %s: %w", tmp, err)
 	}
-	committed := false
-	defer func() {
-		if !committed {
-			removeAll(context.WithoutCancel(ctx), fs, tmp, plan)
-		}
-	}()
+	rmTmp := atexit.Push(func() { removeAll(context.WithoutCancel(ctx), fs, tmp, plan) })
+	defer rmTmp.Run()
 	tPlan := time.Since(t0)
 	sum, tRun, err := execute(ctx, fs, plan, tmp, tok, exec)
 	if err != nil {
@@ -170,8 +169,7 @@ func Run(ctx context.Context, cfg options.Options, exec Executor) (*Summary, err
 	if err := commit(ctx, fs, tmp, cfg.Output, plan.written(ctx, fs, tmp, files), tok); err != nil {
 		return nil, err
 	}
-	committed = true
-	removeAll(ctx, fs, tmp, plan)
+	rmTmp.Run()
 	return sum, nil
 }
 

@@ -15,19 +15,33 @@ import (
 	"github.com/relabel/relabel/pipelines"
 )
 
-var budgetSizes = flag.Bool("budget", false, "TestEstimateMeasured: compare the memory estimate with measured peaks at several sizes (a minute or more), not one")
+var budgetSizes = flag.Bool("budget", false, "TestEstimateMeasured: compare the memory estimate with measured peaks at several held-out sizes (minutes), not one")
+
+// budgetSize is one measured run: rows x d features, K neighbours.
+type budgetSize struct{ rows, d, k int }
+
+// fittedSizes are the runs internal/budget's coefficients were fitted to
+// (budget.go). The estimate is tested at other sizes only, so that the test
+// says how well it predicts, not how well it was fitted.
+var fittedSizes = []budgetSize{{1797, 64, 10}, {3000, 32, 10}, {20000, 64, 10}, {2000, 4096, 10}, {10000, 64, 50}, {60000, 128, 10}}
 
 // TestEstimateMeasured (issue 35, target 2): internal/budget's estimate of a
 // run's peak memory is within 2x of the peak resident memory the run
-// measures (getrusage's ru_maxrss of the relabel process), at a small size
-// always and at several sizes with -budget.
+// measures (getrusage's ru_maxrss of the relabel process), at sizes none of
+// which the coefficients were fitted to: rows, d and K each differ from
+// every fitted run's. One small size always; with -budget four more, exact
+// and ivf mode, from 1,000 x 2,048 to 80,000 x 48.
 func TestEstimateMeasured(t *testing.T) {
-	type size struct {
-		rows, d, k int
-	}
-	sizes := []size{{3000, 32, 10}}
+	sizes := []budgetSize{{5000, 96, 15}}
 	if *budgetSizes {
-		sizes = append(sizes, size{20000, 64, 10}, size{2000, 4096, 10}, size{10000, 64, 50}, size{60000, 128, 10})
+		sizes = append(sizes, budgetSize{1000, 2048, 5}, budgetSize{12000, 512, 20}, budgetSize{30000, 24, 30}, budgetSize{80000, 48, 12})
+	}
+	for _, sz := range sizes {
+		for _, f := range fittedSizes {
+			if sz.rows == f.rows || sz.d == f.d || sz.k == f.k {
+				t.Fatalf("size %+v shares rows, d or K with the fitted %+v: not a held-out size", sz, f)
+			}
+		}
 	}
 	for _, sz := range sizes {
 		dir := t.TempDir()

@@ -130,10 +130,11 @@ func TestRunRefusesWhatCannotFit(t *testing.T) {
 	}{
 		{"classes beyond int32", nil, []string{"--classes", "2147483648"}, "--classes", "int32"},
 		{"classes beyond the labels", nil, []string{"--classes", "1000000"}, "--classes", "largest label is 2"},
-		{"k at the rows", nil, []string{"--k", "60"}, "--k", "60 rows"},
+		{"k at the rows", nil, []string{"--k", "60"}, "--k", "60 labelled rows"},
 		{"n beyond identifiability", nil, []string{"--n", "10000"}, "--n", "identifiability"},
 		{"spill dir missing", nil, []string{"--spill-dir", "/nonexistent/spill"}, "--spill-dir", "no such directory"},
 		{"memory", map[string]string{"GOMEMLIMIT": "64MiB"}, nil, "--", "64 MiB"},
+		{"memory names the estimate", map[string]string{"GOMEMLIMIT": "64MiB"}, nil, "--", "would need about"},
 	}
 	if !gpu.Available() {
 		cases = append(cases, struct {
@@ -158,6 +159,57 @@ func TestRunRefusesWhatCannotFit(t *testing.T) {
 	}
 	if _, err := os.Stat("/nonexistent"); err == nil {
 		t.Error("--spill-dir /nonexistent/spill created /nonexistent")
+	}
+}
+
+// TestKBelowLabelledRows (target 2): --k is bounded by the labelled rows,
+// not all rows, and the default K is bounded like a given one: input with 8
+// labelled rows of 60 refuses the default --k 10 and --k 8 (exit 2 naming
+// --k and the --k that fits), never replacing them, and runs --k 7.
+func TestKBelowLabelledRows(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "a.parquet")
+	rows := synthRows(0, 60)
+	for i := range rows.Labels {
+		if i%8 != 0 { // rows 0, 8, ..., 56 keep their label: 8 labelled
+			rows.Labels[i] = schemas.Unlabelled
+		}
+	}
+	writeRows(t, in, schemas.LabelInt32, nil, rows)
+	// String labels with --class-names: no pass over the labels finds the
+	// class set, so the labelled rows are counted on their own.
+	named := filepath.Join(dir, "named.parquet")
+	writeRows(t, named, schemas.LabelString, []string{"a", "b", "c"}, rows)
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"default", []string{"--input", in, "--classes", "3"}, []string{"--k 10 neighbours (the default)", "8 labelled rows (of 60)", "--k 7 or less"}},
+		{"given at the labelled rows", []string{"--input", in, "--k", "8"}, []string{"--k 8 neighbours", "8 labelled rows", "--k 7 or less"}},
+		{"given beyond the rows", []string{"--input", in, "--k", "60"}, []string{"--k 60 neighbours", "8 labelled rows (of 60)", "--k 7 or less"}},
+		{"string labels, class names given", []string{"--input", named, "--class-names", "a,b,c"}, []string{"--k 10 neighbours (the default)", "8 labelled rows (of 60)"}},
+	} {
+		out := filepath.Join(t.TempDir(), "out")
+		r := relabel(t, append([]string{"run", "--output", out, "--rounds", "1"}, tc.args...)...)
+		lines := errorLines(r.stderr)
+		if r.code != 2 || len(lines) == 0 {
+			t.Errorf("%s: exit %d, stderr %q; want 2 naming --k", tc.name, r.code, tail(r.stderr, 400))
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(lines[0], w) {
+				t.Errorf("%s: %q lacks %q", tc.name, lines[0], w)
+			}
+		}
+		if _, err := os.Stat(out); err == nil {
+			t.Errorf("%s: the refused run created %s", tc.name, out)
+		}
+	}
+	out := filepath.Join(t.TempDir(), "out")
+	mustRelabel(t, "run", "--input", in, "--output", out, "--rounds", "1", "--classes", "3", "--k", "7", "--report=false")
+	if _, err := os.Stat(filepath.Join(out, "summary.json")); err != nil {
+		t.Errorf("--k 7 with 8 labelled rows: %v", err)
 	}
 }
 

@@ -19,9 +19,12 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 
+	"github.com/relabel/relabel/internal/atexit"
+	"github.com/relabel/relabel/internal/faults"
 	"github.com/relabel/relabel/internal/progress"
 	"github.com/relabel/relabel/io/blobio"
 	"github.com/relabel/relabel/io/shardio"
@@ -53,19 +56,28 @@ func main() {
 // signalContext is cancelled by SIGINT or SIGTERM (what a scheduler, a
 // container runtime or systemd sends), with the signal as its cause: the run
 // stops, removes its temporary and spill files, commits nothing and releases
-// the output's lock. A second signal exits at once.
+// the output's lock. A second signal exits without waiting for the pipeline
+// to stop, but still removes what the run created (internal/atexit: its
+// temporary directory, lock, spill directory and the output directory it
+// made; at most cleanupWait, so that a stuck remote store cannot hold it).
 func signalContext() context.Context {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	go func() {
 		s := <-sigs
-		cancel(interrupted{s})
+		if !faults.Active("slow-stop") { // a test's pipeline that will not stop
+			cancel(interrupted{s})
+		}
 		s = <-sigs
+		atexit.RunAll(cleanupWait)
 		os.Exit(exitCode(s))
 	}()
 	return ctx
 }
+
+// cleanupWait bounds a second signal's clean-up.
+const cleanupWait = 10 * time.Second
 
 // interrupted is the cause of a run stopped by a signal.
 type interrupted struct{ sig os.Signal }

@@ -15,6 +15,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"golang.org/x/term"
 
+	"github.com/relabel/relabel/internal/atexit"
 	"github.com/relabel/relabel/internal/progress"
 	"github.com/relabel/relabel/io/reportio"
 	"github.com/relabel/relabel/options"
@@ -229,10 +230,14 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return res, err
 	}
 	made := trackRun(&o)
+	// A failed or stopped run leaves nothing it created (issue 35), a run
+	// stopped by a second signal too (signalContext).
+	undo := atexit.Push(made.undo)
 	sum, err := pipelines.Run(ctx, o, exec)
 	if err != nil {
-		// A failed or stopped run leaves nothing it created (issue 35).
-		made.undo()
+		undo.Run()
+	} else {
+		undo.Drop()
 	}
 	if quiet != nil {
 		if err == nil {

@@ -46,8 +46,14 @@ type Estimate struct {
 
 // The coefficients, in bytes, of the estimate's terms, fitted to the peak
 // resident memory of relabel run (Prism, 2 cores, GOGC 100; ru_maxrss) at
-// 1,797-60,000 rows, d = 16-4,096, K = 10 and 50 (2026-11-27, loaded
-// machine; TestEstimateMeasured -budget checks them). A row costs far more
+// six sizes (rows x d, K): 1,797 x 64, 3,000 x 32, 20,000 x 64 and
+// 2,000 x 4,096 at K 10, 10,000 x 64 at K 50 (exact mode), 60,000 x 128 at
+// K 10 (ivf) (2026-11-27, loaded machine; cmd/relabel's fittedSizes). They
+// are tested at sizes sharing no rows, d or K with these
+// (TestEstimateMeasured; -budget for all five): estimate/measured 0.97 at
+// 5,000 x 96 K 15, 1.22 at 1,000 x 2,048 K 5, 0.71 at 12,000 x 512 K 20,
+// 1.12 at 30,000 x 24 K 30 (exact), 1.82 at 80,000 x 48 K 12 (ivf)
+// (2026-11-27, 2 cores at load 6-8 from other sessions). A row costs far more
 // than its features: Prism holds every PCollection encoded in its shuffle,
 // the worker decodes it again, and the garbage collector lets the heap grow
 // to twice what is live. ivf mode (spilled, in waves) holds much less per

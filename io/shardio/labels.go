@@ -16,8 +16,14 @@ import (
 // returns the string class set, sorted: the class names when the user gave
 // none. Null labels and annotations are left out.
 func ScanClassNames(ctx context.Context, shards []Shard, opts ReadOptions) ([]string, error) {
+	return scanClassNames(ctx, shards, opts, func(Unit, int64) {})
+}
+
+// scanClassNames is ScanClassNames, calling seen for every label it visits.
+func scanClassNames(ctx context.Context, shards []Shard, opts ReadOptions, seen func(u Unit, row int64)) ([]string, error) {
 	set := map[string]struct{}{}
 	err := scanLabels(ctx, shards, &opts, true, func(u Unit, row int64, col string, a arrow.Array, j int) error {
+		seen(u, row)
 		switch a := a.(type) {
 		case array.StringLike:
 			v := a.Value(j)
@@ -49,11 +55,49 @@ func ScanClassNames(ctx context.Context, shards []Shard, opts ReadOptions) ([]st
 	return sortedKeys(set), nil
 }
 
+// Labels is what one pass over the label column finds.
+type Labels struct {
+	// Classes is one more than the largest integer label (integer labels).
+	Classes int
+	// Names is the sorted string class set (string labels).
+	Names []string
+	// Labelled are the rows holding at least one non-null label or
+	// annotation.
+	Labelled int64
+}
+
+// ScanLabels reads only the label column of every unit of shards, once:
+// ScanClassNames for string labels, ScanNumClasses for integer labels (and
+// CheckClasses when limit > 0), and CountLabelled, in one pass, so that
+// planning reads the label column no more than before the count was
+// needed.
+func ScanLabels(ctx context.Context, shards []Shard, opts ReadOptions, limit int) (Labels, error) {
+	var l Labels
+	last, lastRow := "", int64(-1)
+	seen := func(u Unit, row int64) {
+		// A row's annotations are visited one after another: count it once.
+		if row != lastRow || u.Path != last {
+			l.Labelled++
+			last, lastRow = u.Path, row
+		}
+	}
+	var err error
+	if len(shards) > 0 && shards[0].Input.LabelKind == schemas.LabelString {
+		l.Names, err = scanClassNames(ctx, shards, opts, seen)
+	} else {
+		l.Classes, err = scanNumClasses(ctx, shards, opts, limit, seen)
+	}
+	if err != nil {
+		return Labels{}, err
+	}
+	return l, nil
+}
+
 // ScanNumClasses reads only the label column of every unit of shards and
 // returns one more than the largest integer label: the number of classes
 // when the user gave none. A negative label is an error.
 func ScanNumClasses(ctx context.Context, shards []Shard, opts ReadOptions) (int, error) {
-	return scanNumClasses(ctx, shards, opts, 0)
+	return scanNumClasses(ctx, shards, opts, 0, func(Unit, int64) {})
 }
 
 // CheckClasses reads only the label column of every unit of shards and checks
@@ -61,14 +105,16 @@ func ScanNumClasses(ctx context.Context, shards []Shard, opts ReadOptions) (int,
 // and column of the first that is not: the check a run with --classes makes
 // before its pipeline starts. Input whose labels are all null is an error.
 func CheckClasses(ctx context.Context, shards []Shard, opts ReadOptions, c int) error {
-	_, err := scanNumClasses(ctx, shards, opts, c)
+	_, err := scanNumClasses(ctx, shards, opts, c, func(Unit, int64) {})
 	return err
 }
 
-// scanNumClasses is ScanNumClasses, refusing labels >= limit when limit > 0.
-func scanNumClasses(ctx context.Context, shards []Shard, opts ReadOptions, limit int) (int, error) {
+// scanNumClasses is ScanNumClasses, refusing labels >= limit when limit > 0,
+// calling seen for every label it visits.
+func scanNumClasses(ctx context.Context, shards []Shard, opts ReadOptions, limit int, seen func(u Unit, row int64)) (int, error) {
 	max := int64(-1)
 	err := scanLabels(ctx, shards, &opts, false, func(u Unit, row int64, col string, a arrow.Array, j int) error {
+		seen(u, row)
 		var v int64
 		switch a := a.(type) {
 		case *array.Int32:
@@ -183,4 +229,14 @@ func noLabels(shards []Shard) error {
 	}
 	return fmt.Errorf("shardio: no labels in the %d shards %s ... %s (every label is null); relabelling needs labelled rows to start from",
 		len(shards), shards[0].Path, shards[len(shards)-1].Path)
+}
+
+// CountLabelled reads only the label column of every unit of shards and
+// returns the rows with at least one non-null label (or annotation): the
+// rows an item's kNN-generated labels can come from, which bound how many
+// neighbours a run may ask for (pipelines' checkPlan). ScanLabels counts
+// them in the pass that finds the class set.
+func CountLabelled(ctx context.Context, shards []Shard, opts ReadOptions) (int64, error) {
+	l, err := ScanLabels(ctx, shards, opts, 0)
+	return l.Labelled, err
 }

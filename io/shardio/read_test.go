@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -85,6 +86,25 @@ func testInputRoundTrip(ctx context.Context, t *testing.T, format Format, idKind
 		opts.Classes = got
 	}
 	want := append(append([]*schemas.Rows{}, shard0...), shard1...)
+	var labelled int64
+	for _, r := range want {
+		for i := 0; i+1 < len(r.LabelOff); i++ {
+			if slices.ContainsFunc(r.Labels[r.LabelOff[i]:r.LabelOff[i+1]], func(l int32) bool { return l != schemas.Unlabelled }) {
+				labelled++
+			}
+		}
+	}
+	if n, err := CountLabelled(ctx, shards, opts); err != nil || n != labelled {
+		t.Errorf("CountLabelled = %d, %v; want %d", n, err, labelled)
+	}
+	// One pass: the class set and the count, as the separate scans give them.
+	if l, err := ScanLabels(ctx, shards, opts, 0); err != nil || l.Labelled != labelled ||
+		!slices.Equal(l.Names, opts.ClassNames) || l.Classes != opts.Classes {
+		t.Errorf("ScanLabels = %+v, %v; want classes %d, names %v, %d labelled", l, err, opts.Classes, opts.ClassNames, labelled)
+	}
+	if _, err := ScanLabels(ctx, shards, opts, 2); labelKind != schemas.LabelString && (err == nil || !strings.Contains(err.Error(), "outside [0,2)")) {
+		t.Errorf("ScanLabels with limit 2: %v; want labels outside [0,2) refused", err)
+	}
 	if format == ArrowStream {
 		// A stream is one unit: the first shard's two batches come back as one.
 		want = []*schemas.Rows{synth(0, 12, d, c, idKind, multi), shard1[0]}
