@@ -116,6 +116,10 @@ func TestFitPooledPairNoise(t *testing.T) {
 	if !slices.Equal(post, again) {
 		t.Error("two fits of the same input differ")
 	}
+	// EM does not lower the likelihood of the evidence.
+	if first, _, _ := FitPooled(in, 1); !(m.LogLik >= first.LogLik && m.LogLik < 0) {
+		t.Errorf("log-likelihood after 20 steps %g, after 1 %g: want higher, and negative", m.LogLik, first.LogLik)
+	}
 }
 
 func TestFitPooledErrors(t *testing.T) {
@@ -338,4 +342,34 @@ func TestStructure(t *testing.T) {
 			t.Errorf("pooled gate %g: no error", g)
 		}
 	}
+}
+
+// TestAlign: a fit that settled with two classes exchanged (its TOwn rows
+// 0 and 1 put most mass on each other's label) is permuted back, T, TOwn,
+// the prior and the posteriors together; a diagonal-dominant fit is left
+// as it is.
+func TestAlign(t *testing.T) {
+	const c = 3
+	m := &Pooled{C: c,
+		TOwn:  []float64{0.2, 0.7, 0.1, 0.6, 0.3, 0.1, 0.1, 0.1, 0.8},
+		T:     []float64{0.3, 0.5, 0.2, 0.5, 0.4, 0.1, 0.2, 0.2, 0.6},
+		Prior: []float64{0.5, 0.3, 0.2},
+	}
+	post := []float64{0.9, 0.1, 0, 0.2, 0.3, 0.5}
+	m.align(post, 2)
+	want := func(name string, got, w []float64) {
+		t.Helper()
+		if !slices.Equal(got, w) {
+			t.Errorf("%s %v, want %v", name, got, w)
+		}
+	}
+	want("TOwn", m.TOwn, []float64{0.6, 0.3, 0.1, 0.2, 0.7, 0.1, 0.1, 0.1, 0.8})
+	want("T", m.T, []float64{0.5, 0.4, 0.1, 0.3, 0.5, 0.2, 0.2, 0.2, 0.6})
+	want("prior", m.Prior, []float64{0.3, 0.5, 0.2})
+	want("posteriors", post, []float64{0.1, 0.9, 0, 0.3, 0.2, 0.5})
+	// Aligned already: nothing moves.
+	before := append([]float64(nil), post...)
+	m.align(post, 2)
+	want("aligned posteriors", post, before)
+	want("aligned TOwn", m.TOwn, []float64{0.6, 0.3, 0.1, 0.2, 0.7, 0.1, 0.1, 0.1, 0.8})
 }
