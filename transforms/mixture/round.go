@@ -88,7 +88,9 @@ type Params struct {
 	// dataset. 0 is the paper's method (start from the given label), the
 	// default. An experiment of issue 32 (docs/QUALITY.md): only the
 	// in-process engine (transforms/engine.Run, the quality harness) reads
-	// it; relabel run's stages and options do not set it.
+	// it; relabel run's stages and options do not set it. The best variant
+	// on the dev grid is 30 iterations, weight .3, PooledSplit and
+	// PooledGate .5: pair-flip cells gain, every other cell is unchanged.
 	PooledIters int
 	// PooledWeight is the share of the pooled posterior in that start, the
 	// rest the given labels' (in (0, 1]; used when PooledIters > 0).
