@@ -233,7 +233,7 @@ func TestPooledGate(t *testing.T) {
 		return y
 	}
 	pooled := func(o engine.Options, structure *float64) engine.Options {
-		o.Mixture.PooledIters, o.Mixture.PooledWeight = 10, 0.5
+		o.Mixture.PooledIters, o.Mixture.PooledWeight = 30, 0.3 // the variant docs/QUALITY.md recommends
 		o.Mixture.PooledSplit, o.Mixture.PooledGate = true, 0.5
 		o.OnPooled = func(m *mixture.Pooled) { *structure = m.Structure() }
 		return o
