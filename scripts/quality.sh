@@ -8,6 +8,8 @@
 # The grid includes issue 32's high-noise cells (sym-0.6, pair-0.45); its
 # experiments run with
 #   go test ./internal/quality -run TestExplore -explore pooled10/50/0 -v
+#   go test ./internal/quality -run TestExplore -explore pooled10/30/0/50split \
+#       -explore.without none -explore.only /pair- -v   # the gated split start
 set -eu
 cd "$(dirname "$0")/.."
 exec go test ./internal/quality -quality -run '^TestQuality$' -timeout 4h -v "$@"

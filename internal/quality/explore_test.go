@@ -8,11 +8,13 @@ import (
 
 	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/transforms/engine"
+	"github.com/relabel/relabel/transforms/mixture"
 )
 
 var (
-	explore     = flag.String("explore", "", "issue 32's exploration: comma-separated variants (base, pooledN) on -explore.without's complement")
+	explore     = flag.String("explore", "", "issue 32's exploration: comma-separated variants (base, pooledI/W/A[/G] with suffixes own, split; G: the gate in hundredths) on -explore.without's complement")
 	exploreSkip = flag.String("explore.without", "fashion_mnist_pca50", "datasets the exploration leaves out")
+	exploreOnly = flag.String("explore.only", "", "when set, only the cells whose name contains it (e.g. /pair-: the cells a shut gate leaves as they are)")
 )
 
 func TestExplore(t *testing.T) {
@@ -22,30 +24,48 @@ func TestExplore(t *testing.T) {
 	cells := Without(devGrid(t), strings.Split(*exploreSkip, ",")...)
 	for _, v := range strings.Split(*explore, ",") {
 		var tweak func(*engine.Options)
-		var iters, pct, anchor int
-		if _, err := fmt.Sscanf(v, "pooled%d/%d/%d", &iters, &pct, &anchor); err == nil {
-			own := strings.HasSuffix(v, "own")
+		var iters, pct, anchor, gate int
+		structure := -1.0
+		if strings.HasPrefix(v, "pooled") {
+			var err error
+			if strings.Count(v, "/") == 3 {
+				_, err = fmt.Sscanf(v, "pooled%d/%d/%d/%d", &iters, &pct, &anchor, &gate)
+			} else {
+				_, err = fmt.Sscanf(v, "pooled%d/%d/%d", &iters, &pct, &anchor)
+			}
+			if err != nil {
+				t.Fatalf("variant %q: %v", v, err)
+			}
+			own := strings.Contains(v, "own")
+			split := strings.Contains(v, "split")
 			tweak = func(o *engine.Options) {
 				o.Mixture.PooledIters, o.Mixture.PooledWeight = iters, float64(pct)/100
 				o.Mixture.Anchor = float64(anchor) / 100
 				o.Mixture.PooledOwn = own
+				o.Mixture.PooledSplit = split
+				o.Mixture.PooledGate = float64(gate) / 100
+				o.OnPooled = func(m *mixture.Pooled) { structure = m.Structure() }
 			}
 		}
 		var sum, sumT float64
-		nt := 0
+		nc, nt := 0, 0
 		for _, cell := range cells {
+			if !strings.Contains(cell.Name(), *exploreOnly) {
+				continue
+			}
 			rep, dt, err := RunCellEngine(cell, options.Defaults(), tweak)
 			if err != nil {
 				t.Fatal(err)
 			}
 			r := Result{Cell: cell, Report: rep, Time: dt}
 			sum += r.Cleaned()
+			nc++
 			if cell.Target() {
 				sumT += r.Cleaned()
 				nt++
 			}
-			t.Logf("%-10s %-28s relabel %.4f knn %.4f best %.4f ECE %.4f (%.1fs)", v, cell.Name(), r.Cleaned(), r.KNN(), bestPeer(r), float64(rep.ECE), dt.Seconds())
+			t.Logf("%-10s %-28s relabel %.4f knn %.4f best %.4f ECE %.4f structure %.3f (%.1fs)", v, cell.Name(), r.Cleaned(), r.KNN(), bestPeer(r), float64(rep.ECE), structure, dt.Seconds())
 		}
-		t.Logf("%-10s mean %.4f target mean %.4f", v, sum/float64(len(cells)), sumT/float64(max(nt, 1)))
+		t.Logf("%-10s mean %.4f target mean %.4f", v, sum/float64(max(nc, 1)), sumT/float64(max(nt, 1)))
 	}
 }

@@ -74,6 +74,10 @@ type Options struct {
 	Mixture mixture.Params
 	// Workers bounds goroutines, >= 1.
 	Workers int
+	// OnPooled, when set, is given the fitted pooled transition
+	// (mixture.Params.PooledIters > 0) before the rounds: the quality
+	// harness logs its Structure. It changes nothing.
+	OnPooled func(*mixture.Pooled)
 }
 
 // Validate checks every field: the options are complete (options.Options
@@ -163,7 +167,7 @@ func Run(d *Data, o Options, be Backends) (*Result, error) {
 	var st mixture.State
 	var post []float64
 	if o.Mixture.PooledIters > 0 {
-		if post, err = pooledPosterior(d, nb, cands, o.Mixture); err != nil {
+		if post, err = pooledPosterior(d, nb, cands, o.Mixture, o.OnPooled); err != nil {
 			return nil, err
 		}
 	}
@@ -214,8 +218,9 @@ func Run(d *Data, o Options, be Backends) (*Result, error) {
 
 // pooledPosterior fits the pooled class-level transition
 // (mixture.FitPooled) over every item's given labels and its neighbours'
-// and returns each item's posterior, row-major n x C.
-func pooledPosterior(d *Data, nb *Neighbourhoods, cands []int, p mixture.Params) ([]float64, error) {
+// and returns each item's posterior, row-major n x C, or nil where
+// Params.PooledGate turns the pooled start down.
+func pooledPosterior(d *Data, nb *Neighbourhoods, cands []int, p mixture.Params, onPooled func(*mixture.Pooled)) ([]float64, error) {
 	n, k := d.Len(), nb.K
 	idx := make([]int32, n*k)
 	for x, c := range nb.Index {
@@ -224,9 +229,18 @@ func pooledPosterior(d *Data, nb *Neighbourhoods, cands []int, p mixture.Params)
 			idx[x] = int32(cands[c])
 		}
 	}
-	m, post, err := mixture.FitPooled(mixture.PooledInput{N: n, K: k, C: p.C, Labels: d.Labels, LabelOff: d.LabelOff, Index: idx}, p.PooledIters)
-	if err != nil || !p.PooledOwn {
-		return post, err
+	m, post, err := mixture.FitPooled(mixture.PooledInput{N: n, K: k, C: p.C, Labels: d.Labels, LabelOff: d.LabelOff, Index: idx, SplitOwn: p.PooledSplit}, p.PooledIters)
+	if err != nil {
+		return nil, err
+	}
+	if onPooled != nil {
+		onPooled(m)
+	}
+	if p.PooledGate > 0 && m.Structure() < p.PooledGate {
+		return nil, nil // unstructured noise: start from the given labels
+	}
+	if !p.PooledOwn {
+		return post, nil
 	}
 	for i := 0; i < n; i++ {
 		m.OwnPosterior(post[i*p.C:(i+1)*p.C], d.Labels[d.LabelOff[i]:d.LabelOff[i+1]])

@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"math/rand/v2"
 	"path/filepath"
 	"runtime"
 	"testing"
@@ -185,5 +186,98 @@ func TestActiveTol(t *testing.T) {
 	one.States.Moved = nil
 	if !equalStates(&one.States, &ref.States) {
 		t.Error("tolerance 1 over 4 rounds differs from 1 round")
+	}
+}
+
+// blobs is n items of c well separated Gaussian classes in d dimensions
+// (item i's class is i mod c), with labels flipped by flip (given the true
+// class and a uniform draw); it returns the data and the truth.
+func blobs(n, c, d int, seed uint64, flip func(y int32, u float64, rng *rand.Rand) int32) (*engine.Data, []int32) {
+	rng := rand.New(rand.NewPCG(seed, 3))
+	centres := make([]float64, c*d)
+	for x := range centres {
+		centres[x] = 4 * rng.NormFloat64()
+	}
+	data := &engine.Data{D: d, LabelOff: []int32{0}}
+	truth := make([]int32, n)
+	for i := range n {
+		y := int32(i % c)
+		truth[i] = y
+		data.Keys = append(data.Keys, int64(i))
+		for k := range d {
+			data.Features = append(data.Features, float32(centres[int(y)*d+k]+rng.NormFloat64()))
+		}
+		data.Labels = append(data.Labels, flip(y, rng.Float64(), rng))
+		data.LabelOff = append(data.LabelOff, int32(i+1))
+	}
+	return data, truth
+}
+
+// TestPooledGate: at 45% pair-flip noise the K = 10 rounds alone follow
+// the labels' majority, which is barely right; the split pooled start
+// (gated on the fitted noise being structured) recovers nearly every
+// class. At symmetric noise the gate turns the pooled start down, and the
+// result is the defaults' bit for bit.
+func TestPooledGate(t *testing.T) {
+	const n, c, d = 1500, 5, 6
+	pair := func(y int32, u float64, _ *rand.Rand) int32 {
+		if u < 0.45 {
+			return (y + 1) % c
+		}
+		return y
+	}
+	sym := func(y int32, u float64, rng *rand.Rand) int32 {
+		if u < 0.4 {
+			return (y + 1 + int32(rng.IntN(c-1))) % c
+		}
+		return y
+	}
+	pooled := func(o engine.Options, structure *float64) engine.Options {
+		o.Mixture.PooledIters, o.Mixture.PooledWeight = 30, 0.3 // the variant docs/QUALITY.md recommends
+		o.Mixture.PooledSplit, o.Mixture.PooledGate = true, 0.5
+		o.OnPooled = func(m *mixture.Pooled) { *structure = m.Structure() }
+		return o
+	}
+	o := options()
+	o.Mixture = mixture.DefaultParams(c)
+	o.Mixture.L, o.Mixture.AnnotationWeight, o.Mixture.Seed = 100, 0, 1
+
+	data, truth := blobs(n, c, d, 5, pair)
+	base, err := engine.Run(data, o, engine.Backends{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s float64
+	got, err := engine.Run(data, pooled(o, &s), engine.Backends{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	accBase, acc := accuracy(base, truth), accuracy(got, truth)
+	t.Logf("pair-0.45: defaults %.4f, gated pooled %.4f (structure %.3f)", accBase, acc, s)
+	if s < 0.5 {
+		t.Errorf("pair-0.45 structure %.3f, want >= .5 (the gate must open)", s)
+	}
+	if acc < 0.95 || acc < accBase+0.15 {
+		t.Errorf("gated pooled accuracy %.4f (defaults %.4f), want >= .95 and 15 points above", acc, accBase)
+	}
+
+	data, _ = blobs(n, c, d, 5, sym)
+	base, err = engine.Run(data, o, engine.Backends{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err = engine.Run(data, pooled(o, &s), engine.Backends{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s >= 0.5 {
+		t.Errorf("sym-0.4 structure %.3f, want < .5 (the gate must stay shut)", s)
+	}
+	for i := range n {
+		c0, p0 := base.States.Top(i)
+		c1, p1 := got.States.Top(i)
+		if c0 != c1 || p0 != p1 {
+			t.Fatalf("sym-0.4, gate shut: item %d top (%d, %g), defaults (%d, %g)", i, c1, p1, c0, p0)
+		}
 	}
 }

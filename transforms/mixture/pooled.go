@@ -25,6 +25,17 @@ type Pooled struct {
 	C int
 	// T is row-major C x C: T[c*C+l] = p(label l | clean class c).
 	T []float64
+	// TOwn, when the fit splits the evidence (PooledInput.SplitOwn), is
+	// the transition of an item's own labels, fitted apart from T (which
+	// then reads only the neighbours' labels): the neighbours' labels carry
+	// the label noise and the neighbourhood's own confusions (an item's
+	// neighbour of a nearby class), its own label only the label noise.
+	// nil when the fit does not split.
+	TOwn []float64
+	// LogLik is the log-likelihood of every item's evidence under the
+	// fitted model (the last E step's), up to the multinomial coefficients:
+	// fits from different starts compare by it.
+	LogLik float64
 	// Prior is the class prior of the E step (half uniform, half fitted:
 	// EM's own class prior is self-reinforcing).
 	Prior []float64
@@ -38,6 +49,10 @@ type PooledInput struct {
 	Labels   []int32
 	LabelOff []int32
 	Index    []int32
+	// SplitOwn fits the item's own labels through their own matrix
+	// (Pooled.TOwn), apart from its neighbours' (Pooled.T), as Dawid-Skene
+	// fits two annotators.
+	SplitOwn bool
 }
 
 // FitPooled fits T by iters EM steps, starting from the soft vote of each
@@ -51,10 +66,19 @@ func FitPooled(in PooledInput, iters int) (*Pooled, []float64, error) {
 	c := in.C
 	// counts[i*C+l]: item i's evidence, its own labels and its neighbours'
 	// (a neighbour with several labels counts once, by their shares).
+	// With SplitOwn, own[i*C+l] holds the own labels apart.
 	counts := make([]float64, in.N*c)
+	var own []float64
+	if in.SplitOwn {
+		own = make([]float64, in.N*c)
+	}
 	for i := range in.N {
 		ev := counts[i*c : (i+1)*c]
-		addLabels(ev, in.Labels[in.LabelOff[i]:in.LabelOff[i+1]], false, c)
+		if own != nil {
+			addLabels(own[i*c:(i+1)*c], in.Labels[in.LabelOff[i]:in.LabelOff[i+1]], false, c)
+		} else {
+			addLabels(ev, in.Labels[in.LabelOff[i]:in.LabelOff[i+1]], false, c)
+		}
 		for _, j := range in.Index[i*in.K : (i+1)*in.K] {
 			if j >= 0 {
 				addLabels(ev, in.Labels[in.LabelOff[j]:in.LabelOff[j+1]], true, c)
@@ -65,10 +89,16 @@ func FitPooled(in PooledInput, iters int) (*Pooled, []float64, error) {
 	for i := range in.N { // soft vote
 		ev, q := counts[i*c:(i+1)*c], post[i*c:(i+1)*c]
 		s := 0.0
-		for _, v := range ev {
+		for l, v := range ev {
+			if own != nil {
+				v += own[i*c+l]
+			}
 			s += v
 		}
 		for l, v := range ev {
+			if own != nil {
+				v += own[i*c+l]
+			}
 			if s > 0 {
 				q[l] = v / s
 			} else {
@@ -79,6 +109,12 @@ func FitPooled(in PooledInput, iters int) (*Pooled, []float64, error) {
 	m := &Pooled{C: c, T: make([]float64, c*c), Prior: make([]float64, c)}
 	logT := make([]float64, c*c)
 	logPrior := make([]float64, c)
+	var ownM *Pooled
+	var logOwn []float64
+	if own != nil {
+		ownM = &Pooled{C: c, T: make([]float64, c*c), Prior: make([]float64, c)}
+		logOwn = make([]float64, c*c)
+	}
 	for it := 0; it < iters; it++ {
 		m.mStep(counts, post, in.N)
 		for x, v := range m.T {
@@ -87,26 +123,46 @@ func FitPooled(in PooledInput, iters int) (*Pooled, []float64, error) {
 		for k, v := range m.Prior {
 			logPrior[k] = math.Log(v)
 		}
-		for i := range in.N {
-			eStep(post[i*c:(i+1)*c], counts[i*c:(i+1)*c], logT, logPrior)
+		if ownM != nil {
+			ownM.mStep(own, post, in.N)
+			for x, v := range ownM.T {
+				logOwn[x] = math.Log(v)
+			}
 		}
+		m.LogLik = 0
+		for i := range in.N {
+			if ownM != nil {
+				m.LogLik += eStepOwn(post[i*c:(i+1)*c], counts[i*c:(i+1)*c], own[i*c:(i+1)*c], logT, logOwn, logPrior)
+			} else {
+				m.LogLik += eStep(post[i*c:(i+1)*c], counts[i*c:(i+1)*c], logT, logPrior)
+			}
+		}
+	}
+	if ownM != nil {
+		m.TOwn = ownM.T
+		m.align(post, in.N)
 	}
 	return m, post, nil
 }
 
 // OwnPosterior sets q to the posterior over clean classes of an item's own
-// labels under the pooled transition alone (no neighbour), keeping only the
+// labels under the pooled transition alone (TOwn where the fit split the
+// evidence, else T; no neighbour), keeping only the
 // classes above the uniform 1/C (the rest renormalised away; the most
 // probable always stays): under symmetric noise that is the given label,
 // under pair-flip noise the label and the class it flips from, so the
 // rounds that follow weigh the neighbours once, not twice.
 func (m *Pooled) OwnPosterior(q []float64, labels []int32) {
 	c := m.C
+	tr := m.T
+	if m.TOwn != nil {
+		tr = m.TOwn
+	}
 	for k := range q {
 		v := math.Log(m.Prior[k])
 		for _, l := range labels {
 			if l >= 0 && int(l) < c {
-				v += math.Log(m.T[k*c+int(l)])
+				v += math.Log(tr[k*c+int(l)])
 			}
 		}
 		q[k] = v
@@ -137,6 +193,93 @@ func (m *Pooled) OwnPosterior(q []float64, labels []int32) {
 	for k := range q {
 		q[k] /= kept
 	}
+}
+
+// align resolves the fit's label permutation. The mixture is identified
+// only up to a permutation of the clean classes (METHOD.md): a fit that
+// swapped two classes explains the evidence exactly as well (satellite
+// pair-0.45 from the soft vote reaches the log-likelihood of a fit
+// started from the truth with two of its grey-soil classes exchanged).
+// The permutation kept is the one under which the own labels are more
+// often right than wrong: it maximises the sum over classes of
+// log TOwn(c, c), by swapping pairs of classes while a swap raises it (a
+// local search: an exact assignment solver, e.g. the Hungarian method,
+// was not worth a dependency for a step that is the identity on every
+// fit but a wrongly settled one; gonum has none). T, TOwn, the prior and
+// every posterior are permuted together, so the likelihood is unchanged.
+func (m *Pooled) align(post []float64, n int) {
+	c := m.C
+	perm := make([]int, c) // fitted class k is clean class perm[k]
+	for k := range perm {
+		perm[k] = k
+	}
+	lt := func(k, l int) float64 { return math.Log(m.TOwn[k*c+l]) }
+	for moved := true; moved; {
+		moved = false
+		for a := range c {
+			for b := a + 1; b < c; b++ {
+				if lt(a, perm[b])+lt(b, perm[a]) > lt(a, perm[a])+lt(b, perm[b])+1e-9 {
+					perm[a], perm[b] = perm[b], perm[a]
+					moved = true
+				}
+			}
+		}
+	}
+	identity := true
+	for k, p := range perm {
+		identity = identity && k == p
+	}
+	if identity {
+		return
+	}
+	rows := func(x []float64) {
+		y := append([]float64(nil), x...)
+		for k, p := range perm {
+			copy(x[p*c:(p+1)*c], y[k*c:(k+1)*c])
+		}
+	}
+	rows(m.T)
+	rows(m.TOwn)
+	pr := append([]float64(nil), m.Prior...)
+	for k, p := range perm {
+		m.Prior[p] = pr[k]
+	}
+	q := make([]float64, c)
+	for i := range n {
+		copy(q, post[i*c:(i+1)*c])
+		for k, p := range perm {
+			post[i*c+p] = q[k]
+		}
+	}
+}
+
+// Structure measures how structured the fitted label noise is: the mean
+// over classes of the largest off-diagonal entry of the own labels'
+// transition (TOwn where the fit split the evidence, else T) as a share of
+// its row's off-diagonal mass. Symmetric noise spreads that mass evenly
+// (about 1/(C-1)); pair-flip noise puts nearly all of it on one class
+// (about 1). It reads no trusted label, so a run can decide from it whether
+// the pooled start is worth taking (Params.PooledGate).
+func (m *Pooled) Structure() float64 {
+	c := m.C
+	tr := m.T
+	if m.TOwn != nil {
+		tr = m.TOwn
+	}
+	var s float64
+	for k := range c {
+		var off, top float64
+		for l, v := range tr[k*c : (k+1)*c] {
+			if l != k {
+				off += v
+				top = max(top, v)
+			}
+		}
+		if off > 0 {
+			s += top / off
+		}
+	}
+	return s / float64(c)
 }
 
 // addLabels adds an item's labels to ev: each 1, or, as a neighbour's
@@ -203,7 +346,7 @@ func (m *Pooled) mStep(counts, post []float64, n int) {
 }
 
 // eStep sets q to the posterior over clean classes of evidence ev.
-func eStep(q, ev, logT, logPrior []float64) {
+func eStep(q, ev, logT, logPrior []float64) float64 {
 	c := len(q)
 	top := math.Inf(-1)
 	for k := range q {
@@ -217,6 +360,36 @@ func eStep(q, ev, logT, logPrior []float64) {
 		q[k] = v
 		top = max(top, v)
 	}
+	return normExp(q, top)
+}
+
+// eStepOwn is eStep over the neighbours' evidence ev through logT and the
+// item's own labels own through logOwn (the split fit).
+func eStepOwn(q, ev, own, logT, logOwn, logPrior []float64) float64 {
+	c := len(q)
+	top := math.Inf(-1)
+	for k := range q {
+		v := logPrior[k]
+		row, orow := logT[k*c:(k+1)*c], logOwn[k*c:(k+1)*c]
+		for l, x := range ev {
+			if x != 0 {
+				v += x * row[l]
+			}
+		}
+		for l, x := range own {
+			if x != 0 {
+				v += x * orow[l]
+			}
+		}
+		q[k] = v
+		top = max(top, v)
+	}
+	return normExp(q, top)
+}
+
+// normExp sets q to exp(q - top), normalised, and returns the log of the
+// normaliser (the item's log-likelihood of its evidence).
+func normExp(q []float64, top float64) float64 {
 	s := 0.0
 	for k, v := range q {
 		q[k] = math.Exp(v - top)
@@ -225,6 +398,7 @@ func eStep(q, ev, logT, logPrior []float64) {
 	for k := range q {
 		q[k] /= s
 	}
+	return top + math.Log(s)
 }
 
 // InitPosterior sets s to an item's start from a posterior over clean

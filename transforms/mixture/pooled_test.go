@@ -116,6 +116,10 @@ func TestFitPooledPairNoise(t *testing.T) {
 	if !slices.Equal(post, again) {
 		t.Error("two fits of the same input differ")
 	}
+	// EM does not lower the likelihood of the evidence.
+	if first, _, _ := FitPooled(in, 1); !(m.LogLik >= first.LogLik && m.LogLik < 0) {
+		t.Errorf("log-likelihood after 20 steps %g, after 1 %g: want higher, and negative", m.LogLik, first.LogLik)
+	}
 }
 
 func TestFitPooledErrors(t *testing.T) {
@@ -207,4 +211,165 @@ func TestOwnPosterior(t *testing.T) {
 	if !slices.Equal(q, []float64{0, 0, 1, 0}) {
 		t.Errorf("symmetric: %v, want the label alone", q)
 	}
+}
+
+// confusedPairSet is pairNoiseSet whose neighbourhoods are imperfect: each
+// neighbour is of the item's own class with probability 1 - confuse, else of
+// the class two above it (a nearby class, as satellite's grey soils are to
+// each other). Labels flip to the next class with probability rate. n must
+// be a multiple of c, so that the index arithmetic keeps the class.
+func confusedPairSet(n, c, k int, rate, confuse float64, seed uint64) (truth []int32, in PooledInput) {
+	rng := rand.New(rand.NewPCG(seed, 2))
+	truth = make([]int32, n)
+	labels := make([]int32, n)
+	off := make([]int32, n+1)
+	for i := range n {
+		truth[i] = int32(i % c)
+		labels[i] = truth[i]
+		if rng.Float64() < rate {
+			labels[i] = (truth[i] + 1) % int32(c)
+		}
+		off[i+1] = int32(i + 1)
+	}
+	idx := make([]int32, n*k)
+	for i := range n {
+		for j := range k {
+			shift := 0
+			if rng.Float64() < confuse {
+				shift = 2
+			}
+			// an item of class (i + shift) mod c, not i itself
+			m := rng.IntN(n/c-1) + 1
+			idx[i*k+j] = int32((i + shift + m*c) % n)
+		}
+	}
+	return truth, PooledInput{N: n, K: k, C: c, Labels: labels, LabelOff: off, Index: idx}
+}
+
+// TestFitPooledSplit: with neighbourhoods that hold 20% of a nearby class,
+// the one-matrix fit's T takes that confusion in (T(c, c+2) well above 0),
+// and so does the own-label posterior it gives; the split fit puts it in
+// the neighbours' T only, and its TOwn is the label noise alone (.7 on
+// the class, .3 on the next, about 0 elsewhere), so an item labelled c+2
+// does not start with class c.
+func TestFitPooledSplit(t *testing.T) {
+	const n, c, k, rate, confuse = 3600, 6, 10, 0.3, 0.2 // n a multiple of c (see confusedPairSet)
+	truth, in := confusedPairSet(n, c, k, rate, confuse, 11)
+	one, _, err := FitPooled(in, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if one.TOwn != nil {
+		t.Fatal("one-matrix fit has TOwn")
+	}
+	in.SplitOwn = true
+	split, post, err := FitPooled(in, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(split.TOwn) != c*c {
+		t.Fatalf("split fit: TOwn has %d entries, want %d", len(split.TOwn), c*c)
+	}
+	var confOne, confOwn, confNb float64
+	for x := range c {
+		confOne += one.T[x*c+(x+2)%c] / c
+		confNb += split.T[x*c+(x+2)%c] / c
+		confOwn += split.TOwn[x*c+(x+2)%c] / c
+		if d := split.TOwn[x*c+x]; math.Abs(d-(1-rate)) > 0.05 {
+			t.Errorf("TOwn(%d, %d) = %.4f, want about %.2f", x, x, d, 1-rate)
+		}
+		if d := split.TOwn[x*c+(x+1)%c]; math.Abs(d-rate) > 0.05 {
+			t.Errorf("TOwn(%d, %d) = %.4f, want about %.2f", x, (x+1)%c, d, rate)
+		}
+	}
+	t.Logf("mean T(c, c+2): one matrix %.4f, split neighbours %.4f, split own %.4f", confOne, confNb, confOwn)
+	if confOne < 0.08 || confNb < 0.1 {
+		t.Errorf("the neighbourhoods' confusion is not in T: one matrix %.4f, split neighbours %.4f", confOne, confNb)
+	}
+	if confOwn > 0.03 {
+		t.Errorf("split TOwn(c, c+2) = %.4f, want about 0 (no label flips there)", confOwn)
+	}
+	right := 0
+	for i := range n {
+		if int32(argmax(post[i*c:(i+1)*c])) == truth[i] {
+			right++
+		}
+	}
+	if acc := float64(right) / n; acc < 0.95 {
+		t.Errorf("split posterior accuracy %.4f, want >= .95", acc)
+	}
+	// The own-label start of label 2: classes 2 and 1 (it flips from 1),
+	// not 0 (which only neighbours confuse with 2).
+	q := make([]float64, c)
+	split.OwnPosterior(q, []int32{2})
+	if q[0] != 0 || q[1] == 0 || q[2] == 0 {
+		t.Errorf("split own posterior of label 2: %v, want classes 1 and 2 only", q)
+	}
+	if s := split.Structure(); s < 0.85 {
+		t.Errorf("split structure %.4f, want >= .85 (pair-flip)", s)
+	}
+}
+
+// TestStructure: symmetric noise spreads each row's off-diagonal mass
+// (about 1/(C-1)), pair-flip noise puts it on one class (about 1).
+func TestStructure(t *testing.T) {
+	const c = 5
+	sym := &Pooled{C: c, T: make([]float64, c*c)}
+	pair := &Pooled{C: c, T: make([]float64, c*c)}
+	for x := range c {
+		for l := range c {
+			sym.T[x*c+l] = 0.1
+			pair.T[x*c+l] = 0.01
+		}
+		sym.T[x*c+x] = 0.6
+		pair.T[x*c+x], pair.T[x*c+(x+1)%c] = 0.6, 0.37
+	}
+	if s := sym.Structure(); math.Abs(s-0.25) > 1e-12 {
+		t.Errorf("symmetric: %g, want 1/(C-1) = .25", s)
+	}
+	if s := pair.Structure(); math.Abs(s-0.37/0.4) > 1e-12 {
+		t.Errorf("pair: %g, want .37/.40", s)
+	}
+	// TOwn, where set, is what it reads.
+	sym.TOwn = pair.T
+	if s := sym.Structure(); math.Abs(s-0.37/0.4) > 1e-12 {
+		t.Errorf("TOwn: %g, want .37/.40", s)
+	}
+	p := DefaultParams(c)
+	for _, g := range []float64{-0.1, 1.5, math.NaN()} {
+		p.PooledGate = g
+		if err := p.Validate(); err == nil {
+			t.Errorf("pooled gate %g: no error", g)
+		}
+	}
+}
+
+// TestAlign: a fit that settled with two classes exchanged (its TOwn rows
+// 0 and 1 put most mass on each other's label) is permuted back, T, TOwn,
+// the prior and the posteriors together; a diagonal-dominant fit is left
+// as it is.
+func TestAlign(t *testing.T) {
+	const c = 3
+	m := &Pooled{C: c,
+		TOwn:  []float64{0.2, 0.7, 0.1, 0.6, 0.3, 0.1, 0.1, 0.1, 0.8},
+		T:     []float64{0.3, 0.5, 0.2, 0.5, 0.4, 0.1, 0.2, 0.2, 0.6},
+		Prior: []float64{0.5, 0.3, 0.2},
+	}
+	post := []float64{0.9, 0.1, 0, 0.2, 0.3, 0.5}
+	m.align(post, 2)
+	want := func(name string, got, w []float64) {
+		t.Helper()
+		if !slices.Equal(got, w) {
+			t.Errorf("%s %v, want %v", name, got, w)
+		}
+	}
+	want("TOwn", m.TOwn, []float64{0.6, 0.3, 0.1, 0.2, 0.7, 0.1, 0.1, 0.1, 0.8})
+	want("T", m.T, []float64{0.5, 0.4, 0.1, 0.3, 0.5, 0.2, 0.2, 0.2, 0.6})
+	want("prior", m.Prior, []float64{0.3, 0.5, 0.2})
+	want("posteriors", post, []float64{0.1, 0.9, 0, 0.3, 0.2, 0.5})
+	// Aligned already: nothing moves.
+	before := append([]float64(nil), post...)
+	m.align(post, 2)
+	want("aligned posteriors", post, before)
+	want("aligned TOwn", m.TOwn, []float64{0.6, 0.3, 0.1, 0.2, 0.7, 0.1, 0.1, 0.1, 0.8})
 }

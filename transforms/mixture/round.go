@@ -88,7 +88,9 @@ type Params struct {
 	// dataset. 0 is the paper's method (start from the given label), the
 	// default. An experiment of issue 32 (docs/QUALITY.md): only the
 	// in-process engine (transforms/engine.Run, the quality harness) reads
-	// it; relabel run's stages and options do not set it.
+	// it; relabel run's stages and options do not set it. The best variant
+	// on the dev grid is 30 iterations, weight .3, PooledSplit and
+	// PooledGate .5: pair-flip cells gain, every other cell is unchanged.
 	PooledIters int
 	// PooledWeight is the share of the pooled posterior in that start, the
 	// rest the given labels' (in (0, 1]; used when PooledIters > 0).
@@ -97,6 +99,15 @@ type Params struct {
 	// own labels only (Pooled.OwnPosterior), leaving its neighbours to the
 	// rounds, instead of the posterior of its whole neighbourhood.
 	PooledOwn bool
+	// PooledSplit fits the item's own labels through their own transition
+	// (PooledInput.SplitOwn), apart from the neighbours', which also carry
+	// the neighbourhood's confusions; PooledOwn then starts from that own
+	// transition's posterior.
+	PooledSplit bool
+	// PooledGate, when > 0, takes the pooled start only where the fitted
+	// noise is structured (Pooled.Structure at or above the gate); below
+	// it every item starts from its given label, as with PooledIters 0.
+	PooledGate float64
 }
 
 // DefaultParams returns relabel's defaults for c classes, chosen by
@@ -206,6 +217,9 @@ func (p Params) Validate() error {
 	}
 	if p.Anchor < 0 || p.AnnotationWeight < 0 {
 		errs = append(errs, fmt.Errorf("anchor = %g, annotation weight = %g, want >= 0", p.Anchor, p.AnnotationWeight))
+	}
+	if !(p.PooledGate >= 0 && p.PooledGate <= 1) {
+		errs = append(errs, fmt.Errorf("pooled gate = %g, want in [0, 1]", p.PooledGate))
 	}
 	if p.PooledIters < 0 || p.PooledIters > 0 && !(p.PooledWeight > 0 && p.PooledWeight <= 1) {
 		errs = append(errs, fmt.Errorf("pooled iterations = %d, weight %g, want >= 0 and a weight in (0, 1]", p.PooledIters, p.PooledWeight))
