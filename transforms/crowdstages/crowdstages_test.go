@@ -159,8 +159,8 @@ func TestLabelOnlyEndToEnd(t *testing.T) {
 			t.Errorf("id %d: clean %d (%v), in memory %d (%v)", id, o.Clean[r], o.CleanProb[r], best, float32(post[best]))
 		}
 		given := o.Given[o.GivenOff[r]:o.GivenOff[r+1]]
-		if len(given) != 1 || given[0] != stages.GivenLabel(lab) {
-			t.Errorf("id %d: given %v, want the majority %d of %v", id, given, stages.GivenLabel(lab), lab)
+		if len(given) != 1 || given[0] != schemas.GivenLabel(lab) {
+			t.Errorf("id %d: given %v, want the majority %d of %v", id, given, schemas.GivenLabel(lab), lab)
 		}
 		if o.Changed[r] != (o.Clean[r] != given[0]) {
 			t.Errorf("id %d: changed = %v", id, o.Changed[r])

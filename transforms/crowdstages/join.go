@@ -140,7 +140,7 @@ func (f *bucketBatchFn) ProcessElement(ctx context.Context, bucket int, iter fun
 		}
 		b.AnnOff = append(b.AnnOff, int32(len(b.Ann)))
 		_, lab := b.Item(i)
-		b.Labels = append(b.Labels, stages.GivenLabel(lab))
+		b.Labels = append(b.Labels, schemas.GivenLabel(lab))
 		b.LabelOff = append(b.LabelOff, int32(len(b.Labels)))
 		crowd.MajorityInit(b.Post[i*f.C:(i+1)*f.C], lab)
 	}
