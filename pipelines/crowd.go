@@ -9,6 +9,7 @@ import (
 
 	"github.com/relabel/relabel/io/annotio"
 	"github.com/relabel/relabel/io/blobio"
+	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/schemas"
@@ -202,11 +203,11 @@ func (p *Plan) OutputNames() []string {
 	var names []string
 	if p.Crowd != nil && p.Crowd.LabelOnly {
 		for b := 0; b < p.Crowd.Params.Buckets; b++ {
-			names = append(names, stages.OutputName(crowdstages.ShardName(b), p.Options.Format))
+			names = append(names, resultio.OutputName(crowdstages.ShardName(b), p.Options.Format))
 		}
 	} else {
 		for _, s := range p.Shards {
-			names = append(names, stages.OutputName(s.Path, p.Options.Format))
+			names = append(names, resultio.OutputName(s.Path, p.Options.Format))
 		}
 	}
 	if p.Crowd != nil {
@@ -242,12 +243,12 @@ func (p *Plan) writeParams(tmpDir string) stages.WriteParams {
 func (p *Plan) shardFiles() (names, inputs []string) {
 	if p.Crowd != nil && p.Crowd.LabelOnly {
 		for b := 0; b < p.Crowd.Params.Buckets; b++ {
-			names = append(names, stages.OutputName(crowdstages.ShardName(b), p.Options.Format))
+			names = append(names, resultio.OutputName(crowdstages.ShardName(b), p.Options.Format))
 		}
 		return names, names
 	}
 	for _, s := range p.Shards {
-		names = append(names, stages.OutputName(s.Path, p.Options.Format))
+		names = append(names, resultio.OutputName(s.Path, p.Options.Format))
 		inputs = append(inputs, s.Path)
 	}
 	return names, inputs

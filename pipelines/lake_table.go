@@ -178,7 +178,7 @@ func runTable(ctx context.Context, cfg options.Options, exec Executor) (*Summary
 	}
 	var files []string
 	for _, s := range plan.Shards {
-		files = append(files, blobio.Join(tmp, stages.OutputName(s.Path, shardio.Parquet)))
+		files = append(files, blobio.Join(tmp, resultio.OutputName(s.Path, shardio.Parquet)))
 	}
 	committed := false
 	var statePath string
@@ -216,7 +216,7 @@ func runTable(ctx context.Context, cfg options.Options, exec Executor) (*Summary
 	}
 	committed = true
 	for _, sh := range plan.Shards {
-		fs.Remove(ctx, blobio.Join(tmp, stages.OutputName(sh.Path, shardio.Parquet)+resultio.ReportSuffix))
+		fs.Remove(ctx, blobio.Join(tmp, resultio.OutputName(sh.Path, shardio.Parquet)+resultio.ReportSuffix))
 	}
 	lake.OutputSnapshot, lake.AddedFiles = snap, len(files)
 	sum.Lake = lake
@@ -425,7 +425,7 @@ func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.
 			f.n++
 			if c.Changed[j] {
 				f.changed++
-				f.changedFrom[stages.GivenLabel(d.labelsOf(i))]++
+				f.changedFrom[schemas.GivenLabel(d.labelsOf(i))]++
 				f.changedTo[c.CleanLabel[j]]++
 			}
 		}
@@ -441,7 +441,7 @@ func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.
 		if len(rs) == 0 {
 			continue
 		}
-		add(stages.OutputName(d.shards[s], shardio.Parquet), rs, func(int) bool { return true })
+		add(resultio.OutputName(d.shards[s], shardio.Parquet), rs, func(int) bool { return true })
 	}
 	for f, p := range posts {
 		rs, touched := u.storedRows(p)

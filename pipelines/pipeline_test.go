@@ -87,7 +87,7 @@ func (f *checkRowsFn) ProcessElement(c schemas.Cleaned, emit func(string)) {
 		if sum > 1+1e-4 {
 			bad(i, "posterior sums to %v > 1", sum)
 		}
-		given := stages.GivenLabel(c.Labels[c.LabelOff[i]:c.LabelOff[i+1]])
+		given := schemas.GivenLabel(c.Labels[c.LabelOff[i]:c.LabelOff[i+1]])
 		want := float32(0)
 		for e := lo; e < hi; e++ {
 			if c.PostClass[e] == given {
@@ -128,7 +128,7 @@ func (f *scoreFn) ProcessElement(c schemas.Cleaned) (score, error) {
 			return s, fmt.Errorf("id %d outside the truth's %d rows", id, len(f.Truth))
 		}
 		s.N++
-		if stages.GivenLabel(c.Labels[c.LabelOff[i]:c.LabelOff[i+1]]) == f.Truth[id] {
+		if schemas.GivenLabel(c.Labels[c.LabelOff[i]:c.LabelOff[i+1]]) == f.Truth[id] {
 			s.Given++
 		}
 		if c.CleanLabel[i] == f.Truth[id] {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 
+	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/schemas"
@@ -123,7 +124,7 @@ func planShards(ctx context.Context, cfg options.Options, ro shardio.ReadOptions
 	p.IDColumn = ro.Columns.WithDefaults().ID
 	seen := map[string]string{}
 	for _, s := range shards {
-		name := stages.OutputName(s.Path, cfg.Format)
+		name := resultio.OutputName(s.Path, cfg.Format)
 		if other, dup := seen[name]; dup {
 			return nil, fmt.Errorf("relabel: input shards %s and %s would both write %s", other, s.Path, name)
 		}
