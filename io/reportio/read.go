@@ -77,10 +77,10 @@ func (h *suspectHeap) Pop() any {
 
 // accum holds everything the pass counts.
 type accum struct {
-	c        int
-	classes  *shardio.ClassMap
-	top      int
-	truth    Truth
+	c       int
+	classes *shardio.ClassMap
+	top     int
+	truth   Truth
 
 	rows, labelled, changed int64
 	unresolved              int64   // rows with a null clean_label
@@ -444,7 +444,6 @@ func keyOf(arr arrow.Array, i int) (Key, error) {
 	}
 	return Key{}, fmt.Errorf("ids of type %s, want int64 or string", arr.DataType())
 }
-
 
 // validUTF8 is s with each run of bytes that is not UTF-8 replaced by U+FFFD:
 // the page and the terminal get valid text even from an output edited by

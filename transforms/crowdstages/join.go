@@ -125,7 +125,7 @@ func (f *bucketBatchFn) ProcessElement(ctx context.Context, bucket int, iter fun
 	if f.IDKind == schemas.IDString {
 		slices.SortFunc(starts, func(x, y int) int { return cmp.Compare(all[x].strItem, all[y].strItem) })
 	}
-	b := Batch{Shard: ShardName(bucket), IDKind: f.IDKind, C: f.C, LabelOff: []int32{0}, AnnOff: []int32{0}}
+	b := Batch{Items: stages.Items{Shard: ShardName(bucket), IDKind: f.IDKind, LabelOff: []int32{0}}, C: f.C, AnnOff: []int32{0}}
 	n := len(starts)
 	b.IDs = make([]int64, 0, n)
 	b.Post = make([]float64, n*f.C)
@@ -284,10 +284,9 @@ func (f *attachFn) ProcessElement(ctx context.Context, key string, items func(*s
 		}
 		a = ItemAnns{}
 	}
-	b := Batch{Shard: it.Shard, Offset: it.Offset, IDKind: it.IDKind, IDs: it.IDs, StrIDs: it.StrIDs,
-		Labels: it.Labels, LabelOff: it.LabelOff, Multi: it.Multi,
-		Cand: it.Cand, K: it.K, Neigh: it.Neigh, Weight: it.Weight, C: f.C,
-		AnnOff: make([]int32, 1, n+1), Post: make([]float64, n*f.C)}
+	b := Batch{Items: stages.Items{Shard: it.Shard, Offset: it.Offset, IDKind: it.IDKind, IDs: it.IDs, StrIDs: it.StrIDs,
+		Labels: it.Labels, LabelOff: it.LabelOff, Multi: it.Multi, Cand: it.Cand, K: it.K, Neigh: it.Neigh, Weight: it.Weight},
+		C: f.C, AnnOff: make([]int32, 1, n+1), Post: make([]float64, n*f.C)}
 	for i := 0; i < n; i++ {
 		if has[i] {
 			b.Ann = append(b.Ann, per[i].ann...)

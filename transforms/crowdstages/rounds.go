@@ -51,7 +51,7 @@ func (f *estimateFn) ProcessElement(s crowd.Stats, emit func(modelMsg)) error {
 		return err
 	}
 	m := crowd.Estimate(&s, f.Params)
-	if f.Round == 0 || f.Round == f.Params.WithDefaults().Iterations {
+	if f.Round == 0 || f.Round == f.Params.Iterations {
 		log.Printf("relabel: crowd iteration %d: %d items, %d annotators, prior strength %.3g", f.Round, s.Items, len(m.Annotators), m.Strength)
 	}
 	msg, err := f.Spill.putModel(f.Round, m)
@@ -176,7 +176,7 @@ func (f *eStepNbFn) ProcessElement(b Batch, mm modelMsg, cm candMsg, emit func(B
 	if len(f.prior) != C {
 		f.prior = make([]float64, C)
 	}
-	lambda := f.Params.WithDefaults().Lambda()
+	lambda := f.Params.NeighbourWeight
 	next := b
 	next.Post = make([]float64, len(b.Post))
 	for i := 0; i < b.Len(); i++ {
@@ -205,7 +205,6 @@ func init() {
 // the final model (singleton PCollection<modelMsg>, estimated from the
 // final posteriors). withNeighbours chooses the neighbour prior.
 func rounds(s beam.Scope, batches beam.PCollection, p crowd.Params, withNeighbours bool, sp Spill) (beam.PCollection, beam.PCollection) {
-	p = p.WithDefaults()
 	model := func(s beam.Scope, b beam.PCollection, r int) beam.PCollection {
 		st := beam.Combine(s, &statsFn{C: p.C}, b)
 		return beam.ParDo(s, &estimateFn{Params: p, Round: r, Spill: sp}, st)

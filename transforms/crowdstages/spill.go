@@ -4,13 +4,13 @@ import (
 	"fmt"
 	"hash/fnv"
 	"reflect"
-	"sync"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 
 	"github.com/relabel/relabel/io/spillio"
 	"github.com/relabel/relabel/schemas/wire"
 	"github.com/relabel/relabel/transforms/crowd"
+	"github.com/relabel/relabel/transforms/stages"
 )
 
 // Spill keeps the EM iterations' batches in local files while they wait
@@ -58,7 +58,7 @@ func (s Spill) put(gen int, b *Batch) error {
 	if err != nil {
 		return fmt.Errorf("crowdstages: spill: %s rows %d..: %w", b.Shard, b.Offset, err)
 	}
-	*b = Batch{Shard: b.Shard, Offset: b.Offset, Spilled: refs[0]}
+	*b = Batch{Items: stages.Items{Shard: b.Shard, Offset: b.Offset}, Spilled: refs[0]}
 	return nil
 }
 
@@ -78,13 +78,9 @@ func (b *Batch) unspill() error {
 	if b.Spilled.Path == "" {
 		return nil
 	}
-	enc, err := spillio.Read(b.Spilled)
+	nb, err := spillio.Load(b.Spilled, decodeBatch)
 	if err != nil {
 		return fmt.Errorf("crowdstages: spill: %s rows %d..: %w", b.Shard, b.Offset, err)
-	}
-	nb, err := decodeBatch(enc)
-	if err != nil {
-		return fmt.Errorf("crowdstages: spill: %s rows %d.. in %s at %d: %w", b.Shard, b.Offset, b.Spilled.Path, b.Spilled.Off, err)
 	}
 	if nb.Shard != b.Shard || nb.Offset != b.Offset {
 		return fmt.Errorf("crowdstages: spill: %s at %d holds %s rows %d.., want %s rows %d..", b.Spilled.Path, b.Spilled.Off, nb.Shard, nb.Offset, b.Shard, b.Offset)
@@ -121,8 +117,8 @@ func (s Spill) putModel(gen int, m *crowd.Model) (modelMsg, error) {
 	return modelMsg{Spilled: refs[0]}, nil
 }
 
-// lastModel is the spilled model this process read last (see lastRead).
-var lastModel lastRead[crowd.Model]
+// lastModel is the spilled model this process read last (spillio.Last).
+var lastModel spillio.Last[crowd.Model]
 
 // get returns the model of msg, decoding a spilled one unless it is the
 // one decoded last.
@@ -130,46 +126,14 @@ func (msg *modelMsg) get() (*crowd.Model, error) {
 	if msg.Spilled.Path == "" {
 		return &msg.Model, nil
 	}
-	return lastModel.get(msg.Spilled, "model", func(enc []byte) (*crowd.Model, error) {
+	m, err := lastModel.Get(msg.Spilled, func(enc []byte) (*crowd.Model, error) {
 		m := new(crowd.Model)
 		return m, m.UnmarshalBinary(enc)
 	})
-}
-
-// lastRead is the spilled value of one kind that this process decoded last.
-// Iterations run one after another, so one entry serves every bundle of an
-// iteration; and one entry for the process, not one per DoFn, because the
-// harness keeps every stage's DoFns until the job ends: a model cached in
-// them stayed in memory for every iteration (660 MB by iteration 10 at
-// 100,000 items). Values are read-only once decoded, so bundles may share
-// one.
-type lastRead[T any] struct {
-	sync.Mutex
-	ref spillio.Ref
-	v   *T
-}
-
-// get returns the value spilled at ref, decoding it unless it is the one
-// decoded last; what names it in errors.
-func (c *lastRead[T]) get(ref spillio.Ref, what string, decode func([]byte) (*T, error)) (*T, error) {
-	c.Lock()
-	defer c.Unlock()
-	if c.v != nil && c.ref == ref {
-		return c.v, nil
-	}
-	// Drop the previous iteration's copy before decoding this one, so a
-	// process holds one, not two.
-	c.ref, c.v = spillio.Ref{}, nil
-	enc, err := spillio.Read(ref)
 	if err != nil {
-		return nil, fmt.Errorf("crowdstages: spill: %s: %w", what, err)
+		return nil, fmt.Errorf("crowdstages: spill: model: %w", err)
 	}
-	v, err := decode(enc)
-	if err != nil {
-		return nil, fmt.Errorf("crowdstages: spill: %s in %s at %d: %w", what, ref.Path, ref.Off, err)
-	}
-	c.ref, c.v = ref, v
-	return v, nil
+	return m, nil
 }
 
 func encodeModelMsg(m modelMsg) ([]byte, error) {
@@ -198,9 +162,7 @@ func decodeModelMsg(b []byte) (modelMsg, error) {
 // and nothing follows) or inline (a zero ref, then the payload).
 func refHeader(ref spillio.Ref) []byte {
 	var w wire.Writer
-	w.String(ref.Path)
-	w.Varint(ref.Off)
-	w.Varint(ref.Len)
+	spillio.PutRef(&w, ref)
 	return w.B
 }
 
@@ -208,7 +170,7 @@ func refHeader(ref spillio.Ref) []byte {
 // inline payload when the ref is zero).
 func readRefHeader(b []byte) (spillio.Ref, []byte, error) {
 	r := wire.Reader{B: b}
-	ref := spillio.Ref{Path: r.String(), Off: r.Varint(), Len: r.Varint()}
+	ref := spillio.GetRef(&r)
 	if ref.Path != "" {
 		return ref, nil, r.Err()
 	}
@@ -242,8 +204,8 @@ func (s Spill) putCand(gen int, cp *CandPosts) (candMsg, error) {
 }
 
 // lastCand is the spilled candidate posteriors this process read last
-// (see lastRead).
-var lastCand lastRead[CandPosts]
+// (spillio.Last).
+var lastCand spillio.Last[CandPosts]
 
 // get returns the candidate posteriors of msg, decoding spilled ones
 // unless they are the ones decoded last.
@@ -251,10 +213,14 @@ func (msg *candMsg) get() (*CandPosts, error) {
 	if msg.Spilled.Path == "" {
 		return &msg.Cand, nil
 	}
-	return lastCand.get(msg.Spilled, "candidate posteriors", func(enc []byte) (*CandPosts, error) {
+	cp, err := lastCand.Get(msg.Spilled, func(enc []byte) (*CandPosts, error) {
 		cp, err := decodeCandPosts(enc)
 		return &cp, err
 	})
+	if err != nil {
+		return nil, fmt.Errorf("crowdstages: spill: candidate posteriors: %w", err)
+	}
+	return cp, nil
 }
 
 func encodeCandMsg(m candMsg) []byte {

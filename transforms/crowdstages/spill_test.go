@@ -86,14 +86,14 @@ func TestSpillLabelOnly(t *testing.T) {
 	cr := crowd.Simulate(900, testC, 3, testAnnotators(), 31)
 	in := t.TempDir()
 	writeShards(t, in, flatten(cr), 3, false)
-	units, lay, err := annotio.Scan(context.Background(), filepath.Join(in, "*.parquet"), annotio.Options{Classes: testC})
+	units, lay, err := annotio.Scan(context.Background(), filepath.Join(in, "*.parquet"), annotio.Options{Columns: annotio.DefaultColumns(), Classes: testC})
 	if err != nil {
 		t.Fatal(err)
 	}
 	run := func(out string, sp Spill) {
 		p, s := beam.NewPipelineWithRoot()
-		anns := ReadAnnotations(s, beam.CreateList(s, units), annotio.Options{Classes: testC}, 3)
-		items := LabelOnly(s, anns, Params{Crowd: crowd.Params{C: testC, Iterations: iterations}, Buckets: 3,
+		anns := ReadAnnotations(s, beam.CreateList(s, units), annotio.Options{Columns: annotio.DefaultColumns(), Classes: testC}, 3)
+		items := LabelOnly(s, anns, Params{Crowd: crowdP(iterations), C0: testC0, Buckets: 3,
 			AnnotatorKind: lay.AnnotatorKind, TmpDir: out, Format: shardio.ArrowFile, Spill: sp})
 		stages.Write(s, items, stages.WriteParams{TmpDir: out, Format: shardio.ArrowFile, LabelKind: schemas.LabelInt32, IDKind: schemas.IDInt64, C: testC, Cal: stages.Calibration{Temperature: 1}})
 		if err := ptest.Run(p); err != nil {
@@ -118,14 +118,14 @@ func TestSpillWithFeatures(t *testing.T) {
 	items, _ := featureItems(cr, K, nil)
 	in := t.TempDir()
 	writeShards(t, in, flatten(cr), 2, false)
-	units, lay, err := annotio.Scan(context.Background(), filepath.Join(in, "*.parquet"), annotio.Options{})
+	units, lay, err := annotio.Scan(context.Background(), filepath.Join(in, "*.parquet"), annotio.Options{Columns: annotio.DefaultColumns()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	run := func(out string, sp Spill) {
 		p, s := beam.NewPipelineWithRoot()
-		anns := ReadAnnotations(s, beam.CreateList(s, units), annotio.Options{Classes: testC}, 4)
-		res := WithFeatures(s, beam.CreateList(s, items), anns, Params{Crowd: crowd.Params{C: testC, Iterations: iterations}, Buckets: 4,
+		anns := ReadAnnotations(s, beam.CreateList(s, units), annotio.Options{Columns: annotio.DefaultColumns(), Classes: testC}, 4)
+		res := WithFeatures(s, beam.CreateList(s, items), anns, Params{Crowd: crowdP(iterations), C0: testC0, Buckets: 4,
 			AnnotatorKind: lay.AnnotatorKind, TmpDir: out, Format: shardio.ArrowFile, Spill: sp})
 		stages.Write(s, res, stages.WriteParams{TmpDir: out, Format: shardio.ArrowFile, LabelKind: schemas.LabelInt32, IDKind: schemas.IDInt64, C: testC, Cal: stages.Calibration{Temperature: 1}})
 		if err := ptest.Run(p); err != nil {
@@ -145,8 +145,8 @@ func TestSpillWithFeatures(t *testing.T) {
 // naming the file, not a silent swap.
 func TestUnspillMismatch(t *testing.T) {
 	sp := Spill{Dir: t.TempDir()}
-	a := Batch{Shard: "s", Offset: 0, C: 2, IDs: []int64{1}, AnnOff: []int32{0}, Post: []float64{.5, .5}}
-	b := Batch{Shard: "s", Offset: 64, C: 2}
+	a := Batch{Items: stages.Items{Shard: "s", Offset: 0, IDs: []int64{1}}, C: 2, AnnOff: []int32{0}, Post: []float64{.5, .5}}
+	b := Batch{Items: stages.Items{Shard: "s", Offset: 64}, C: 2}
 	if err := sp.put(0, &a); err != nil {
 		t.Fatal(err)
 	}
@@ -169,8 +169,8 @@ func TestUnspillMismatch(t *testing.T) {
 func TestSpillCandPosts(t *testing.T) {
 	const C = 3
 	batches := []Batch{
-		{Shard: "s", Offset: 0, C: C, Cand: []int32{2, -1, 0}, Post: []float64{.1, .2, .7, .3, .3, .4, .5, .25, .25}},
-		{Shard: "s", Offset: 3, C: C, Cand: []int32{1}, Post: []float64{.6, .3, .1}},
+		{Items: stages.Items{Shard: "s", Offset: 0, Cand: []int32{2, -1, 0}}, C: C, Post: []float64{.1, .2, .7, .3, .3, .4, .5, .25, .25}},
+		{Items: stages.Items{Shard: "s", Offset: 3, Cand: []int32{1}}, C: C, Post: []float64{.6, .3, .1}},
 	}
 	combine := func(f *candPostsFn) candMsg {
 		a := f.CreateAccumulator()

@@ -78,7 +78,7 @@ func Load(dir string) (*Set, error) {
 			return nil, fmt.Errorf("crowdset: %w", err)
 		}
 	}
-	units, _, err := annotio.Scan(ctx, filepath.Join(dir, "annotations.parquet"), annotio.Options{Classes: m.C})
+	units, _, err := annotio.Scan(ctx, filepath.Join(dir, "annotations.parquet"), annotio.Options{Columns: annotio.DefaultColumns(), Classes: m.C})
 	if err != nil {
 		return nil, fmt.Errorf("crowdset: %w", err)
 	}
@@ -88,7 +88,7 @@ func Load(dir string) (*Set, error) {
 	}
 	var all []ann
 	for _, u := range units {
-		bt, err := annotio.ReadUnit(ctx, u, annotio.Options{Classes: m.C})
+		bt, err := annotio.ReadUnit(ctx, u, annotio.Options{Columns: annotio.DefaultColumns(), Classes: m.C})
 		if err != nil {
 			return nil, fmt.Errorf("crowdset: %w", err)
 		}
