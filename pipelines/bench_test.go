@@ -24,7 +24,6 @@ import (
 	"github.com/relabel/relabel/pipelines"
 	"github.com/relabel/relabel/runners"
 	"github.com/relabel/relabel/transforms/engine"
-	"github.com/relabel/relabel/transforms/stages"
 )
 
 // sharedData is ../shared/data seen from this package.

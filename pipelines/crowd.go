@@ -36,25 +36,20 @@ type CrowdPlan struct {
 	Params crowdstages.Params
 }
 
-// resolve sets the crowd stages' parameters, their defaults filled in once
-// here (crowdstages.Params.WithDefaults, which is idempotent), and checks
-// them: an error before anything runs, not a panic while the graph is
-// built.
+// resolve sets the crowd stages' parameters, complete (crowdParams, the
+// plan's C0 and buckets), and checks them: an error before anything runs,
+// not a panic while the graph is built.
 func (cp *CrowdPlan) resolve(p crowdstages.Params) error {
-	cp.Params = p.WithDefaults()
+	cp.Params = p
 	return cp.Params.Validate()
 }
 
-// crowdParams is the model's configuration from the options.
+// crowdParams is the model's configuration: crowd.DefaultParams with the
+// options' values, each used as given (0 is 0).
 func crowdParams(o *options.Options, c int) crowd.Params {
-	p := crowd.Params{C: c, Iterations: o.CrowdIters, Strength: o.AnnotatorPrior.Or(0), NeighbourWeight: o.NeighbourPrior, ClassBalance: o.ClassBalance}
-	// crowd.Params reads 0 as "default": ask for 0 explicitly.
-	if p.NeighbourWeight == 0 {
-		p.NeighbourWeight = -1
-	}
-	if p.ClassBalance == 0 {
-		p.ClassBalance = -1
-	}
+	p := crowd.DefaultParams(c)
+	p.Iterations, p.NeighbourWeight, p.ClassBalance = o.CrowdIters, o.NeighbourPrior, o.ClassBalance
+	p.Strength = o.AnnotatorPrior.Or(crowd.FromData)
 	return p
 }
 

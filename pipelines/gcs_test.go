@@ -21,7 +21,6 @@ import (
 	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/pipelines"
 	"github.com/relabel/relabel/runners"
-	"github.com/relabel/relabel/transforms/stages"
 )
 
 // digits is the test input: two Parquet shards of 1797 rows, C = 10.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/relabel/relabel/gpu"
 	"github.com/relabel/relabel/internal/faults"
 	"github.com/relabel/relabel/internal/pool"
 	"github.com/relabel/relabel/internal/progress"
@@ -18,7 +19,6 @@ import (
 	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/transforms/knn"
-	"github.com/relabel/relabel/transforms/stages"
 )
 
 // lakeRun reports whether Run takes the table path.
@@ -239,7 +239,7 @@ func fullIVFState(ctx context.Context, fs blobio.FS, dir string, plan *Plan) (st
 		return "", err
 	}
 	d := flatten(rows, func(string) bool { return false })
-	searcher, _, _, err := stages.Backends(plan.Options.Device)
+	searcher, _, _, err := gpu.Backends(plan.Options.Device)
 	if err != nil {
 		return "", err
 	}
@@ -355,7 +355,7 @@ func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.
 	}
 	// A full run's stats stage refuses duplicate ids; so must this path,
 	// which never runs it (an append repeating ids would be committed).
-	if err := checkUniqueIDs(rows, plan.Read.Columns.WithDefaults().ID); err != nil {
+	if err := checkUniqueIDs(rows, plan.IDColumn); err != nil {
 		return nil, err
 	}
 	d := flatten(rows, func(p string) bool { return newPath[p] })
