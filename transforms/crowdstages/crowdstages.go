@@ -7,6 +7,7 @@ import (
 
 	"github.com/relabel/relabel/io/annotio"
 	"github.com/relabel/relabel/io/shardio"
+	"github.com/relabel/relabel/io/spillio"
 	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/transforms/crowd"
 )
@@ -35,7 +36,7 @@ type Params struct {
 	Format shardio.Format
 	// Spill keeps the iterations' batches in local files instead of the
 	// runner's memory (the embedded runner). Optional, default off.
-	Spill Spill
+	Spill spillio.Dir
 }
 
 // Validate checks p, every field as given; called while the pipeline is

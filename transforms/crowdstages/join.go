@@ -11,6 +11,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
 	"github.com/relabel/relabel/io/annotio"
+	"github.com/relabel/relabel/io/spillio"
 	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/transforms/crowd"
 	"github.com/relabel/relabel/transforms/stages"
@@ -104,7 +105,7 @@ func itemName(x *ann) string {
 type bucketBatchFn struct {
 	C      int
 	IDKind schemas.IDKind
-	Spill  Spill
+	Spill  spillio.Dir
 }
 
 func (f *bucketBatchFn) ProcessElement(ctx context.Context, bucket int, iter func(*AnnRows) bool, emit func(Batch)) error {
@@ -145,7 +146,7 @@ func (f *bucketBatchFn) ProcessElement(ctx context.Context, bucket int, iter fun
 		crowd.MajorityInit(b.Post[i*f.C:(i+1)*f.C], lab)
 	}
 	itemsJoined.Inc(ctx, int64(n))
-	if err := f.Spill.put(0, &b); err != nil {
+	if err := put(f.Spill, 0, &b); err != nil {
 		return err
 	}
 	emit(b)
@@ -252,7 +253,7 @@ func (keyItemsFn) ProcessElement(it stages.Items) (string, stages.Items) {
 // column's labels as annotations of the Anonymous annotator.
 type attachFn struct {
 	C     int
-	Spill Spill
+	Spill spillio.Dir
 }
 
 func (f *attachFn) ProcessElement(ctx context.Context, key string, items func(*stages.Items) bool, anns func(*ItemAnns) bool, emit func(Batch)) error {
@@ -306,7 +307,7 @@ func (f *attachFn) ProcessElement(ctx context.Context, key string, items func(*s
 		crowd.MajorityInit(b.Post[i*f.C:(i+1)*f.C], lab)
 	}
 	itemsJoined.Inc(ctx, int64(n))
-	if err := f.Spill.put(0, &b); err != nil {
+	if err := put(f.Spill, 0, &b); err != nil {
 		return err
 	}
 	emit(b)

@@ -13,9 +13,11 @@ import (
 	"github.com/relabel/relabel/transforms/stages"
 )
 
-// Spill keeps the EM iterations' batches in local files while they wait
+// The crowd stages' Spill (Params.Spill, a spillio.Dir: empty means no
+// spilling) keeps the EM iterations' batches in local files while they wait
 // between stages, and passes only references to them through the runner's
-// shuffle.
+// shuffle. io/spillio writes, reads and removes the files and encodes the
+// references; what is spilled and when a generation goes is said here.
 //
 // Why: the embedded runner (Prism) keeps what a stage emits in memory, in
 // several copies, and every iteration emits every batch anew (its
@@ -35,26 +37,16 @@ import (
 // iteration r+1's E step wrote) is the first stage that runs after all of
 // them, and removes generation r. The caller removes Dir, and with it the
 // last generation, when the pipeline is done.
-type Spill struct {
-	// Dir is a directory that every worker can read and write, and that
-	// nothing else uses. Optional: empty means no spilling.
-	Dir string
-}
 
-// On reports whether batches are spilled.
-func (s Spill) On() bool { return s.Dir != "" }
-
-func (s Spill) files() spillio.Dir { return spillio.Dir(s.Dir) }
-
-// put writes b into generation gen and replaces it by a reference (Shard
-// and Offset stay, for errors); nothing when s is off.
-func (s Spill) put(gen int, b *Batch) error {
+// put writes b into generation gen of s and replaces it by a reference
+// (Shard and Offset stay, for errors); nothing when s is off.
+func put(s spillio.Dir, gen int, b *Batch) error {
 	if !s.On() {
 		return nil
 	}
 	h := fnv.New64a()
 	h.Write([]byte(b.Shard))
-	refs, err := s.files().Write(gen, fmt.Sprintf("b%016x-%x", h.Sum64(), b.Offset), encodeBatch(*b))
+	refs, err := s.Write(gen, fmt.Sprintf("b%016x-%x", h.Sum64(), b.Offset), encodeBatch(*b))
 	if err != nil {
 		return fmt.Errorf("crowdstages: spill: %s rows %d..: %w", b.Shard, b.Offset, err)
 	}
@@ -62,12 +54,12 @@ func (s Spill) put(gen int, b *Batch) error {
 	return nil
 }
 
-// drop removes generation gen; nothing when s is off or gen < 0.
-func (s Spill) drop(gen int) error {
+// drop removes generation gen of s; nothing when s is off or gen < 0.
+func drop(s spillio.Dir, gen int) error {
 	if gen < 0 {
 		return nil
 	}
-	if err := s.files().Drop(gen); err != nil {
+	if err := s.Drop(gen); err != nil {
 		return fmt.Errorf("crowdstages: spill: %w", err)
 	}
 	return nil
@@ -102,7 +94,7 @@ type modelMsg struct {
 // putModel makes m's message: spilled as the model file of generation gen
 // when s is on (it is then removed with the batches the model was estimated
 // from), else inline.
-func (s Spill) putModel(gen int, m *crowd.Model) (modelMsg, error) {
+func putModel(s spillio.Dir, gen int, m *crowd.Model) (modelMsg, error) {
 	if !s.On() {
 		return modelMsg{Model: *m}, nil
 	}
@@ -110,7 +102,7 @@ func (s Spill) putModel(gen int, m *crowd.Model) (modelMsg, error) {
 	if err != nil {
 		return modelMsg{}, err
 	}
-	refs, err := s.files().Write(gen, "model", enc)
+	refs, err := s.Write(gen, "model", enc)
 	if err != nil {
 		return modelMsg{}, fmt.Errorf("crowdstages: spill: model: %w", err)
 	}
@@ -192,11 +184,11 @@ type candMsg struct {
 // putCand makes cp's message: spilled as the candidate file of generation
 // gen when s is on (removed with the batches the posteriors come from),
 // else inline.
-func (s Spill) putCand(gen int, cp *CandPosts) (candMsg, error) {
+func putCand(s spillio.Dir, gen int, cp *CandPosts) (candMsg, error) {
 	if !s.On() {
 		return candMsg{Cand: *cp}, nil
 	}
-	refs, err := s.files().Write(gen, "cand", encodeCandPosts(*cp))
+	refs, err := s.Write(gen, "cand", encodeCandPosts(*cp))
 	if err != nil {
 		return candMsg{}, fmt.Errorf("crowdstages: spill: candidate posteriors: %w", err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/relabel/relabel/io/annotio"
 	"github.com/relabel/relabel/io/shardio"
+	"github.com/relabel/relabel/io/spillio"
 	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/transforms/crowd"
 	"github.com/relabel/relabel/transforms/stages"
@@ -62,7 +63,7 @@ func leftGens(t *testing.T, what, dir string, iterations int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := filepath.Base(Spill{Dir: dir}.files().Gen(iterations))
+	want := filepath.Base(spillio.Dir(dir).Gen(iterations))
 	if len(left) != 1 || left[0].Name() != want {
 		var names []string
 		for _, e := range left {
@@ -90,7 +91,7 @@ func TestSpillLabelOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := func(out string, sp Spill) {
+	run := func(out string, sp spillio.Dir) {
 		p, s := beam.NewPipelineWithRoot()
 		anns := ReadAnnotations(s, beam.CreateList(s, units), annotio.Options{Columns: annotio.DefaultColumns(), Classes: testC}, 3)
 		items := LabelOnly(s, anns, Params{Crowd: crowdP(iterations), C0: testC0, Buckets: 3,
@@ -101,8 +102,8 @@ func TestSpillLabelOnly(t *testing.T) {
 		}
 	}
 	mem, spilled, dir := t.TempDir(), t.TempDir(), t.TempDir()
-	run(mem, Spill{})
-	run(spilled, Spill{Dir: dir})
+	run(mem, "")
+	run(spilled, spillio.Dir(dir))
 	if n := sameFiles(t, "label-only", mem, spilled); n < 5 {
 		t.Errorf("label-only: %d files written, want 3 shards, the annotators file and its report", n)
 	}
@@ -122,7 +123,7 @@ func TestSpillWithFeatures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := func(out string, sp Spill) {
+	run := func(out string, sp spillio.Dir) {
 		p, s := beam.NewPipelineWithRoot()
 		anns := ReadAnnotations(s, beam.CreateList(s, units), annotio.Options{Columns: annotio.DefaultColumns(), Classes: testC}, 4)
 		res := WithFeatures(s, beam.CreateList(s, items), anns, Params{Crowd: crowdP(iterations), C0: testC0, Buckets: 4,
@@ -133,8 +134,8 @@ func TestSpillWithFeatures(t *testing.T) {
 		}
 	}
 	mem, spilled, dir := t.TempDir(), t.TempDir(), t.TempDir()
-	run(mem, Spill{})
-	run(spilled, Spill{Dir: dir})
+	run(mem, "")
+	run(spilled, spillio.Dir(dir))
 	if n := sameFiles(t, "features", mem, spilled); n < 3 {
 		t.Errorf("features: %d files written, want the shards, the annotators file and its report", n)
 	}
@@ -144,10 +145,10 @@ func TestSpillWithFeatures(t *testing.T) {
 // TestUnspillMismatch: a reference to another batch's bytes is an error
 // naming the file, not a silent swap.
 func TestUnspillMismatch(t *testing.T) {
-	sp := Spill{Dir: t.TempDir()}
+	sp := spillio.Dir(t.TempDir())
 	a := Batch{Items: stages.Items{Shard: "s", Offset: 0, IDs: []int64{1}}, C: 2, AnnOff: []int32{0}, Post: []float64{.5, .5}}
 	b := Batch{Items: stages.Items{Shard: "s", Offset: 64}, C: 2}
-	if err := sp.put(0, &a); err != nil {
+	if err := put(sp, 0, &a); err != nil {
 		t.Fatal(err)
 	}
 	if a.Len() != 0 || a.Spilled.Path == "" {
@@ -191,13 +192,13 @@ func TestSpillCandPosts(t *testing.T) {
 	if inline.Spilled.Path != "" || inline.Cand.C != C || !slices.Equal(inline.Cand.Post, want) {
 		t.Fatalf("inline: %+v, want posteriors %v in candidate order", inline, want)
 	}
-	sp := Spill{Dir: t.TempDir()}
+	sp := spillio.Dir(t.TempDir())
 	msg := combine(&candPostsFn{C: C, Gen: 2, Spill: sp})
 	if msg.Spilled.Path == "" || len(msg.Cand.Post) != 0 {
 		t.Fatalf("spilled: the message carries the posteriors: %+v", msg)
 	}
-	if filepath.Dir(msg.Spilled.Path) != sp.files().Gen(2) {
-		t.Errorf("spilled into %s, want generation 2 (%s)", msg.Spilled.Path, sp.files().Gen(2))
+	if filepath.Dir(msg.Spilled.Path) != sp.Gen(2) {
+		t.Errorf("spilled into %s, want generation 2 (%s)", msg.Spilled.Path, sp.Gen(2))
 	}
 	enc := encodeCandMsg(msg)
 	if len(enc) > 200 {
@@ -219,7 +220,7 @@ func TestSpillCandPosts(t *testing.T) {
 	if err != nil || rt.Spilled.Path != "" || !slices.Equal(rt.Cand.Post, want) {
 		t.Errorf("inline message round trip: %+v %v", rt, err)
 	}
-	if err := sp.drop(2); err != nil {
+	if err := drop(sp, 2); err != nil {
 		t.Fatal(err)
 	}
 	other := candMsg{Spilled: msg.Spilled}
