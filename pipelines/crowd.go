@@ -11,6 +11,7 @@ import (
 	"github.com/relabel/relabel/io/blobio"
 	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/io/shardio"
+	"github.com/relabel/relabel/io/spillio"
 	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/transforms/crowd"
@@ -177,7 +178,7 @@ func buildLabelOnly(s beam.Scope, plan *Plan, tmpDir string) {
 	cp := plan.Crowd
 	params := cp.Params
 	params.TmpDir = tmpDir
-	params.Spill = crowdstages.Spill{Dir: plan.Spill}
+	params.Spill = spillio.Dir(plan.Spill)
 	items := crowdstages.LabelOnly(s, cp.annotations(s, plan, beam.PCollection{}), params)
 	stages.Write(s, items, plan.writeParams(tmpDir))
 }
@@ -187,7 +188,7 @@ func buildCrowdFeatures(s beam.Scope, plan *Plan, units, items beam.PCollection,
 	cp := plan.Crowd
 	params := cp.Params
 	params.TmpDir = tmpDir
-	params.Spill = crowdstages.Spill{Dir: plan.Spill}
+	params.Spill = spillio.Dir(plan.Spill)
 	return crowdstages.WithFeatures(s, items, cp.annotations(s, plan, units), params)
 }
 
