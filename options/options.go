@@ -7,6 +7,7 @@ import (
 	"github.com/relabel/relabel/io/annotio"
 	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/schemas"
+	"github.com/relabel/relabel/transforms/crowd"
 	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/knn"
 	"github.com/relabel/relabel/transforms/llc"
@@ -112,7 +113,8 @@ type Options struct {
 }
 
 // Defaults returns every option's default. The method's (transforms/mixture,
-// transforms/llc) come from mixture.DefaultParams and llc.DefaultParams,
+// transforms/llc, transforms/crowd) come from mixture.DefaultParams,
+// llc.DefaultParams and crowd.DefaultParams,
 // chosen by measurement on the dev grid (docs/QUALITY.md); the rest are
 // written here. No other layer defaults anything: the CLI's flags, the
 // quality harness and the tests start here, so what is measured is what
@@ -120,6 +122,7 @@ type Options struct {
 func Defaults() Options {
 	m := mixture.DefaultParams(0) // c0, n (data) and em-iters (variant) stay unset (Opt)
 	l := llc.DefaultParams()
+	cp := crowd.DefaultParams(0) // the annotator model's (C is the data's)
 	return Options{
 		Format:           shardio.ArrowFile,
 		Columns:          schemas.Columns{ID: schemas.ColID, Features: schemas.ColFeatures, Label: schemas.ColLabel, Labels: schemas.ColLabels},
@@ -149,11 +152,11 @@ func Defaults() Options {
 		Device:           "auto",
 		Report:           true,
 
-		AnnotationColumns: annotio.Columns{ID: annotio.ColID, Annotator: annotio.ColAnnotator, Label: annotio.ColLabel},
+		AnnotationColumns: annotio.DefaultColumns(),
 		AnnotatorsColumn:  annotio.ColAnnotators,
-		CrowdIters:        30,
-		NeighbourPrior:    0.8,
-		ClassBalance:      0.1,
+		CrowdIters:        cp.Iterations,
+		NeighbourPrior:    cp.NeighbourWeight,
+		ClassBalance:      cp.ClassBalance,
 	}
 }
 

@@ -18,12 +18,12 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 
+	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/pipelines"
 	"github.com/relabel/relabel/runners"
 	"github.com/relabel/relabel/transforms/engine"
-	"github.com/relabel/relabel/transforms/stages"
 )
 
 // sharedData is ../shared/data seen from this package.
@@ -97,7 +97,7 @@ func BenchmarkFashionPipelineVsEngine(b *testing.B) {
 		p.cpu += cpuTime(b) - c0
 		p.peak = max(p.peak, peakRSS(b))
 		b.StopTimer()
-		labels := readCleanLabels(b, filepath.Join(cfg.Output, stages.OutputName(in, cfg.Format)))
+		labels := readCleanLabels(b, filepath.Join(cfg.Output, resultio.OutputName(in, cfg.Format)))
 		if int64(len(labels)) != sum.Rows || len(labels) != len(engLabels) {
 			b.Fatalf("pipeline (%s) wrote %d rows (summary %d), engine relabelled %d", sum.Neighbours, len(labels), sum.Rows, len(engLabels))
 		}

@@ -9,7 +9,9 @@ import (
 
 	"github.com/relabel/relabel/io/annotio"
 	"github.com/relabel/relabel/io/blobio"
+	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/io/shardio"
+	"github.com/relabel/relabel/io/spillio"
 	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/transforms/crowd"
@@ -35,25 +37,20 @@ type CrowdPlan struct {
 	Params crowdstages.Params
 }
 
-// resolve sets the crowd stages' parameters, their defaults filled in once
-// here (crowdstages.Params.WithDefaults, which is idempotent), and checks
-// them: an error before anything runs, not a panic while the graph is
-// built.
+// resolve sets the crowd stages' parameters, complete (crowdParams, the
+// plan's C0 and buckets), and checks them: an error before anything runs,
+// not a panic while the graph is built.
 func (cp *CrowdPlan) resolve(p crowdstages.Params) error {
-	cp.Params = p.WithDefaults()
+	cp.Params = p
 	return cp.Params.Validate()
 }
 
-// crowdParams is the model's configuration from the options.
+// crowdParams is the model's configuration: crowd.DefaultParams with the
+// options' values, each used as given (0 is 0).
 func crowdParams(o *options.Options, c int) crowd.Params {
-	p := crowd.Params{C: c, Iterations: o.CrowdIters, Strength: o.AnnotatorPrior.Or(0), NeighbourWeight: o.NeighbourPrior, ClassBalance: o.ClassBalance}
-	// crowd.Params reads 0 as "default": ask for 0 explicitly.
-	if p.NeighbourWeight == 0 {
-		p.NeighbourWeight = -1
-	}
-	if p.ClassBalance == 0 {
-		p.ClassBalance = -1
-	}
+	p := crowd.DefaultParams(c)
+	p.Iterations, p.NeighbourWeight, p.ClassBalance = o.CrowdIters, o.NeighbourPrior, o.ClassBalance
+	p.Strength = o.AnnotatorPrior.Or(crowd.FromData)
 	return p
 }
 
@@ -181,7 +178,7 @@ func buildLabelOnly(s beam.Scope, plan *Plan, tmpDir string) {
 	cp := plan.Crowd
 	params := cp.Params
 	params.TmpDir = tmpDir
-	params.Spill = crowdstages.Spill{Dir: plan.Spill}
+	params.Spill = spillio.Dir(plan.Spill)
 	items := crowdstages.LabelOnly(s, cp.annotations(s, plan, beam.PCollection{}), params)
 	stages.Write(s, items, plan.writeParams(tmpDir))
 }
@@ -191,7 +188,7 @@ func buildCrowdFeatures(s beam.Scope, plan *Plan, units, items beam.PCollection,
 	cp := plan.Crowd
 	params := cp.Params
 	params.TmpDir = tmpDir
-	params.Spill = crowdstages.Spill{Dir: plan.Spill}
+	params.Spill = spillio.Dir(plan.Spill)
 	return crowdstages.WithFeatures(s, items, cp.annotations(s, plan, units), params)
 }
 
@@ -202,11 +199,11 @@ func (p *Plan) OutputNames() []string {
 	var names []string
 	if p.Crowd != nil && p.Crowd.LabelOnly {
 		for b := 0; b < p.Crowd.Params.Buckets; b++ {
-			names = append(names, stages.OutputName(crowdstages.ShardName(b), p.Options.Format))
+			names = append(names, resultio.OutputName(crowdstages.ShardName(b), p.Options.Format))
 		}
 	} else {
 		for _, s := range p.Shards {
-			names = append(names, stages.OutputName(s.Path, p.Options.Format))
+			names = append(names, resultio.OutputName(s.Path, p.Options.Format))
 		}
 	}
 	if p.Crowd != nil {
@@ -242,12 +239,12 @@ func (p *Plan) writeParams(tmpDir string) stages.WriteParams {
 func (p *Plan) shardFiles() (names, inputs []string) {
 	if p.Crowd != nil && p.Crowd.LabelOnly {
 		for b := 0; b < p.Crowd.Params.Buckets; b++ {
-			names = append(names, stages.OutputName(crowdstages.ShardName(b), p.Options.Format))
+			names = append(names, resultio.OutputName(crowdstages.ShardName(b), p.Options.Format))
 		}
 		return names, names
 	}
 	for _, s := range p.Shards {
-		names = append(names, stages.OutputName(s.Path, p.Options.Format))
+		names = append(names, resultio.OutputName(s.Path, p.Options.Format))
 		inputs = append(inputs, s.Path)
 	}
 	return names, inputs

@@ -16,11 +16,11 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 
 	"github.com/relabel/relabel/io/blobio/blobiotest"
+	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/pipelines"
 	"github.com/relabel/relabel/runners"
-	"github.com/relabel/relabel/transforms/stages"
 )
 
 // digits is the test input: two Parquet shards of 1797 rows, C = 10.
@@ -72,7 +72,7 @@ func ctxT(t *testing.T) context.Context {
 // input at different places: paths and timings.
 func comparable(s pipelines.Summary) pipelines.Summary {
 	s.Input, s.Output, s.Timings = "", "", nil
-	s.Shards = append([]stages.ShardReport(nil), s.Shards...)
+	s.Shards = append([]resultio.ShardReport(nil), s.Shards...)
 	for i := range s.Shards {
 		s.Shards[i].Input = ""
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/relabel/relabel/gpu"
 	"github.com/relabel/relabel/internal/faults"
 	"github.com/relabel/relabel/internal/progress"
 	"github.com/relabel/relabel/io/resultio"
@@ -270,7 +271,7 @@ func storedUpdate(d *incData, posts []*resultio.Posteriors, kept *ivfState, plan
 	}
 	u := &update{stored: stored, keyRow: keyRow, tPlan: time.Since(t0)}
 	progress.StageStarted("neighbours")
-	searcher, coder, _, err := stages.Backends(device)
+	searcher, coder, _, err := gpu.Backends(device)
 	if err != nil {
 		return nil, err
 	}

@@ -65,7 +65,7 @@ func coverage(ctx context.Context, plan *Plan) ([]ManifestFile, error) {
 		if err != nil {
 			return nil, fmt.Errorf("relabel: --incremental: %w", err)
 		}
-		m[i] = ManifestFile{Path: s.Path, Fingerprint: fp, Output: stages.OutputName(s.Path, plan.Options.Format), Rows: max(s.Rows, 0)}
+		m[i] = ManifestFile{Path: s.Path, Fingerprint: fp, Output: resultio.OutputName(s.Path, plan.Options.Format), Rows: max(s.Rows, 0)}
 	}
 	return m, nil
 }
@@ -276,7 +276,7 @@ func updateDir(ctx context.Context, fsys blobio.FS, plan *Plan, cal stages.Calib
 	res, tPlan, tRun := u.res, u.tPlan, u.tRun
 
 	progress.StageStarted("committing")
-	prevReport := map[string]stages.ShardReport{}
+	prevReport := map[string]resultio.ShardReport{}
 	for _, sh := range prev.Shards {
 		prevReport[sh.Output] = sh
 	}
@@ -292,7 +292,7 @@ func updateDir(ctx context.Context, fsys blobio.FS, plan *Plan, cal stages.Calib
 	}
 	var files []string
 	for _, s := range plan.Shards {
-		name := stages.OutputName(s.Path, cfg.Format)
+		name := resultio.OutputName(s.Path, cfg.Format)
 		var rs []int
 		switch p := postOf[s.Path]; {
 		case p == nil: // new or changed: every row, in the file's order
@@ -319,7 +319,7 @@ func updateDir(ctx context.Context, fsys blobio.FS, plan *Plan, cal stages.Calib
 		}
 		c := cleanedOf(d, rs, u, cal)
 		c.Shard = s.Path
-		rep := stages.Report(s.Path, name, []*schemas.Cleaned{c}, plan.C)
+		rep := resultio.Report(s.Path, name, []*schemas.Cleaned{c}, plan.C)
 		rep.Temperature = cal.Temperature
 		if err := resultio.WriteShard(ctx, tmp, name, []*schemas.Cleaned{c}, rep, so); err != nil {
 			return nil, err
@@ -357,12 +357,12 @@ func updateDir(ctx context.Context, fsys blobio.FS, plan *Plan, cal stages.Calib
 // storedTrans is a shard report's Trans from its stored posteriors p (rows
 // rs of d, in p's order).
 func storedTrans(p *resultio.Posteriors, rs []int, d *incData, c int) []float64 {
-	if c > stages.MaxDenseClasses {
+	if c > resultio.MaxDenseClasses {
 		return nil
 	}
 	t := make([]float64, c*c)
 	for j, i := range rs {
-		given := stages.GivenLabel(d.labelsOf(i))
+		given := schemas.GivenLabel(d.labelsOf(i))
 		if given < 0 {
 			continue
 		}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/relabel/relabel/gpu"
 	"github.com/relabel/relabel/internal/faults"
 	"github.com/relabel/relabel/internal/pool"
 	"github.com/relabel/relabel/internal/progress"
@@ -18,7 +19,6 @@ import (
 	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/transforms/knn"
-	"github.com/relabel/relabel/transforms/stages"
 )
 
 // lakeRun reports whether Run takes the table path.
@@ -178,7 +178,7 @@ func runTable(ctx context.Context, cfg options.Options, exec Executor) (*Summary
 	}
 	var files []string
 	for _, s := range plan.Shards {
-		files = append(files, blobio.Join(tmp, stages.OutputName(s.Path, shardio.Parquet)))
+		files = append(files, blobio.Join(tmp, resultio.OutputName(s.Path, shardio.Parquet)))
 	}
 	committed := false
 	var statePath string
@@ -216,7 +216,7 @@ func runTable(ctx context.Context, cfg options.Options, exec Executor) (*Summary
 	}
 	committed = true
 	for _, sh := range plan.Shards {
-		fs.Remove(ctx, blobio.Join(tmp, stages.OutputName(sh.Path, shardio.Parquet)+resultio.ReportSuffix))
+		fs.Remove(ctx, blobio.Join(tmp, resultio.OutputName(sh.Path, shardio.Parquet)+resultio.ReportSuffix))
 	}
 	lake.OutputSnapshot, lake.AddedFiles = snap, len(files)
 	sum.Lake = lake
@@ -239,7 +239,7 @@ func fullIVFState(ctx context.Context, fs blobio.FS, dir string, plan *Plan) (st
 		return "", err
 	}
 	d := flatten(rows, func(string) bool { return false })
-	searcher, _, _, err := stages.Backends(plan.Options.Device)
+	searcher, _, _, err := gpu.Backends(plan.Options.Device)
 	if err != nil {
 		return "", err
 	}
@@ -355,7 +355,7 @@ func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.
 	}
 	// A full run's stats stage refuses duplicate ids; so must this path,
 	// which never runs it (an append repeating ids would be committed).
-	if err := checkUniqueIDs(rows, plan.Read.Columns.WithDefaults().ID); err != nil {
+	if err := checkUniqueIDs(rows, plan.IDColumn); err != nil {
 		return nil, err
 	}
 	d := flatten(rows, func(p string) bool { return newPath[p] })
@@ -425,7 +425,7 @@ func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.
 			f.n++
 			if c.Changed[j] {
 				f.changed++
-				f.changedFrom[stages.GivenLabel(d.labelsOf(i))]++
+				f.changedFrom[schemas.GivenLabel(d.labelsOf(i))]++
 				f.changedTo[c.CleanLabel[j]]++
 			}
 		}
@@ -441,7 +441,7 @@ func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.
 		if len(rs) == 0 {
 			continue
 		}
-		add(stages.OutputName(d.shards[s], shardio.Parquet), rs, func(int) bool { return true })
+		add(resultio.OutputName(d.shards[s], shardio.Parquet), rs, func(int) bool { return true })
 	}
 	for f, p := range posts {
 		rs, touched := u.storedRows(p)

@@ -29,7 +29,7 @@ const digitsPart = "../testdata/digits/noisy-idn-0.4-part-0000.parquet"
 func relabelItems(s beam.Scope, plan *pipelines.Plan) beam.PCollection {
 	units := beam.CreateList(s, plan.Units)
 	rows := stages.Read(s, units, plan.Read)
-	stats := stages.ComputeStats(s, rows, stages.StatsParams{Candidates: plan.Candidates, Seed: plan.Options.Seed, IDColumn: plan.Read.Columns.WithDefaults().ID})
+	stats := stages.ComputeStats(s, rows, stages.StatsParams{Candidates: plan.Candidates, Seed: plan.Options.Seed, IDColumn: plan.IDColumn})
 	items := stages.Neighbours(s, rows, stats, plan.NeighbourParams())
 	return stages.Rounds(s, items, stages.RoundsParams{Rounds: plan.Options.Rounds, Workers: plan.Workers, Mixture: plan.Mixture})
 }
@@ -87,7 +87,7 @@ func (f *checkRowsFn) ProcessElement(c schemas.Cleaned, emit func(string)) {
 		if sum > 1+1e-4 {
 			bad(i, "posterior sums to %v > 1", sum)
 		}
-		given := stages.GivenLabel(c.Labels[c.LabelOff[i]:c.LabelOff[i+1]])
+		given := schemas.GivenLabel(c.Labels[c.LabelOff[i]:c.LabelOff[i+1]])
 		want := float32(0)
 		for e := lo; e < hi; e++ {
 			if c.PostClass[e] == given {
@@ -128,7 +128,7 @@ func (f *scoreFn) ProcessElement(c schemas.Cleaned) (score, error) {
 			return s, fmt.Errorf("id %d outside the truth's %d rows", id, len(f.Truth))
 		}
 		s.N++
-		if stages.GivenLabel(c.Labels[c.LabelOff[i]:c.LabelOff[i+1]]) == f.Truth[id] {
+		if schemas.GivenLabel(c.Labels[c.LabelOff[i]:c.LabelOff[i+1]]) == f.Truth[id] {
 			s.Given++
 		}
 		if c.CleanLabel[i] == f.Truth[id] {

@@ -7,6 +7,8 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 
+	"github.com/relabel/relabel/gpu"
+	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/schemas"
@@ -35,7 +37,7 @@ type Plan struct {
 	Shards    []shardio.Shard
 	Units     []shardio.Unit
 	Read      shardio.ReadOptions
-	// IDColumn is the id column's name, the default filled in (the stages
+	// IDColumn is the id column's name, --id-column as given (the stages
 	// that report duplicate ids name it).
 	IDColumn   string
 	C          int
@@ -129,10 +131,10 @@ func planShards(ctx context.Context, cfg options.Options, ro shardio.ReadOptions
 		return nil, fmt.Errorf("relabel: %s: no labelled rows, so no class set (give --classes)", cfg.Input)
 	}
 	p.Read = ro
-	p.IDColumn = ro.Columns.WithDefaults().ID
+	p.IDColumn = ro.Columns.ID
 	seen := map[string]string{}
 	for _, s := range shards {
-		name := stages.OutputName(s.Path, cfg.Format)
+		name := resultio.OutputName(s.Path, cfg.Format)
 		if other, dup := seen[name]; dup {
 			return nil, fmt.Errorf("relabel: input shards %s and %s would both write %s", other, s.Path, name)
 		}
@@ -163,7 +165,7 @@ func planShards(ctx context.Context, cfg options.Options, ro shardio.ReadOptions
 			p.WaveBytes = -1
 		}
 	}
-	if _, _, p.Device, err = stages.Backends(cfg.Device); err != nil {
+	if _, _, p.Device, err = gpu.Backends(cfg.Device); err != nil {
 		return nil, err
 	}
 	if err := planCrowd(ctx, &cfg, p); err != nil {

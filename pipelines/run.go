@@ -45,9 +45,9 @@ type Summary struct {
 	ChangedFrom []int64 `json:"changed_from"`
 	ChangedTo   []int64 `json:"changed_to"`
 	// Transition[c][c'] estimates P(given label = c' | clean label = c) from the
-	// posteriors (only for C <= stages.MaxDenseClasses).
-	Transition [][]float64          `json:"transition,omitempty"`
-	Shards     []stages.ShardReport `json:"shards"`
+	// posteriors (only for C <= resultio.MaxDenseClasses).
+	Transition [][]float64            `json:"transition,omitempty"`
+	Shards     []resultio.ShardReport `json:"shards"`
 	// Skipped lists input files left out, with why ("x.parquet: no rows,
 	// skipped").
 	Skipped []string `json:"skipped,omitempty"`
@@ -192,7 +192,7 @@ func summarise(ctx context.Context, fs blobio.FS, tmp string, plan *Plan, res be
 	var trans []float64
 	names, inputs := plan.shardFiles()
 	for k, name := range names {
-		var rep stages.ShardReport
+		var rep resultio.ShardReport
 		if err := readJSON(ctx, fs, blobio.Join(tmp, name+resultio.ReportSuffix), &rep); err != nil {
 			if plan.Crowd != nil && plan.Crowd.LabelOnly {
 				continue // an empty bucket writes no shard

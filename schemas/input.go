@@ -12,8 +12,9 @@ type Columns struct {
 	ID, Features, Label, Labels string
 }
 
-// WithDefaults fills the empty names with the defaults.
-func (c Columns) WithDefaults() Columns {
+// withDefaults fills the empty names with the defaults: ResolveInput, the
+// entry every reader of item columns goes through, resolves them once.
+func (c Columns) withDefaults() Columns {
 	if c.ID == "" {
 		c.ID = ColID
 	}
@@ -70,7 +71,7 @@ const (
 // c.Labels was named by the caller, the list column is preferred.
 func ResolveInput(s *arrow.Schema, c Columns) (Input, error) {
 	preferList := c.Labels != "" && c.Label == ""
-	c = c.WithDefaults()
+	c = c.withDefaults()
 	var in Input
 	var err error
 	if in.ID, err = field(s, c.ID); err != nil {

@@ -22,11 +22,12 @@ func synthCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var p synth.Params
 	var o synthio.Options
 	var out, format string
+	var rank int
 	fs.Int64Var(&p.Rows, "rows", 100000, "rows (ids 0..rows-1)")
 	fs.IntVar(&p.D, "d", 64, "feature dimension")
 	fs.IntVar(&p.Classes, "classes", 20, "number of classes")
 	fs.Float64Var(&p.Noise, "noise", 0.3, "fraction of labels flipped to a uniformly random other class")
-	fs.IntVar(&p.Rank, "rank", 0, "directions each class spreads along (default min(d, 8))")
+	fs.IntVar(&rank, "rank", 0, fmt.Sprintf("directions each class spreads along, >= 1 (default min(d, %d))", synth.MaxDefaultRank))
 	fs.Uint64Var(&p.Seed, "seed", 1, "seed: the same flags write the same files")
 	fs.IntVar(&o.Shards, "shards", 1, "number of output files")
 	fs.IntVar(&o.BatchRows, "batch-rows", 16384, "rows per row group (the pipeline's unit of work)")
@@ -39,6 +40,14 @@ func synthCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if out == "" {
 		return usageError{fmt.Errorf("--output is required")}
 	}
+	// The generator's defaults (synth.DefaultParams), the flags' values as
+	// given: an explicit --rank 0 is refused below, not replaced.
+	p = synth.DefaultParams(p.Rows, p.D, p.Classes, p.Noise, p.Seed)
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "rank" {
+			p.Rank = rank
+		}
+	})
 	var err error
 	if o.Format, err = shardio.ParseFormat(format); err != nil {
 		return usageError{err}
@@ -52,6 +61,8 @@ func synthCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return usageError{fmt.Errorf("--d %d, want >= 1", p.D)}
 	case p.Classes < 1 || int64(p.Classes) > math.MaxInt32:
 		return usageError{fmt.Errorf("--classes %d, want in [1, %d]", p.Classes, math.MaxInt32)}
+	case p.Rank < 1:
+		return usageError{fmt.Errorf("--rank %d, want >= 1", p.Rank)}
 	}
 	est := budget.Synth(p.Rows, p.D, p.Classes, p.Rank, o.Shards, runtime.GOMAXPROCS(0))
 	if err := budget.Fit(est, budget.Memory()); err != nil {

@@ -23,30 +23,32 @@ const (
 	ColAnnotators = "annotators"
 )
 
-// Columns names the columns of annotation shards; empty fields take ColID,
-// ColAnnotator and ColLabel.
+// Columns names the columns of annotation shards. Every name is required:
+// DefaultColumns gives relabel's (ColID, ColAnnotator, ColLabel), and
+// options' defaults start from it.
 type Columns struct {
 	ID, Annotator, Label string
 }
 
-// WithDefaults fills the empty names.
-func (c Columns) WithDefaults() Columns {
-	if c.ID == "" {
-		c.ID = ColID
+// DefaultColumns names the columns ColID, ColAnnotator and ColLabel.
+func DefaultColumns() Columns {
+	return Columns{ID: ColID, Annotator: ColAnnotator, Label: ColLabel}
+}
+
+// check says which name is missing, if any.
+func (c Columns) check() error {
+	for _, n := range [][2]string{{"id", c.ID}, {"annotator", c.Annotator}, {"label", c.Label}} {
+		if n[1] == "" {
+			return fmt.Errorf("annotio: no %s column name (Columns; DefaultColumns has relabel's)", n[0])
+		}
 	}
-	if c.Annotator == "" {
-		c.Annotator = ColAnnotator
-	}
-	if c.Label == "" {
-		c.Label = ColLabel
-	}
-	return c
+	return nil
 }
 
 // Options configures Scan and ReadUnit. Apart from Mem it is plain data (a
 // DoFn's serialized configuration).
 type Options struct {
-	// Columns names the columns. Optional, default id, annotator, label.
+	// Columns names the columns. Required: every name (DefaultColumns).
 	Columns Columns
 	// Classes is the number of classes C: labels must lie in [0, C).
 	// Optional, default 0: any label >= 0 (Scan's Layout.MaxLabel says
@@ -109,7 +111,10 @@ func Scan(ctx context.Context, pattern string, opts Options) ([]Unit, Layout, er
 	if len(paths) == 0 {
 		return nil, lay, fmt.Errorf("annotio: no files match %s", pattern)
 	}
-	cols := opts.Columns.WithDefaults()
+	cols := opts.Columns
+	if err := cols.check(); err != nil {
+		return nil, lay, err
+	}
 	var units []Unit
 	first := ""
 	for _, p := range paths {
@@ -194,7 +199,10 @@ func resolve(path string, sc *arrow.Schema, c Columns) (Layout, error) {
 // [0, opts.Classes) (< 0 when Classes is 0), is an error naming the row.
 func ReadUnit(ctx context.Context, u Unit, opts Options) (b *Batch, err error) {
 	defer corrupt(u.Path, &err)
-	cols := opts.Columns.WithDefaults()
+	cols := opts.Columns
+	if err := cols.check(); err != nil {
+		return nil, err
+	}
 	c, err := readColumns(ctx, u, []string{cols.ID, cols.Annotator, cols.Label}, opts.mem())
 	if err != nil {
 		return nil, err

@@ -44,7 +44,7 @@ func TestRoundTrip(t *testing.T) {
 				if err := WriteAnnotations(ctx, blobio.Local{}, path, f, ids, si, anns, sn, labs, 3); err != nil {
 					t.Fatal(err)
 				}
-				units, lay, err := Scan(ctx, filepath.Join(dir, "*"), Options{})
+				units, lay, err := Scan(ctx, filepath.Join(dir, "*"), Options{Columns: DefaultColumns()})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -62,7 +62,7 @@ func TestRoundTrip(t *testing.T) {
 				var gotLab []int32
 				var gotStr []string
 				for _, u := range units {
-					b, err := ReadUnit(ctx, u, Options{Classes: 3})
+					b, err := ReadUnit(ctx, u, Options{Columns: DefaultColumns(), Classes: 3})
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -126,22 +126,22 @@ func TestErrors(t *testing.T) {
 		opts   Options
 		want   string
 	}{
-		{"null label", []arrow.Field{fID, fAnn, fLabel}, three([]int64{1, 2, 3}, nil, []string{"a", "b", "c"}, nil, []int32{0, 0, 1}, []bool{true, false, true}), Options{}, `row 1 column "label": null label`},
-		{"null annotator", []arrow.Field{fID, fAnn, fLabel}, three([]int64{1, 2, 3}, nil, []string{"a", "b", "c"}, []bool{true, true, false}, []int32{0, 0, 1}, ok3), Options{}, `row 2 column "annotator": null annotator`},
-		{"null id", []arrow.Field{fID, fAnn, fLabel}, three([]int64{1, 2, 3}, []bool{false, true, true}, []string{"a", "b", "c"}, nil, []int32{0, 0, 1}, ok3), Options{}, `row 0 column "id": null id`},
-		{"label outside", []arrow.Field{fID, fAnn, fLabel}, three([]int64{1, 2, 3}, nil, []string{"a", "b", "c"}, nil, []int32{0, 5, 1}, ok3), Options{Classes: 3}, `row 1 column "label": label 5 outside [0,3)`},
-		{"annotator not UTF-8", []arrow.Field{fID, fAnn, fLabel}, three([]int64{1, 2, 3}, nil, []string{"a", "b\xff\x1b[2J", "c"}, nil, []int32{0, 0, 1}, ok3), Options{}, `row 1 column "annotator": annotator "b\xff\x1b[2J" is not valid UTF-8`},
-		{"negative label", []arrow.Field{fID, fAnn, fLabel}, three([]int64{1, 2, 3}, nil, []string{"a", "b", "c"}, nil, []int32{0, 1, -1}, ok3), Options{}, `row 2 column "label": label -1 is negative`},
+		{"null label", []arrow.Field{fID, fAnn, fLabel}, three([]int64{1, 2, 3}, nil, []string{"a", "b", "c"}, nil, []int32{0, 0, 1}, []bool{true, false, true}), Options{Columns: DefaultColumns()}, `row 1 column "label": null label`},
+		{"null annotator", []arrow.Field{fID, fAnn, fLabel}, three([]int64{1, 2, 3}, nil, []string{"a", "b", "c"}, []bool{true, true, false}, []int32{0, 0, 1}, ok3), Options{Columns: DefaultColumns()}, `row 2 column "annotator": null annotator`},
+		{"null id", []arrow.Field{fID, fAnn, fLabel}, three([]int64{1, 2, 3}, []bool{false, true, true}, []string{"a", "b", "c"}, nil, []int32{0, 0, 1}, ok3), Options{Columns: DefaultColumns()}, `row 0 column "id": null id`},
+		{"label outside", []arrow.Field{fID, fAnn, fLabel}, three([]int64{1, 2, 3}, nil, []string{"a", "b", "c"}, nil, []int32{0, 5, 1}, ok3), Options{Columns: DefaultColumns(), Classes: 3}, `row 1 column "label": label 5 outside [0,3)`},
+		{"annotator not UTF-8", []arrow.Field{fID, fAnn, fLabel}, three([]int64{1, 2, 3}, nil, []string{"a", "b\xff\x1b[2J", "c"}, nil, []int32{0, 0, 1}, ok3), Options{Columns: DefaultColumns()}, `row 1 column "annotator": annotator "b\xff\x1b[2J" is not valid UTF-8`},
+		{"negative label", []arrow.Field{fID, fAnn, fLabel}, three([]int64{1, 2, 3}, nil, []string{"a", "b", "c"}, nil, []int32{0, 1, -1}, ok3), Options{Columns: DefaultColumns()}, `row 2 column "label": label -1 is negative`},
 		{"missing column", []arrow.Field{fID, fLabel}, func(b *array.RecordBuilder) {
 			b.Field(0).(*array.Int64Builder).Append(1)
 			b.Field(1).(*array.Int32Builder).Append(0)
-		}, Options{}, `column "annotator": missing`},
-		{"renamed columns", []arrow.Field{fID, fAnn, fLabel}, three([]int64{1}, nil, []string{"a"}, nil, []int32{0}, nil), Options{Columns: Columns{Annotator: "worker"}}, `column "worker": missing`},
+		}, Options{Columns: DefaultColumns()}, `column "annotator": missing`},
+		{"renamed columns", []arrow.Field{fID, fAnn, fLabel}, three([]int64{1}, nil, []string{"a"}, nil, []int32{0}, nil), Options{Columns: Columns{ID: ColID, Annotator: "worker", Label: ColLabel}}, `column "worker": missing`},
 		{"float label", []arrow.Field{fID, fAnn, {Name: "label", Type: arrow.PrimitiveTypes.Float64}}, func(b *array.RecordBuilder) {
 			b.Field(0).(*array.Int64Builder).Append(1)
 			b.Field(1).(*array.StringBuilder).Append("a")
 			b.Field(2).(*array.Float64Builder).Append(0)
-		}, Options{}, `column "label": type float64, want int32 or int64`},
+		}, Options{Columns: DefaultColumns()}, `column "label": type float64, want int32 or int64`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "bad.parquet")
@@ -197,12 +197,18 @@ func TestMixedKinds(t *testing.T) {
 	if err := WriteAnnotations(ctx, blobio.Local{}, filepath.Join(dir, "b.parquet"), shardio.Parquet, []int64{1}, nil, nil, []string{"w"}, []int32{0}, 0); err != nil {
 		t.Fatal(err)
 	}
-	_, _, err := Scan(ctx, filepath.Join(dir, "*.parquet"), Options{})
+	_, _, err := Scan(ctx, filepath.Join(dir, "*.parquet"), Options{Columns: DefaultColumns()})
 	if err == nil || !strings.Contains(err.Error(), `b.parquet column "annotator": annotators are string, but`) {
 		t.Errorf("error %v", err)
 	}
-	if _, _, err := Scan(ctx, filepath.Join(dir, "none*"), Options{}); err == nil {
+	if _, _, err := Scan(ctx, filepath.Join(dir, "none*"), Options{Columns: DefaultColumns()}); err == nil {
 		t.Errorf("no error for a glob matching nothing")
+	}
+	// Every column name is required: an empty one is refused, not filled.
+	noLabel := DefaultColumns()
+	noLabel.Label = ""
+	if _, _, err := Scan(ctx, filepath.Join(dir, "a.parquet"), Options{Columns: noLabel}); err == nil || !strings.Contains(err.Error(), "no label column name") {
+		t.Errorf("empty label column name: %v", err)
 	}
 }
 

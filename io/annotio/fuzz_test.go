@@ -34,12 +34,12 @@ func FuzzAnnotations(f *testing.F) {
 			t.Fatal(err)
 		}
 		ctx := context.Background()
-		units, _, err := Scan(ctx, p, Options{})
+		units, _, err := Scan(ctx, p, Options{Columns: DefaultColumns()})
 		if err != nil {
 			return
 		}
 		for _, u := range units {
-			if _, err := ReadUnit(ctx, u, Options{}); err != nil {
+			if _, err := ReadUnit(ctx, u, Options{Columns: DefaultColumns()}); err != nil {
 				return
 			}
 		}

@@ -15,13 +15,13 @@ import (
 // readAnnotations scans and reads every unit of the files matching pattern.
 func readAnnotations(t *testing.T, pattern string) ([]*Batch, error) {
 	t.Helper()
-	units, _, err := Scan(ctx, pattern, Options{})
+	units, _, err := Scan(ctx, pattern, Options{Columns: DefaultColumns()})
 	if err != nil {
 		return nil, err
 	}
 	var out []*Batch
 	for _, u := range units {
-		b, err := ReadUnit(ctx, u, Options{})
+		b, err := ReadUnit(ctx, u, Options{Columns: DefaultColumns()})
 		if err != nil {
 			return nil, err
 		}

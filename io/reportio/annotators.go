@@ -14,6 +14,7 @@ import (
 
 	"github.com/relabel/relabel/io/annotio"
 	"github.com/relabel/relabel/io/blobio"
+	"github.com/relabel/relabel/io/resultio"
 )
 
 // Bounds of the annotators table: a crowd may have millions of annotators,
@@ -124,7 +125,7 @@ func readAnnotators(ctx context.Context, dir string, sum *AnnotatorsSummary, cla
 	r := &AnnotatorsReport{File: sum.File, Strength: sum.Strength, MinLabels: sum.MinLabels}
 	var flagged, rest annotatorHeap
 	var row int64
-	err := eachBatch(ctx, path, mem, func(rec arrow.RecordBatch) error {
+	err := resultio.Scan(ctx, path, mem, func(_ *resultio.File, rec arrow.RecordBatch, _ int64) error {
 		c, err := annotatorCols(path, rec, classes)
 		if err != nil {
 			return err

@@ -10,7 +10,9 @@
 // spammers or adversaries, and a table of the flagged ones and of those who
 // gave the most labels.
 //
-// The shards are read in one streaming pass, one record batch at a time, into
+// The shards are read in one streaming pass, one unit (row group or record
+// batch) at a time through io/resultio's Scan (the output contract's one
+// reader, with shardio's guards and label decoding), into
 // fixed-size accumulators (fixed histogram bins, a bounded heap of suspects),
 // so the report of a 10M-row output costs one read of it and memory that
 // grows with the number of classes, not rows. The annotators file is read

@@ -1,24 +1,20 @@
 package reportio
 
 import (
-	"bytes"
 	"container/heap"
 	"context"
+	"errors"
 	"fmt"
-	"io"
-	"math"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet/file"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
-	"github.com/relabel/relabel/io/blobio"
+	"github.com/relabel/relabel/io/resultio"
+	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/schemas"
 )
 
@@ -34,8 +30,6 @@ const (
 	detBins = 100
 	// topPosterior is how many posterior entries a suspect keeps.
 	topPosterior = 3
-	// batchRows is the Parquet read batch.
-	batchRows = 1 << 16
 )
 
 // ClassProb is one posterior entry.
@@ -83,10 +77,10 @@ func (h *suspectHeap) Pop() any {
 
 // accum holds everything the pass counts.
 type accum struct {
-	c        int
-	classIdx map[string]int32 // string labels' class index, else nil
-	top      int
-	truth    Truth
+	c       int
+	classes *shardio.ClassMap
+	top     int
+	truth   Truth
 
 	rows, labelled, changed int64
 	unresolved              int64   // rows with a null clean_label
@@ -119,98 +113,32 @@ type truthCounts struct {
 // denseLimit is the largest C*C kept as a dense pair table.
 const denseLimit = 1 << 20
 
-func newAccum(c int, names []string, top int, truth Truth) *accum {
+func newAccum(c int, names []string, top int, truth Truth) (*accum, error) {
 	a := &accum{
 		c: c, top: top, truth: truth,
 		given: make([]int64, c), clean: make([]int64, c),
 		changedFrom: make([]int64, c), changedTo: make([]int64, c),
 		sumGivenProb: make([]float64, c),
 	}
-	if names != nil {
-		a.classIdx = make(map[string]int32, len(names))
-		for i, n := range names {
-			a.classIdx[n] = int32(i)
-		}
+	// summary.json's classes bound integer labels; its names map strings.
+	var err error
+	if a.classes, err = shardio.NewClassMap(names, c); err != nil {
+		return nil, fmt.Errorf("reportio: summary.json: %w", err)
 	}
 	if c*c <= denseLimit {
 		a.pairs = make([]int64, c*c)
 	} else {
 		a.pairMap = map[[2]int32]int64{}
 	}
-	return a
+	return a, nil
 }
 
-// readShard streams one output shard through a, one record batch at a time.
+// readShard streams one output shard through a, one unit at a time
+// (resultio.Scan).
 func (a *accum) readShard(ctx context.Context, path string, mem memory.Allocator) error {
-	var row int64
-	return eachBatch(ctx, path, mem, func(rec arrow.RecordBatch) error {
-		err := a.addBatch(path, row, rec)
-		row += rec.NumRows()
-		return err
+	return resultio.Scan(ctx, path, mem, func(_ *resultio.File, rec arrow.RecordBatch, row int64) error {
+		return a.addBatch(path, row, rec)
 	})
-}
-
-// eachBatch streams the Parquet or Arrow IPC file path through each, one
-// record batch at a time.
-func eachBatch(ctx context.Context, path string, mem memory.Allocator, each func(arrow.RecordBatch) error) error {
-	fs, err := blobio.For(path)
-	if err != nil {
-		return err
-	}
-	f, err := fs.Open(ctx, path)
-	if err != nil {
-		return fmt.Errorf("reportio: %w", err)
-	}
-	defer f.Close()
-	head := make([]byte, min(f.Size(), 6))
-	if _, err := f.ReadAt(head, 0); err != nil && err != io.EOF {
-		return fmt.Errorf("reportio: reading %s: %w", path, err)
-	}
-	switch {
-	case bytes.HasPrefix(head, []byte("PAR1")):
-		pr, err := file.NewParquetReader(blobio.Section(f))
-		if err != nil {
-			return fmt.Errorf("reportio: %s: corrupt or truncated Parquet: %w", path, err)
-		}
-		defer pr.Close()
-		fr, err := pqarrow.NewFileReader(pr, pqarrow.ArrowReadProperties{BatchSize: batchRows}, mem)
-		if err != nil {
-			return fmt.Errorf("reportio: %s: %w", path, err)
-		}
-		rr, err := fr.GetRecordReader(ctx, nil, nil)
-		if err != nil {
-			return fmt.Errorf("reportio: %s: %w", path, err)
-		}
-		defer rr.Release()
-		for rr.Next() {
-			if err := each(rr.RecordBatch()); err != nil {
-				return err
-			}
-		}
-		if err := rr.Err(); err != nil && err != io.EOF {
-			return fmt.Errorf("reportio: reading %s: %w", path, err)
-		}
-		return nil
-	case bytes.HasPrefix(head, []byte("ARROW1")):
-		r, err := ipc.NewFileReader(blobio.Section(f), ipc.WithAllocator(mem))
-		if err != nil {
-			return fmt.Errorf("reportio: %s: corrupt or truncated Arrow IPC file: %w", path, err)
-		}
-		defer r.Close()
-		for i := 0; i < r.NumRecords(); i++ {
-			rec, err := r.RecordBatchAt(i)
-			if err != nil {
-				return fmt.Errorf("reportio: reading %s batch %d: %w", path, i, err)
-			}
-			err = each(rec)
-			rec.Release()
-			if err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	return fmt.Errorf("reportio: %s: not a Parquet or Arrow IPC file", path)
 }
 
 // cols are one record batch's output columns.
@@ -291,46 +219,20 @@ func findCols(path string, rec arrow.RecordBatch) (*cols, error) {
 	return c, nil
 }
 
-// label reads element i of a label array as a class index, -1 for null.
-func (a *accum) label(arr arrow.Array, i int) (int32, error) {
-	if arr.IsNull(i) {
-		return -1, nil
+// labeler maps the label values of arr to class indices (shardio's
+// ClassMap); the caller checks nulls.
+func (a *accum) labeler(arr arrow.Array) (func(j int) (int32, error), error) {
+	l, err := a.classes.Labeler(arr)
+	if err != nil {
+		return nil, fmt.Errorf("%v, want int32, int64 or string labels", err)
 	}
-	var v int64
-	switch x := arr.(type) {
-	case *array.Int32:
-		v = int64(x.Value(i))
-	case *array.Int64:
-		v = x.Value(i)
-	case array.StringLike:
-		return a.name(x.Value(i))
-	case *array.Dictionary:
-		d, ok := x.Dictionary().(array.StringLike)
-		if !ok {
-			return 0, fmt.Errorf("labels of type %s", arr.DataType())
+	return func(j int) (int32, error) {
+		v, bad := l(j)
+		if bad != "" {
+			return 0, errors.New(bad)
 		}
-		return a.name(d.Value(x.GetValueIndex(i)))
-	default:
-		return 0, fmt.Errorf("labels of type %s, want int32, int64 or string", arr.DataType())
-	}
-	if a.classIdx != nil {
-		return 0, fmt.Errorf("integer label %d, but summary.json names string classes", v)
-	}
-	if v < 0 || v >= int64(a.c) {
-		return 0, fmt.Errorf("label %d outside [0,%d)", v, a.c)
-	}
-	return int32(v), nil
-}
-
-func (a *accum) name(s string) (int32, error) {
-	if a.classIdx == nil {
-		return 0, fmt.Errorf("string label %q, but summary.json has no class names", s)
-	}
-	v, ok := a.classIdx[s]
-	if !ok {
-		return 0, fmt.Errorf("label %q is not one of summary.json's class names", s)
-	}
-	return v, nil
+		return v, nil
+	}, nil
 }
 
 // addBatch counts one record batch whose first row is row of path.
@@ -345,63 +247,58 @@ func (a *accum) addBatch(path string, row int64, rec arrow.RecordBatch) error {
 		return fmt.Errorf("reportio: %s row %d column %q: %w", path, row+int64(i), col, err)
 	}
 	var given []int32
-	votes := make([]int32, a.c)
-	givenCol := schemas.ColLabel
+	givenCol, givenVals := schemas.ColLabel, c.given
 	if c.multi {
-		givenCol = schemas.ColLabels
+		givenCol, givenVals = schemas.ColLabels, c.given.(array.ListLike).ListValues()
+	}
+	givenLab, err := a.labeler(givenVals)
+	if err != nil {
+		return rowErr(0, givenCol, err)
+	}
+	cleanLab, err := a.labeler(c.clean)
+	if err != nil {
+		return rowErr(0, schemas.ColCleanLabel, err)
+	}
+	var postLab func(int) (int32, error)
+	if c.post != nil {
+		if postLab, err = a.labeler(c.postClass); err != nil {
+			return rowErr(0, schemas.ColPosterior, err)
+		}
+	}
+	addGiven := func(j int) error {
+		if givenVals.IsNull(j) {
+			return nil
+		}
+		v, err := givenLab(j)
+		given = append(given, v)
+		return err
 	}
 	for i := 0; i < int(rec.NumRows()); i++ {
 		a.rows++
 		ord := a.ord
 		a.ord++
-		// The given label: the one label, or the majority annotation (ties
-		// to the smaller class, as the pipeline picks given_label_prob's).
+		// The given label: the one label, or the majority annotation
+		// (schemas.GivenLabel, the rule the run's given_label_prob uses).
 		given = given[:0]
 		if c.multi {
 			l := c.given.(array.ListLike)
 			if !l.IsNull(i) {
 				lo, hi := l.ValueOffsets(i)
-				vals := l.ListValues()
 				for j := lo; j < hi; j++ {
-					v, err := a.label(vals, int(j))
-					if err != nil {
+					if err := addGiven(int(j)); err != nil {
 						return rowErr(i, givenCol, err)
 					}
-					if v >= 0 {
-						given = append(given, v)
-					}
 				}
 			}
-		} else {
-			v, err := a.label(c.given, i)
-			if err != nil {
-				return rowErr(i, givenCol, err)
-			}
-			if v >= 0 {
-				given = append(given, v)
-			}
+		} else if err := addGiven(i); err != nil {
+			return rowErr(i, givenCol, err)
 		}
-		g := int32(-1)
-		switch len(given) {
-		case 0:
-		case 1:
-			g = given[0]
-		default:
-			for _, v := range given {
-				votes[v]++
+		g := schemas.GivenLabel(given)
+		cl := int32(-1)
+		if c.clean.IsValid(i) {
+			if cl, err = cleanLab(i); err != nil {
+				return rowErr(i, schemas.ColCleanLabel, err)
 			}
-			for _, v := range given {
-				if g < 0 || votes[v] > votes[g] || (votes[v] == votes[g] && v < g) {
-					g = v
-				}
-			}
-			for _, v := range given {
-				votes[v] = 0
-			}
-		}
-		cl, err := a.label(c.clean, i)
-		if err != nil {
-			return rowErr(i, schemas.ColCleanLabel, err)
 		}
 		if cl < 0 {
 			// Null: an unlabelled row no labelled row reached. A labelled
@@ -484,9 +381,11 @@ func (a *accum) addBatch(path string, row int64, rec arrow.RecordBatch) error {
 			if c.post != nil && c.post.IsValid(i) {
 				lo, hi := c.post.ValueOffsets(i)
 				for j := lo; j < hi && j < lo+topPosterior; j++ {
-					k, err := a.label(c.postClass, int(j))
-					if err != nil {
-						return rowErr(i, schemas.ColPosterior, err)
+					k := int32(-1)
+					if c.postClass.IsValid(int(j)) {
+						if k, err = postLab(int(j)); err != nil {
+							return rowErr(i, schemas.ColPosterior, err)
+						}
 					}
 					s.Posterior = append(s.Posterior, ClassProb{k, c.postProb.Value(int(j))})
 				}
@@ -545,8 +444,6 @@ func keyOf(arr arrow.Array, i int) (Key, error) {
 	}
 	return Key{}, fmt.Errorf("ids of type %s, want int64 or string", arr.DataType())
 }
-
-var _ = math.NaN
 
 // validUTF8 is s with each run of bytes that is not UTF-8 replaced by U+FFFD:
 // the page and the terminal get valid text even from an output edited by

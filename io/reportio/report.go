@@ -175,7 +175,10 @@ func Build(ctx context.Context, dir string, opts Options) (*Report, error) {
 		mem = memory.DefaultAllocator
 	}
 	c := sum.Classes
-	a := newAccum(c, sum.ClassNames, top, opts.Truth)
+	a, err := newAccum(c, sum.ClassNames, top, opts.Truth)
+	if err != nil {
+		return nil, err
+	}
 	for _, sh := range sum.Shards {
 		if err := ctx.Err(); err != nil {
 			return nil, err

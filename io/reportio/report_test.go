@@ -248,7 +248,7 @@ func TestBuildErrors(t *testing.T) {
 		{name: "no summary", dir: func(t *testing.T, dir string) { os.Remove(filepath.Join(dir, "summary.json")) }, want: []string{"not a finished relabel output"}},
 		{name: "not a shard", dir: func(t *testing.T, dir string) {
 			os.WriteFile(filepath.Join(dir, "part-0.arrow"), []byte("hello, world"), 0o644)
-		}, want: []string{"part-0.arrow", "not a Parquet or Arrow IPC file"}},
+		}, want: []string{"part-0.arrow", "not Parquet (PAR1) nor Arrow IPC"}},
 		{name: "truncated", dir: func(t *testing.T, dir string) {
 			b, _ := os.ReadFile(filepath.Join(dir, "part-0.arrow"))
 			os.WriteFile(filepath.Join(dir, "part-0.arrow"), b[:len(b)/2], 0o644)

@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/relabel/relabel/io/blobio"
+	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/schemas"
 )
 
@@ -75,13 +76,11 @@ func ReadOutput(ctx context.Context, dir string, mem memory.Allocator) (*Output,
 	}
 	o := &Output{Paths: paths, GivenOff: []int32{0}}
 	for fi, path := range paths {
-		tbl, err := readTable(ctx, path, mem)
+		f, err := Open(ctx, path, mem)
 		if err != nil {
 			return nil, err
 		}
-		err = o.add(path, tbl, fi == 0)
-		tbl.Release()
-		if err != nil {
+		if err := o.add(ctx, f, fi == 0); err != nil {
 			return nil, err
 		}
 	}
@@ -92,72 +91,54 @@ func ReadOutput(ctx context.Context, dir string, mem memory.Allocator) (*Output,
 }
 
 // add appends one output file's rows.
-func (o *Output) add(path string, tbl arrow.Table, first bool) error {
-	sc := tbl.Schema()
-	names, err := schemas.ClassNamesFromMetadata(sc.Metadata().ToMap())
+func (o *Output) add(ctx context.Context, f *File, first bool) error {
+	path := f.Path
+	md := f.Schema.Metadata()
+	names, err := schemas.ClassNamesFromMetadata(md.ToMap())
 	if err != nil {
 		return fmt.Errorf("resultio: %s: %w", path, err)
 	}
 	if first {
 		o.ClassNames = names
-		_, o.Multi = column(tbl, schemas.ColLabels)
-		if v, ok := sc.Metadata().GetValue(schemas.MetaOptionPrefix + "classes"); ok {
+		_, o.Multi = f.Column(schemas.ColLabels)
+		if v, ok := md.GetValue(schemas.MetaOptionPrefix + "classes"); ok {
 			o.Classes, _ = strconv.Atoi(v)
 		}
 	} else if !slices.Equal(names, o.ClassNames) {
 		return fmt.Errorf("resultio: %s: other class names than the first output file", path)
 	}
-	classes := classIndex(o.ClassNames)
-	need := func(name string) ([]arrow.Array, error) {
-		a, ok := column(tbl, name)
-		if !ok {
-			return nil, fmt.Errorf("resultio: %s: no column %q: not an output of relabel run", path, name)
-		}
-		return a, nil
-	}
-	ids, err := need(schemas.ColID)
+	classes, err := shardio.NewClassMap(o.ClassNames, o.Classes)
 	if err != nil {
-		return err
-	}
-	if o.IDs, o.StrIDs, err = appendIDs(o.IDs, o.StrIDs, ids, path, schemas.ColID); err != nil {
-		return err
+		return fmt.Errorf("resultio: %s: %w", path, err)
 	}
 	givenName := schemas.ColLabel
 	if o.Multi {
 		givenName = schemas.ColLabels
 	}
-	given, err := need(givenName)
-	if err != nil {
-		return err
-	}
-	if o.Given, o.GivenOff, err = appendGiven(o.Given, o.GivenOff, given, classes, path, givenName); err != nil {
-		return err
-	}
-	clean, err := need(schemas.ColCleanLabel)
-	if err != nil {
-		return err
-	}
-	if o.Clean, err = appendLabels(o.Clean, clean, classes, path, schemas.ColCleanLabel); err != nil {
-		return err
-	}
-	for _, f := range []struct {
-		name string
-		dst  *[]float32
-	}{{schemas.ColCleanProb, &o.CleanProb}, {schemas.ColGivenLabelProb, &o.GivenProb}} {
-		a, err := need(f.name)
-		if err != nil {
-			return err
-		}
-		if *f.dst, err = appendFloats(*f.dst, a, path, f.name); err != nil {
-			return err
+	for _, name := range []string{schemas.ColID, givenName, schemas.ColCleanLabel, schemas.ColCleanProb, schemas.ColGivenLabelProb, schemas.ColChanged} {
+		if _, ok := f.Column(name); !ok {
+			return fmt.Errorf("resultio: %s: no column %q: not an output of relabel run", path, name)
 		}
 	}
-	ch, err := need(schemas.ColChanged)
-	if err != nil {
+	return f.Scan(ctx, func(rec arrow.RecordBatch, row int64) error {
+		get := func(name string) arrow.Array { a, _ := col(rec, name); return a }
+		var err error
+		if o.IDs, o.StrIDs, err = appendIDs(o.IDs, o.StrIDs, get(schemas.ColID), path, row, schemas.ColID); err != nil {
+			return err
+		}
+		if o.Given, o.GivenOff, err = appendGiven(o.Given, o.GivenOff, get(givenName), classes, path, row, givenName); err != nil {
+			return err
+		}
+		if o.Clean, err = appendLabels(o.Clean, get(schemas.ColCleanLabel), classes, path, row, schemas.ColCleanLabel); err != nil {
+			return err
+		}
+		if o.CleanProb, err = appendFloats(o.CleanProb, get(schemas.ColCleanProb), path, row, schemas.ColCleanProb); err != nil {
+			return err
+		}
+		if o.GivenProb, err = appendFloats(o.GivenProb, get(schemas.ColGivenLabelProb), path, row, schemas.ColGivenLabelProb); err != nil {
+			return err
+		}
+		o.Changed, err = appendBools(o.Changed, get(schemas.ColChanged), path, row, schemas.ColChanged)
 		return err
-	}
-	if o.Changed, err = appendBools(o.Changed, ch, path, schemas.ColChanged); err != nil {
-		return err
-	}
-	return nil
+	})
 }

@@ -151,8 +151,8 @@ func TestReadOutputErrors(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(junk, "x.arrow"), []byte("hello, world"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ReadOutput(ctx, junk, mem); err == nil || !strings.Contains(err.Error(), "not a Parquet or Arrow IPC file") {
-		t.Errorf("junk: %v, want not a Parquet or Arrow IPC file", err)
+	if _, err := ReadOutput(ctx, junk, mem); err == nil || !strings.Contains(err.Error(), "not Parquet (PAR1) nor Arrow IPC") {
+		t.Errorf("junk: %v, want not Parquet nor Arrow IPC", err)
 	}
 }
 
@@ -192,10 +192,10 @@ func TestReadTruth(t *testing.T) {
 		o    TruthOptions
 		msg  string
 	}{
-		{"integer classes", TruthOptions{Mem: mem}, "holds strings but the output has integer labels"},
+		{"integer classes", TruthOptions{Mem: mem}, "string label \"cat\", but the labels are integers"},
 		{"missing id column", TruthOptions{IDColumn: "key", ClassNames: names, Mem: mem}, `no id column "key"`},
 		{"missing label column", TruthOptions{LabelColumn: "y", ClassNames: names, Mem: mem}, `no label column "y"`},
-		{"unknown class", TruthOptions{ClassNames: []string{"ant", "bee"}, Mem: mem}, `label "cat" is not one of the output's classes`},
+		{"unknown class", TruthOptions{ClassNames: []string{"ant", "bee"}, Mem: mem}, `label "cat" not in the class set`},
 	} {
 		if _, err := ReadTruth(ctx, arrowPath, tc.o); err == nil || !strings.Contains(err.Error(), tc.msg) {
 			t.Errorf("%s: %v, want %q", tc.name, err, tc.msg)

@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/schemas"
 )
 
@@ -43,44 +45,54 @@ func ReadPosteriors(ctx context.Context, path string, classNames []string, mem m
 	if mem == nil {
 		mem = memory.DefaultAllocator
 	}
-	tbl, err := readTable(ctx, path, mem)
+	f, err := Open(ctx, path, mem)
 	if err != nil {
 		return nil, err
 	}
-	defer tbl.Release()
+	for _, name := range []string{schemas.ColID, schemas.ColPosterior} {
+		if _, ok := f.Column(name); !ok {
+			return nil, fmt.Errorf("resultio: %s: no column %q: not an output of relabel run", path, name)
+		}
+	}
+	classes, err := shardio.NewClassMap(classNames, 0)
+	if err != nil {
+		return nil, fmt.Errorf("resultio: %s: %w", path, err)
+	}
 	p := &Posteriors{Path: path, Off: []int32{0}}
-	ids, ok := column(tbl, schemas.ColID)
-	if !ok {
-		return nil, fmt.Errorf("resultio: %s: no column %q: not an output of relabel run", path, schemas.ColID)
-	}
-	if p.IDs, p.StrIDs, err = appendIDs(nil, nil, ids, path, schemas.ColID); err != nil {
-		return nil, err
-	}
-	post, ok := column(tbl, schemas.ColPosterior)
-	if !ok {
-		return nil, fmt.Errorf("resultio: %s: no column %q: not an output of relabel run", path, schemas.ColPosterior)
-	}
-	classes := classIndex(classNames)
-	for _, ch := range post {
-		l, ok := ch.(*array.List)
+	const pc = schemas.ColPosterior
+	err = f.Scan(ctx, func(rec arrow.RecordBatch, row int64) error {
+		ids, _ := col(rec, schemas.ColID)
+		var err error
+		if p.IDs, p.StrIDs, err = appendIDs(p.IDs, p.StrIDs, ids, path, row, schemas.ColID); err != nil {
+			return err
+		}
+		post, _ := col(rec, pc)
+		l, ok := post.(*array.List)
 		if !ok {
-			return nil, fmt.Errorf("resultio: %s: column %q of type %s, want a list of (class, prob)", path, schemas.ColPosterior, ch.DataType())
+			return rowError(path, row, pc, "of type %s, want a list of (class, prob)", post.DataType())
 		}
 		st, ok := l.ListValues().(*array.Struct)
 		if !ok || st.NumField() != 2 {
-			return nil, fmt.Errorf("resultio: %s: column %q of type %s, want a list of (class, prob)", path, schemas.ColPosterior, ch.DataType())
+			return rowError(path, row, pc, "of type %s, want a list of (class, prob)", post.DataType())
 		}
 		probs, ok := st.Field(1).(*array.Float32)
 		if !ok {
-			return nil, fmt.Errorf("resultio: %s: column %q: prob of type %s, want float32", path, schemas.ColPosterior, st.Field(1).DataType())
+			return rowError(path, row, pc, "prob of type %s, want float32", st.Field(1).DataType())
+		}
+		label, err := labeler(classes, st.Field(0), path, row, pc)
+		if err != nil {
+			return err
 		}
 		for i := 0; i < l.Len(); i++ {
 			if !l.IsNull(i) {
 				lo, hi := l.ValueOffsets(i)
 				for e := int(lo); e < int(hi); e++ {
-					c, err := labelOf(st.Field(0), e, classes, path, schemas.ColPosterior)
-					if err != nil {
-						return nil, err
+					if st.Field(0).IsNull(e) {
+						return rowError(path, row+int64(i), pc, "null class")
+					}
+					c, bad := label(e)
+					if bad != "" {
+						return rowError(path, row+int64(i), pc, "%s", bad)
 					}
 					p.Class = append(p.Class, c)
 					p.Prob = append(p.Prob, probs.Value(e))
@@ -88,6 +100,10 @@ func ReadPosteriors(ctx context.Context, path string, classNames []string, mem m
 			}
 			p.Off = append(p.Off, int32(len(p.Class)))
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if p.Len() != len(p.IDs)+len(p.StrIDs) {
 		return nil, fmt.Errorf("resultio: %s: %d posteriors for %d ids", path, p.Len(), len(p.IDs)+len(p.StrIDs))

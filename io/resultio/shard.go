@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
@@ -48,4 +50,70 @@ func WriteShard(ctx context.Context, dir, name string, batches []*schemas.Cleane
 		return fmt.Errorf("resultio: %w", err)
 	}
 	return nil
+}
+
+// OutputName is the output file name of an input shard: the same base name with
+// the output format's extension.
+func OutputName(input string, f shardio.Format) string {
+	base := path.Base(strings.ReplaceAll(input, "\\", "/"))
+	if i := strings.LastIndex(base, "."); i > 0 {
+		base = base[:i]
+	}
+	return base + f.Ext()
+}
+
+// ShardReport is what writing one shard tells the summary.
+type ShardReport struct {
+	Input   string `json:"input"`
+	Output  string `json:"output"`
+	Rows    int64  `json:"rows"`
+	Changed int64  `json:"changed"`
+	// Unresolved counts rows left without a clean label (null): unlabelled
+	// rows that no labelled row reached through neighbours within the rounds.
+	Unresolved int64 `json:"unresolved,omitempty"`
+	// ChangedTo[c] counts labels changed into class c; ChangedFrom[c] out of c.
+	ChangedFrom []int64 `json:"changed_from"`
+	ChangedTo   []int64 `json:"changed_to"`
+	// Trans[c*C+c'] sums pi_i(c) over items given c': the unnormalised
+	// estimate of P(given = c' | clean = c). Only for C <= MaxDenseClasses.
+	Trans []float64 `json:"trans,omitempty"`
+	// Temperature is the calibration temperature the shard's
+	// probabilities were made with (the fitted one with --temperature
+	// auto: the same in every shard).
+	Temperature float64 `json:"temperature"`
+}
+
+// MaxDenseClasses bounds the class count for which the summary carries a dense
+// transition matrix (C^2 numbers).
+const MaxDenseClasses = 256
+
+// Report is the report of output shard name (of input shard) holding
+// batches: rows, changes per class and the transition sums. The pipeline's
+// write stage (transforms/stages) and the directory lake's incremental
+// commit both make it.
+func Report(shard, name string, batches []*schemas.Cleaned, c int) ShardReport {
+	r := ShardReport{Input: shard, Output: name, ChangedFrom: make([]int64, c), ChangedTo: make([]int64, c)}
+	if c <= MaxDenseClasses {
+		r.Trans = make([]float64, c*c)
+	}
+	for _, b := range batches {
+		for i := range b.IDs {
+			r.Rows++
+			if b.CleanLabel[i] < 0 {
+				r.Unresolved++
+			}
+			given := schemas.GivenLabel(b.Labels[b.LabelOff[i]:b.LabelOff[i+1]])
+			if b.Changed[i] {
+				r.Changed++
+				r.ChangedFrom[given]++
+				r.ChangedTo[b.CleanLabel[i]]++
+			}
+			if r.Trans != nil && given >= 0 {
+				for e := b.PostOff[i]; e < b.PostOff[i+1]; e++ {
+					r.Trans[int(b.PostClass[e])*c+int(given)] += float64(b.PostProb[e])
+				}
+			}
+		}
+	}
+	return r
 }

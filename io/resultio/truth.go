@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/schemas"
 )
 
@@ -58,34 +60,42 @@ func ReadTruth(ctx context.Context, path string, o TruthOptions) (*Truth, error)
 		}
 		return t, nil
 	}
-	tbl, err := readTable(ctx, path, o.Mem)
+	f, err := Open(ctx, path, o.Mem)
 	if err != nil {
 		return nil, err
 	}
-	defer tbl.Release()
-	idCol, col := o.IDColumn, o.LabelColumn
+	idCol, lc := o.IDColumn, o.LabelColumn
 	if idCol == "" {
 		idCol = schemas.ColID
 	}
-	if col == "" {
-		col = ColTrueLabel
-		if _, ok := column(tbl, col); !ok {
-			col = schemas.ColLabel
+	if lc == "" {
+		lc = ColTrueLabel
+		if _, ok := f.Column(lc); !ok {
+			lc = schemas.ColLabel
 		}
 	}
-	ids, ok := column(tbl, idCol)
-	if !ok {
+	if _, ok := f.Column(idCol); !ok {
 		return nil, fmt.Errorf("resultio: %s: no id column %q", path, idCol)
 	}
-	labs, ok := column(tbl, col)
-	if !ok {
-		return nil, fmt.Errorf("resultio: %s: no label column %q", path, col)
+	if _, ok := f.Column(lc); !ok {
+		return nil, fmt.Errorf("resultio: %s: no label column %q", path, lc)
+	}
+	classes, err := shardio.NewClassMap(o.ClassNames, 0)
+	if err != nil {
+		return nil, fmt.Errorf("resultio: %s: %w", path, err)
 	}
 	t := &Truth{}
-	if t.IDs, t.StrIDs, err = appendIDs(nil, nil, ids, path, idCol); err != nil {
-		return nil, err
-	}
-	if t.Labels, err = appendLabels(nil, labs, classIndex(o.ClassNames), path, col); err != nil {
+	err = f.Scan(ctx, func(rec arrow.RecordBatch, row int64) error {
+		ids, _ := col(rec, idCol)
+		labs, _ := col(rec, lc)
+		var err error
+		if t.IDs, t.StrIDs, err = appendIDs(t.IDs, t.StrIDs, ids, path, row, idCol); err != nil {
+			return err
+		}
+		t.Labels, err = appendLabels(t.Labels, labs, classes, path, row, lc)
+		return err
+	})
+	if err != nil {
 		return nil, err
 	}
 	return t, nil

@@ -463,94 +463,8 @@ func firstNonFinite(v []float32) int64 {
 	return -1
 }
 
-// classMap maps label values to class indices.
-type classMap struct {
-	kind    schemas.LabelKind
-	classes int64
-	names   []string
-	index   map[string]int32
-}
-
-func newClassMap(path string, in schemas.Input, opts *ReadOptions) (*classMap, error) {
-	m := &classMap{kind: in.LabelKind}
-	if in.LabelKind != schemas.LabelString {
-		if opts.Classes <= 0 {
-			return nil, &InputError{Path: path, Row: -1, Column: in.LabelName,
-				Msg: fmt.Sprintf("integer labels need the number of classes (ReadOptions.Classes = %d)", opts.Classes)}
-		}
-		m.classes = int64(opts.Classes)
-		return m, nil
-	}
-	if len(opts.ClassNames) == 0 {
-		return nil, &InputError{Path: path, Row: -1, Column: in.LabelName,
-			Msg: "string labels need the class names (ReadOptions.ClassNames; ScanClassNames collects them)"}
-	}
-	m.names = opts.ClassNames
-	m.index = make(map[string]int32, len(m.names))
-	for i, s := range m.names {
-		if i > 0 && m.names[i-1] == s {
-			return nil, fmt.Errorf("shardio: class names: %q given twice", s)
-		}
-		if i > 0 && m.names[i-1] > s {
-			return nil, fmt.Errorf("shardio: ReadOptions.ClassNames not sorted: %q before %q", m.names[i-1], s)
-		}
-		m.index[s] = int32(i)
-	}
-	return m, nil
-}
-
-// labeler returns the mapping of the values of a (the label array, or the
-// child array of a list of annotations) to class indices: the class, or a
-// message saying why the value is not a class. Nulls are the caller's.
-func (m *classMap) labeler(a arrow.Array) (func(j int) (int32, string), error) {
-	intClass := func(v int64) (int32, string) {
-		if v < 0 || v >= m.classes {
-			return 0, fmt.Sprintf("label %d outside [0,%d)", v, m.classes)
-		}
-		return int32(v), ""
-	}
-	strClass := func(s string) (int32, string) {
-		c, ok := m.index[s]
-		if !ok {
-			return 0, fmt.Sprintf("label %q not in the class set (%d classes)", s, len(m.names))
-		}
-		return c, ""
-	}
-	switch a := a.(type) {
-	case *array.Int32:
-		return func(j int) (int32, string) { return intClass(int64(a.Value(j))) }, nil
-	case *array.Int64:
-		return func(j int) (int32, string) { return intClass(a.Value(j)) }, nil
-	case array.StringLike:
-		return func(j int) (int32, string) { return strClass(a.Value(j)) }, nil
-	case *array.Dictionary:
-		dict, ok := a.Dictionary().(array.StringLike)
-		if !ok {
-			return nil, fmt.Errorf("dictionary of %s", a.Dictionary().DataType())
-		}
-		// Map each dictionary entry once, not each row.
-		cls := make([]int32, dict.Len())
-		for k := range cls {
-			cls[k] = -1
-			if dict.IsValid(k) {
-				if c, ok := m.index[dict.Value(k)]; ok {
-					cls[k] = c
-				}
-			}
-		}
-		return func(j int) (int32, string) {
-			k := a.GetValueIndex(j)
-			if cls[k] < 0 {
-				return strClass(dict.Value(k))
-			}
-			return cls[k], ""
-		}, nil
-	}
-	return nil, fmt.Errorf("labels of type %s", a.DataType())
-}
-
 // readLabels fills r.Labels and r.LabelOff.
-func readLabels(r *schemas.Rows, u Unit, in schemas.Input, chunks []arrow.Array, n int64, m *classMap) error {
+func readLabels(r *schemas.Rows, u Unit, in schemas.Input, chunks []arrow.Array, n int64, m *ClassMap) error {
 	r.LabelOff = make([]int32, 1, n+1)
 	r.Labels = make([]int32, 0, n)
 	row := u.Offset
@@ -562,7 +476,7 @@ func readLabels(r *schemas.Rows, u Unit, in schemas.Input, chunks []arrow.Array,
 			list = chunk.(array.ListLike)
 			vals = list.ListValues()
 		}
-		label, err := m.labeler(vals)
+		label, err := m.Labeler(vals)
 		if err != nil {
 			return &InputError{Path: u.Path, Row: -1, Column: col, Msg: err.Error()}
 		}

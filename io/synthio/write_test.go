@@ -16,7 +16,7 @@ import (
 // reads it back: same rows, labels and truth file.
 func TestWrite(t *testing.T) {
 	ctx := context.Background()
-	g, err := synth.New(synth.Params{Rows: 1000, D: 5, Classes: 4, Noise: 0.2, Seed: 3})
+	g, err := synth.New(synth.DefaultParams(1000, 5, 4, 0.2, 3))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -144,7 +144,6 @@ type Result struct {
 // previous iteration's posteriors. It is deterministic and its result does
 // not depend on the order of the annotators' keys.
 func Fit(it *Items, nb *Neighbours, p Params) (*Result, error) {
-	p = p.WithDefaults()
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
@@ -170,7 +169,7 @@ func Fit(it *Items, nb *Neighbours, p Params) (*Result, error) {
 			ann, lab := it.Item(i)
 			var pr []float64
 			if nb != nil {
-				NeighbourPrior(prior, m, p.Lambda(), nb.Index[i*nb.K:(i+1)*nb.K], nb.Weight[i*nb.K:(i+1)*nb.K], post)
+				NeighbourPrior(prior, m, p.NeighbourWeight, nb.Index[i*nb.K:(i+1)*nb.K], nb.Weight[i*nb.K:(i+1)*nb.K], post)
 				pr = prior
 			}
 			m.Posterior(next[i*C:(i+1)*C], pr, ann, lab, &w)

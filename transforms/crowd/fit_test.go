@@ -78,14 +78,14 @@ func TestRecover(t *testing.T) {
 	const n, C = 20000, 5
 	ann := testCrowd()
 	cr := Simulate(n, C, 5, ann, 1)
-	res, err := Fit(&cr.Items, nil, Params{C: C})
+	res, err := Fit(&cr.Items, nil, DefaultParams(C))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got, want := accuracy(res.Posterior, cr.Truth, C), oracle(cr, C); got < want-0.005 {
 		t.Errorf("accuracy %.4f, oracle %.4f", got, want)
 	}
-	sum := res.Model.Summarise(Params{})
+	sum := res.Model.Summarise(DefaultParams(C))
 	if len(sum) != len(ann) {
 		t.Fatalf("%d annotators summarised, want %d", len(sum), len(ann))
 	}
@@ -137,7 +137,7 @@ func TestShrinkage(t *testing.T) {
 		it.Off = append(it.Off, int32(len(it.Label)))
 	}
 	it.Sort()
-	res, err := Fit(&it, nil, Params{C: C})
+	res, err := Fit(&it, nil, DefaultParams(C))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +163,7 @@ func TestShrinkage(t *testing.T) {
 	if adv[0*C+1] < 0.8 {
 		t.Errorf("adversary of %d labels: pi(0,1) = %.3f, want its own 0.9, not the pooled", m.Annotator(4).Given, adv[1])
 	}
-	sum := m.Summarise(Params{})
+	sum := m.Summarise(DefaultParams(C))
 	if !sum[4].Adversary || sum[len(sum)-1].Spammer || sum[len(sum)-1].Adversary {
 		t.Errorf("flags: adversary %+v, few-label %+v", sum[4], sum[len(sum)-1])
 	}
@@ -175,7 +175,7 @@ func TestShrinkage(t *testing.T) {
 func TestOrderFree(t *testing.T) {
 	const C = 4
 	cr := Simulate(3000, C, 4, testCrowd(), 3)
-	res, err := Fit(&cr.Items, nil, Params{C: C})
+	res, err := Fit(&cr.Items, nil, DefaultParams(C))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +194,7 @@ func TestOrderFree(t *testing.T) {
 		it.Off = append(it.Off, int32(len(it.Label)))
 	}
 	it.Sort()
-	res2, err := Fit(&it, nil, Params{C: C})
+	res2, err := Fit(&it, nil, DefaultParams(C))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +217,7 @@ func TestOrderFree(t *testing.T) {
 	for _, b := range []int{3, 6, 0, 5, 1, 4, 2} {
 		merged.Merge(parts[b])
 	}
-	m1, m2 := Estimate(whole, Params{C: C}), Estimate(merged, Params{C: C})
+	m1, m2 := Estimate(whole, DefaultParams(C)), Estimate(merged, DefaultParams(C))
 	if m1.Strength != m2.Strength || !slices.Equal(m1.Prior, m2.Prior) || !slices.Equal(m1.Pooled, m2.Pooled) {
 		t.Fatalf("merged statistics give another model")
 	}
@@ -250,11 +250,11 @@ func TestNeighbourPrior(t *testing.T) {
 		}
 		nb.Index[i*K+K-1] = -1 // a missing neighbour is skipped
 	}
-	alone, err := Fit(&cr.Items, nil, Params{C: C})
+	alone, err := Fit(&cr.Items, nil, DefaultParams(C))
 	if err != nil {
 		t.Fatal(err)
 	}
-	with, err := Fit(&cr.Items, nb, Params{C: C})
+	with, err := Fit(&cr.Items, nb, DefaultParams(C))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,7 +262,7 @@ func TestNeighbourPrior(t *testing.T) {
 	if w < a+0.1 || w < 0.9 {
 		t.Errorf("accuracy with neighbours %.4f, alone %.4f: want >= 0.9 and 0.1 better", w, a)
 	}
-	sum := with.Model.Summarise(Params{})
+	sum := with.Model.Summarise(DefaultParams(C))
 	if !sum[3].Spammer || !sum[4].Adversary {
 		t.Errorf("spammer %+v, adversary %+v not flagged", sum[3], sum[4])
 	}
@@ -271,7 +271,7 @@ func TestNeighbourPrior(t *testing.T) {
 func TestPosteriorUnknownAnnotator(t *testing.T) {
 	const C = 3
 	cr := Simulate(500, C, 2, []SimAnnotator{{Expert, .8}, {Expert, .8}, {Expert, .8}}, 6)
-	res, err := Fit(&cr.Items, nil, Params{C: C})
+	res, err := Fit(&cr.Items, nil, DefaultParams(C))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,21 +292,34 @@ func TestPosteriorUnknownAnnotator(t *testing.T) {
 }
 
 func TestParamsValidate(t *testing.T) {
+	with := func(f func(*Params)) Params {
+		p := DefaultParams(3)
+		f(&p)
+		return p
+	}
 	for _, tc := range []struct {
 		name string
 		p    Params
 		ok   bool
 	}{
-		{"defaults", Params{C: 2}, true},
-		{"C=1", Params{C: 1}, false},
-		{"negative strength", Params{C: 3, Strength: -1}, false},
-		{"NaN strength", Params{C: 3, Strength: math.NaN()}, false},
-		{"lambda 1", Params{C: 3, NeighbourWeight: 1}, false},
-		{"class balance 2", Params{C: 3, ClassBalance: 2}, false},
-		{"spammer lift 2", Params{C: 3, SpammerLift: 2}, false},
-		{"iterations -1", Params{C: 3, Iterations: -1}, false},
+		{"defaults", DefaultParams(2), true},
+		{"zeros where zero means zero", with(func(p *Params) {
+			p.NeighbourWeight, p.ClassBalance, p.FlagLabels, p.Iterations, p.SpammerLift = 0, 0, 0, 0, 0
+		}), true},
+		{"zero value", Params{C: 3}, false},
+		{"C=1", DefaultParams(1), false},
+		{"negative strength", with(func(p *Params) { p.Strength = -1 }), false},
+		{"NaN strength", with(func(p *Params) { p.Strength = math.NaN() }), false},
+		{"lambda 1", with(func(p *Params) { p.NeighbourWeight = 1 }), false},
+		{"negative lambda", with(func(p *Params) { p.NeighbourWeight = -1 }), false},
+		{"class balance 2", with(func(p *Params) { p.ClassBalance = 2 }), false},
+		{"negative class balance", with(func(p *Params) { p.ClassBalance = -1 }), false},
+		{"spammer lift 2", with(func(p *Params) { p.SpammerLift = 2 }), false},
+		{"iterations -1", with(func(p *Params) { p.Iterations = -1 }), false},
+		{"flag labels -1", with(func(p *Params) { p.FlagLabels = -1 }), false},
+		{"smooth 0", with(func(p *Params) { p.Smooth = 0 }), false},
 	} {
-		err := tc.p.WithDefaults().Validate()
+		err := tc.p.Validate()
 		if (err == nil) != tc.ok {
 			t.Errorf("%s: Validate() = %v, want ok = %v", tc.name, err, tc.ok)
 		}
@@ -323,7 +336,7 @@ func TestItemsValidate(t *testing.T) {
 		{"label out of range", Items{Off: []int32{0, 1}, Annotator: []int64{1}, Label: []int32{3}}},
 		{"negative label", Items{Off: []int32{0, 1}, Annotator: []int64{1}, Label: []int32{-1}}},
 	} {
-		if _, err := Fit(&tc.it, nil, Params{C: 3}); err == nil {
+		if _, err := Fit(&tc.it, nil, DefaultParams(3)); err == nil {
 			t.Errorf("%s: no error", tc.name)
 		}
 	}
@@ -332,7 +345,7 @@ func TestItemsValidate(t *testing.T) {
 func TestEncode(t *testing.T) {
 	const C = 4
 	cr := Simulate(500, C, 3, testCrowd(), 8)
-	res, err := Fit(&cr.Items, nil, Params{C: C})
+	res, err := Fit(&cr.Items, nil, DefaultParams(C))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -364,25 +377,23 @@ func TestEncode(t *testing.T) {
 	}
 }
 
-// TestDefaultsIdempotent: an explicit 0 (given as a negative value)
-// survives WithDefaults applied twice, as Fit and Estimate both apply it.
-func TestDefaultsIdempotent(t *testing.T) {
-	p := Params{C: 3, ClassBalance: -1, NeighbourWeight: -1}.WithDefaults().WithDefaults()
-	if p.Balance() != 0 || p.Lambda() != 0 {
-		t.Errorf("balance %g, lambda %g, want 0, 0", p.Balance(), p.Lambda())
-	}
-	if err := p.Validate(); err != nil {
+// TestDefaultParams: DefaultParams is complete (it validates) and holds
+// the documented constants; a zero the caller sets stays zero.
+func TestDefaultParams(t *testing.T) {
+	q := DefaultParams(3)
+	if err := q.Validate(); err != nil {
 		t.Error(err)
 	}
-	q := Params{C: 3}.WithDefaults()
-	if q.WithDefaults() != q || q.Balance() != 0.1 || q.Lambda() != 0.8 || q.FlagLabels != DefaultFlagLabels {
-		t.Errorf("defaults %+v", q)
+	want := Params{C: 3, Iterations: DefaultIterations, Smooth: DefaultSmooth, ClassPrior: DefaultClassPrior, NeighbourWeight: DefaultNeighbourWeight,
+		SpammerLift: DefaultSpammerLift, FlagLabels: DefaultFlagLabels, ClassBalance: DefaultClassBalance}
+	if q != want || q.Iterations != 30 || q.ClassBalance != 0.1 || q.NeighbourWeight != 0.8 || q.FlagLabels != 10 {
+		t.Errorf("defaults %+v, want %+v", q, want)
 	}
 	// The estimated class prior alone, with balance 0.
 	s := NewStats(3)
 	s.Add([]float64{1, 0, 0}, []int64{1}, []int32{0})
 	s.Add([]float64{1, 0, 0}, []int64{1}, []int32{0})
-	m := Estimate(s, Params{C: 3, ClassBalance: -1, ClassPrior: 1})
+	m := Estimate(s, Params{C: 3, ClassBalance: 0, ClassPrior: 1})
 	if want := 3.0 / 5; math.Abs(m.Prior[0]-want) > 1e-12 {
 		t.Errorf("prior %v, want %g for class 0", m.Prior, want)
 	}

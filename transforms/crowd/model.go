@@ -80,7 +80,6 @@ type Annotator struct {
 // Estimate is the M step: the model that maximises the posterior given the
 // expected counts s.
 func Estimate(s *Stats, p Params) *Model {
-	p = p.WithDefaults()
 	C := s.C
 	m := &Model{C: C, Strength: p.Strength, Prior: make([]float64, C), Pooled: make([]float64, C*C), index: map[int64]int{}}
 	var tot float64
@@ -89,7 +88,7 @@ func Estimate(s *Stats, p Params) *Model {
 		tot += m.Prior[c]
 	}
 	for c := range m.Prior {
-		m.Prior[c] = (1-p.Balance())*m.Prior[c]/tot + p.Balance()/float64(C)
+		m.Prior[c] = (1-p.ClassBalance)*m.Prior[c]/tot + p.ClassBalance/float64(C)
 	}
 	for _, a := range s.Annotators() {
 		an := Annotator{Key: a, Given: s.Given(a), Row: make([]float64, C)}

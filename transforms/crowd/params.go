@@ -6,48 +6,64 @@ import (
 	"math"
 )
 
-// DefaultFlagLabels is Params.FlagLabels' default.
-const DefaultFlagLabels = 10
+// The model's defaults, chosen on the crowd sets of docs/QUALITY_CROWD.md
+// and used for all of them: DefaultParams is built from them, options'
+// Defaults reads DefaultParams, and the flags' help is computed from it.
+const (
+	DefaultIterations      = 30
+	DefaultSmooth          = 0.01
+	DefaultClassPrior      = 1.0
+	DefaultNeighbourWeight = 0.8
+	DefaultSpammerLift     = 0.2
+	DefaultFlagLabels      = 10
+	DefaultClassBalance    = 0.1
+)
 
-// The range FitStrength searches when Params.Strength is 0.
+// The range FitStrength (and FitSkill) search when Params.Strength (and
+// SkillStrength) is FromData.
 const (
 	MinStrength = 0.1
 	MaxStrength = 1000
 )
 
-// Params configures the model. The zero value is valid: every field has a
-// default, chosen on the crowd sets of docs/QUALITY_CROWD.md and used for
-// all of them.
+// FromData, as Params.Strength or SkillStrength, has the weight chosen from
+// the data every M step by empirical Bayes: a mode, not a default.
+const FromData = 0
+
+// Params configures the model. Every field is a value used as given:
+// DefaultParams returns the complete defaults, and a caller changes the
+// fields it means to (a zero is zero, never "the default").
 type Params struct {
 	// C is the number of classes. Required.
 	C int
-	// Iterations of EM. Optional, default 30.
+	// Iterations of EM, >= 0. Default DefaultIterations.
 	Iterations int
 	// Strength is the weight, in labels, of the Dirichlet prior on each row
 	// of an annotator's confusion matrix, centred on the pooled row: an
 	// annotator with n labels of items of class c keeps n / (n + Strength)
-	// of its own evidence. Optional, default 0: chosen from the data every
-	// M step (FitStrength, empirical Bayes) within [MinStrength, MaxStrength].
+	// of its own evidence. Default FromData: chosen from the data every M
+	// step (FitStrength, empirical Bayes) within [MinStrength, MaxStrength].
 	Strength float64
 	// SkillStrength is the weight, in labels, of the Beta prior that pulls
 	// each annotator's accuracy toward the pool's (Model.Accuracy); the
-	// accuracy moves the centre of its rows' prior (see Model). Optional,
-	// default 0: chosen from the data every M step (FitSkill) within
+	// accuracy moves the centre of its rows' prior (see Model). Default
+	// FromData: chosen from the data every M step (FitSkill) within
 	// [MinStrength, MaxStrength].
 	SkillStrength float64
-	// Smooth is the pseudo-count added to every cell of the pooled matrix.
-	// Optional, default 0.01.
+	// Smooth is the pseudo-count added to every cell of the pooled matrix,
+	// > 0. Default DefaultSmooth.
 	Smooth float64
-	// ClassPrior is the pseudo-count added to every class of the class prior.
-	// Optional, default 1.
+	// ClassPrior is the pseudo-count added to every class of the class
+	// prior, > 0. Default DefaultClassPrior.
 	ClassPrior float64
 	// NeighbourWeight is lambda, the share of an item's prior given to its
 	// neighbours' posteriors where items have neighbours (the rest goes to
-	// the class prior). Optional, default 0.8; set it negative for 0.
+	// the class prior), in [0,1). Default DefaultNeighbourWeight.
 	NeighbourWeight float64
 	// SpammerLift: an annotator whose labels raise the accuracy of guessing
 	// the true class by less than this share of what a perfect annotator
-	// would (Summary.Lift) is flagged as a spammer. Optional, default 0.2.
+	// would (Summary.Lift) is flagged as a spammer, in [0,1]. Default
+	// DefaultSpammerLift.
 	SpammerLift float64
 	// FlagLabels is the fewest labels an annotator must have given to be
 	// judged at all: below it, Summary says TooFew ("not enough labels")
@@ -55,8 +71,8 @@ type Params struct {
 	// its matrix is mostly the prior's, and a crowd of 100,000 annotators of
 	// one label each would otherwise be reported as 100,000 spammers (issue
 	// 33). Ten labels put the standard error of an accuracy near .15, the
-	// width of the gap between a spammer's lift and the threshold. Optional,
-	// default 10; set it negative for 0 (judge everyone).
+	// width of the gap between a spammer's lift and the threshold. >= 0 (0:
+	// judge everyone). Default DefaultFlagLabels.
 	FlagLabels int
 	// ClassBalance is the share of the class prior that is uniform, the rest
 	// being the estimate sum_i T_i(c) / n. EM's estimate alone is
@@ -64,46 +80,30 @@ type Params struct {
 	// takes more); a small uniform share stops the drift. A large one (0.5
 	// until issue 33) costs dearly where classes are skewed: on a generated
 	// crowd whose largest class holds three items in four it took label-only
-	// accuracy from .87 to .56 (docs/QUALITY_CROWD.md). Optional, default
-	// 0.1; set it negative for 0.
+	// accuracy from .87 to .56 (docs/QUALITY_CROWD.md). In [0,1]. Default
+	// DefaultClassBalance.
 	ClassBalance float64
 }
 
-// WithDefaults fills unset optional fields.
-func (p Params) WithDefaults() Params {
-	if p.Iterations == 0 {
-		p.Iterations = 30
+// DefaultParams is the complete configuration of c classes: every field
+// its default. It is the one place the crowd model's defaults are
+// resolved; callers change what they mean to and Validate the result.
+func DefaultParams(c int) Params {
+	return Params{
+		C:               c,
+		Iterations:      DefaultIterations,
+		Strength:        FromData,
+		SkillStrength:   FromData,
+		Smooth:          DefaultSmooth,
+		ClassPrior:      DefaultClassPrior,
+		NeighbourWeight: DefaultNeighbourWeight,
+		SpammerLift:     DefaultSpammerLift,
+		FlagLabels:      DefaultFlagLabels,
+		ClassBalance:    DefaultClassBalance,
 	}
-	if p.Smooth == 0 {
-		p.Smooth = 0.01
-	}
-	if p.ClassBalance == 0 {
-		p.ClassBalance = 0.1
-	}
-	if p.ClassPrior == 0 {
-		p.ClassPrior = 1
-	}
-	if p.NeighbourWeight == 0 {
-		p.NeighbourWeight = 0.8
-	}
-	if p.SpammerLift == 0 {
-		p.SpammerLift = 0.2
-	}
-	if p.FlagLabels == 0 {
-		p.FlagLabels = DefaultFlagLabels
-	}
-	return p
 }
 
-// Lambda is the neighbour weight in use: NeighbourWeight, 0 when negative.
-// (WithDefaults keeps a negative value negative, so that applying it twice
-// changes nothing.)
-func (p Params) Lambda() float64 { return max(0, p.NeighbourWeight) }
-
-// Balance is the class balance in use: ClassBalance, 0 when negative.
-func (p Params) Balance() float64 { return max(0, p.ClassBalance) }
-
-// Validate checks p once defaults are applied.
+// Validate checks p: every field as given.
 func (p Params) Validate() error {
 	var errs []error
 	bad := func(v float64) bool { return math.IsNaN(v) || math.IsInf(v, 0) }
@@ -128,14 +128,17 @@ func (p Params) Validate() error {
 	if bad(p.ClassPrior) || p.ClassPrior <= 0 {
 		errs = append(errs, fmt.Errorf("crowd: class prior = %g, want > 0", p.ClassPrior))
 	}
-	if bad(p.ClassBalance) || p.ClassBalance > 1 { // negative: 0
+	if bad(p.ClassBalance) || p.ClassBalance < 0 || p.ClassBalance > 1 {
 		errs = append(errs, fmt.Errorf("crowd: class balance = %g, want in [0,1]", p.ClassBalance))
 	}
-	if bad(p.NeighbourWeight) || p.NeighbourWeight >= 1 { // negative: 0
+	if bad(p.NeighbourWeight) || p.NeighbourWeight < 0 || p.NeighbourWeight >= 1 {
 		errs = append(errs, fmt.Errorf("crowd: neighbour weight = %g, want in [0,1)", p.NeighbourWeight))
 	}
 	if bad(p.SpammerLift) || p.SpammerLift < 0 || p.SpammerLift > 1 {
 		errs = append(errs, fmt.Errorf("crowd: spammer lift = %g, want in [0,1]", p.SpammerLift))
+	}
+	if p.FlagLabels < 0 {
+		errs = append(errs, fmt.Errorf("crowd: flag labels = %d, want >= 0", p.FlagLabels))
 	}
 	return errors.Join(errs...)
 }

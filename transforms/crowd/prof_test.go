@@ -35,7 +35,7 @@ func BenchmarkFit(b *testing.B) {
 			cr := benchCrowd(n, 10000)
 			b.ResetTimer()
 			for range b.N {
-				res, err := Fit(&cr.Items, nil, Params{C: 10})
+				res, err := Fit(&cr.Items, nil, DefaultParams(10))
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -57,17 +57,18 @@ func pointAccuracy(post []float64, truth []int32, C int) float64 { return accura
 func TestSkillLayer(t *testing.T) {
 	const n, C, A = 6000, 20, 400
 	it, truth, isSpam, _ := lightCrowd(n, C, A, .2, .5, .95, 21)
-	fit := func(p Params) (*Result, float64) {
-		p.C = C
+	fit := func(set func(*Params)) (*Result, float64) {
+		p := DefaultParams(C)
+		set(&p)
 		res, err := Fit(it, nil, p)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return res, pointAccuracy(res.Posterior, truth, C)
 	}
-	res, got := fit(Params{})
-	_, pooled := fit(Params{SkillStrength: MaxStrength * 1e6, Strength: MaxStrength})
-	_, ds := fit(Params{SkillStrength: MinStrength, Strength: MinStrength})
+	res, got := fit(func(*Params) {})
+	_, pooled := fit(func(p *Params) { p.SkillStrength, p.Strength = MaxStrength*1e6, MaxStrength })
+	_, ds := fit(func(p *Params) { p.SkillStrength, p.Strength = MinStrength, MinStrength })
 	t.Logf("accuracy: skill layer %.3f (skill strength %.3g, row strength %.3g), pooled %.3f, per-annotator %.3f", got, res.Model.SkillStrength, res.Model.Strength, pooled, ds)
 	if got < pooled+0.03 || got < ds {
 		t.Errorf("accuracy %.3f: want >= pooled %.3f + 0.03 and >= per-annotator %.3f", got, pooled, ds)
@@ -114,7 +115,7 @@ func TestFitSkill(t *testing.T) {
 				s.Add(post, []int64{int64(a)}, []int32{int32(l)})
 			}
 		}
-		return Estimate(s, Params{C: C})
+		return Estimate(s, DefaultParams(C))
 	}
 	same := build(func(int) float64 { return .7 })
 	varied := build(func(a int) float64 { return .2 + .75*float64(a%2) })
@@ -175,12 +176,14 @@ func TestTooFew(t *testing.T) {
 		it.Off = append(it.Off, int32(len(it.Label)))
 	}
 	it.Sort()
-	res, err := Fit(it, nil, Params{C: C, Iterations: 3})
+	p := DefaultParams(C)
+	p.Iterations = 3
+	res, err := Fit(it, nil, p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var tooFew, flaggedTail int
-	for _, s := range res.Model.Summarise(Params{}) {
+	for _, s := range res.Model.Summarise(DefaultParams(C)) {
 		if s.Key >= 1000 {
 			if s.TooFew {
 				tooFew++
@@ -198,11 +201,13 @@ func TestTooFew(t *testing.T) {
 	if tooFew != tail || flaggedTail != 0 {
 		t.Errorf("tail of %d one-label annotators: %d not enough labels, %d flagged; want %d and 0", tail, tooFew, flaggedTail, tail)
 	}
-	// Judged as before (FlagLabels negative: everyone), the tail would be
+	// Judged as before (FlagLabels 0: everyone), the tail would be
 	// flagged en masse: the test would catch a threshold that stopped
 	// applying.
 	var judged int
-	for _, s := range res.Model.Summarise(Params{FlagLabels: -1}) {
+	everyone := DefaultParams(C)
+	everyone.FlagLabels = 0
+	for _, s := range res.Model.Summarise(everyone) {
 		if s.Key >= 1000 && (s.Spammer || s.Adversary) {
 			judged++
 		}

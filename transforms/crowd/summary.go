@@ -34,7 +34,6 @@ type Summary struct {
 
 // Summarise describes every annotator of m, in ascending key order.
 func (m *Model) Summarise(p Params) []Summary {
-	p = p.WithDefaults()
 	C := m.C
 	out := make([]Summary, len(m.Annotators))
 	w := make([]float64, C)

@@ -7,20 +7,22 @@ import (
 
 	"github.com/relabel/relabel/io/annotio"
 	"github.com/relabel/relabel/io/shardio"
+	"github.com/relabel/relabel/io/spillio"
 	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/transforms/crowd"
-	"github.com/relabel/relabel/transforms/mixture"
 )
 
 // Params configures the crowd stages.
 type Params struct {
-	// Crowd is the model's configuration; Crowd.C is required.
+	// Crowd is the model's configuration, complete (crowd.DefaultParams
+	// with the caller's changes). Required.
 	Crowd crowd.Params
 	// Buckets is the number of buckets items are joined in (and, label-only,
-	// of output shards). Optional, default 1.
+	// of output shards), >= 1. Required.
 	Buckets int
-	// C0 is how many classes of each item's posterior the output keeps.
-	// Optional, default mixture.DefaultC0(C), as in a run with features.
+	// C0 is how many classes of each item's posterior the output keeps, in
+	// [1, C]. Required (pipelines gives the plan's, mixture.DefaultC0(C) by
+	// default, as in a run with features).
 	C0 int
 	// IDKind is how item ids are typed (label-only mode: in the annotations).
 	// Required for string ids.
@@ -34,29 +36,20 @@ type Params struct {
 	Format shardio.Format
 	// Spill keeps the iterations' batches in local files instead of the
 	// runner's memory (the embedded runner). Optional, default off.
-	Spill Spill
+	Spill spillio.Dir
 }
 
-// WithDefaults fills unset optional fields.
-func (p Params) WithDefaults() Params {
-	p.Crowd = p.Crowd.WithDefaults()
-	if p.Buckets <= 0 {
-		p.Buckets = 1
-	}
-	if p.C0 <= 0 {
-		p.C0 = mixture.DefaultC0(p.Crowd.C)
-	}
-	return p
-}
-
-// Validate checks p once defaults are applied; called while the pipeline is
+// Validate checks p, every field as given; called while the pipeline is
 // built.
 func (p Params) Validate() error {
 	if err := p.Crowd.Validate(); err != nil {
 		return err
 	}
-	if p.C0 > p.Crowd.C {
-		return fmt.Errorf("crowdstages: C0 = %d > C = %d", p.C0, p.Crowd.C)
+	if p.C0 < 1 || p.C0 > p.Crowd.C {
+		return fmt.Errorf("crowdstages: C0 = %d, want in [1, C = %d]", p.C0, p.Crowd.C)
+	}
+	if p.Buckets < 1 {
+		return fmt.Errorf("crowdstages: %d buckets, want >= 1", p.Buckets)
 	}
 	if p.TmpDir != "" && p.Format == 0 {
 		return fmt.Errorf("crowdstages: no format for the annotators file")
@@ -89,7 +82,6 @@ func ReadItemAnnotators(s beam.Scope, units beam.PCollection, opts shardio.ReadO
 // (O(annotations x C)).
 func LabelOnly(s beam.Scope, anns beam.PCollection, p Params) beam.PCollection {
 	s = s.Scope("crowd.LabelOnly")
-	p = p.WithDefaults()
 	if err := p.Validate(); err != nil {
 		panic(err) // programmer error: pipelines validates options before building
 	}
@@ -106,7 +98,6 @@ func LabelOnly(s beam.Scope, anns beam.PCollection, p Params) beam.PCollection {
 // final posteriors, and writes the annotators file when p.TmpDir is set.
 func WithFeatures(s beam.Scope, items, anns beam.PCollection, p Params) beam.PCollection {
 	s = s.Scope("crowd.WithFeatures")
-	p = p.WithDefaults()
 	if err := p.Validate(); err != nil {
 		panic(err)
 	}

@@ -22,10 +22,21 @@ import (
 	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/transforms/crowd"
+	"github.com/relabel/relabel/transforms/mixture"
 	"github.com/relabel/relabel/transforms/stages"
 )
 
 const testC = 4
+
+// testC0 is how many classes each output state keeps: a run's default.
+var testC0 = mixture.DefaultC0(testC)
+
+// crowdP is the model's defaults with iterations EM iterations.
+func crowdP(iterations int) crowd.Params {
+	p := crowd.DefaultParams(testC)
+	p.Iterations = iterations
+	return p
+}
 
 func testAnnotators() []crowd.SimAnnotator {
 	return []crowd.SimAnnotator{
@@ -86,7 +97,7 @@ func writeShards(t *testing.T, dir string, rows []annRow, nfiles int, byName boo
 // annotation shards matching pattern, into out.
 func runLabelOnly(t *testing.T, pattern, out string, kind schemas.IDKind, iterations int) error {
 	t.Helper()
-	units, lay, err := annotio.Scan(context.Background(), pattern, annotio.Options{Classes: testC})
+	units, lay, err := annotio.Scan(context.Background(), pattern, annotio.Options{Columns: annotio.DefaultColumns(), Classes: testC})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,8 +105,8 @@ func runLabelOnly(t *testing.T, pattern, out string, kind schemas.IDKind, iterat
 		t.Fatalf("annotator kind %v, want %v", lay.AnnotatorKind, kind)
 	}
 	p, s := beam.NewPipelineWithRoot()
-	anns := ReadAnnotations(s, beam.CreateList(s, units), annotio.Options{Classes: testC}, 3)
-	items := LabelOnly(s, anns, Params{Crowd: crowd.Params{C: testC, Iterations: iterations}, Buckets: 3, AnnotatorKind: kind, TmpDir: out, Format: shardio.ArrowFile})
+	anns := ReadAnnotations(s, beam.CreateList(s, units), annotio.Options{Columns: annotio.DefaultColumns(), Classes: testC}, 3)
+	items := LabelOnly(s, anns, Params{Crowd: crowdP(iterations), C0: testC0, Buckets: 3, AnnotatorKind: kind, TmpDir: out, Format: shardio.ArrowFile})
 	stages.Write(s, items, stages.WriteParams{TmpDir: out, Format: shardio.ArrowFile, LabelKind: schemas.LabelInt32, IDKind: schemas.IDInt64, C: testC, Cal: stages.Calibration{Temperature: 1}})
 	return ptest.Run(p)
 }
@@ -128,7 +139,7 @@ func TestLabelOnlyEndToEnd(t *testing.T) {
 		it.Annotator[k] = schemas.Key(fmt.Sprintf("w%02d", a))
 	}
 	it.Sort()
-	res, err := crowd.Fit(&it, nil, crowd.Params{C: testC, Iterations: iterations})
+	res, err := crowd.Fit(&it, nil, crowdP(iterations))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,8 +170,8 @@ func TestLabelOnlyEndToEnd(t *testing.T) {
 			t.Errorf("id %d: clean %d (%v), in memory %d (%v)", id, o.Clean[r], o.CleanProb[r], best, float32(post[best]))
 		}
 		given := o.Given[o.GivenOff[r]:o.GivenOff[r+1]]
-		if len(given) != 1 || given[0] != stages.GivenLabel(lab) {
-			t.Errorf("id %d: given %v, want the majority %d of %v", id, given, stages.GivenLabel(lab), lab)
+		if len(given) != 1 || given[0] != schemas.GivenLabel(lab) {
+			t.Errorf("id %d: given %v, want the majority %d of %v", id, given, schemas.GivenLabel(lab), lab)
 		}
 		if o.Changed[r] != (o.Clean[r] != given[0]) {
 			t.Errorf("id %d: changed = %v", id, o.Changed[r])
@@ -294,13 +305,13 @@ func TestWithFeaturesJoin(t *testing.T) {
 	}
 	in := t.TempDir()
 	writeShards(t, in, rows, 2, false)
-	units, _, err := annotio.Scan(context.Background(), filepath.Join(in, "*.parquet"), annotio.Options{})
+	units, _, err := annotio.Scan(context.Background(), filepath.Join(in, "*.parquet"), annotio.Options{Columns: annotio.DefaultColumns()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	p, s := beam.NewPipelineWithRoot()
-	anns := ReadAnnotations(s, beam.CreateList(s, units), annotio.Options{Classes: testC}, 4)
-	out := WithFeatures(s, beam.CreateList(s, items), anns, Params{Crowd: crowd.Params{C: testC, Iterations: iterations}, Buckets: 4})
+	anns := ReadAnnotations(s, beam.CreateList(s, units), annotio.Options{Columns: annotio.DefaultColumns(), Classes: testC}, 4)
+	out := WithFeatures(s, beam.CreateList(s, items), anns, Params{Crowd: crowdP(iterations), C0: testC0, Buckets: 4})
 	got := beam.ParDo(s, &collectFn{}, out)
 
 	// In memory: item 3's labels by the anonymous annotator, item 4 none.
@@ -321,7 +332,7 @@ func TestWithFeaturesJoin(t *testing.T) {
 		it.Off = append(it.Off, int32(len(it.Label)))
 	}
 	it.Sort()
-	res, err := crowd.Fit(&it, nb, crowd.Params{C: testC, Iterations: iterations})
+	res, err := crowd.Fit(&it, nb, crowdP(iterations))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,13 +363,13 @@ func TestUnknownID(t *testing.T) {
 	in := t.TempDir()
 	writeShards(t, in, rows, 1, false)
 	// Where the stray row landed.
-	units, _, err := annotio.Scan(context.Background(), filepath.Join(in, "*.parquet"), annotio.Options{})
+	units, _, err := annotio.Scan(context.Background(), filepath.Join(in, "*.parquet"), annotio.Options{Columns: annotio.DefaultColumns()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	where := ""
 	for _, u := range units {
-		b, err := annotio.ReadUnit(context.Background(), u, annotio.Options{})
+		b, err := annotio.ReadUnit(context.Background(), u, annotio.Options{Columns: annotio.DefaultColumns()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -369,8 +380,8 @@ func TestUnknownID(t *testing.T) {
 		}
 	}
 	p, s := beam.NewPipelineWithRoot()
-	anns := ReadAnnotations(s, beam.CreateList(s, units), annotio.Options{Classes: testC}, 2)
-	WithFeatures(s, beam.CreateList(s, items), anns, Params{Crowd: crowd.Params{C: testC, Iterations: 1}, Buckets: 2})
+	anns := ReadAnnotations(s, beam.CreateList(s, units), annotio.Options{Columns: annotio.DefaultColumns(), Classes: testC}, 2)
+	WithFeatures(s, beam.CreateList(s, items), anns, Params{Crowd: crowdP(1), C0: testC0, Buckets: 2})
 	err = ptest.Run(p)
 	if err == nil || !strings.Contains(err.Error(), where+": annotation of item 99999, which is not in the input") {
 		t.Errorf("error %v, want it to name %s", err, where)
@@ -399,13 +410,13 @@ func TestLabelOnlyStringIDs(t *testing.T) {
 	if err := annotio.WriteAnnotations(context.Background(), blobio.Local{}, filepath.Join(in, "a.arrow"), shardio.ArrowFile, ids, strs, anns, nil, labs, 100); err != nil {
 		t.Fatal(err)
 	}
-	units, lay, err := annotio.Scan(context.Background(), filepath.Join(in, "a.arrow"), annotio.Options{Classes: testC})
+	units, lay, err := annotio.Scan(context.Background(), filepath.Join(in, "a.arrow"), annotio.Options{Columns: annotio.DefaultColumns(), Classes: testC})
 	if err != nil {
 		t.Fatal(err)
 	}
 	p, s := beam.NewPipelineWithRoot()
-	items := LabelOnly(s, ReadAnnotations(s, beam.CreateList(s, units), annotio.Options{Classes: testC}, 2),
-		Params{Crowd: crowd.Params{C: testC, Iterations: 3}, Buckets: 2, IDKind: lay.IDKind, AnnotatorKind: lay.AnnotatorKind})
+	items := LabelOnly(s, ReadAnnotations(s, beam.CreateList(s, units), annotio.Options{Columns: annotio.DefaultColumns(), Classes: testC}, 2),
+		Params{Crowd: crowdP(3), C0: testC0, Buckets: 2, IDKind: lay.IDKind, AnnotatorKind: lay.AnnotatorKind})
 	stages.Write(s, items, stages.WriteParams{TmpDir: out, Format: shardio.Parquet, LabelKind: schemas.LabelInt32, IDKind: schemas.IDString, C: testC, Cal: stages.Calibration{Temperature: 1}})
 	if err := ptest.Run(p); err != nil {
 		t.Fatal(err)

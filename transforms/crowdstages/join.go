@@ -11,6 +11,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
 	"github.com/relabel/relabel/io/annotio"
+	"github.com/relabel/relabel/io/spillio"
 	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/transforms/crowd"
 	"github.com/relabel/relabel/transforms/stages"
@@ -104,7 +105,7 @@ func itemName(x *ann) string {
 type bucketBatchFn struct {
 	C      int
 	IDKind schemas.IDKind
-	Spill  Spill
+	Spill  spillio.Dir
 }
 
 func (f *bucketBatchFn) ProcessElement(ctx context.Context, bucket int, iter func(*AnnRows) bool, emit func(Batch)) error {
@@ -125,7 +126,7 @@ func (f *bucketBatchFn) ProcessElement(ctx context.Context, bucket int, iter fun
 	if f.IDKind == schemas.IDString {
 		slices.SortFunc(starts, func(x, y int) int { return cmp.Compare(all[x].strItem, all[y].strItem) })
 	}
-	b := Batch{Shard: ShardName(bucket), IDKind: f.IDKind, C: f.C, LabelOff: []int32{0}, AnnOff: []int32{0}}
+	b := Batch{Items: stages.Items{Shard: ShardName(bucket), IDKind: f.IDKind, LabelOff: []int32{0}}, C: f.C, AnnOff: []int32{0}}
 	n := len(starts)
 	b.IDs = make([]int64, 0, n)
 	b.Post = make([]float64, n*f.C)
@@ -140,12 +141,12 @@ func (f *bucketBatchFn) ProcessElement(ctx context.Context, bucket int, iter fun
 		}
 		b.AnnOff = append(b.AnnOff, int32(len(b.Ann)))
 		_, lab := b.Item(i)
-		b.Labels = append(b.Labels, stages.GivenLabel(lab))
+		b.Labels = append(b.Labels, schemas.GivenLabel(lab))
 		b.LabelOff = append(b.LabelOff, int32(len(b.Labels)))
 		crowd.MajorityInit(b.Post[i*f.C:(i+1)*f.C], lab)
 	}
 	itemsJoined.Inc(ctx, int64(n))
-	if err := f.Spill.put(0, &b); err != nil {
+	if err := put(f.Spill, 0, &b); err != nil {
 		return err
 	}
 	emit(b)
@@ -252,7 +253,7 @@ func (keyItemsFn) ProcessElement(it stages.Items) (string, stages.Items) {
 // column's labels as annotations of the Anonymous annotator.
 type attachFn struct {
 	C     int
-	Spill Spill
+	Spill spillio.Dir
 }
 
 func (f *attachFn) ProcessElement(ctx context.Context, key string, items func(*stages.Items) bool, anns func(*ItemAnns) bool, emit func(Batch)) error {
@@ -284,10 +285,9 @@ func (f *attachFn) ProcessElement(ctx context.Context, key string, items func(*s
 		}
 		a = ItemAnns{}
 	}
-	b := Batch{Shard: it.Shard, Offset: it.Offset, IDKind: it.IDKind, IDs: it.IDs, StrIDs: it.StrIDs,
-		Labels: it.Labels, LabelOff: it.LabelOff, Multi: it.Multi,
-		Cand: it.Cand, K: it.K, Neigh: it.Neigh, Weight: it.Weight, C: f.C,
-		AnnOff: make([]int32, 1, n+1), Post: make([]float64, n*f.C)}
+	b := Batch{Items: stages.Items{Shard: it.Shard, Offset: it.Offset, IDKind: it.IDKind, IDs: it.IDs, StrIDs: it.StrIDs,
+		Labels: it.Labels, LabelOff: it.LabelOff, Multi: it.Multi, Cand: it.Cand, K: it.K, Neigh: it.Neigh, Weight: it.Weight},
+		C: f.C, AnnOff: make([]int32, 1, n+1), Post: make([]float64, n*f.C)}
 	for i := 0; i < n; i++ {
 		if has[i] {
 			b.Ann = append(b.Ann, per[i].ann...)
@@ -307,7 +307,7 @@ func (f *attachFn) ProcessElement(ctx context.Context, key string, items func(*s
 		crowd.MajorityInit(b.Post[i*f.C:(i+1)*f.C], lab)
 	}
 	itemsJoined.Inc(ctx, int64(n))
-	if err := f.Spill.put(0, &b); err != nil {
+	if err := put(f.Spill, 0, &b); err != nil {
 		return err
 	}
 	emit(b)

@@ -31,7 +31,7 @@ func (f *toItemsFn) ProcessElement(b Batch, emit func(stages.Items)) error {
 		return err
 	}
 	it := stages.Items{Shard: b.Shard, Offset: b.Offset, IDKind: b.IDKind, IDs: b.IDs, StrIDs: b.StrIDs,
-		Labels: b.Labels, LabelOff: b.LabelOff, Multi: b.Multi}
+		Labels: b.Labels, LabelOff: b.LabelOff, Multi: b.Multi} // no neighbours: the output needs none
 	it.State.Reset()
 	C := b.C
 	order := make([]int32, C)
@@ -104,7 +104,7 @@ func (f *writeAnnotatorsFn) ProcessElement(ctx context.Context, mm modelMsg, nam
 	if err := annotio.WriteAnnotators(ctx, fs, blobio.Join(f.TmpDir, name), f.Format, f.Kind, m.C, rows); err != nil {
 		return err
 	}
-	rep := AnnotatorsReport{File: name, Annotators: len(rows), Strength: m.Strength, MinLabels: max(0, f.Params.WithDefaults().FlagLabels)}
+	rep := AnnotatorsReport{File: name, Annotators: len(rows), Strength: m.Strength, MinLabels: f.Params.FlagLabels}
 	for _, r := range rows {
 		if r.Spammer {
 			rep.Spammers++

@@ -67,7 +67,7 @@ func (f *readAnnFn) ProcessElement(ctx context.Context, u annotio.Unit, emit fun
 	for k := range rows {
 		rows[k] = b.Offset + int64(k)
 	}
-	split(u.Path, f.Columns.WithDefaults().ID, b.IDs, b.StrIDs, b.Annotators, b.StrAnnotators, b.Labels, rows, f.Buckets, emit)
+	split(u.Path, f.Columns.ID, b.IDs, b.StrIDs, b.Annotators, b.StrAnnotators, b.Labels, rows, f.Buckets, emit)
 	return nil
 }
 
@@ -120,7 +120,7 @@ func (f *itemAnnFn) ProcessElement(ctx context.Context, u shardio.Unit, emit fun
 			row = append(row, r.Offset+int64(i))
 		}
 	}
-	split(u.Path, f.Columns.WithDefaults().ID, item, strItem, ann, name, lab, row, f.Buckets, emit)
+	split(u.Path, f.Columns.ID, item, strItem, ann, name, lab, row, f.Buckets, emit)
 	return nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
+	"github.com/relabel/relabel/io/spillio"
 	"github.com/relabel/relabel/transforms/crowd"
 )
 
@@ -43,18 +44,18 @@ func (f *statsFn) ExtractOutput(a crowd.Stats) crowd.Stats { return a }
 type estimateFn struct {
 	Params crowd.Params
 	Round  int
-	Spill  Spill
+	Spill  spillio.Dir
 }
 
 func (f *estimateFn) ProcessElement(s crowd.Stats, emit func(modelMsg)) error {
-	if err := f.Spill.drop(f.Round - 1); err != nil {
+	if err := drop(f.Spill, f.Round-1); err != nil {
 		return err
 	}
 	m := crowd.Estimate(&s, f.Params)
-	if f.Round == 0 || f.Round == f.Params.WithDefaults().Iterations {
+	if f.Round == 0 || f.Round == f.Params.Iterations {
 		log.Printf("relabel: crowd iteration %d: %d items, %d annotators, prior strength %.3g", f.Round, s.Items, len(m.Annotators), m.Strength)
 	}
-	msg, err := f.Spill.putModel(f.Round, m)
+	msg, err := putModel(f.Spill, f.Round, m)
 	if err != nil {
 		return err
 	}
@@ -68,7 +69,7 @@ func (f *estimateFn) ProcessElement(s crowd.Stats, emit func(modelMsg)) error {
 type candPostsFn struct {
 	C     int
 	Gen   int
-	Spill Spill
+	Spill spillio.Dir
 }
 
 func (f *candPostsFn) CreateAccumulator() CandPosts { return CandPosts{C: f.C} }
@@ -104,7 +105,7 @@ func (f *candPostsFn) ExtractOutput(a CandPosts) (candMsg, error) {
 	for _, i := range order {
 		out.Post = append(out.Post, a.Post[i*C:(i+1)*C]...)
 	}
-	return f.Spill.putCand(f.Gen, &out)
+	return putCand(f.Spill, f.Gen, &out)
 }
 
 // eStepFn is the E step of a batch without neighbours: iteration Round's
@@ -112,7 +113,7 @@ func (f *candPostsFn) ExtractOutput(a CandPosts) (candMsg, error) {
 type eStepFn struct {
 	Params crowd.Params
 	Round  int
-	Spill  Spill
+	Spill  spillio.Dir
 
 	w crowd.Scratch
 }
@@ -132,7 +133,7 @@ func (f *eStepFn) ProcessElement(b Batch, mm modelMsg, emit func(Batch)) error {
 		ann, lab := b.Item(i)
 		m.Posterior(next.Post[i*C:(i+1)*C], nil, ann, lab, &f.w)
 	}
-	if err := f.Spill.put(f.Round, &next); err != nil {
+	if err := put(f.Spill, f.Round, &next); err != nil {
 		return err
 	}
 	emit(next)
@@ -144,7 +145,7 @@ func (f *eStepFn) ProcessElement(b Batch, mm modelMsg, emit func(Batch)) error {
 type eStepNbFn struct {
 	Params crowd.Params
 	Round  int
-	Spill  Spill
+	Spill  spillio.Dir
 
 	w     crowd.Scratch
 	prior []float64
@@ -176,7 +177,7 @@ func (f *eStepNbFn) ProcessElement(b Batch, mm modelMsg, cm candMsg, emit func(B
 	if len(f.prior) != C {
 		f.prior = make([]float64, C)
 	}
-	lambda := f.Params.WithDefaults().Lambda()
+	lambda := f.Params.NeighbourWeight
 	next := b
 	next.Post = make([]float64, len(b.Post))
 	for i := 0; i < b.Len(); i++ {
@@ -184,7 +185,7 @@ func (f *eStepNbFn) ProcessElement(b Batch, mm modelMsg, cm candMsg, emit func(B
 		crowd.NeighbourPrior(f.prior, m, lambda, b.Neigh[i*k:(i+1)*k], b.Weight[i*k:(i+1)*k], post)
 		m.Posterior(next.Post[i*C:(i+1)*C], f.prior, ann, lab, &f.w)
 	}
-	if err := f.Spill.put(f.Round, &next); err != nil {
+	if err := put(f.Spill, f.Round, &next); err != nil {
 		return err
 	}
 	emit(next)
@@ -204,8 +205,7 @@ func init() {
 // spilled as generation 0 when sp is on) and returns the final batches and
 // the final model (singleton PCollection<modelMsg>, estimated from the
 // final posteriors). withNeighbours chooses the neighbour prior.
-func rounds(s beam.Scope, batches beam.PCollection, p crowd.Params, withNeighbours bool, sp Spill) (beam.PCollection, beam.PCollection) {
-	p = p.WithDefaults()
+func rounds(s beam.Scope, batches beam.PCollection, p crowd.Params, withNeighbours bool, sp spillio.Dir) (beam.PCollection, beam.PCollection) {
 	model := func(s beam.Scope, b beam.PCollection, r int) beam.PCollection {
 		st := beam.Combine(s, &statsFn{C: p.C}, b)
 		return beam.ParDo(s, &estimateFn{Params: p, Round: r, Spill: sp}, st)

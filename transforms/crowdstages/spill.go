@@ -4,18 +4,20 @@ import (
 	"fmt"
 	"hash/fnv"
 	"reflect"
-	"sync"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 
 	"github.com/relabel/relabel/io/spillio"
 	"github.com/relabel/relabel/schemas/wire"
 	"github.com/relabel/relabel/transforms/crowd"
+	"github.com/relabel/relabel/transforms/stages"
 )
 
-// Spill keeps the EM iterations' batches in local files while they wait
+// The crowd stages' Spill (Params.Spill, a spillio.Dir: empty means no
+// spilling) keeps the EM iterations' batches in local files while they wait
 // between stages, and passes only references to them through the runner's
-// shuffle.
+// shuffle. io/spillio writes, reads and removes the files and encodes the
+// references; what is spilled and when a generation goes is said here.
 //
 // Why: the embedded runner (Prism) keeps what a stage emits in memory, in
 // several copies, and every iteration emits every batch anew (its
@@ -35,39 +37,29 @@ import (
 // iteration r+1's E step wrote) is the first stage that runs after all of
 // them, and removes generation r. The caller removes Dir, and with it the
 // last generation, when the pipeline is done.
-type Spill struct {
-	// Dir is a directory that every worker can read and write, and that
-	// nothing else uses. Optional: empty means no spilling.
-	Dir string
-}
 
-// On reports whether batches are spilled.
-func (s Spill) On() bool { return s.Dir != "" }
-
-func (s Spill) files() spillio.Dir { return spillio.Dir(s.Dir) }
-
-// put writes b into generation gen and replaces it by a reference (Shard
-// and Offset stay, for errors); nothing when s is off.
-func (s Spill) put(gen int, b *Batch) error {
+// put writes b into generation gen of s and replaces it by a reference
+// (Shard and Offset stay, for errors); nothing when s is off.
+func put(s spillio.Dir, gen int, b *Batch) error {
 	if !s.On() {
 		return nil
 	}
 	h := fnv.New64a()
 	h.Write([]byte(b.Shard))
-	refs, err := s.files().Write(gen, fmt.Sprintf("b%016x-%x", h.Sum64(), b.Offset), encodeBatch(*b))
+	refs, err := s.Write(gen, fmt.Sprintf("b%016x-%x", h.Sum64(), b.Offset), encodeBatch(*b))
 	if err != nil {
 		return fmt.Errorf("crowdstages: spill: %s rows %d..: %w", b.Shard, b.Offset, err)
 	}
-	*b = Batch{Shard: b.Shard, Offset: b.Offset, Spilled: refs[0]}
+	*b = Batch{Items: stages.Items{Shard: b.Shard, Offset: b.Offset}, Spilled: refs[0]}
 	return nil
 }
 
-// drop removes generation gen; nothing when s is off or gen < 0.
-func (s Spill) drop(gen int) error {
+// drop removes generation gen of s; nothing when s is off or gen < 0.
+func drop(s spillio.Dir, gen int) error {
 	if gen < 0 {
 		return nil
 	}
-	if err := s.files().Drop(gen); err != nil {
+	if err := s.Drop(gen); err != nil {
 		return fmt.Errorf("crowdstages: spill: %w", err)
 	}
 	return nil
@@ -78,13 +70,9 @@ func (b *Batch) unspill() error {
 	if b.Spilled.Path == "" {
 		return nil
 	}
-	enc, err := spillio.Read(b.Spilled)
+	nb, err := spillio.Load(b.Spilled, decodeBatch)
 	if err != nil {
 		return fmt.Errorf("crowdstages: spill: %s rows %d..: %w", b.Shard, b.Offset, err)
-	}
-	nb, err := decodeBatch(enc)
-	if err != nil {
-		return fmt.Errorf("crowdstages: spill: %s rows %d.. in %s at %d: %w", b.Shard, b.Offset, b.Spilled.Path, b.Spilled.Off, err)
 	}
 	if nb.Shard != b.Shard || nb.Offset != b.Offset {
 		return fmt.Errorf("crowdstages: spill: %s at %d holds %s rows %d.., want %s rows %d..", b.Spilled.Path, b.Spilled.Off, nb.Shard, nb.Offset, b.Shard, b.Offset)
@@ -106,7 +94,7 @@ type modelMsg struct {
 // putModel makes m's message: spilled as the model file of generation gen
 // when s is on (it is then removed with the batches the model was estimated
 // from), else inline.
-func (s Spill) putModel(gen int, m *crowd.Model) (modelMsg, error) {
+func putModel(s spillio.Dir, gen int, m *crowd.Model) (modelMsg, error) {
 	if !s.On() {
 		return modelMsg{Model: *m}, nil
 	}
@@ -114,15 +102,15 @@ func (s Spill) putModel(gen int, m *crowd.Model) (modelMsg, error) {
 	if err != nil {
 		return modelMsg{}, err
 	}
-	refs, err := s.files().Write(gen, "model", enc)
+	refs, err := s.Write(gen, "model", enc)
 	if err != nil {
 		return modelMsg{}, fmt.Errorf("crowdstages: spill: model: %w", err)
 	}
 	return modelMsg{Spilled: refs[0]}, nil
 }
 
-// lastModel is the spilled model this process read last (see lastRead).
-var lastModel lastRead[crowd.Model]
+// lastModel is the spilled model this process read last (spillio.Last).
+var lastModel spillio.Last[crowd.Model]
 
 // get returns the model of msg, decoding a spilled one unless it is the
 // one decoded last.
@@ -130,46 +118,14 @@ func (msg *modelMsg) get() (*crowd.Model, error) {
 	if msg.Spilled.Path == "" {
 		return &msg.Model, nil
 	}
-	return lastModel.get(msg.Spilled, "model", func(enc []byte) (*crowd.Model, error) {
+	m, err := lastModel.Get(msg.Spilled, func(enc []byte) (*crowd.Model, error) {
 		m := new(crowd.Model)
 		return m, m.UnmarshalBinary(enc)
 	})
-}
-
-// lastRead is the spilled value of one kind that this process decoded last.
-// Iterations run one after another, so one entry serves every bundle of an
-// iteration; and one entry for the process, not one per DoFn, because the
-// harness keeps every stage's DoFns until the job ends: a model cached in
-// them stayed in memory for every iteration (660 MB by iteration 10 at
-// 100,000 items). Values are read-only once decoded, so bundles may share
-// one.
-type lastRead[T any] struct {
-	sync.Mutex
-	ref spillio.Ref
-	v   *T
-}
-
-// get returns the value spilled at ref, decoding it unless it is the one
-// decoded last; what names it in errors.
-func (c *lastRead[T]) get(ref spillio.Ref, what string, decode func([]byte) (*T, error)) (*T, error) {
-	c.Lock()
-	defer c.Unlock()
-	if c.v != nil && c.ref == ref {
-		return c.v, nil
-	}
-	// Drop the previous iteration's copy before decoding this one, so a
-	// process holds one, not two.
-	c.ref, c.v = spillio.Ref{}, nil
-	enc, err := spillio.Read(ref)
 	if err != nil {
-		return nil, fmt.Errorf("crowdstages: spill: %s: %w", what, err)
+		return nil, fmt.Errorf("crowdstages: spill: model: %w", err)
 	}
-	v, err := decode(enc)
-	if err != nil {
-		return nil, fmt.Errorf("crowdstages: spill: %s in %s at %d: %w", what, ref.Path, ref.Off, err)
-	}
-	c.ref, c.v = ref, v
-	return v, nil
+	return m, nil
 }
 
 func encodeModelMsg(m modelMsg) ([]byte, error) {
@@ -198,9 +154,7 @@ func decodeModelMsg(b []byte) (modelMsg, error) {
 // and nothing follows) or inline (a zero ref, then the payload).
 func refHeader(ref spillio.Ref) []byte {
 	var w wire.Writer
-	w.String(ref.Path)
-	w.Varint(ref.Off)
-	w.Varint(ref.Len)
+	spillio.PutRef(&w, ref)
 	return w.B
 }
 
@@ -208,7 +162,7 @@ func refHeader(ref spillio.Ref) []byte {
 // inline payload when the ref is zero).
 func readRefHeader(b []byte) (spillio.Ref, []byte, error) {
 	r := wire.Reader{B: b}
-	ref := spillio.Ref{Path: r.String(), Off: r.Varint(), Len: r.Varint()}
+	ref := spillio.GetRef(&r)
 	if ref.Path != "" {
 		return ref, nil, r.Err()
 	}
@@ -230,11 +184,11 @@ type candMsg struct {
 // putCand makes cp's message: spilled as the candidate file of generation
 // gen when s is on (removed with the batches the posteriors come from),
 // else inline.
-func (s Spill) putCand(gen int, cp *CandPosts) (candMsg, error) {
+func putCand(s spillio.Dir, gen int, cp *CandPosts) (candMsg, error) {
 	if !s.On() {
 		return candMsg{Cand: *cp}, nil
 	}
-	refs, err := s.files().Write(gen, "cand", encodeCandPosts(*cp))
+	refs, err := s.Write(gen, "cand", encodeCandPosts(*cp))
 	if err != nil {
 		return candMsg{}, fmt.Errorf("crowdstages: spill: candidate posteriors: %w", err)
 	}
@@ -242,8 +196,8 @@ func (s Spill) putCand(gen int, cp *CandPosts) (candMsg, error) {
 }
 
 // lastCand is the spilled candidate posteriors this process read last
-// (see lastRead).
-var lastCand lastRead[CandPosts]
+// (spillio.Last).
+var lastCand spillio.Last[CandPosts]
 
 // get returns the candidate posteriors of msg, decoding spilled ones
 // unless they are the ones decoded last.
@@ -251,10 +205,14 @@ func (msg *candMsg) get() (*CandPosts, error) {
 	if msg.Spilled.Path == "" {
 		return &msg.Cand, nil
 	}
-	return lastCand.get(msg.Spilled, "candidate posteriors", func(enc []byte) (*CandPosts, error) {
+	cp, err := lastCand.Get(msg.Spilled, func(enc []byte) (*CandPosts, error) {
 		cp, err := decodeCandPosts(enc)
 		return &cp, err
 	})
+	if err != nil {
+		return nil, fmt.Errorf("crowdstages: spill: candidate posteriors: %w", err)
+	}
+	return cp, nil
 }
 
 func encodeCandMsg(m candMsg) []byte {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/relabel/relabel/io/annotio"
 	"github.com/relabel/relabel/io/shardio"
+	"github.com/relabel/relabel/io/spillio"
 	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/transforms/crowd"
 	"github.com/relabel/relabel/transforms/stages"
@@ -62,7 +63,7 @@ func leftGens(t *testing.T, what, dir string, iterations int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := filepath.Base(Spill{Dir: dir}.files().Gen(iterations))
+	want := filepath.Base(spillio.Dir(dir).Gen(iterations))
 	if len(left) != 1 || left[0].Name() != want {
 		var names []string
 		for _, e := range left {
@@ -86,14 +87,14 @@ func TestSpillLabelOnly(t *testing.T) {
 	cr := crowd.Simulate(900, testC, 3, testAnnotators(), 31)
 	in := t.TempDir()
 	writeShards(t, in, flatten(cr), 3, false)
-	units, lay, err := annotio.Scan(context.Background(), filepath.Join(in, "*.parquet"), annotio.Options{Classes: testC})
+	units, lay, err := annotio.Scan(context.Background(), filepath.Join(in, "*.parquet"), annotio.Options{Columns: annotio.DefaultColumns(), Classes: testC})
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := func(out string, sp Spill) {
+	run := func(out string, sp spillio.Dir) {
 		p, s := beam.NewPipelineWithRoot()
-		anns := ReadAnnotations(s, beam.CreateList(s, units), annotio.Options{Classes: testC}, 3)
-		items := LabelOnly(s, anns, Params{Crowd: crowd.Params{C: testC, Iterations: iterations}, Buckets: 3,
+		anns := ReadAnnotations(s, beam.CreateList(s, units), annotio.Options{Columns: annotio.DefaultColumns(), Classes: testC}, 3)
+		items := LabelOnly(s, anns, Params{Crowd: crowdP(iterations), C0: testC0, Buckets: 3,
 			AnnotatorKind: lay.AnnotatorKind, TmpDir: out, Format: shardio.ArrowFile, Spill: sp})
 		stages.Write(s, items, stages.WriteParams{TmpDir: out, Format: shardio.ArrowFile, LabelKind: schemas.LabelInt32, IDKind: schemas.IDInt64, C: testC, Cal: stages.Calibration{Temperature: 1}})
 		if err := ptest.Run(p); err != nil {
@@ -101,8 +102,8 @@ func TestSpillLabelOnly(t *testing.T) {
 		}
 	}
 	mem, spilled, dir := t.TempDir(), t.TempDir(), t.TempDir()
-	run(mem, Spill{})
-	run(spilled, Spill{Dir: dir})
+	run(mem, "")
+	run(spilled, spillio.Dir(dir))
 	if n := sameFiles(t, "label-only", mem, spilled); n < 5 {
 		t.Errorf("label-only: %d files written, want 3 shards, the annotators file and its report", n)
 	}
@@ -118,14 +119,14 @@ func TestSpillWithFeatures(t *testing.T) {
 	items, _ := featureItems(cr, K, nil)
 	in := t.TempDir()
 	writeShards(t, in, flatten(cr), 2, false)
-	units, lay, err := annotio.Scan(context.Background(), filepath.Join(in, "*.parquet"), annotio.Options{})
+	units, lay, err := annotio.Scan(context.Background(), filepath.Join(in, "*.parquet"), annotio.Options{Columns: annotio.DefaultColumns()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := func(out string, sp Spill) {
+	run := func(out string, sp spillio.Dir) {
 		p, s := beam.NewPipelineWithRoot()
-		anns := ReadAnnotations(s, beam.CreateList(s, units), annotio.Options{Classes: testC}, 4)
-		res := WithFeatures(s, beam.CreateList(s, items), anns, Params{Crowd: crowd.Params{C: testC, Iterations: iterations}, Buckets: 4,
+		anns := ReadAnnotations(s, beam.CreateList(s, units), annotio.Options{Columns: annotio.DefaultColumns(), Classes: testC}, 4)
+		res := WithFeatures(s, beam.CreateList(s, items), anns, Params{Crowd: crowdP(iterations), C0: testC0, Buckets: 4,
 			AnnotatorKind: lay.AnnotatorKind, TmpDir: out, Format: shardio.ArrowFile, Spill: sp})
 		stages.Write(s, res, stages.WriteParams{TmpDir: out, Format: shardio.ArrowFile, LabelKind: schemas.LabelInt32, IDKind: schemas.IDInt64, C: testC, Cal: stages.Calibration{Temperature: 1}})
 		if err := ptest.Run(p); err != nil {
@@ -133,8 +134,8 @@ func TestSpillWithFeatures(t *testing.T) {
 		}
 	}
 	mem, spilled, dir := t.TempDir(), t.TempDir(), t.TempDir()
-	run(mem, Spill{})
-	run(spilled, Spill{Dir: dir})
+	run(mem, "")
+	run(spilled, spillio.Dir(dir))
 	if n := sameFiles(t, "features", mem, spilled); n < 3 {
 		t.Errorf("features: %d files written, want the shards, the annotators file and its report", n)
 	}
@@ -144,10 +145,10 @@ func TestSpillWithFeatures(t *testing.T) {
 // TestUnspillMismatch: a reference to another batch's bytes is an error
 // naming the file, not a silent swap.
 func TestUnspillMismatch(t *testing.T) {
-	sp := Spill{Dir: t.TempDir()}
-	a := Batch{Shard: "s", Offset: 0, C: 2, IDs: []int64{1}, AnnOff: []int32{0}, Post: []float64{.5, .5}}
-	b := Batch{Shard: "s", Offset: 64, C: 2}
-	if err := sp.put(0, &a); err != nil {
+	sp := spillio.Dir(t.TempDir())
+	a := Batch{Items: stages.Items{Shard: "s", Offset: 0, IDs: []int64{1}}, C: 2, AnnOff: []int32{0}, Post: []float64{.5, .5}}
+	b := Batch{Items: stages.Items{Shard: "s", Offset: 64}, C: 2}
+	if err := put(sp, 0, &a); err != nil {
 		t.Fatal(err)
 	}
 	if a.Len() != 0 || a.Spilled.Path == "" {
@@ -169,8 +170,8 @@ func TestUnspillMismatch(t *testing.T) {
 func TestSpillCandPosts(t *testing.T) {
 	const C = 3
 	batches := []Batch{
-		{Shard: "s", Offset: 0, C: C, Cand: []int32{2, -1, 0}, Post: []float64{.1, .2, .7, .3, .3, .4, .5, .25, .25}},
-		{Shard: "s", Offset: 3, C: C, Cand: []int32{1}, Post: []float64{.6, .3, .1}},
+		{Items: stages.Items{Shard: "s", Offset: 0, Cand: []int32{2, -1, 0}}, C: C, Post: []float64{.1, .2, .7, .3, .3, .4, .5, .25, .25}},
+		{Items: stages.Items{Shard: "s", Offset: 3, Cand: []int32{1}}, C: C, Post: []float64{.6, .3, .1}},
 	}
 	combine := func(f *candPostsFn) candMsg {
 		a := f.CreateAccumulator()
@@ -191,13 +192,13 @@ func TestSpillCandPosts(t *testing.T) {
 	if inline.Spilled.Path != "" || inline.Cand.C != C || !slices.Equal(inline.Cand.Post, want) {
 		t.Fatalf("inline: %+v, want posteriors %v in candidate order", inline, want)
 	}
-	sp := Spill{Dir: t.TempDir()}
+	sp := spillio.Dir(t.TempDir())
 	msg := combine(&candPostsFn{C: C, Gen: 2, Spill: sp})
 	if msg.Spilled.Path == "" || len(msg.Cand.Post) != 0 {
 		t.Fatalf("spilled: the message carries the posteriors: %+v", msg)
 	}
-	if filepath.Dir(msg.Spilled.Path) != sp.files().Gen(2) {
-		t.Errorf("spilled into %s, want generation 2 (%s)", msg.Spilled.Path, sp.files().Gen(2))
+	if filepath.Dir(msg.Spilled.Path) != sp.Gen(2) {
+		t.Errorf("spilled into %s, want generation 2 (%s)", msg.Spilled.Path, sp.Gen(2))
 	}
 	enc := encodeCandMsg(msg)
 	if len(enc) > 200 {
@@ -219,7 +220,7 @@ func TestSpillCandPosts(t *testing.T) {
 	if err != nil || rt.Spilled.Path != "" || !slices.Equal(rt.Cand.Post, want) {
 		t.Errorf("inline message round trip: %+v %v", rt, err)
 	}
-	if err := sp.drop(2); err != nil {
+	if err := drop(sp, 2); err != nil {
 		t.Fatal(err)
 	}
 	other := candMsg{Spilled: msg.Spilled}

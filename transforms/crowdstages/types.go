@@ -9,6 +9,7 @@ import (
 	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/schemas/wire"
 	"github.com/relabel/relabel/transforms/crowd"
+	"github.com/relabel/relabel/transforms/stages"
 )
 
 // AnnRows is a batch of annotations, all bound for one bucket of items and
@@ -111,35 +112,22 @@ func decodeItemAnns(b []byte) (ItemAnns, error) {
 	return x, r.Err()
 }
 
-// Batch is a batch of items between the join and the output: ids, the given
-// labels the output copies through, the annotations (item i's are
-// Ann/Lab[AnnOff[i]:AnnOff[i+1]], ascending by annotator), the neighbours
-// (with features: as in stages.Items) and the current posteriors (n x C).
-// A spilled batch (Spill) carries only Shard, Offset and Spilled, where its
-// encoding is.
+// Batch is a batch of items between the join and the output: a batch of
+// stages.Items (ids, the given labels the output copies through, the
+// neighbours with features; its states unused) with the annotations (item
+// i's are Ann/Lab[AnnOff[i]:AnnOff[i+1]], ascending by annotator) and the
+// current posteriors (n x C). Embedding Items, it shares their header and
+// codec (stages.PutItems). A spilled batch (Spill) carries only Shard,
+// Offset and Spilled, where its encoding is.
 type Batch struct {
-	Shard    string
-	Offset   int64
-	IDKind   schemas.IDKind
-	IDs      []int64
-	StrIDs   []string
-	Labels   []int32
-	LabelOff []int32
-	Multi    bool
-	AnnOff   []int32
-	Ann      []int64
-	Lab      []int32
-	Cand     []int32
-	K        int
-	Neigh    []int32
-	Weight   []float64
-	C        int
-	Post     []float64
-	Spilled  spillio.Ref
+	stages.Items
+	AnnOff  []int32
+	Ann     []int64
+	Lab     []int32
+	C       int
+	Post    []float64
+	Spilled spillio.Ref
 }
-
-// Len is the number of items.
-func (b *Batch) Len() int { return len(b.IDs) }
 
 // Item returns item i's annotators and labels.
 func (b *Batch) Item(i int) ([]int64, []int32) {
@@ -149,50 +137,25 @@ func (b *Batch) Item(i int) ([]int64, []int32) {
 
 func encodeBatch(b Batch) []byte {
 	w := wire.Writer{B: make([]byte, 0, 64+len(b.IDs)*(24+8*b.C)+12*len(b.Ann)+12*len(b.Neigh))}
-	w.String(b.Shard)
-	w.Varint(b.Offset)
-	w.Byte(byte(b.IDKind))
-	wire.Slice(&w, b.IDs)
-	w.Strings(b.StrIDs)
-	wire.Slice(&w, b.Labels)
-	wire.Slice(&w, b.LabelOff)
-	w.Bool(b.Multi)
+	stages.PutItems(&w, &b.Items)
 	wire.Slice(&w, b.AnnOff)
 	wire.Slice(&w, b.Ann)
 	wire.Slice(&w, b.Lab)
-	wire.Slice(&w, b.Cand)
-	w.Uvarint(uint64(b.K))
-	wire.Slice(&w, b.Neigh)
-	wire.Slice(&w, b.Weight)
 	w.Uvarint(uint64(b.C))
 	wire.Slice(&w, b.Post)
-	w.String(b.Spilled.Path)
-	w.Varint(b.Spilled.Off)
-	w.Varint(b.Spilled.Len)
+	spillio.PutRef(&w, b.Spilled)
 	return w.B
 }
 
 func decodeBatch(bs []byte) (Batch, error) {
 	r := wire.Reader{B: bs}
-	var b Batch
-	b.Shard = r.String()
-	b.Offset = r.Varint()
-	b.IDKind = schemas.IDKind(r.Byte())
-	b.IDs = wire.ReadSlice[int64](&r)
-	b.StrIDs = r.Strings()
-	b.Labels = wire.ReadSlice[int32](&r)
-	b.LabelOff = wire.ReadSlice[int32](&r)
-	b.Multi = r.Bool()
+	b := Batch{Items: stages.GetItems(&r)}
 	b.AnnOff = wire.ReadSlice[int32](&r)
 	b.Ann = wire.ReadSlice[int64](&r)
 	b.Lab = wire.ReadSlice[int32](&r)
-	b.Cand = wire.ReadSlice[int32](&r)
-	b.K = int(r.Uvarint())
-	b.Neigh = wire.ReadSlice[int32](&r)
-	b.Weight = wire.ReadSlice[float64](&r)
 	b.C = int(r.Uvarint())
 	b.Post = wire.ReadSlice[float64](&r)
-	b.Spilled = spillio.Ref{Path: r.String(), Off: r.Varint(), Len: r.Varint()}
+	b.Spilled = spillio.GetRef(&r)
 	return b, r.Err()
 }
 

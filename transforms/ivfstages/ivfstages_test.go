@@ -38,7 +38,7 @@ type fixture struct {
 func newFixture(t *testing.T, n, batch int) *fixture {
 	t.Helper()
 	const d, c = 8, 5
-	g, err := synth.New(synth.Params{Rows: int64(n), D: d, Classes: c, Noise: 0.3, Seed: 7})
+	g, err := synth.New(synth.DefaultParams(int64(n), d, c, 0.3, 7))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
+	"github.com/relabel/relabel/gpu"
 	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/ivf"
@@ -205,7 +206,7 @@ type pendingSearch struct {
 
 func (f *searchFn) Setup() error {
 	var err error
-	f.searcher, f.coder, _, err = stages.Backends(f.P.Device)
+	f.searcher, f.coder, _, err = gpu.Backends(f.P.Device)
 	if cpu, ok := f.searcher.(knn.CPU); ok && cpu.QueryBlock == 0 {
 		cpu.QueryBlock = searchQueryBlock
 		f.searcher = cpu

@@ -6,7 +6,6 @@ import (
 	"strconv"
 
 	"github.com/relabel/relabel/io/spillio"
-	"github.com/relabel/relabel/schemas/wire"
 )
 
 // Spill keeps ivf mode's blocks and the states they send each other in local
@@ -46,16 +45,6 @@ func (s Spill) files() spillio.Dir { return spillio.Dir(s.Dir) }
 // spillRef locates a spilled element; the zero value means the element is
 // inline.
 type spillRef = spillio.Ref
-
-func putSpillRef(w *wire.Writer, r spillRef) {
-	w.String(r.Path)
-	w.Varint(r.Off)
-	w.Varint(r.Len)
-}
-
-func getSpillRef(r *wire.Reader) spillRef {
-	return spillRef{Path: r.String(), Off: r.Varint(), Len: r.Varint()}
-}
 
 // Generations of spill files.
 const (
@@ -155,21 +144,12 @@ func (r *BatchItems) unspill() (err error) {
 	return err
 }
 
-// load reads and decodes the element ref points to (what names it in errors).
+// load reads and decodes the element ref points to (spillio.Load; what
+// names it in errors).
 func load[T any](ref spillRef, decode func([]byte) (T, error), what string) (T, error) {
-	var v T
-	var decErr error
-	// The decoders copy what they read (schemas/wire), so the read buffer
-	// can go back to spillio's pool.
-	err := spillio.ReadFunc(ref, func(b []byte) error {
-		v, decErr = decode(b)
-		return nil
-	})
+	v, err := spillio.Load(ref, decode)
 	if err != nil {
 		return v, fmt.Errorf("ivfstages: spill: %s: %w", what, err)
-	}
-	if decErr != nil {
-		return v, fmt.Errorf("ivfstages: spill: %s in %s at %d: %w", what, ref.Path, ref.Off, decErr)
 	}
 	return v, nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 
+	"github.com/relabel/relabel/io/spillio"
 	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/schemas/wire"
 	"github.com/relabel/relabel/transforms/ivf"
@@ -58,7 +59,7 @@ func encodePart(p Part) []byte {
 	wire.Slice(&w, p.Labels)
 	wire.Slice(&w, p.LabelOff)
 	w.Bool(p.Multi)
-	putSpillRef(&w, p.Spilled)
+	spillio.PutRef(&w, p.Spilled)
 	return w.B
 }
 
@@ -78,7 +79,7 @@ func decodePart(b []byte) (Part, error) {
 	p.Labels = wire.ReadSlice[int32](&r)
 	p.LabelOff = wire.ReadSlice[int32](&r)
 	p.Multi = r.Bool()
-	p.Spilled = getSpillRef(&r)
+	p.Spilled = spillio.GetRef(&r)
 	return p, r.Err()
 }
 
@@ -151,7 +152,7 @@ func encodeBlock(b Block) []byte {
 	wire.Slice(&w, b.DestItem)
 	putStatesPacked(&w, &b.Init)
 	putStatesPacked(&w, &b.State)
-	putSpillRef(&w, b.Spilled)
+	spillio.PutRef(&w, b.Spilled)
 	return w.B
 }
 
@@ -183,7 +184,7 @@ func decodeBlock(p []byte) (Block, error) {
 	if err := errors.Join(err1, err2); err != nil {
 		return b, err
 	}
-	b.Spilled = getSpillRef(&r)
+	b.Spilled = spillio.GetRef(&r)
 	return b, r.Err()
 }
 
@@ -202,7 +203,7 @@ func encodeJoinMsg(m JoinMsg) []byte {
 	w.Varint(m.From)
 	wire.Slice(&w, m.Keys)
 	putStatesPacked(&w, &m.States)
-	putSpillRef(&w, m.Spilled)
+	spillio.PutRef(&w, m.Spilled)
 	return w.B
 }
 
@@ -213,7 +214,7 @@ func decodeJoinMsg(b []byte) (JoinMsg, error) {
 	if m.States, err = getStatesPacked(&r); err != nil {
 		return m, err
 	}
-	m.Spilled = getSpillRef(&r)
+	m.Spilled = spillio.GetRef(&r)
 	return m, r.Err()
 }
 
@@ -307,7 +308,7 @@ func encodeBatchItems(r BatchItems) []byte {
 	var w wire.Writer
 	if r.Spilled.Path != "" {
 		w.Uvarint(1)
-		putSpillRef(&w, r.Spilled)
+		spillio.PutRef(&w, r.Spilled)
 		return w.B
 	}
 	w.Uvarint(0)
@@ -319,7 +320,7 @@ func encodeBatchItems(r BatchItems) []byte {
 func decodeBatchItems(b []byte) (BatchItems, error) {
 	r := wire.Reader{B: b}
 	if r.Uvarint() == 1 {
-		ref := getSpillRef(&r)
+		ref := spillio.GetRef(&r)
 		return BatchItems{Spilled: ref}, r.Err()
 	}
 	rows := wire.ReadSlice[int32](&r)

@@ -10,6 +10,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
+	"github.com/relabel/relabel/gpu"
 	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/knn"
@@ -143,7 +144,7 @@ type neighboursFn struct {
 // process, shared by every DoFn instance).
 func (f *neighboursFn) Setup() error {
 	var err error
-	f.searcher, f.coder, _, err = Backends(f.P.Device)
+	f.searcher, f.coder, _, err = gpu.Backends(f.P.Device)
 	return err
 }
 

@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"path"
 	"strconv"
-	"strings"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
@@ -16,33 +14,6 @@ import (
 	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/transforms/mixture"
 )
-
-// GivenLabel is the label an item was given: its single label, or the
-// majority of its annotations (ties to the lower class), or Unlabelled.
-func GivenLabel(labels []int32) int32 {
-	switch len(labels) {
-	case 0:
-		return schemas.Unlabelled
-	case 1:
-		return labels[0]
-	}
-	best, bestN := int32(schemas.Unlabelled), 0
-	for i, l := range labels {
-		if l < 0 {
-			continue
-		}
-		n := 0
-		for _, m := range labels[i:] {
-			if m == l {
-				n++
-			}
-		}
-		if n > bestN || (n == bestN && l < best) {
-			best, bestN = l, n
-		}
-	}
-	return best
-}
 
 // Calibration maps an item's final state to the probabilities and label the
 // output gives.
@@ -87,7 +58,7 @@ func StatsOf(stats *mixture.CalibrationStats, st *mixture.States, labels func(i 
 	for i := 0; i < st.Len(); i++ {
 		lo, hi := st.ItemOff[i], st.ItemOff[i+1]
 		l := labels(i)
-		stats.Add(st.Class[lo:hi], st.Pi[lo:hi], GivenLabel(l), len(l))
+		stats.Add(st.Class[lo:hi], st.Pi[lo:hi], schemas.GivenLabel(l), len(l))
 	}
 }
 
@@ -132,7 +103,7 @@ func ToCleaned(it *Items, cal Calibration) schemas.Cleaned {
 	st := &it.State
 	var post []float32
 	for i := 0; i < n; i++ {
-		given := GivenLabel(it.Labels[it.LabelOff[i]:it.LabelOff[i+1]])
+		given := schemas.GivenLabel(it.Labels[it.LabelOff[i]:it.LabelOff[i+1]])
 		c.CleanLabel[i], c.CleanProb[i], c.GivenProb[i], c.Changed[i], post = cal.Clean(st, i, given, post)
 		c.PostClass = append(c.PostClass, st.Class[st.ItemOff[i]:st.ItemOff[i+1]]...)
 		c.PostProb = append(c.PostProb, post...)
@@ -140,31 +111,6 @@ func ToCleaned(it *Items, cal Calibration) schemas.Cleaned {
 	}
 	return c
 }
-
-// ShardReport is what writing one shard tells the summary.
-type ShardReport struct {
-	Input   string `json:"input"`
-	Output  string `json:"output"`
-	Rows    int64  `json:"rows"`
-	Changed int64  `json:"changed"`
-	// Unresolved counts rows left without a clean label (null): unlabelled
-	// rows that no labelled row reached through neighbours within the rounds.
-	Unresolved int64 `json:"unresolved,omitempty"`
-	// ChangedTo[c] counts labels changed into class c; ChangedFrom[c] out of c.
-	ChangedFrom []int64 `json:"changed_from"`
-	ChangedTo   []int64 `json:"changed_to"`
-	// Trans[c*C+c'] sums pi_i(c) over items given c': the unnormalised
-	// estimate of P(given = c' | clean = c). Only for C <= MaxDenseClasses.
-	Trans []float64 `json:"trans,omitempty"`
-	// Temperature is the calibration temperature the shard's
-	// probabilities were made with (the fitted one with --temperature
-	// auto: the same in every shard).
-	Temperature float64 `json:"temperature"`
-}
-
-// MaxDenseClasses bounds the class count for which the summary carries a dense
-// transition matrix (C^2 numbers).
-const MaxDenseClasses = 256
 
 // WriteParams configures the writer stage.
 type WriteParams struct {
@@ -185,16 +131,6 @@ type WriteParams struct {
 // made with, next to the options: with --temperature auto the option says
 // "auto" and this the fitted value.
 const MetaCalibratedTemperature = "calibrated-temperature"
-
-// OutputName is the output file name of an input shard: the same base name with
-// the output format's extension.
-func OutputName(input string, f shardio.Format) string {
-	base := path.Base(strings.ReplaceAll(input, "\\", "/"))
-	if i := strings.LastIndex(base, "."); i > 0 {
-		base = base[:i]
-	}
-	return base + f.Ext()
-}
 
 // calStatsFn is a batch's CalibrationStats.
 func calStatsFn(it Items) mixture.CalibrationStats {
@@ -236,8 +172,8 @@ func (f *writeFn) ProcessElement(ctx context.Context, shard string, iter func(*s
 		batches = append(batches, &cc)
 		c = schemas.Cleaned{}
 	}
-	name := OutputName(shard, f.P.Format)
-	rep := Report(shard, name, batches, f.P.C)
+	name := resultio.OutputName(shard, f.P.Format)
+	rep := resultio.Report(shard, name, batches, f.P.C)
 	rep.Temperature = f.P.Cal.Resolve(sumStats(stats)).Temperature
 	meta := make(map[string]string, len(f.P.Meta)+1)
 	for k, v := range f.P.Meta {
@@ -253,36 +189,6 @@ func (f *writeFn) ProcessElement(ctx context.Context, shard string, iter func(*s
 	rowsWritten.Inc(ctx, rep.Rows)
 	labelsChanged.Inc(ctx, rep.Changed)
 	return nil
-}
-
-// Report is the report of output shard name (of input shard) holding
-// batches: rows, changes per class and the transition sums. The pipeline's
-// write stage and the directory lake's incremental commit both make it.
-func Report(shard, name string, batches []*schemas.Cleaned, c int) ShardReport {
-	r := ShardReport{Input: shard, Output: name, ChangedFrom: make([]int64, c), ChangedTo: make([]int64, c)}
-	if c <= MaxDenseClasses {
-		r.Trans = make([]float64, c*c)
-	}
-	for _, b := range batches {
-		for i := range b.IDs {
-			r.Rows++
-			if b.CleanLabel[i] < 0 {
-				r.Unresolved++
-			}
-			given := GivenLabel(b.Labels[b.LabelOff[i]:b.LabelOff[i+1]])
-			if b.Changed[i] {
-				r.Changed++
-				r.ChangedFrom[given]++
-				r.ChangedTo[b.CleanLabel[i]]++
-			}
-			if r.Trans != nil && given >= 0 {
-				for e := b.PostOff[i]; e < b.PostOff[i+1]; e++ {
-					r.Trans[int(b.PostClass[e])*c+int(given)] += float64(b.PostProb[e])
-				}
-			}
-		}
-	}
-	return r
 }
 
 var (

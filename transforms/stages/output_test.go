@@ -18,24 +18,6 @@ import (
 	"github.com/relabel/relabel/transforms/mixture"
 )
 
-func TestGivenLabel(t *testing.T) {
-	for _, tc := range []struct {
-		name   string
-		labels []int32
-		want   int32
-	}{
-		{"none", nil, schemas.Unlabelled},
-		{"one", []int32{3}, 3},
-		{"majority", []int32{2, 1, 2}, 2},
-		{"tie to the lower class", []int32{3, 1, 1, 3}, 1},
-		{"unlabelled annotations ignored", []int32{-1, -1, 2}, 2},
-	} {
-		if got := GivenLabel(tc.labels); got != tc.want {
-			t.Errorf("%s: GivenLabel(%v) = %d, want %d", tc.name, tc.labels, got, tc.want)
-		}
-	}
-}
-
 // outputItems is n items of C = 4 classes in batches of batch over two input
 // shards, with final states made by hand: item i was given label i%4 and
 // ends with its posterior on (i/3)%4, so some labels change and some stay;
@@ -123,7 +105,7 @@ func TestWrite(t *testing.T) {
 
 	perShard := map[string]int64{}
 	for _, it := range items {
-		perShard[OutputName(it.Shard, shardio.ArrowFile)] += int64(it.Len())
+		perShard[resultio.OutputName(it.Shard, shardio.ArrowFile)] += int64(it.Len())
 	}
 	var rows, ch int64
 	for _, name := range []string{"a.arrow", "b.arrow"} {
@@ -131,7 +113,7 @@ func TestWrite(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var r ShardReport
+		var r resultio.ShardReport
 		if err := json.Unmarshal(b, &r); err != nil {
 			t.Fatal(err)
 		}

@@ -20,7 +20,7 @@ import (
 // batch rows over two shards.
 func statsBatches(t *testing.T, n, batch, d int) []schemas.Rows {
 	t.Helper()
-	g, err := synth.New(synth.Params{Rows: int64(n), D: d, Classes: 4, Noise: 0.2, Seed: 3})
+	g, err := synth.New(synth.DefaultParams(int64(n), d, 4, 0.2, 3))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,43 +62,58 @@ func getStates(r *wire.Reader) mixture.States {
 	}
 }
 
+// EncodeItems is Items' coder (PutItems into a buffer of about its size).
 func EncodeItems(it Items) []byte {
 	w := wire.Writer{B: make([]byte, 0, 64+len(it.IDs)*(16+it.K*12)+4*len(it.State.Cat)*3)}
-	w.String(it.Shard)
-	w.Varint(it.Offset)
-	w.Byte(byte(it.IDKind))
-	wire.Slice(&w, it.IDs)
-	w.Strings(it.StrIDs)
-	wire.Slice(&w, it.Labels)
-	wire.Slice(&w, it.LabelOff)
-	w.Bool(it.Multi)
-	wire.Slice(&w, it.Cand)
-	w.Uvarint(uint64(it.K))
-	wire.Slice(&w, it.Neigh)
-	wire.Slice(&w, it.Weight)
-	putStates(&w, &it.Init)
-	putStates(&w, &it.State)
+	PutItems(&w, &it)
 	return w.B
 }
 
+// PutItems appends it's encoding to w: the one codec of a batch's header
+// (shard, ids, given labels), neighbours and states, which the crowd
+// stages' batches embed too.
+func PutItems(w *wire.Writer, it *Items) {
+	w.String(it.Shard)
+	w.Varint(it.Offset)
+	w.Byte(byte(it.IDKind))
+	wire.Slice(w, it.IDs)
+	w.Strings(it.StrIDs)
+	wire.Slice(w, it.Labels)
+	wire.Slice(w, it.LabelOff)
+	w.Bool(it.Multi)
+	wire.Slice(w, it.Cand)
+	w.Uvarint(uint64(it.K))
+	wire.Slice(w, it.Neigh)
+	wire.Slice(w, it.Weight)
+	putStates(w, &it.Init)
+	putStates(w, &it.State)
+}
+
+// DecodeItems is Items' decoder (GetItems of the whole of b).
 func DecodeItems(b []byte) (Items, error) {
 	r := wire.Reader{B: b}
+	it := GetItems(&r)
+	return it, r.Err()
+}
+
+// GetItems reads what PutItems wrote; r.Err says whether it could.
+func GetItems(r *wire.Reader) Items {
 	var it Items
 	it.Shard = r.String()
 	it.Offset = r.Varint()
 	it.IDKind = schemas.IDKind(r.Byte())
-	it.IDs = wire.ReadSlice[int64](&r)
+	it.IDs = wire.ReadSlice[int64](r)
 	it.StrIDs = r.Strings()
-	it.Labels = wire.ReadSlice[int32](&r)
-	it.LabelOff = wire.ReadSlice[int32](&r)
+	it.Labels = wire.ReadSlice[int32](r)
+	it.LabelOff = wire.ReadSlice[int32](r)
 	it.Multi = r.Bool()
-	it.Cand = wire.ReadSlice[int32](&r)
+	it.Cand = wire.ReadSlice[int32](r)
 	it.K = int(r.Uvarint())
-	it.Neigh = wire.ReadSlice[int32](&r)
-	it.Weight = wire.ReadSlice[float64](&r)
-	it.Init = getStates(&r)
-	it.State = getStates(&r)
-	return it, r.Err()
+	it.Neigh = wire.ReadSlice[int32](r)
+	it.Weight = wire.ReadSlice[float64](r)
+	it.Init = getStates(r)
+	it.State = getStates(r)
+	return it
 }
 
 // CandStates is the candidate set's states of one round, indexed by candidate

@@ -17,17 +17,17 @@ type Params struct {
 	Classes int
 	// Noise is the fraction of labels flipped to another class, in [0, 1).
 	Noise float64
-	// Rank is the number of directions a class spreads along. Optional,
-	// default min(D, 8).
+	// Rank is the number of directions a class spreads along, >= 1.
+	// Default DefaultRank(D) = min(D, 8).
 	Rank int
 	// Separation is the standard deviation of the class means' coordinates.
-	// Optional, default 0.25.
+	// Default DefaultSeparation, 0.25.
 	Separation float64
 	// Spread is the standard deviation of a class along its directions (per
-	// coordinate, summed over the Rank directions). Optional, default 1.
+	// coordinate, summed over the Rank directions). Default DefaultSpread, 1.
 	Spread float64
-	// Jitter is the isotropic noise's standard deviation. Optional, default
-	// 0.6. The defaults make a 10-NN vote of labels with 30% symmetric noise
+	// Jitter is the isotropic noise's standard deviation. Default
+	// DefaultJitter, 0.6. The defaults make a 10-NN vote of labels with 30% symmetric noise
 	// about 93% right at d = 64, C = 20 on 4000 rows (TestLearnable): a task
 	// as hard as the dev data's.
 	Jitter float64
@@ -35,21 +35,24 @@ type Params struct {
 	Seed uint64
 }
 
-// WithDefaults fills unset optional fields.
-func (p Params) WithDefaults() Params {
-	if p.Rank <= 0 {
-		p.Rank = min(p.D, 8)
-	}
-	if p.Separation == 0 {
-		p.Separation = 0.25
-	}
-	if p.Spread == 0 {
-		p.Spread = 1
-	}
-	if p.Jitter == 0 {
-		p.Jitter = 0.6
-	}
-	return p
+// The generator's defaults (see Params).
+const (
+	MaxDefaultRank    = 8
+	DefaultSeparation = 0.25
+	DefaultSpread     = 1.0
+	DefaultJitter     = 0.6
+)
+
+// DefaultRank is Rank's default for dimension d: min(d, MaxDefaultRank).
+func DefaultRank(d int) int { return min(d, MaxDefaultRank) }
+
+// DefaultParams describes a dataset of rows rows of dimension d, classes
+// classes, a noise share of labels flipped and seed seed (the fields a
+// dataset needs), every other field its default: the one place synth's
+// defaults are resolved. Callers change what they mean to.
+func DefaultParams(rows int64, d, classes int, noise float64, seed uint64) Params {
+	return Params{Rows: rows, D: d, Classes: classes, Noise: noise, Seed: seed,
+		Rank: DefaultRank(d), Separation: DefaultSeparation, Spread: DefaultSpread, Jitter: DefaultJitter}
 }
 
 // Validate checks p.
@@ -67,8 +70,11 @@ func (p Params) Validate() error {
 	if p.Noise < 0 || p.Noise >= 1 || math.IsNaN(p.Noise) {
 		errs = append(errs, fmt.Errorf("noise = %g, want in [0, 1)", p.Noise))
 	}
-	if p.Rank < 0 || p.Separation < 0 || p.Spread < 0 || p.Jitter < 0 {
-		errs = append(errs, fmt.Errorf("rank = %d, separation = %g, spread = %g, jitter = %g, want >= 0", p.Rank, p.Separation, p.Spread, p.Jitter))
+	if p.Rank < 1 {
+		errs = append(errs, fmt.Errorf("rank = %d, want >= 1", p.Rank))
+	}
+	if p.Separation < 0 || p.Spread < 0 || p.Jitter < 0 {
+		errs = append(errs, fmt.Errorf("separation = %g, spread = %g, jitter = %g, want >= 0", p.Separation, p.Spread, p.Jitter))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("synth: %w", err)
@@ -87,7 +93,6 @@ type Generator struct {
 
 // New builds the class parameters.
 func New(p Params) (*Generator, error) {
-	p = p.WithDefaults()
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}

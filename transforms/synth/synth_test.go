@@ -21,7 +21,7 @@ func gen(t *testing.T, g *synth.Generator, lo, hi int64) ([]int64, []float32, []
 // TestChunking: rows do not depend on how the range is split, nor on which
 // generator instance makes them; another seed gives other rows.
 func TestChunking(t *testing.T) {
-	p := synth.Params{Rows: 1000, D: 33, Classes: 7, Noise: 0.3, Seed: 5}
+	p := synth.DefaultParams(1000, 33, 7, 0.3, 5)
 	g1, err := synth.New(p)
 	if err != nil {
 		t.Fatal(err)
@@ -53,7 +53,7 @@ func TestNoiseAndBalance(t *testing.T) {
 	}{{"clean", 0}, {"noisy", 0.3}} {
 		t.Run(tc.name, func(t *testing.T) {
 			const n, c = 20000, 20
-			g, err := synth.New(synth.Params{Rows: n, D: 8, Classes: c, Noise: tc.noise, Seed: 1})
+			g, err := synth.New(synth.DefaultParams(n, 8, c, tc.noise, 1))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -92,7 +92,7 @@ func TestNoiseAndBalance(t *testing.T) {
 // separable that it is trivial.
 func TestLearnable(t *testing.T) {
 	const n, d, c, k = 4000, 64, 20, 10
-	g, err := synth.New(synth.Params{Rows: n, D: d, Classes: c, Noise: 0.3, Seed: 2})
+	g, err := synth.New(synth.DefaultParams(n, d, c, 0.3, 2))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,15 +129,24 @@ func TestLearnable(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
+	rank0 := synth.DefaultParams(10, 4, 3, 0, 1)
+	rank0.Rank = 0 // an explicit 0 is refused, not replaced by the default
 	for _, p := range []synth.Params{
-		{Rows: 0, D: 4, Classes: 3},
-		{Rows: 10, D: 0, Classes: 3},
-		{Rows: 10, D: 4, Classes: 1},
-		{Rows: 10, D: 4, Classes: 3, Noise: 1},
-		{Rows: 10, D: 4, Classes: 3, Noise: -0.1},
+		synth.DefaultParams(0, 4, 3, 0, 1),
+		synth.DefaultParams(10, 0, 3, 0, 1),
+		synth.DefaultParams(10, 4, 1, 0, 1),
+		synth.DefaultParams(10, 4, 3, 1, 1),
+		synth.DefaultParams(10, 4, 3, -0.1, 1),
+		rank0,
+		{Rows: 10, D: 4, Classes: 3},
 	} {
 		if _, err := synth.New(p); err == nil {
 			t.Errorf("New(%+v) accepted", p)
 		}
+	}
+	if p := synth.DefaultParams(10, 33, 3, 0.2, 1); p.Rank != 8 || p.Jitter != 0.6 || p.Noise != 0.2 {
+		t.Errorf("DefaultParams = %+v, want rank 8, jitter 0.6, noise 0.2", p)
+	} else if _, err := synth.New(p); err != nil {
+		t.Errorf("New(DefaultParams): %v", err)
 	}
 }

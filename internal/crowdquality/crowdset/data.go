@@ -2,7 +2,6 @@ package crowdset
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -10,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/relabel/relabel/io/annotio"
+	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/transforms/crowd"
@@ -78,7 +78,7 @@ func Load(dir string) (*Set, error) {
 			return nil, fmt.Errorf("crowdset: %w", err)
 		}
 	}
-	units, _, err := annotio.Scan(ctx, filepath.Join(dir, "annotations.parquet"), annotio.Options{Classes: m.C})
+	units, _, err := annotio.Scan(ctx, filepath.Join(dir, "annotations.parquet"), annotio.Options{Columns: annotio.DefaultColumns(), Classes: m.C})
 	if err != nil {
 		return nil, fmt.Errorf("crowdset: %w", err)
 	}
@@ -88,7 +88,7 @@ func Load(dir string) (*Set, error) {
 	}
 	var all []ann
 	for _, u := range units {
-		bt, err := annotio.ReadUnit(ctx, u, annotio.Options{Classes: m.C})
+		bt, err := annotio.ReadUnit(ctx, u, annotio.Options{Columns: annotio.DefaultColumns(), Classes: m.C})
 		if err != nil {
 			return nil, fmt.Errorf("crowdset: %w", err)
 		}
@@ -125,13 +125,9 @@ func Load(dir string) (*Set, error) {
 		s.Items.Off = append(s.Items.Off, int32(len(s.Items.Label)))
 	}
 	s.Items.Sort()
-	tb, err := os.ReadFile(filepath.Join(dir, "truth.i32"))
+	truth, err := resultio.ReadI32(context.Background(), filepath.Join(dir, "truth.i32"))
 	if err != nil {
 		return nil, fmt.Errorf("crowdset: %w", err)
-	}
-	truth := make([]int32, len(tb)/4)
-	if _, err := binary.Decode(tb, binary.LittleEndian, truth); err != nil {
-		return nil, fmt.Errorf("crowdset: %s/truth.i32: %w", dir, err)
 	}
 	s.Truth = make([]int32, len(s.IDs))
 	for i, id := range s.IDs {

@@ -23,7 +23,7 @@ func TestGeneratedFloor(t *testing.T) {
 			s := g.Generate()
 			mv := s.Accuracy(s.MajorityVoteRandom(1))
 			ds := s.Accuracy(Argmax(s.DawidSkene(50), s.C))
-			res, err := crowd.Fit(&s.Items, nil, crowd.Params{C: s.C})
+			res, err := crowd.Fit(&s.Items, nil, crowd.DefaultParams(s.C))
 			if err != nil {
 				t.Fatal(err)
 			}
