@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"sync/atomic"
 
 	"github.com/relabel/relabel/io/blobio"
 	"github.com/relabel/relabel/options"
@@ -21,7 +22,7 @@ import (
 // Fitting it (k-means on a sample) and probing every row against its P =
 // N/500 centroids is O(N P d): at 1M rows the one part of an incremental run
 // that grows faster than the table. So a table run with --incremental keeps
-// the partitioning it used in a file beside the output table's data files,
+// the partitioning its pipeline fitted and used (fullIVFState) in a file beside the output table's data files,
 // named in its snapshot's summary (icebergio.Run.State): the k-means model,
 // the standardisation the rows were probed in, and every row's probes by id.
 // The next incremental run probes only the new rows against the kept model
@@ -202,10 +203,16 @@ func ivfParams(o *options.Options, n int64) ivf.Params {
 	return ivf.Params{Partitions: o.Partitions.Or(0), NProbe: o.NProbe.Or(0), Seed: o.Seed, Metric: o.Metric}.WithDefaults(n)
 }
 
-// newIVFState fits and assigns the partitioning of d's rows for options o
-// (what an incremental run without a usable state does, and what a full
-// table run with --incremental keeps for the next run).
+// launcherFits counts the partitionings fitted in the launcher
+// (newIVFState), for the test that a full table run keeps its pipeline's
+// instead of fitting another (TestLakeKeptPartitioning).
+var launcherFits atomic.Int64
+
+// newIVFState fits and assigns the partitioning of d's rows for options o:
+// what an incremental run without a usable state does. (A full table run
+// with --incremental keeps its pipeline's: fullIVFState.)
 func newIVFState(d *incData, o *options.Options, s knn.Searcher) (*ivfState, *ivf.Partitioning, knn.Matrix, error) {
+	launcherFits.Add(1)
 	feats, mean, std := standardised(d, o)
 	x := knn.Matrix{Rows: d.n, Cols: d.d, Data: feats}
 	model, pt, err := fitIVF(x, d.keys, o, s)

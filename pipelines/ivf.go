@@ -31,6 +31,7 @@ func buildIVF(s beam.Scope, plan *Plan, units, rows beam.PCollection) beam.PColl
 		Units:        again,
 		Read:         plan.Read,
 		Spill:        ivfstages.Spill{Dir: plan.Spill},
+		Keep:         plan.KeepIVF,
 	})
 	// The embedded runner (the one that spills) runs all rounds in one
 	// stage when the blocks fit in memory (--local-rounds-mib).

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -359,7 +361,9 @@ func TestLakeBadConfig(t *testing.T) {
 // without a kept partitioning (a plain full run's, as every table written
 // before partitionings were kept) and one whose kept file is unreadable are
 // partitioned again, as before, and give the same rows as the kept one up
-// to the few the partitionings' differences reach. The re-scored output
+// to the few the partitionings' differences reach. The full run keeps the
+// partitioning its pipeline fitted: the launcher fits one only for the
+// output table that kept none. The re-scored output
 // files are rewritten as files of at most 1,000 rows here (as of at most
 // 262,144 otherwise), which change nothing in the table's rows.
 func TestLakeKeptPartitioning(t *testing.T) {
@@ -389,8 +393,18 @@ func TestLakeKeptPartitioning(t *testing.T) {
 		}
 		return sum
 	}
+	fits := pipelines.LauncherFits()
 	run(config("ns.kept", true))
 	run(config("ns.old", false))
+	if n := pipelines.LauncherFits() - fits; n != 0 {
+		t.Errorf("the full runs fitted %d partitionings in the launcher, want 0 (the pipeline's is kept)", n)
+	}
+	filepath.WalkDir(filepath.Dir(strings.TrimPrefix(l.uri, "sqlite://")), func(p string, _ fs.DirEntry, _ error) error {
+		if strings.Contains(filepath.Base(p), "ivf-kept") || strings.HasPrefix(filepath.Base(p), "probes-") {
+			t.Errorf("the pipeline's kept partitioning left behind: %s", p)
+		}
+		return nil
+	})
 	first := state("ns.kept")
 	if first == "" {
 		t.Fatalf("a full run with --incremental kept no partitioning")
@@ -399,7 +413,14 @@ func TestLakeKeptPartitioning(t *testing.T) {
 		t.Fatalf("a plain full run kept a partitioning: %s", s)
 	}
 	l.appendRows(t, blobRows(6000, 300, 2))
-	kept, old := run(config("ns.kept", true)), run(config("ns.old", true))
+	kept := run(config("ns.kept", true))
+	if n := pipelines.LauncherFits() - fits; n != 0 {
+		t.Errorf("the incremental run over the kept partitioning fitted %d in the launcher, want 0", n)
+	}
+	old := run(config("ns.old", true))
+	if n := pipelines.LauncherFits() - fits; n != 1 {
+		t.Errorf("the incremental run over a table that kept none fitted %d partitionings in the launcher, want 1", n)
+	}
 	if kept.Lake.RemovedFiles != 1 || kept.Lake.AddedFiles != 7 {
 		t.Errorf("files +%d -%d, want +7 -1 (the new rows' file, the old 6,000-row file as 6 files)", kept.Lake.AddedFiles, kept.Lake.RemovedFiles)
 	}

@@ -54,6 +54,8 @@ func (f *sampleFn) ExtractOutput(a ivf.Sample) ivf.Sample {
 type fitFn struct {
 	P           ivf.Params
 	Standardise bool
+	// Keep: see Params.Keep.
+	Keep string
 }
 
 func (f *fitFn) ProcessElement(ctx context.Context, s ivf.Sample, st stages.Stats, emit func(ivf.Model)) error {
@@ -67,6 +69,11 @@ func (f *fitFn) ProcessElement(ctx context.Context, s ivf.Sample, st stages.Stat
 	m, err := ivf.Fit(knn.Matrix{Rows: n, Cols: s.D, Data: x}, st.N, p, knn.CPU{})
 	if err != nil {
 		return fmt.Errorf("ivfstages: %w", err)
+	}
+	if f.Keep != "" {
+		if err := writeKept(ctx, f.Keep, keptModelName, encodeKeptModel(*m, &st, f.Standardise)); err != nil {
+			return err
+		}
 	}
 	progress.Notef("ivf: %d partitions fitted on %d sampled rows of %d, %d blocks", m.P(), n, st.N, sum32(m.Blocks))
 	emit(*m)

@@ -42,6 +42,10 @@ type Params struct {
 	// is ignored; the probe fuses with the copies): see Spill. Optional,
 	// default off.
 	Spill Spill
+	// Keep, when set, is a directory (a blobio path every worker can write)
+	// where the partitioning is kept for ReadKept: the model, the moments and
+	// every row's probes (keep.go). Optional, default none.
+	Keep string
 }
 
 // Waves is how many waves of at most waveBytes (0: DefaultWaveBytes;
@@ -98,7 +102,7 @@ func Neighbours(s beam.Scope, rows beam.PCollection, p Params) beam.PCollection 
 	}
 	stats := stages.ComputeMoments(s, rows)
 	sample := beam.Combine(s, &sampleFn{Cap: capRows, Seed: ip.Seed}, rows)
-	model := beam.ParDo(s, &fitFn{P: ip, Standardise: p.Search.Standardise}, sample, beam.SideInput{Input: stats})
+	model := beam.ParDo(s, &fitFn{P: ip, Standardise: p.Search.Standardise, Keep: p.Keep}, sample, beam.SideInput{Input: stats})
 
 	buckets := int(max(1, (max(p.Rows, 1)+dupBucketRows-1)/dupBucketRows))
 	frags := beam.ParDo(s, &dupBucketFn{Buckets: buckets}, rows)
@@ -117,7 +121,7 @@ func Neighbours(s beam.Scope, rows beam.PCollection, p Params) beam.PCollection 
 		ready := beam.ParDo(s, &afterModelFn{}, p.Units, beam.SideInput{Input: model})
 		probeRows = stages.ReadAgain(s, ready, p.Read)
 	}
-	probed := beam.ParDo(s, &probeFn{NProbe: np, Standardise: p.Search.Standardise}, probeRows,
+	probed := beam.ParDo(s, &probeFn{NProbe: np, Standardise: p.Search.Standardise, Keep: p.Keep}, probeRows,
 		beam.SideInput{Input: stats}, beam.SideInput{Input: model})
 	// Waves: each item goes to NProbe partitions, so the copies are NProbe
 	// times the input. An embedded runner holds a shuffle's input in memory
