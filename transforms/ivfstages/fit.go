@@ -71,7 +71,11 @@ func (f *fitFn) ProcessElement(ctx context.Context, s ivf.Sample, st stages.Stat
 		return fmt.Errorf("ivfstages: %w", err)
 	}
 	if f.Keep != "" {
-		if err := writeKept(ctx, f.Keep, keptModelName, encodeKeptModel(*m, &st, f.Standardise)); err != nil {
+		b, err := encodeKeptModel(*m, &st, f.Standardise)
+		if err == nil {
+			err = writeKept(ctx, f.Keep, keptModelName, b)
+		}
+		if err != nil {
 			return err
 		}
 	}

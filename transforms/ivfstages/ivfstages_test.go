@@ -580,7 +580,10 @@ func TestCoders(t *testing.T) {
 		var err error
 		switch x := v.(type) {
 		case ivf.Model:
-			got, err = decodeModel(encodeModel(x))
+			var b []byte
+			if b, err = encodeModel(x); err == nil {
+				got, err = decodeModel(b)
+			}
 		case ivf.Sample:
 			got, err = decodeSample(encodeSample(x))
 		case JoinMsg:

@@ -53,7 +53,7 @@ type Kept struct {
 	Probes []int32
 }
 
-func encodeKeptModel(m ivf.Model, st *stages.Stats, standardised bool) []byte {
+func encodeKeptModel(m ivf.Model, st *stages.Stats, standardised bool) ([]byte, error) {
 	var w wire.Writer
 	w.Varint(st.N)
 	w.Bool(standardised)
@@ -61,8 +61,7 @@ func encodeKeptModel(m ivf.Model, st *stages.Stats, standardised bool) []byte {
 		wire.Slice(&w, st.Mean)
 		wire.Slice(&w, st.M2) // the standard deviation, after ExtractOutput
 	}
-	w.String(string(encodeModel(m)))
-	return w.B
+	return m.AppendBinary(w.B)
 }
 
 func writeKept(ctx context.Context, dir, name string, b []byte) error {
@@ -101,11 +100,8 @@ func ReadKept(ctx context.Context, dir string) (*Kept, error) {
 		k.Mean = wire.ReadSlice[float64](&r)
 		k.Std = wire.ReadSlice[float64](&r)
 	}
-	mb := r.String()
-	if err := r.Err(); err != nil {
-		return nil, fmt.Errorf("ivfstages: the kept model: %w", err)
-	}
-	if k.Model, err = decodeModel([]byte(mb)); err != nil {
+	// A failed read leaves r.B empty: the model's decoding then fails.
+	if err := k.Model.UnmarshalBinary(r.B); err != nil {
 		return nil, fmt.Errorf("ivfstages: the kept model: %w", err)
 	}
 	names, err := fs.Glob(ctx, blobio.Join(dir, "probes-*"))
