@@ -12,13 +12,11 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/relabel/relabel/io/icebergio"
+	"github.com/relabel/relabel/io/icebergio/icebergiotest"
 	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/pipelines"
@@ -48,14 +46,6 @@ func digitsDays(t testing.TB) []*schemas.Rows {
 	return days
 }
 
-// lakeInputSchema: Iceberg has no fixed-size list, so features are
-// list<float32>, which relabel's readers accept.
-var lakeInputSchema = arrow.NewSchema([]arrow.Field{
-	{Name: schemas.ColID, Type: arrow.PrimitiveTypes.Int64},
-	{Name: schemas.ColFeatures, Type: arrow.ListOfNonNullable(arrow.PrimitiveTypes.Float32)},
-	{Name: schemas.ColLabel, Type: arrow.PrimitiveTypes.Int32, Nullable: true},
-}, nil)
-
 // testLake is a SQLite catalog with a local warehouse, and its input table
 // ns.items.
 type testLake struct {
@@ -77,48 +67,14 @@ func newTestLakeAt(t testing.TB, warehouse string) *testLake {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cat.Close() })
-	sc, err := table.ArrowSchemaToIcebergWithFreshIDs(lakeInputSchema, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cat.Iceberg().CreateNamespace(ctx, catalog.ToIdentifier("ns"), nil); err != nil {
-		t.Fatal(err)
-	}
-	tbl, err := cat.Iceberg().CreateTable(ctx, catalog.ToIdentifier("ns.items"), sc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tbl := icebergiotest.CreateTable(t, cat.Iceberg(), "ns.items")
 	return &testLake{uri: uri, warehouse: warehouse, cat: cat, tbl: tbl}
 }
 
 // appendRows appends rows as one snapshot (one data file).
 func (l *testLake) appendRows(t testing.TB, r *schemas.Rows) {
 	t.Helper()
-	b := array.NewRecordBuilder(memory.DefaultAllocator, lakeInputSchema)
-	defer b.Release()
-	ids := b.Field(0).(*array.Int64Builder)
-	feats := b.Field(1).(*array.ListBuilder)
-	vals := feats.ValueBuilder().(*array.Float32Builder)
-	labs := b.Field(2).(*array.Int32Builder)
-	for i, id := range r.IDs {
-		ids.Append(id)
-		feats.Append(true)
-		vals.AppendValues(r.Features[i*r.D:(i+1)*r.D], nil)
-		if lab := r.Labels[r.LabelOff[i]]; lab >= 0 {
-			labs.Append(lab)
-		} else {
-			labs.AppendNull()
-		}
-	}
-	rec := b.NewRecordBatch()
-	defer rec.Release()
-	at := array.NewTableFromRecords(lakeInputSchema, []arrow.RecordBatch{rec})
-	defer at.Release()
-	tbl, err := l.tbl.AppendTable(context.Background(), at, 1<<16, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l.tbl = tbl
+	l.tbl = icebergiotest.Append(t, l.tbl, r)
 }
 
 var lakeRounds = 10
