@@ -182,11 +182,7 @@ func readIVFState(ctx context.Context, path string) (*ivfState, error) {
 // usable says why a kept state cannot serve a run over n rows with options
 // o, or "" when it can.
 func (s *ivfState) usable(o *options.Options, n int) string {
-	np := o.NProbe.Or(0)
-	if np <= 0 {
-		np = ivf.DefaultNProbe
-	}
-	np = min(np, s.model.P())
+	np := min(o.NProbe.Or(ivf.DefaultNProbe), s.model.P())
 	switch {
 	case s.seed != o.Seed:
 		return fmt.Sprintf("it was made with seed %d", s.seed)
@@ -206,9 +202,19 @@ func (s *ivfState) usable(o *options.Options, n int) string {
 	return ""
 }
 
-// ivfParams are the ivf parameters of a run over n rows with options o.
+// ivfParams are the ivf parameters of a run over n rows with options o:
+// ivf's defaults for n rows, with --partitions and --nprobe where given
+// (the one place the lake and the pipeline resolve them).
 func ivfParams(o *options.Options, n int64) ivf.Params {
-	return ivf.Params{Partitions: o.Partitions.Or(0), NProbe: o.NProbe.Or(0), Seed: o.Seed, Metric: o.Metric}.WithDefaults(n)
+	p := ivf.DefaultParams(n)
+	if o.Partitions.Set {
+		p = p.WithPartitions(n, o.Partitions.V)
+	}
+	if o.NProbe.Set {
+		p = p.WithNProbe(o.NProbe.V)
+	}
+	p.Seed, p.Metric = o.Seed, o.Metric
+	return p
 }
 
 // launcherFits counts the partitionings fitted in the launcher

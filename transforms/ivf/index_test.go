@@ -54,11 +54,11 @@ func TestIndex(t *testing.T) {
 			for i := range keys {
 				keys[i] = int64(1000 + i)
 			}
-			p := ivf.Params{Seed: 1}
+			p := ivf.DefaultParams(int64(c.n))
 			if c.partitions > 0 {
-				p.Partitions, p.NProbe = c.partitions, min(3, c.partitions)
+				p = p.WithPartitions(int64(c.n), c.partitions).WithNProbe(3)
 			}
-			p = p.WithDefaults(int64(c.n))
+			p.Seed = 1
 			var queries []int
 			for i := 0; i < c.n; i += 3 {
 				queries = append(queries, i)

@@ -49,8 +49,8 @@ func (f *sampleFn) ExtractOutput(a ivf.Sample) ivf.Sample {
 	return a
 }
 
-// fitFn standardises the sample and fits the partitioning; defaults that
-// depend on the row count are fixed here, from the true count.
+// fitFn standardises the sample and fits the partitioning P (complete:
+// resolved for the plan's row count at the entry).
 type fitFn struct {
 	P           ivf.Params
 	Standardise bool
@@ -59,7 +59,7 @@ type fitFn struct {
 }
 
 func (f *fitFn) ProcessElement(ctx context.Context, s ivf.Sample, st stages.Stats, emit func(ivf.Model)) error {
-	p := f.P.WithDefaults(st.N)
+	p := f.P
 	n := min(s.Len(), p.Sample)
 	x := s.Features[:n*s.D]
 	if f.Standardise {

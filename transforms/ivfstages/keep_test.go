@@ -23,7 +23,7 @@ func TestKeep(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, 600, 70)
 	dir := t.TempDir()
-	fit := &fitFn{P: ivf.Params{Partitions: 8, NProbe: 3, BlockRows: 40, Seed: 1}, Standardise: true, Keep: dir}
+	fit := &fitFn{P: fixtureParams(600), Standardise: true, Keep: dir}
 	sf := &sampleFn{Cap: 200, Seed: 1}
 	acc := sf.CreateAccumulator()
 	for _, r := range f.batches {
