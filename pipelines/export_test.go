@@ -7,3 +7,7 @@ func SetMaxRewriteRows(n int) func() {
 	maxRewriteRows = n
 	return func() { maxRewriteRows = old }
 }
+
+// LauncherFits is how many ivf partitionings the launcher has fitted
+// (launcherFits).
+func LauncherFits() int64 { return launcherFits.Load() }

@@ -332,7 +332,7 @@ func updateIncremental(d *incData, stored *storedPosts, kept *ivfState, keyRow m
 				return nil, fmt.Errorf("relabel: incremental: partitioning %d rows: %w", d.n, err)
 			}
 		}
-		ix = newIVFIndex(cm, d.keys, pt, state.model.P(), be.Searcher, o.Metric, eo.Workers)
+		ix = ivfIndex{ivf.NewIndex(cm, d.keys, pt, state.model.P(), be.Searcher, o.Metric, eo.Workers)}
 	} else {
 		feats, _, _ := standardised(d, o)
 		cm = knn.Matrix{Rows: d.n, Cols: d.d, Data: feats}

@@ -1,9 +1,7 @@
 package pipelines
 
 import (
-	"cmp"
 	"fmt"
-	"slices"
 
 	"github.com/relabel/relabel/internal/pool"
 	"github.com/relabel/relabel/options"
@@ -57,40 +55,15 @@ type exactIndex struct {
 func (e *exactIndex) Close() error { return e.idx.Close() }
 
 func (e *exactIndex) search(dst *knn.Result, rows []int, k int) error {
-	dst.Reset(len(rows), k)
-	var res knn.Result
-	q := knn.Matrix{Cols: e.x.Cols}
-	var qids []int64
-	// Batches of several query blocks: the CPU kernel runs one block per
-	// worker.
-	const batch = 4 * knn.DefaultQueryBlock
-	for lo := 0; lo < len(rows); lo += batch {
-		hi := min(lo+batch, len(rows))
-		q.Rows, q.Data, qids = hi-lo, q.Data[:0], qids[:0]
-		for _, i := range rows[lo:hi] {
-			q.Data = append(q.Data, e.x.Row(i)...)
-			qids = append(qids, e.keys[i])
-		}
-		if err := e.idx.Search(&res, q, qids, k); err != nil {
-			return err
-		}
-		copy(dst.Index[lo*k:hi*k], res.Index)
-		copy(dst.Dist[lo*k:hi*k], res.Dist)
-	}
-	return nil
+	return ivf.SearchRows(dst, e.idx, e.x, e.keys, rows, k)
 }
 
-// ivfIndex is the partitioned search: every row's probes, and each
-// partition's stored rows.
-type ivfIndex struct {
-	x       knn.Matrix
-	keys    []int64
-	pt      *ivf.Partitioning
-	stored  [][]int32
-	s       knn.Searcher
-	metric  knn.Metric
-	workers int
-}
+// ivfIndex is the partitioned search (ivf.Index).
+type ivfIndex struct{ *ivf.Index }
+
+func (v ivfIndex) search(dst *knn.Result, rows []int, k int) error { return v.Search(dst, rows, k) }
+
+func (ivfIndex) Close() error { return nil }
 
 // fitIVF fits and assigns the partitioning of x (already standardised) as
 // ivfstages does for a full run with the same options.
@@ -111,151 +84,6 @@ func fitIVF(x knn.Matrix, keys []int64, o *options.Options, s knn.Searcher) (*iv
 		return nil, nil, err
 	}
 	return model, pt, nil
-}
-
-// newIVFIndex is the search of x's rows in partitioning pt (of parts
-// partitions).
-func newIVFIndex(x knn.Matrix, keys []int64, pt *ivf.Partitioning, parts int, s knn.Searcher, metric knn.Metric, workers int) *ivfIndex {
-	count := make([]int32, parts)
-	for _, q := range pt.Probe {
-		count[q]++
-	}
-	stored := make([][]int32, parts)
-	for q := range stored {
-		stored[q] = make([]int32, 0, count[q])
-	}
-	for i := 0; i < x.Rows; i++ {
-		for _, q := range pt.Probe[i*pt.NProbe : (i+1)*pt.NProbe] {
-			stored[q] = append(stored[q], int32(i))
-		}
-	}
-	return &ivfIndex{x: x, keys: keys, pt: pt, stored: stored, s: s, metric: metric, workers: workers}
-}
-
-func (v *ivfIndex) Close() error { return nil }
-
-// search searches each query row in its home partition, the partitions in
-// parallel; the result does not depend on the worker count.
-func (v *ivfIndex) search(dst *knn.Result, rows []int, k int) error {
-	dst.Reset(len(rows), k)
-	// Query positions grouped by home partition, partitions ascending.
-	pos := make([]int, len(rows))
-	for a := range pos {
-		pos[a] = a
-	}
-	home := func(a int) int32 { return v.pt.Home(rows[a]) }
-	slices.SortStableFunc(pos, func(a, b int) int { return cmp.Compare(home(a), home(b)) })
-	type group struct{ lo, hi int }
-	var groups []group
-	for lo := 0; lo < len(pos); {
-		hi := lo + 1
-		for hi < len(pos) && home(pos[hi]) == home(pos[lo]) {
-			hi++
-		}
-		groups = append(groups, group{lo, hi})
-		lo = hi
-	}
-	d := v.x.Cols
-	type work struct {
-		cm, qm     []float32
-		cids, qids []int64
-		res        knn.Result
-	}
-	err := pool.EachIndexWith(len(groups), max(1, v.workers), func(w *work, gi int) error {
-		g := groups[gi]
-		q := home(pos[g.lo])
-		st := v.stored[q]
-		w.cm, w.cids = w.cm[:0], w.cids[:0]
-		for _, i := range st {
-			w.cm = append(w.cm, v.x.Row(int(i))...)
-			w.cids = append(w.cids, v.keys[i])
-		}
-		w.qm, w.qids = w.qm[:0], w.qids[:0]
-		for _, a := range pos[g.lo:g.hi] {
-			w.qm = append(w.qm, v.x.Row(rows[a])...)
-			w.qids = append(w.qids, v.keys[rows[a]])
-		}
-		idx, err := v.groupSearcher(len(w.qids)).Index(knn.Matrix{Rows: len(w.cids), Cols: d, Data: w.cm}, w.cids, v.metric)
-		if err == nil {
-			err = idx.Search(&w.res, knn.Matrix{Rows: len(w.qids), Cols: d, Data: w.qm}, w.qids, k)
-			idx.Close()
-		}
-		if err != nil {
-			return fmt.Errorf("partition %d: %w", q, err)
-		}
-		for j, a := range pos[g.lo:g.hi] {
-			for t := 0; t < k; t++ {
-				c := w.res.Index[j*k+t]
-				dst.Dist[a*k+t] = w.res.Dist[j*k+t]
-				if c < 0 {
-					dst.Index[a*k+t] = -1
-				} else {
-					dst.Index[a*k+t] = st[c]
-				}
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	return v.fillShort(dst, rows, k)
-}
-
-// groupSearcher is the searcher of one partition's queries. The CPU
-// searcher's default query block (knn.DefaultQueryBlock rows) sizes a
-// workspace of 2 MiB that each new index allocates and clears: for the few
-// dozen queries of a partition, most of the search's time. So it gets a
-// block just large enough, and one worker (the partitions already run in
-// parallel). The distances do not depend on the blocking: each is one dot
-// product over d, computed the same way in any tile.
-func (v *ivfIndex) groupSearcher(queries int) knn.Searcher {
-	c, ok := v.s.(knn.CPU)
-	if !ok {
-		return v.s
-	}
-	if c.QueryBlock == 0 {
-		c.QueryBlock = knn.DefaultQueryBlock
-	}
-	c.QueryBlock = min(c.QueryBlock, (queries+15)/16*16)
-	c.Workers = 1
-	return c
-}
-
-// fillShort searches exactly, among all rows, the queries whose home
-// partition held fewer than k other rows (a row alone in its k-means cell:
-// a sampled outlier can keep a centroid to itself). They are rare, and a row
-// left without neighbours could not be relabelled at all.
-func (v *ivfIndex) fillShort(dst *knn.Result, rows []int, k int) error {
-	want := min(k, v.x.Rows-1)
-	var short []int
-	for a := range rows {
-		if want > 0 && dst.Index[a*k+want-1] < 0 {
-			short = append(short, a)
-		}
-	}
-	if len(short) == 0 {
-		return nil
-	}
-	idx, err := v.s.Index(v.x, v.keys, v.metric)
-	if err != nil {
-		return err
-	}
-	e := &exactIndex{idx: idx, x: v.x, keys: v.keys}
-	defer e.Close()
-	q := make([]int, len(short))
-	for j, a := range short {
-		q[j] = rows[a]
-	}
-	var res knn.Result
-	if err := e.search(&res, q, k); err != nil {
-		return err
-	}
-	for j, a := range short {
-		copy(dst.Index[a*k:(a+1)*k], res.Index[j*k:(j+1)*k])
-		copy(dst.Dist[a*k:(a+1)*k], res.Dist[j*k:(j+1)*k])
-	}
-	return nil
 }
 
 // neighbourWeights computes the weights of rows' neighbours nb (from an

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"sync/atomic"
 
 	"github.com/relabel/relabel/io/blobio"
 	"github.com/relabel/relabel/options"
@@ -21,7 +22,7 @@ import (
 // Fitting it (k-means on a sample) and probing every row against its P =
 // N/500 centroids is O(N P d): at 1M rows the one part of an incremental run
 // that grows faster than the table. So a table run with --incremental keeps
-// the partitioning it used in a file beside the output table's data files,
+// the partitioning its pipeline fitted and used (fullIVFState) in a file beside the output table's data files,
 // named in its snapshot's summary (icebergio.Run.State): the k-means model,
 // the standardisation the rows were probed in, and every row's probes by id.
 // The next incremental run probes only the new rows against the kept model
@@ -37,10 +38,10 @@ import (
 // keeps none; directory lakes keep none (they refit every run).
 
 // ivfStateMagic starts a state file; the version after it changes with the
-// layout.
+// layout (2: the model in ivf's one encoding, transforms/ivf/codec.go).
 const (
 	ivfStateMagic   = "relabel ivf-state\n"
-	ivfStateVersion = uint32(1)
+	ivfStateVersion = uint32(2)
 )
 
 // ivfState is a kept partitioning.
@@ -60,35 +61,34 @@ type ivfState struct {
 	probes []int32
 }
 
-// ivfStateHeader is the fixed part of the file, after the magic.
+// ivfStateHeader is the fixed part of the file, after the magic. The
+// model's encoding (ModelBytes long) follows it, then the moments (when
+// Standardised), the keys and the probes.
 type ivfStateHeader struct {
 	Version      uint32
-	Seed         uint64
 	Metric       int32
+	Seed         uint64
 	NProbe       int32
-	FitRows      int64
-	P, D         int32
-	ModelSeed    uint64
 	Standardised uint8
-	_            [7]byte
+	_            [3]byte
+	FitRows      int64
 	Rows         int64
-	ModelMetric  int32
-	_            int32
+	ModelBytes   int64
 }
 
 func (s *ivfState) encode() []byte {
 	var b bytes.Buffer
-	m := s.model
+	// A model's encoding does not fail.
+	model, _ := s.model.AppendBinary(nil)
 	b.WriteString(ivfStateMagic)
 	h := ivfStateHeader{Version: ivfStateVersion, Seed: s.seed, Metric: int32(s.metric), NProbe: int32(s.nprobe), FitRows: s.fitRows,
-		P: int32(m.P()), D: int32(m.D), ModelSeed: m.Seed, Rows: int64(len(s.keys)), ModelMetric: int32(m.Metric)}
+		Rows: int64(len(s.keys)), ModelBytes: int64(len(model))}
 	if s.mean != nil {
 		h.Standardised = 1
 	}
 	// Writes to a bytes.Buffer do not fail.
 	binary.Write(&b, binary.LittleEndian, &h)
-	binary.Write(&b, binary.LittleEndian, m.Centroids)
-	binary.Write(&b, binary.LittleEndian, m.Blocks)
+	b.Write(model)
 	if s.mean != nil {
 		binary.Write(&b, binary.LittleEndian, s.mean)
 		binary.Write(&b, binary.LittleEndian, s.std)
@@ -118,27 +118,36 @@ func decodeIVFState(b []byte) (*ivfState, error) {
 	if h.Version != ivfStateVersion {
 		return nil, errStateVersion{h.Version}
 	}
-	if h.P <= 0 || h.D <= 0 || h.NProbe <= 0 || h.NProbe > h.P || h.Rows < 0 {
-		return nil, fmt.Errorf("header: %d partitions, d = %d, nprobe %d, %d rows", h.P, h.D, h.NProbe, h.Rows)
+	if h.ModelBytes < 0 || h.ModelBytes > int64(r.Len()) {
+		return nil, fmt.Errorf("header: a model of %d bytes, %d bytes after the header", h.ModelBytes, r.Len())
 	}
-	want := int64(h.P)*int64(h.D)*4 + int64(h.P)*4 + h.Rows*(8+int64(h.NProbe)*4)
+	mb := make([]byte, h.ModelBytes)
+	r.Read(mb)
+	model := &ivf.Model{}
+	if err := model.UnmarshalBinary(mb); err != nil {
+		return nil, err
+	}
+	p, d := int64(model.P()), int64(model.D)
+	if p <= 0 || d <= 0 || h.NProbe <= 0 || int64(h.NProbe) > p || h.Rows < 0 {
+		return nil, fmt.Errorf("header: %d partitions, d = %d, nprobe %d, %d rows", p, d, h.NProbe, h.Rows)
+	}
+	want := h.Rows * (8 + int64(h.NProbe)*4)
 	if h.Standardised != 0 {
-		want += 2 * int64(h.D) * 8
+		want += 2 * d * 8
 	}
 	if int64(r.Len()) != want {
-		return nil, fmt.Errorf("%d bytes after the header, want %d", r.Len(), want)
+		return nil, fmt.Errorf("%d bytes after the header and model, want %d", r.Len(), want)
 	}
-	s := &ivfState{seed: h.Seed, metric: knn.Metric(h.Metric), nprobe: int(h.NProbe), fitRows: h.FitRows,
-		model: &ivf.Model{D: int(h.D), Centroids: make([]float32, int(h.P)*int(h.D)), Blocks: make([]int32, h.P), Seed: h.ModelSeed, Metric: knn.Metric(h.ModelMetric)},
-		keys:  make([]int64, h.Rows), probes: make([]int32, h.Rows*int64(h.NProbe))}
-	parts := []any{s.model.Centroids, s.model.Blocks}
+	s := &ivfState{seed: h.Seed, metric: knn.Metric(h.Metric), nprobe: int(h.NProbe), fitRows: h.FitRows, model: model,
+		keys: make([]int64, h.Rows), probes: make([]int32, h.Rows*int64(h.NProbe))}
+	var parts []any
 	if h.Standardised != 0 {
-		s.mean, s.std = make([]float64, h.D), make([]float64, h.D)
+		s.mean, s.std = make([]float64, d), make([]float64, d)
 		parts = append(parts, s.mean, s.std)
 	}
 	parts = append(parts, s.keys, s.probes)
-	for _, p := range parts {
-		if err := binary.Read(r, binary.LittleEndian, p); err != nil {
+	for _, part := range parts {
+		if err := binary.Read(r, binary.LittleEndian, part); err != nil {
 			return nil, err
 		}
 	}
@@ -146,8 +155,8 @@ func decodeIVFState(b []byte) (*ivfState, error) {
 		return nil, io.ErrUnexpectedEOF // unreachable: the length was checked
 	}
 	for _, q := range s.probes {
-		if q < 0 || q >= h.P {
-			return nil, fmt.Errorf("a probe of partition %d, of %d", q, h.P)
+		if int64(q) < 0 || int64(q) >= p {
+			return nil, fmt.Errorf("a probe of partition %d, of %d", q, p)
 		}
 	}
 	return s, nil
@@ -173,11 +182,7 @@ func readIVFState(ctx context.Context, path string) (*ivfState, error) {
 // usable says why a kept state cannot serve a run over n rows with options
 // o, or "" when it can.
 func (s *ivfState) usable(o *options.Options, n int) string {
-	np := o.NProbe.Or(0)
-	if np <= 0 {
-		np = ivf.DefaultNProbe
-	}
-	np = min(np, s.model.P())
+	np := min(o.NProbe.Or(ivf.DefaultNProbe), s.model.P())
 	switch {
 	case s.seed != o.Seed:
 		return fmt.Sprintf("it was made with seed %d", s.seed)
@@ -197,15 +202,31 @@ func (s *ivfState) usable(o *options.Options, n int) string {
 	return ""
 }
 
-// ivfParams are the ivf parameters of a run over n rows with options o.
+// ivfParams are the ivf parameters of a run over n rows with options o:
+// ivf's defaults for n rows, with --partitions and --nprobe where given
+// (the one place the lake and the pipeline resolve them).
 func ivfParams(o *options.Options, n int64) ivf.Params {
-	return ivf.Params{Partitions: o.Partitions.Or(0), NProbe: o.NProbe.Or(0), Seed: o.Seed, Metric: o.Metric}.WithDefaults(n)
+	p := ivf.DefaultParams(n)
+	if o.Partitions.Set {
+		p = p.WithPartitions(n, o.Partitions.V)
+	}
+	if o.NProbe.Set {
+		p = p.WithNProbe(o.NProbe.V)
+	}
+	p.Seed, p.Metric = o.Seed, o.Metric
+	return p
 }
 
-// newIVFState fits and assigns the partitioning of d's rows for options o
-// (what an incremental run without a usable state does, and what a full
-// table run with --incremental keeps for the next run).
+// launcherFits counts the partitionings fitted in the launcher
+// (newIVFState), for the test that a full table run keeps its pipeline's
+// instead of fitting another (TestLakeKeptPartitioning).
+var launcherFits atomic.Int64
+
+// newIVFState fits and assigns the partitioning of d's rows for options o:
+// what an incremental run without a usable state does. (A full table run
+// with --incremental keeps its pipeline's: fullIVFState.)
 func newIVFState(d *incData, o *options.Options, s knn.Searcher) (*ivfState, *ivf.Partitioning, knn.Matrix, error) {
+	launcherFits.Add(1)
 	feats, mean, std := standardised(d, o)
 	x := knn.Matrix{Rows: d.n, Cols: d.d, Data: feats}
 	model, pt, err := fitIVF(x, d.keys, o, s)

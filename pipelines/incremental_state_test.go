@@ -44,7 +44,7 @@ func TestIVFStateFile(t *testing.T) {
 	if _, err := decodeIVFState(v2); !errors.As(err, new(errStateVersion)) {
 		t.Errorf("version %d: %v, want errStateVersion", ivfStateVersion+1, err)
 	}
-	if _, err := decodeIVFState(b[:len(b)-3]); err == nil || !strings.Contains(err.Error(), "bytes after the header") {
+	if _, err := decodeIVFState(b[:len(b)-3]); err == nil || !strings.Contains(err.Error(), "bytes after the header and model") {
 		t.Errorf("truncated: %v", err)
 	}
 	if _, err := decodeIVFState([]byte("PAR1 not a state")); err == nil || !strings.Contains(err.Error(), "not an ivf state") {

@@ -4,7 +4,6 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 
 	"github.com/relabel/relabel/internal/progress"
-	"github.com/relabel/relabel/transforms/ivf"
 	"github.com/relabel/relabel/transforms/ivfstages"
 )
 
@@ -22,7 +21,7 @@ func buildIVF(s beam.Scope, plan *Plan, units, rows beam.PCollection) beam.PColl
 		again = units
 	}
 	blocks := ivfstages.Neighbours(s, rows, ivfstages.Params{
-		Partitioning: ivf.Params{Partitions: o.Partitions.Or(0), NProbe: o.NProbe.Or(0), Seed: o.Seed},
+		Partitioning: ivfParams(o, plan.Rows),
 		Rows:         plan.Rows,
 		Search:       plan.NeighbourParams(),
 		IDColumn:     plan.IDColumn,
@@ -31,6 +30,7 @@ func buildIVF(s beam.Scope, plan *Plan, units, rows beam.PCollection) beam.PColl
 		Units:        again,
 		Read:         plan.Read,
 		Spill:        ivfstages.Spill{Dir: plan.Spill},
+		Keep:         plan.KeepIVF,
 	})
 	// The embedded runner (the one that spills) runs all rounds in one
 	// stage when the blocks fit in memory (--local-rounds-mib).

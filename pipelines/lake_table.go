@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/relabel/relabel/gpu"
 	"github.com/relabel/relabel/internal/faults"
 	"github.com/relabel/relabel/internal/pool"
 	"github.com/relabel/relabel/internal/progress"
@@ -18,7 +17,7 @@ import (
 	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/schemas"
-	"github.com/relabel/relabel/transforms/knn"
+	"github.com/relabel/relabel/transforms/ivfstages"
 )
 
 // lakeRun reports whether Run takes the table path.
@@ -180,6 +179,15 @@ func runTable(ctx context.Context, cfg options.Options, exec Executor) (*Summary
 	for _, s := range plan.Shards {
 		files = append(files, blobio.Join(tmp, resultio.OutputName(s.Path, shardio.Parquet)))
 	}
+	// Under --incremental the pipeline's ivf stages keep the partitioning
+	// they fitted, for the next runs (fullIVFState).
+	keep := cfg.Lake.Incremental && plan.Mode == options.NeighboursIVF
+	if keep {
+		plan.KeepIVF = blobio.Join(tmp, "ivf-kept")
+		if err := fs.MkdirAll(ctx, plan.KeepIVF); err != nil {
+			return nil, fmt.Errorf("relabel: creating %s: %w", plan.KeepIVF, err)
+		}
+	}
 	committed := false
 	var statePath string
 	defer func() {
@@ -189,6 +197,9 @@ func runTable(ctx context.Context, cfg options.Options, exec Executor) (*Summary
 			}
 			if statePath != "" {
 				fs.Remove(context.WithoutCancel(ctx), statePath)
+			}
+			if keep {
+				ivfstages.RemoveKept(context.WithoutCancel(ctx), plan.KeepIVF)
 			}
 			removeAll(context.WithoutCancel(ctx), fs, tmp, plan)
 		}
@@ -200,11 +211,12 @@ func runTable(ctx context.Context, cfg options.Options, exec Executor) (*Summary
 	}
 	sum.Output = out.Name()
 	var tState time.Duration
-	if cfg.Lake.Incremental && incrementalMode(&plan.Options, plan.Rows) == options.NeighboursIVF {
+	if keep {
 		t1 := time.Now()
 		if statePath, err = fullIVFState(ctx, fs, tmp, plan); err != nil {
 			return nil, err
 		}
+		ivfstages.RemoveKept(ctx, plan.KeepIVF)
 		tState = time.Since(t1)
 	}
 	faults.Point("table-commit")
@@ -227,29 +239,20 @@ func runTable(ctx context.Context, cfg options.Options, exec Executor) (*Summary
 	return sum, nil
 }
 
-// fullIVFState partitions the rows of a full table run under --incremental
-// and keeps the partitioning in the run directory dir for the incremental
-// runs after it (incremental_state.go); it returns the file's path. It
-// reads every row again, in the launcher: the pipeline's own partitioning
-// is spread over its workers, and its assignment is not kept.
+// fullIVFState keeps the ivf partitioning of a full table run under
+// --incremental in the run directory dir, for the incremental runs after it
+// (incremental_state.go), and returns the file's path. The partitioning is
+// the one the pipeline fitted and probed every row in (plan.KeepIVF, where
+// its ivf stages wrote it down): fitting another in the launcher read every
+// row again and cost about 11 s at 1M rows (issue 34).
 func fullIVFState(ctx context.Context, fs blobio.FS, dir string, plan *Plan) (string, error) {
-	progress.StageStarted("partitioning for --incremental")
-	rows, err := shardio.ReadAll(ctx, plan.Shards, plan.Read)
+	k, err := ivfstages.ReadKept(ctx, plan.KeepIVF)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("relabel: --incremental: %w", err)
 	}
-	d := flatten(rows, func(string) bool { return false })
-	searcher, _, _, err := gpu.Backends(plan.Options.Device)
-	if err != nil {
-		return "", err
-	}
-	if searcher == nil {
-		searcher = knn.CPU{}
-	}
-	st, _, _, err := newIVFState(d, &plan.Options, searcher)
-	if err != nil {
-		return "", fmt.Errorf("relabel: --incremental: partitioning %d rows: %w", d.n, err)
-	}
+	o := &plan.Options
+	st := &ivfState{seed: o.Seed, metric: o.Metric, nprobe: k.NProbe, fitRows: k.Rows, model: &k.Model, mean: k.Mean, std: k.Std,
+		keys: k.Keys, probes: k.Probes}
 	return keepIVFState(ctx, fs, dir, st)
 }
 

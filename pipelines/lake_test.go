@@ -4,19 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/relabel/relabel/io/icebergio"
+	"github.com/relabel/relabel/io/icebergio/icebergiotest"
 	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/pipelines"
@@ -46,14 +46,6 @@ func digitsDays(t testing.TB) []*schemas.Rows {
 	return days
 }
 
-// lakeInputSchema: Iceberg has no fixed-size list, so features are
-// list<float32>, which relabel's readers accept.
-var lakeInputSchema = arrow.NewSchema([]arrow.Field{
-	{Name: schemas.ColID, Type: arrow.PrimitiveTypes.Int64},
-	{Name: schemas.ColFeatures, Type: arrow.ListOfNonNullable(arrow.PrimitiveTypes.Float32)},
-	{Name: schemas.ColLabel, Type: arrow.PrimitiveTypes.Int32, Nullable: true},
-}, nil)
-
 // testLake is a SQLite catalog with a local warehouse, and its input table
 // ns.items.
 type testLake struct {
@@ -75,48 +67,14 @@ func newTestLakeAt(t testing.TB, warehouse string) *testLake {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cat.Close() })
-	sc, err := table.ArrowSchemaToIcebergWithFreshIDs(lakeInputSchema, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cat.Iceberg().CreateNamespace(ctx, catalog.ToIdentifier("ns"), nil); err != nil {
-		t.Fatal(err)
-	}
-	tbl, err := cat.Iceberg().CreateTable(ctx, catalog.ToIdentifier("ns.items"), sc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tbl := icebergiotest.CreateTable(t, cat.Iceberg(), "ns.items")
 	return &testLake{uri: uri, warehouse: warehouse, cat: cat, tbl: tbl}
 }
 
 // appendRows appends rows as one snapshot (one data file).
 func (l *testLake) appendRows(t testing.TB, r *schemas.Rows) {
 	t.Helper()
-	b := array.NewRecordBuilder(memory.DefaultAllocator, lakeInputSchema)
-	defer b.Release()
-	ids := b.Field(0).(*array.Int64Builder)
-	feats := b.Field(1).(*array.ListBuilder)
-	vals := feats.ValueBuilder().(*array.Float32Builder)
-	labs := b.Field(2).(*array.Int32Builder)
-	for i, id := range r.IDs {
-		ids.Append(id)
-		feats.Append(true)
-		vals.AppendValues(r.Features[i*r.D:(i+1)*r.D], nil)
-		if lab := r.Labels[r.LabelOff[i]]; lab >= 0 {
-			labs.Append(lab)
-		} else {
-			labs.AppendNull()
-		}
-	}
-	rec := b.NewRecordBatch()
-	defer rec.Release()
-	at := array.NewTableFromRecords(lakeInputSchema, []arrow.RecordBatch{rec})
-	defer at.Release()
-	tbl, err := l.tbl.AppendTable(context.Background(), at, 1<<16, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l.tbl = tbl
+	l.tbl = icebergiotest.Append(t, l.tbl, r)
 }
 
 var lakeRounds = 10
@@ -359,7 +317,9 @@ func TestLakeBadConfig(t *testing.T) {
 // without a kept partitioning (a plain full run's, as every table written
 // before partitionings were kept) and one whose kept file is unreadable are
 // partitioned again, as before, and give the same rows as the kept one up
-// to the few the partitionings' differences reach. The re-scored output
+// to the few the partitionings' differences reach. The full run keeps the
+// partitioning its pipeline fitted: the launcher fits one only for the
+// output table that kept none. The re-scored output
 // files are rewritten as files of at most 1,000 rows here (as of at most
 // 262,144 otherwise), which change nothing in the table's rows.
 func TestLakeKeptPartitioning(t *testing.T) {
@@ -389,8 +349,18 @@ func TestLakeKeptPartitioning(t *testing.T) {
 		}
 		return sum
 	}
+	fits := pipelines.LauncherFits()
 	run(config("ns.kept", true))
 	run(config("ns.old", false))
+	if n := pipelines.LauncherFits() - fits; n != 0 {
+		t.Errorf("the full runs fitted %d partitionings in the launcher, want 0 (the pipeline's is kept)", n)
+	}
+	filepath.WalkDir(filepath.Dir(strings.TrimPrefix(l.uri, "sqlite://")), func(p string, _ fs.DirEntry, _ error) error {
+		if strings.Contains(filepath.Base(p), "ivf-kept") || strings.HasPrefix(filepath.Base(p), "probes-") {
+			t.Errorf("the pipeline's kept partitioning left behind: %s", p)
+		}
+		return nil
+	})
 	first := state("ns.kept")
 	if first == "" {
 		t.Fatalf("a full run with --incremental kept no partitioning")
@@ -399,7 +369,14 @@ func TestLakeKeptPartitioning(t *testing.T) {
 		t.Fatalf("a plain full run kept a partitioning: %s", s)
 	}
 	l.appendRows(t, blobRows(6000, 300, 2))
-	kept, old := run(config("ns.kept", true)), run(config("ns.old", true))
+	kept := run(config("ns.kept", true))
+	if n := pipelines.LauncherFits() - fits; n != 0 {
+		t.Errorf("the incremental run over the kept partitioning fitted %d in the launcher, want 0", n)
+	}
+	old := run(config("ns.old", true))
+	if n := pipelines.LauncherFits() - fits; n != 1 {
+		t.Errorf("the incremental run over a table that kept none fitted %d partitionings in the launcher, want 1", n)
+	}
 	if kept.Lake.RemovedFiles != 1 || kept.Lake.AddedFiles != 7 {
 		t.Errorf("files +%d -%d, want +7 -1 (the new rows' file, the old 6,000-row file as 6 files)", kept.Lake.AddedFiles, kept.Lake.RemovedFiles)
 	}

@@ -62,6 +62,10 @@ type Plan struct {
 	// iceberg-go's scanner (--input-table with deletes or renamed columns);
 	// Run removes it. Empty: none.
 	Scratch string
+	// KeepIVF, when set, is a directory where the pipeline's ivf stages
+	// keep the partitioning they fitted (ivfstages.Params.Keep): a table
+	// run with --incremental keeps it for the next runs. Empty: none.
+	KeepIVF string
 	// Crowd is the annotator-aware part (crowd.go); nil without annotators.
 	Crowd *CrowdPlan
 }

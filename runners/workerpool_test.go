@@ -17,16 +17,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/iceberg-go/catalog"
-	"github.com/apache/iceberg-go/table"
-
 	"github.com/relabel/relabel/io/icebergio"
+	"github.com/relabel/relabel/io/icebergio/icebergiotest"
 	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/runners/runnertest"
-	"github.com/relabel/relabel/schemas"
 )
 
 // TestRelabelOnWorkerPool proves that the pipeline shares nothing between its
@@ -225,11 +219,6 @@ func writeDigitsTable(t *testing.T, ctx context.Context, uri string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc := arrow.NewSchema([]arrow.Field{
-		{Name: schemas.ColID, Type: arrow.PrimitiveTypes.Int64},
-		{Name: schemas.ColFeatures, Type: arrow.ListOfNonNullable(arrow.PrimitiveTypes.Float32)},
-		{Name: schemas.ColLabel, Type: arrow.PrimitiveTypes.Int32, Nullable: true},
-	}, nil)
 	if err := os.MkdirAll(strings.TrimPrefix(filepath.Dir(uri), "sqlite://"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -238,35 +227,7 @@ func writeDigitsTable(t *testing.T, ctx context.Context, uri string) {
 		t.Fatal(err)
 	}
 	defer cat.Close()
-	isc, err := table.ArrowSchemaToIcebergWithFreshIDs(sc, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cat.Iceberg().CreateNamespace(ctx, catalog.ToIdentifier("ns"), nil); err != nil {
-		t.Fatal(err)
-	}
-	tbl, err := cat.Iceberg().CreateTable(ctx, catalog.ToIdentifier("ns.items"), isc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := array.NewRecordBuilder(memory.DefaultAllocator, sc)
-	defer b.Release()
-	feats := b.Field(1).(*array.ListBuilder)
-	for _, r := range rows {
-		for i, id := range r.IDs {
-			b.Field(0).(*array.Int64Builder).Append(id)
-			feats.Append(true)
-			feats.ValueBuilder().(*array.Float32Builder).AppendValues(r.Features[i*r.D:(i+1)*r.D], nil)
-			b.Field(2).(*array.Int32Builder).Append(r.Labels[r.LabelOff[i]])
-		}
-	}
-	rec := b.NewRecordBatch()
-	defer rec.Release()
-	at := array.NewTableFromRecords(sc, []arrow.RecordBatch{rec})
-	defer at.Release()
-	if _, err := tbl.AppendTable(ctx, at, 1<<16, nil); err != nil {
-		t.Fatal(err)
-	}
+	icebergiotest.Append(t, icebergiotest.CreateTable(t, cat.Iceberg(), "ns.items"), rows...)
 }
 
 // pool is a running `relabel worker`.

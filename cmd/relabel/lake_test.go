@@ -6,13 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/iceberg-go/catalog"
-	"github.com/apache/iceberg-go/table"
-
 	"github.com/relabel/relabel/io/icebergio"
+	"github.com/relabel/relabel/io/icebergio/icebergiotest"
 	"github.com/relabel/relabel/schemas"
 )
 
@@ -21,11 +16,6 @@ import (
 func appendTableRows(t *testing.T, uri string, r *schemas.Rows) {
 	t.Helper()
 	ctx := context.Background()
-	sc := arrow.NewSchema([]arrow.Field{
-		{Name: schemas.ColID, Type: arrow.PrimitiveTypes.Int64},
-		{Name: schemas.ColFeatures, Type: arrow.ListOfNonNullable(arrow.PrimitiveTypes.Float32)},
-		{Name: schemas.ColLabel, Type: arrow.PrimitiveTypes.Int32, Nullable: true},
-	}, nil)
 	cat, err := icebergio.OpenCatalog(ctx, uri, icebergio.CatalogOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -33,33 +23,9 @@ func appendTableRows(t *testing.T, uri string, r *schemas.Rows) {
 	defer cat.Close()
 	tbl, err := cat.LoadTable(ctx, "ns.items")
 	if err != nil {
-		isc, err := table.ArrowSchemaToIcebergWithFreshIDs(sc, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cat.Iceberg().CreateNamespace(ctx, catalog.ToIdentifier("ns"), nil); err != nil {
-			t.Fatal(err)
-		}
-		if tbl, err = cat.Iceberg().CreateTable(ctx, catalog.ToIdentifier("ns.items"), isc); err != nil {
-			t.Fatal(err)
-		}
+		tbl = icebergiotest.CreateTable(t, cat.Iceberg(), "ns.items")
 	}
-	b := array.NewRecordBuilder(memory.DefaultAllocator, sc)
-	defer b.Release()
-	feats := b.Field(1).(*array.ListBuilder)
-	for i, id := range r.IDs {
-		b.Field(0).(*array.Int64Builder).Append(id)
-		feats.Append(true)
-		feats.ValueBuilder().(*array.Float32Builder).AppendValues(r.Features[i*r.D:(i+1)*r.D], nil)
-		b.Field(2).(*array.Int32Builder).Append(r.Labels[r.LabelOff[i]])
-	}
-	rec := b.NewRecordBatch()
-	defer rec.Release()
-	at := array.NewTableFromRecords(sc, []arrow.RecordBatch{rec})
-	defer at.Release()
-	if _, err := tbl.AppendTable(ctx, at, 1<<16, nil); err != nil {
-		t.Fatal(err)
-	}
+	icebergiotest.Append(t, tbl, r)
 }
 
 // TestLakeTableCLI: relabel run from an input table to an output table with

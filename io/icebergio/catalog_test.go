@@ -8,10 +8,10 @@ import (
 	"testing"
 
 	"github.com/apache/iceberg-go"
-	"github.com/apache/iceberg-go/catalog"
 	sqlcat "github.com/apache/iceberg-go/catalog/sql"
-	"github.com/apache/iceberg-go/table"
 	"github.com/uptrace/bun/driver/sqliteshim"
+
+	"github.com/relabel/relabel/io/icebergio/icebergiotest"
 )
 
 // foreignLake creates ns.items the way iceberg-go's own getting-started
@@ -20,7 +20,6 @@ import (
 // catalog URI.
 func foreignLake(t *testing.T, catalogName string) string {
 	t.Helper()
-	ctx := context.Background()
 	dir := t.TempDir()
 	db, err := sql.Open(sqliteshim.ShimName, "file:"+filepath.Join(dir, "catalog.db"))
 	if err != nil {
@@ -33,18 +32,7 @@ func foreignLake(t *testing.T, catalogName string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc, err := table.ArrowSchemaToIcebergWithFreshIDs(inputSchema, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cat.CreateNamespace(ctx, catalog.ToIdentifier("ns"), nil); err != nil {
-		t.Fatal(err)
-	}
-	tbl, err := cat.CreateTable(ctx, catalog.ToIdentifier("ns.items"), sc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	appendDay(t, tbl, digitsDays(t)[0])
+	icebergiotest.Append(t, icebergiotest.CreateTable(t, cat, "ns.items"), digitsDays(t)[0])
 	return "sqlite://" + filepath.Join(dir, "catalog.db")
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 	"github.com/relabel/relabel/io/blobio"
+	"github.com/relabel/relabel/io/icebergio/icebergiotest"
 	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/schemas"
 )
@@ -45,29 +46,8 @@ func digitsDays(t *testing.T) []*schemas.Rows {
 	return days
 }
 
-// inputSchema is the input table's Arrow schema: Iceberg has no fixed-size
-// list, so features are list<float32>, which relabel's readers accept.
-var inputSchema = arrow.NewSchema([]arrow.Field{
-	{Name: schemas.ColID, Type: arrow.PrimitiveTypes.Int64},
-	{Name: schemas.ColFeatures, Type: arrow.ListOfNonNullable(arrow.PrimitiveTypes.Float32)},
-	{Name: schemas.ColLabel, Type: arrow.PrimitiveTypes.Int32, Nullable: true},
-}, nil)
-
-func inputRecord(r *schemas.Rows) arrow.RecordBatch {
-	b := array.NewRecordBuilder(memory.DefaultAllocator, inputSchema)
-	defer b.Release()
-	ids := b.Field(0).(*array.Int64Builder)
-	feats := b.Field(1).(*array.ListBuilder)
-	vals := feats.ValueBuilder().(*array.Float32Builder)
-	labs := b.Field(2).(*array.Int32Builder)
-	for i, id := range r.IDs {
-		ids.Append(id)
-		feats.Append(true)
-		vals.AppendValues(r.Features[i*r.D:(i+1)*r.D], nil)
-		labs.Append(r.Labels[r.LabelOff[i]])
-	}
-	return b.NewRecordBatch()
-}
+// inputSchema is the input table's Arrow schema (icebergiotest's).
+var inputSchema = icebergiotest.Schema
 
 // newLake opens a SQLite catalog with a local warehouse in a temporary
 // directory.
@@ -97,18 +77,7 @@ func createInput(t *testing.T, cat *Catalog, days []*schemas.Rows) []int64 {
 // properties, its partitioning).
 func createInputWith(t *testing.T, cat *Catalog, days []*schemas.Rows, opts ...catalog.CreateTableOpt) []int64 {
 	t.Helper()
-	ctx := context.Background()
-	sc, err := table.ArrowSchemaToIcebergWithFreshIDs(inputSchema, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cat.Iceberg().CreateNamespace(ctx, catalog.ToIdentifier("ns"), nil); err != nil {
-		t.Fatal(err)
-	}
-	tbl, err := cat.Iceberg().CreateTable(ctx, catalog.ToIdentifier("ns.items"), sc, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tbl := icebergiotest.CreateTable(t, cat.Iceberg(), "ns.items", opts...)
 	var snaps []int64
 	for _, d := range days {
 		tbl = appendDay(t, tbl, d)
@@ -118,16 +87,7 @@ func createInputWith(t *testing.T, cat *Catalog, days []*schemas.Rows, opts ...c
 }
 
 func appendDay(t *testing.T, tbl *table.Table, d *schemas.Rows) *table.Table {
-	t.Helper()
-	rec := inputRecord(d)
-	defer rec.Release()
-	at := array.NewTableFromRecords(inputSchema, []arrow.RecordBatch{rec})
-	defer at.Release()
-	tbl, err := tbl.AppendTable(context.Background(), at, 1<<16, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tbl
+	return icebergiotest.Append(t, tbl, d)
 }
 
 // readTasks reads a plan's files with relabel's own readers, as workers

@@ -15,6 +15,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
+	"github.com/relabel/relabel/io/icebergio/icebergiotest"
 	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/schemas"
 )
@@ -84,7 +85,7 @@ func TestPlanSchemaEvolution(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := inputRecord(days[0])
+	rec := icebergiotest.Record(days[0])
 	at := array.NewTableFromRecords(old, []arrow.RecordBatch{array.NewRecordBatch(old, rec.Columns(), rec.NumRows())})
 	if tbl, err = tbl.AppendTable(ctx, at, 1<<16, nil); err != nil {
 		t.Fatal(err)
@@ -260,7 +261,7 @@ func writeInputFile(t *testing.T, path string, d *schemas.Rows) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := inputRecord(d)
+	rec := icebergiotest.Record(d)
 	defer rec.Release()
 	w, err := pqarrow.NewFileWriter(inputSchema, f, nil, pqarrow.DefaultWriterProps())
 	if err != nil {

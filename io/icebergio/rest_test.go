@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"github.com/relabel/relabel/io/icebergio/catalogname"
+	"github.com/relabel/relabel/io/icebergio/icebergiotest"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -217,18 +218,7 @@ func TestRESTCatalog(t *testing.T) {
 	srv := newRESTServer(t)
 
 	// Another writer's table, created through the server's own catalog.
-	sc, err := table.ArrowSchemaToIcebergWithFreshIDs(inputSchema, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.cat.CreateNamespace(ctx, catalog.ToIdentifier("ns"), nil); err != nil {
-		t.Fatal(err)
-	}
-	tbl, err := srv.cat.CreateTable(ctx, catalog.ToIdentifier("ns.items"), sc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	appendDay(t, tbl, days[0])
+	icebergiotest.Append(t, icebergiotest.CreateTable(t, srv.cat, "ns.items"), days[0])
 
 	for _, tc := range []struct {
 		name string

@@ -62,7 +62,6 @@ func loadParquet(t testing.TB, path string) (keys []int64, x knn.Matrix, labels 
 // smallest Hash.
 func fit(t testing.TB, keys []int64, x knn.Matrix, p ivf.Params) *ivf.Model {
 	t.Helper()
-	p = p.WithDefaults(int64(len(keys)))
 	s := ivf.Sample{Cap: p.Sample}
 	for i, k := range keys {
 		s.Add(ivf.Hash(p.Seed, k), k, x.Row(i))
@@ -132,7 +131,8 @@ func TestRecallFashion(t *testing.T) {
 	}
 	for _, c := range grid {
 		t0 := time.Now()
-		p := ivf.Params{Partitions: (x.Rows + c.size - 1) / c.size, NProbe: c.nprobe, Seed: 1}.WithDefaults(int64(x.Rows))
+		p := ivf.DefaultParams(int64(x.Rows)).WithPartitions(int64(x.Rows), (x.Rows+c.size-1)/c.size).WithNProbe(c.nprobe)
+		p.Seed = 1
 		m := fit(t, keys, x, p)
 		tFit := time.Since(t0)
 		pt, err := ivf.Assign(x, m, p.NProbe, knn.CPU{})

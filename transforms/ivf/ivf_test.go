@@ -67,7 +67,8 @@ func TestSampleOrder(t *testing.T) {
 func TestFitBlobs(t *testing.T) {
 	const n, c, d = 3000, 6, 5
 	keys, x := blobs(n, c, d, 3)
-	p := ivf.Params{Partitions: 12, BlockRows: 100, Seed: 4}.WithDefaults(n)
+	p := ivf.DefaultParams(n).WithPartitions(n, 12)
+	p.BlockRows, p.Seed = 100, 4
 	m1 := fit(t, keys, x, p)
 	m2 := fit(t, keys, x, p)
 	if !slices.Equal(m1.Centroids, m2.Centroids) || !slices.Equal(m1.Blocks, m2.Blocks) {
@@ -109,7 +110,9 @@ func TestFitEmptySplit(t *testing.T) {
 		keys[i] = int64(i)
 		x.Data = append(x.Data, float32(i%4)*10+float32(i)*1e-3, float32(i%4%2)*10)
 	}
-	m, err := ivf.Fit(x, 40, ivf.Params{Partitions: 10, Seed: 1}.WithDefaults(40), knn.CPU{})
+	p := ivf.DefaultParams(40).WithPartitions(40, 10)
+	p.Seed = 1
+	m, err := ivf.Fit(x, 40, p, knn.CPU{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +146,8 @@ func TestSearchAllProbes(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			keys, x := blobs(tc.n, 4, tc.d, 5)
-			p := ivf.Params{Partitions: tc.p, NProbe: tc.p, Metric: tc.metric, Seed: 1}.WithDefaults(int64(tc.n))
+			p := ivf.DefaultParams(int64(tc.n)).WithPartitions(int64(tc.n), tc.p).WithNProbe(tc.p)
+			p.Metric, p.Seed = tc.metric, 1
 			m := fit(t, keys, x, p)
 			pt, err := ivf.Assign(x, m, p.NProbe, knn.CPU{})
 			if err != nil {
@@ -187,15 +191,28 @@ func TestBlockSpread(t *testing.T) {
 }
 
 func TestParams(t *testing.T) {
-	p := ivf.Params{Seed: 1}.WithDefaults(1_000_000)
-	if p.Partitions != 2000 || p.NProbe != ivf.DefaultNProbe || p.Sample != ivf.MaxSample {
+	p := ivf.DefaultParams(1_000_000)
+	if p.Partitions != 2000 || p.NProbe != ivf.DefaultNProbe || p.Sample != ivf.MaxSample || p.Iters != ivf.DefaultIters || p.BlockRows != ivf.DefaultBlockRows || p.Metric != knn.L2 {
 		t.Errorf("defaults at 1M rows: %+v", p)
 	}
-	p = ivf.Params{Partitions: 50, NProbe: 100}.WithDefaults(30)
+	if err := p.Validate(); err != nil {
+		t.Errorf("defaults at 1M rows: %v", err)
+	}
+	if p := ivf.DefaultParams(3000).WithPartitions(3000, 10); p.Partitions != 10 || p.Sample != 640 || p.NProbe != ivf.DefaultNProbe {
+		t.Errorf("10 partitions of 3000 rows: %+v, want a sample of 640", p)
+	}
+	p = ivf.DefaultParams(30).WithPartitions(30, 50).WithNProbe(100)
 	if p.Partitions != 30 || p.NProbe != 30 || p.Sample != 30 {
 		t.Errorf("clamping at 30 rows: %+v", p)
 	}
-	if err := (ivf.Params{NProbe: -1}).Validate(); err == nil {
-		t.Error("negative nprobe accepted")
+	for name, bad := range map[string]ivf.Params{
+		"zero value":       {},
+		"nprobe 0":         ivf.DefaultParams(100).WithNProbe(0),
+		"iters 0":          {Partitions: 1, NProbe: 1, Sample: 1, BlockRows: 1},
+		"sample too small": {Partitions: 4, NProbe: 1, Sample: 3, Iters: 1, BlockRows: 1},
+	} {
+		if err := bad.Validate(); err == nil {
+			t.Errorf("%s accepted: %+v", name, bad)
+		}
 	}
 }

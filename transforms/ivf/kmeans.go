@@ -55,7 +55,7 @@ func (m *Model) Block(p int32, key int64) int32 {
 // For Metric Cosine the sample rows are normalised first (spherical k-means).
 // An emptied centroid takes half of the largest partition (faiss's split:
 // the two copies are nudged apart by a relative 1/1024), so no partition stays
-// empty. p must have had WithDefaults applied. The result depends only on
+// empty. p must be complete (DefaultParams). The result depends only on
 // the sample, p and s's arithmetic, not on threads.
 func Fit(sample knn.Matrix, n int64, p Params, s knn.Searcher) (*Model, error) {
 	rows, d := sample.Rows, sample.Cols

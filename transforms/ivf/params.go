@@ -31,66 +31,71 @@ const (
 	MaxSample = 1 << 16
 )
 
-// Params configures the partitioning.
+// Params configures the partitioning. Every field is required and holds
+// the value used: DefaultParams(rows) gives them for a dataset of rows rows,
+// and WithPartitions and WithNProbe change one choice and what depends on
+// it. No field has a "use the default" value.
 type Params struct {
-	// Partitions is the number of k-means centroids. Optional, default
-	// ceil(rows / DefaultPartitionSize), at most the sample size.
+	// Partitions is the number of k-means centroids: DefaultParams gives
+	// ceil(rows / DefaultPartitionSize); at most Sample.
 	Partitions int
-	// NProbe is how many nearest partitions store each item. Optional,
-	// default DefaultNProbe (at most Partitions).
+	// NProbe is how many nearest partitions store each item:
+	// DefaultNProbe, at most Partitions.
 	NProbe int
-	// Iters is the number of Lloyd iterations. Optional, default DefaultIters.
+	// Iters is the number of Lloyd iterations: DefaultIters.
 	Iters int
-	// Sample is the number of items k-means is fitted on. Optional, default
+	// Sample is the number of items k-means is fitted on:
 	// DefaultSamplePerPartition x Partitions, at most MaxSample and the rows.
 	Sample int
-	// BlockRows bounds the items searched under one key. Optional, default
-	// DefaultBlockRows.
+	// BlockRows bounds the items searched under one key: DefaultBlockRows.
 	BlockRows int
 	// Metric is the search's: partitions are cells of L2 distance to the
 	// centroids, of the normalised vectors for Cosine (spherical k-means).
-	// Optional, default knn.L2.
+	// DefaultParams gives knn.L2.
 	Metric knn.Metric
-	// Seed selects the sample and spreads items over blocks. Required (0 is a
-	// seed).
+	// Seed selects the sample and spreads items over blocks (0 is a seed).
 	Seed uint64
 }
 
-// WithDefaults fills unset fields for a dataset of n rows.
-func (p Params) WithDefaults(n int64) Params {
-	n = max(n, 1)
-	if p.Partitions <= 0 {
-		p.Partitions = int((n + DefaultPartitionSize - 1) / DefaultPartitionSize)
-	}
-	if p.Sample <= 0 {
-		p.Sample = min(DefaultSamplePerPartition*p.Partitions, MaxSample)
-	}
-	p.Sample = int(min(int64(p.Sample), n))
-	p.Partitions = max(1, min(p.Partitions, p.Sample))
-	if p.NProbe <= 0 {
-		p.NProbe = DefaultNProbe
-	}
-	p.NProbe = min(p.NProbe, p.Partitions)
-	if p.Iters <= 0 {
-		p.Iters = DefaultIters
-	}
-	if p.BlockRows <= 0 {
-		p.BlockRows = DefaultBlockRows
-	}
+// DefaultParams are the parameters for a dataset of rows rows (at least 1):
+// partitions of about DefaultPartitionSize items, each item stored in
+// DefaultNProbe of them, seed 0, L2.
+func DefaultParams(rows int64) Params {
+	rows = max(rows, 1)
+	p := Params{Iters: DefaultIters, BlockRows: DefaultBlockRows, Metric: knn.L2}
+	return p.WithPartitions(rows, int((rows+DefaultPartitionSize-1)/DefaultPartitionSize))
+}
+
+// WithPartitions is p with k partitions for a dataset of rows rows, the
+// sample sized for them (DefaultSamplePerPartition each, at most MaxSample
+// and the rows) and NProbe their default, DefaultNProbe (WithNProbe after
+// it sets another); k is clamped to the sample, NProbe to k.
+func (p Params) WithPartitions(rows int64, k int) Params {
+	rows = max(rows, 1)
+	p.Sample = int(min(int64(min(DefaultSamplePerPartition*k, MaxSample)), rows))
+	p.Partitions = max(1, min(k, p.Sample))
+	p.NProbe = min(DefaultNProbe, p.Partitions)
 	return p
 }
 
-// Validate checks explicitly set fields (before or after WithDefaults).
+// WithNProbe is p with each item stored in its np nearest partitions (at
+// most Partitions).
+func (p Params) WithNProbe(np int) Params {
+	p.NProbe = min(np, p.Partitions)
+	return p
+}
+
+// Validate checks that every field holds a usable value.
 func (p Params) Validate() error {
 	var errs []error
-	if p.Partitions < 0 {
-		errs = append(errs, fmt.Errorf("partitions = %d, want >= 0", p.Partitions))
+	if p.Partitions < 1 || p.Sample < p.Partitions {
+		errs = append(errs, fmt.Errorf("partitions = %d, sample = %d, want 1 <= partitions <= sample", p.Partitions, p.Sample))
 	}
-	if p.NProbe < 0 {
-		errs = append(errs, fmt.Errorf("nprobe = %d, want >= 0", p.NProbe))
+	if p.NProbe < 1 || p.NProbe > p.Partitions {
+		errs = append(errs, fmt.Errorf("nprobe = %d, want 1..%d (the partitions)", p.NProbe, p.Partitions))
 	}
-	if p.Iters < 0 || p.Sample < 0 || p.BlockRows < 0 {
-		errs = append(errs, fmt.Errorf("iters = %d, sample = %d, block rows = %d, want >= 0", p.Iters, p.Sample, p.BlockRows))
+	if p.Iters < 1 || p.BlockRows < 1 {
+		errs = append(errs, fmt.Errorf("iters = %d, block rows = %d, want >= 1", p.Iters, p.BlockRows))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("ivf: %w", err)

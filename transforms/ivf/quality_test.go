@@ -105,7 +105,7 @@ func rounds(keys []int64, labels, off []int32, nb *engine.Neighbourhoods, o engi
 func ivfNeighbourhoods(t testing.TB, keys []int64, x knn.Matrix, p ivf.Params, o engine.Options) (*engine.Neighbourhoods, float64) {
 	t.Helper()
 	m := fit(t, keys, x, p)
-	pt, err := ivf.Assign(x, m, p.WithDefaults(int64(x.Rows)).NProbe, knn.CPU{})
+	pt, err := ivf.Assign(x, m, p.NProbe, knn.CPU{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +201,8 @@ func TestQualityVsExact(t *testing.T) {
 			t.Fatal(err)
 		}
 		size := min(ivf.DefaultPartitionSize, meta.N/32)
-		p := ivf.Params{Partitions: (meta.N + size - 1) / size, NProbe: ivf.DefaultNProbe, Seed: 1}
+		p := ivf.DefaultParams(int64(meta.N)).WithPartitions(int64(meta.N), (meta.N+size-1)/size)
+		p.Seed = 1
 		ivfNB, rec := ivfNeighbourhoods(t, keys, x, p, o)
 		for _, noise := range c.noises {
 			labels := readLE[int32](t, filepath.Join(dir, "noisy-"+noise+"-0.4.i32"))

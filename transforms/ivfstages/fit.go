@@ -49,15 +49,17 @@ func (f *sampleFn) ExtractOutput(a ivf.Sample) ivf.Sample {
 	return a
 }
 
-// fitFn standardises the sample and fits the partitioning; defaults that
-// depend on the row count are fixed here, from the true count.
+// fitFn standardises the sample and fits the partitioning P (complete:
+// resolved for the plan's row count at the entry).
 type fitFn struct {
 	P           ivf.Params
 	Standardise bool
+	// Keep: see Params.Keep.
+	Keep string
 }
 
 func (f *fitFn) ProcessElement(ctx context.Context, s ivf.Sample, st stages.Stats, emit func(ivf.Model)) error {
-	p := f.P.WithDefaults(st.N)
+	p := f.P
 	n := min(s.Len(), p.Sample)
 	x := s.Features[:n*s.D]
 	if f.Standardise {
@@ -67,6 +69,15 @@ func (f *fitFn) ProcessElement(ctx context.Context, s ivf.Sample, st stages.Stat
 	m, err := ivf.Fit(knn.Matrix{Rows: n, Cols: s.D, Data: x}, st.N, p, knn.CPU{})
 	if err != nil {
 		return fmt.Errorf("ivfstages: %w", err)
+	}
+	if f.Keep != "" {
+		b, err := encodeKeptModel(*m, &st, f.Standardise)
+		if err == nil {
+			err = writeKept(ctx, f.Keep, keptModelName, b)
+		}
+		if err != nil {
+			return err
+		}
 	}
 	progress.Notef("ivf: %d partitions fitted on %d sampled rows of %d, %d blocks", m.P(), n, st.N, sum32(m.Blocks))
 	emit(*m)

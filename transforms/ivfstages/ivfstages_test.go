@@ -24,6 +24,14 @@ import (
 	"github.com/relabel/relabel/transforms/synth"
 )
 
+// fixtureParams are the fixture's partitioning for n rows: 8 partitions,
+// each item in 3, blocks of at most 40 items.
+func fixtureParams(n int) ivf.Params {
+	p := ivf.DefaultParams(int64(n)).WithPartitions(int64(n), 8).WithNProbe(3)
+	p.BlockRows, p.Seed = 40, 1
+	return p
+}
+
 // fixture is a small synthetic dataset in input batches, with its moments
 // and a fitted partitioning small enough to have several blocks and
 // external neighbours.
@@ -67,7 +75,7 @@ func newFixture(t *testing.T, n, batch int) *fixture {
 	mean, std := engine.Moments(all, n, d)
 	f.stats = stages.Stats{N: int64(n), D: d, Mean: mean, M2: std}
 	sample := sf.ExtractOutput(sacc)
-	fit := &fitFn{P: ivf.Params{Partitions: 8, NProbe: 3, BlockRows: 40, Seed: 1}, Standardise: true}
+	fit := &fitFn{P: fixtureParams(n), Standardise: true}
 	var models []ivf.Model
 	if err := fit.ProcessElement(context.Background(), sample, f.stats, func(m ivf.Model) { models = append(models, m) }); err != nil {
 		t.Fatal(err)
@@ -580,7 +588,10 @@ func TestCoders(t *testing.T) {
 		var err error
 		switch x := v.(type) {
 		case ivf.Model:
-			got, err = decodeModel(encodeModel(x))
+			var b []byte
+			if b, err = encodeModel(x); err == nil {
+				got, err = decodeModel(b)
+			}
 		case ivf.Sample:
 			got, err = decodeSample(encodeSample(x))
 		case JoinMsg:

@@ -13,12 +13,13 @@ import (
 
 // Params configures Neighbours.
 type Params struct {
-	// Partitioning configures the k-means partitions; zero fields get ivf's defaults for
-	// the true row count. Partitioning.Seed is required (0 is a seed).
+	// Partitioning configures the k-means partitions: every field, as
+	// ivf.DefaultParams(Rows) and the run's choices give them; its Metric is
+	// Search.Metric's. Required.
 	Partitioning ivf.Params
 	// Rows is the expected row count (the plan's, from the shard footers), to
-	// size the k-means sample and the duplicate check before anything is
-	// read. Optional: 0 sizes them for ivf.MaxSample rows.
+	// size the duplicate check and the waves before anything is read.
+	// Optional: 0 sizes them for one row.
 	Rows int64
 	// Search configures the search inside blocks, the weights and the
 	// initial states, as for the exact path; Search.Standardise also
@@ -42,6 +43,10 @@ type Params struct {
 	// is ignored; the probe fuses with the copies): see Spill. Optional,
 	// default off.
 	Spill Spill
+	// Keep, when set, is a directory (a blobio path every worker can write)
+	// where the partitioning is kept for ReadKept: the model, the moments and
+	// every row's probes (keep.go). Optional, default none.
+	Keep string
 }
 
 // Waves is how many waves of at most waveBytes (0: DefaultWaveBytes;
@@ -85,20 +90,12 @@ func Neighbours(s beam.Scope, rows beam.PCollection, p Params) beam.PCollection 
 	if err := p.Search.Validate(); err != nil {
 		panic(fmt.Sprintf("ivfstages: Neighbours: %v", err))
 	}
-	hint := p.Rows
-	if hint <= 0 {
-		hint = int64(ivf.MaxSample) * ivf.DefaultPartitionSize
-	}
 	ip := p.Partitioning
 	ip.Metric = p.Search.Metric
-	capRows := ip.WithDefaults(hint).Sample
-	if p.Partitioning.Partitions == 0 && p.Partitioning.Sample == 0 {
-		// Room for the sample the true row count may ask for.
-		capRows = ivf.Params{Seed: ip.Seed}.WithDefaults(hint + hint/4).Sample
-	}
+	capRows := ip.Sample
 	stats := stages.ComputeMoments(s, rows)
 	sample := beam.Combine(s, &sampleFn{Cap: capRows, Seed: ip.Seed}, rows)
-	model := beam.ParDo(s, &fitFn{P: ip, Standardise: p.Search.Standardise}, sample, beam.SideInput{Input: stats})
+	model := beam.ParDo(s, &fitFn{P: ip, Standardise: p.Search.Standardise, Keep: p.Keep}, sample, beam.SideInput{Input: stats})
 
 	buckets := int(max(1, (max(p.Rows, 1)+dupBucketRows-1)/dupBucketRows))
 	frags := beam.ParDo(s, &dupBucketFn{Buckets: buckets}, rows)
@@ -106,9 +103,6 @@ func Neighbours(s beam.Scope, rows beam.PCollection, p Params) beam.PCollection 
 	dup := beam.Combine(s, &firstDupFn{}, dups)
 
 	np := ip.NProbe
-	if np <= 0 {
-		np = ivf.DefaultNProbe
-	}
 	probeRows := rows
 	if p.Units.IsValid() {
 		// The model as a side input holds the second read back until it
@@ -117,7 +111,7 @@ func Neighbours(s beam.Scope, rows beam.PCollection, p Params) beam.PCollection 
 		ready := beam.ParDo(s, &afterModelFn{}, p.Units, beam.SideInput{Input: model})
 		probeRows = stages.ReadAgain(s, ready, p.Read)
 	}
-	probed := beam.ParDo(s, &probeFn{NProbe: np, Standardise: p.Search.Standardise}, probeRows,
+	probed := beam.ParDo(s, &probeFn{NProbe: np, Standardise: p.Search.Standardise, Keep: p.Keep}, probeRows,
 		beam.SideInput{Input: stats}, beam.SideInput{Input: model})
 	// Waves: each item goes to NProbe partitions, so the copies are NProbe
 	// times the input. An embedded runner holds a shuffle's input in memory

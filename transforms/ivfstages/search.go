@@ -34,6 +34,8 @@ const maxBlocks = 1 << 24
 type probeFn struct {
 	NProbe      int
 	Standardise bool
+	// Keep: see Params.Keep.
+	Keep string
 
 	cent *float32
 	idx  knn.Index
@@ -71,6 +73,11 @@ func (f *probeFn) ProcessElement(ctx context.Context, r schemas.Rows, st stages.
 	out.Rows.Features = x
 	for i := 0; i < n; i++ {
 		out.Block[i] = m.Block(out.Probe[i*np], r.IDs[i])
+	}
+	if f.Keep != "" {
+		if err := writeKeptProbes(ctx, f.Keep, &r, np, out.Probe); err != nil {
+			return err
+		}
 	}
 	emit(out)
 	return nil

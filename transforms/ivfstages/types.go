@@ -11,7 +11,6 @@ import (
 	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/schemas/wire"
 	"github.com/relabel/relabel/transforms/ivf"
-	"github.com/relabel/relabel/transforms/knn"
 	"github.com/relabel/relabel/transforms/mixture"
 	"github.com/relabel/relabel/transforms/stages"
 )
@@ -218,25 +217,13 @@ func decodeJoinMsg(b []byte) (JoinMsg, error) {
 	return m, r.Err()
 }
 
-func encodeModel(m ivf.Model) []byte {
-	w := wire.Writer{B: make([]byte, 0, 32+4*len(m.Centroids)+4*len(m.Blocks))}
-	w.Uvarint(uint64(m.D))
-	wire.Slice(&w, m.Centroids)
-	wire.Slice(&w, m.Blocks)
-	w.Uvarint(m.Seed)
-	w.Byte(byte(m.Metric))
-	return w.B
-}
+// The model's coder is ivf's one encoding (transforms/ivf/codec.go).
+func encodeModel(m ivf.Model) ([]byte, error) { return m.AppendBinary(nil) }
 
 func decodeModel(b []byte) (ivf.Model, error) {
-	r := wire.Reader{B: b}
 	var m ivf.Model
-	m.D = int(r.Uvarint())
-	m.Centroids = wire.ReadSlice[float32](&r)
-	m.Blocks = wire.ReadSlice[int32](&r)
-	m.Seed = r.Uvarint()
-	m.Metric = knn.Metric(r.Byte())
-	return m, r.Err()
+	err := m.UnmarshalBinary(b)
+	return m, err
 }
 
 func encodeSample(s ivf.Sample) []byte {

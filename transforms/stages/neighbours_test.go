@@ -1,6 +1,7 @@
 package stages
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/passert"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 
+	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/knn"
 	"github.com/relabel/relabel/transforms/llc"
@@ -187,5 +189,23 @@ func TestNeighbourParams(t *testing.T) {
 	p.Weighting, p.LLC = engine.Uniform, llc.Params{}
 	if err := p.Validate(); err != nil {
 		t.Errorf("uniform weights without LLC parameters: %v", err)
+	}
+}
+
+// TestNeighboursDupOneReporter: with a duplicate id in the stats, the
+// candidate stage still emits (an empty fragment, so the candidates'
+// singleton is whole) and only the neighbour stage fails, naming the
+// duplicate: two failing stages raced, and the loser's side-input error
+// ("got 0 values") was sometimes the run's message (issue 34).
+func TestNeighboursDupOneReporter(t *testing.T) {
+	st := Stats{N: 2, D: 1, Mean: []float64{0}, M2: []float64{1}, Dup: "duplicate id 7 in b.parquet row 0 (first in a.parquet row 0)"}
+	r := schemas.Rows{Shard: "b.parquet", IDs: []int64{7}, D: 1, Features: []float32{1}, Labels: []int32{0}, LabelOff: []int32{0, 1}}
+	var frags []Candidates
+	if err := (&candRowsFn{Standardise: true}).ProcessElement(r, st, func(c Candidates) { frags = append(frags, c) }); err != nil || len(frags) != 1 || len(frags[0].Keys) != 0 {
+		t.Errorf("candidate rows: error %v, %d fragments; want no error and one empty fragment", err, len(frags))
+	}
+	err := (&neighboursFn{P: testNeighbourParams(1)}).ProcessElement(context.Background(), r, st, Candidates{D: 1}, func(Items) {})
+	if err == nil || err.Error() != st.Dup {
+		t.Errorf("neighbours: %v, want %q", err, st.Dup)
 	}
 }

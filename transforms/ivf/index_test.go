@@ -1,23 +1,38 @@
-package pipelines
+package ivf_test
 
 import (
 	"math/rand/v2"
 	"slices"
 	"testing"
 
-	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/transforms/ivf"
 	"github.com/relabel/relabel/transforms/knn"
 )
 
-// TestIncrementalIVFSearch: the ivf-backed search of a few query rows
-// against all rows gives each query the neighbours the full run's ivf search
+// fitAssign fits and assigns the partitioning of x as the pipeline does: k-means
+// on the hash sample of p.Sample rows, every row probed.
+func fitAssign(x knn.Matrix, keys []int64, p ivf.Params) (*ivf.Model, *ivf.Partitioning, error) {
+	sm := ivf.Sample{Cap: p.Sample, D: x.Cols}
+	for i := 0; i < x.Rows; i++ {
+		sm.Add(ivf.Hash(p.Seed, keys[i]), keys[i], x.Row(i))
+	}
+	sm.Trim()
+	model, err := ivf.Fit(knn.Matrix{Rows: sm.Len(), Cols: x.Cols, Data: sm.Features}, int64(x.Rows), p, knn.CPU{})
+	if err != nil {
+		return nil, nil, err
+	}
+	pt, err := ivf.Assign(x, model, p.NProbe, knn.CPU{})
+	return model, pt, err
+}
+
+// TestIndex: the search of a few query rows in their home partitions
+// against all rows (an incremental lake run's) gives each query the neighbours the full run's ivf search
 // (ivf.Search over every row, same partitioning) gives it, except for rows
 // that search found fewer than min(K, n-1) for (alone in their home
 // partition), which get the exact search's; every query gets min(K, n-1)
 // neighbours, never itself, at their true distances, ascending, whatever
 // the worker count.
-func TestIncrementalIVFSearch(t *testing.T) {
+func TestIndex(t *testing.T) {
 	for _, c := range []struct {
 		name       string
 		n, d, k    int
@@ -39,43 +54,46 @@ func TestIncrementalIVFSearch(t *testing.T) {
 			for i := range keys {
 				keys[i] = int64(1000 + i)
 			}
-			o := options.Defaults()
+			p := ivf.DefaultParams(int64(c.n))
 			if c.partitions > 0 {
-				o.Partitions = options.Some(c.partitions)
-				o.NProbe = options.Some(min(3, c.partitions))
+				p = p.WithPartitions(int64(c.n), c.partitions).WithNProbe(3)
 			}
+			p.Seed = 1
 			var queries []int
 			for i := 0; i < c.n; i += 3 {
 				queries = append(queries, i)
 			}
-			var ix *ivfIndex
+			var (
+				model *ivf.Model
+				pt    *ivf.Partitioning
+			)
 			run := func(workers int) *knn.Result {
-				model, pt, err := fitIVF(x, keys, &o, knn.CPU{})
-				if err != nil {
+				var err error
+				if model, pt, err = fitAssign(x, keys, p); err != nil {
 					t.Fatal(err)
 				}
-				ix = newIVFIndex(x, keys, pt, model.P(), knn.CPU{}, o.Metric, workers)
+				ix := ivf.NewIndex(x, keys, pt, model.P(), knn.CPU{}, knn.L2, workers)
 				var res knn.Result
-				if err := ix.search(&res, queries, c.k); err != nil {
+				if err := ix.Search(&res, queries, c.k); err != nil {
 					t.Fatal(err)
 				}
 				return &res
 			}
 			got := run(1)
 			var full knn.Result
-			if _, err := ivf.Search(&full, x, keys, ix.pt, len(ix.stored), c.k, o.Metric, knn.CPU{}); err != nil {
+			if _, err := ivf.Search(&full, x, keys, pt, model.P(), c.k, knn.L2, knn.CPU{}); err != nil {
 				t.Fatal(err)
 			}
 			if again := run(3); !slices.Equal(again.Index, got.Index) {
 				t.Errorf("1 and 3 workers give different neighbours")
 			}
-			idx, err := knn.CPU{}.Index(x, keys, o.Metric)
+			idx, err := knn.CPU{}.Index(x, keys, knn.L2)
 			if err != nil {
 				t.Fatal(err)
 			}
-			exact := &exactIndex{idx: idx, x: x, keys: keys}
+			defer idx.Close()
 			var want knn.Result
-			if err := exact.search(&want, queries, c.k); err != nil {
+			if err := ivf.SearchRows(&want, idx, x, keys, queries, c.k); err != nil {
 				t.Fatal(err)
 			}
 			found, total, short := 0, 0, 0
