@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"time"
 
+	"github.com/relabel/relabel/internal/atexit"
 	"github.com/relabel/relabel/internal/progress"
 	"github.com/relabel/relabel/io/blobio"
 	"github.com/relabel/relabel/io/resultio"
@@ -231,12 +232,10 @@ func updateDir(ctx context.Context, fsys blobio.FS, plan *Plan, cal stages.Calib
 	if err := fsys.MkdirAll(ctx, tmp); err != nil {
 		return nil, fmt.Errorf("relabel: creating %s: %w", tmp, err)
 	}
-	committed := false
-	defer func() {
-		if !committed {
-			removeAll(context.WithoutCancel(ctx), fsys, tmp, plan)
-		}
-	}()
+	// Removed on every way out, a second signal's included (internal/atexit),
+	// as run.go removes a plain run's: after the commit it is empty.
+	rmTmp := atexit.Push(func() { removeAll(context.WithoutCancel(ctx), fsys, tmp, plan) })
+	defer rmTmp.Run()
 	var newRows int64
 	for _, s := range plan.Shards {
 		if newPath[s.Path] {
@@ -345,8 +344,7 @@ func updateDir(ctx context.Context, fsys blobio.FS, plan *Plan, cal stages.Calib
 	if err := commit(ctx, fsys, tmp, out, files, tok); err != nil {
 		return nil, err
 	}
-	committed = true
-	removeAll(ctx, fsys, tmp, plan)
+	rmTmp.Run()
 	for _, name := range lake.RemovedOutputs {
 		fsys.Remove(ctx, blobio.Join(out, name))
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/relabel/relabel/internal/atexit"
 	"github.com/relabel/relabel/internal/faults"
 	"github.com/relabel/relabel/internal/pool"
 	"github.com/relabel/relabel/internal/progress"
@@ -151,6 +152,15 @@ func runTable(ctx context.Context, cfg options.Options, exec Executor) (*Summary
 	if err != nil {
 		return nil, err
 	}
+	// A table this run created is dropped if the run ends before its first
+	// commit (DropCreated keeps it once a commit started): on every way out,
+	// a second signal's included.
+	dropOut := atexit.Push(func() {
+		if err := out.DropCreated(context.WithoutCancel(ctx)); err != nil {
+			progress.Notef("%v", err)
+		}
+	})
+	defer dropOut.Run()
 	lake := &LakeSummary{InputTable: in.Table, OutputTable: out.Name(), InputSnapshot: in.SnapshotID}
 	if cfg.Lake.Incremental {
 		last, ok, err := out.LastRun()
@@ -190,20 +200,19 @@ func runTable(ctx context.Context, cfg options.Options, exec Executor) (*Summary
 	}
 	committed := false
 	var statePath string
-	defer func() {
-		if !committed {
-			for _, f := range files {
-				fs.Remove(context.WithoutCancel(ctx), f)
-			}
-			if statePath != "" {
-				fs.Remove(context.WithoutCancel(ctx), statePath)
-			}
-			if keep {
-				ivfstages.RemoveKept(context.WithoutCancel(ctx), plan.KeepIVF)
-			}
-			removeAll(context.WithoutCancel(ctx), fs, tmp, plan)
+	guard := onStop(func() {
+		for _, f := range files {
+			fs.Remove(context.WithoutCancel(ctx), f)
 		}
-	}()
+		if statePath != "" {
+			fs.Remove(context.WithoutCancel(ctx), statePath)
+		}
+		if keep {
+			ivfstages.RemoveKept(context.WithoutCancel(ctx), plan.KeepIVF)
+		}
+		removeAll(context.WithoutCancel(ctx), fs, tmp, plan)
+	})
+	defer func() { guard.done(committed) }()
 	tPlan := time.Since(t0)
 	sum, tRun, err := execute(ctx, fs, plan, tmp, tok, exec)
 	if err != nil {
@@ -213,15 +222,18 @@ func runTable(ctx context.Context, cfg options.Options, exec Executor) (*Summary
 	var tState time.Duration
 	if keep {
 		t1 := time.Now()
-		if statePath, err = fullIVFState(ctx, fs, tmp, plan); err != nil {
+		st, err := fullIVFState(ctx, fs, tmp, plan)
+		if err != nil {
 			return nil, err
 		}
+		guard.set(func() { statePath = st })
 		ivfstages.RemoveKept(ctx, plan.KeepIVF)
 		tState = time.Since(t1)
 	}
 	faults.Point("table-commit")
 	run := runRecord(plan, in, 0, sum.Options)
 	run.State = statePath
+	guard.commit()
 	snap, err := out.Commit(ctx, icebergio.Commit{Run: run, Mode: icebergio.Replace, Files: files})
 	if err != nil {
 		return nil, err
@@ -389,18 +401,17 @@ func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.
 	var files, remove []string
 	var statePath string
 	committed := false
-	defer func() {
-		if !committed {
-			for _, f := range append(files, statePath) {
-				if f != "" {
-					fs.Remove(context.WithoutCancel(ctx), f)
-				}
+	guard := onStop(func() {
+		for _, f := range append(files, statePath) {
+			if f != "" {
+				fs.Remove(context.WithoutCancel(ctx), f)
 			}
-			fs.Remove(context.WithoutCancel(ctx), tmp)
 		}
-	}()
+		fs.Remove(context.WithoutCancel(ctx), tmp)
+	})
+	defer func() { guard.done(committed) }()
 	if res.state != nil {
-		statePath = blobio.Join(tmp, ivfStateName)
+		guard.set(func() { statePath = blobio.Join(tmp, ivfStateName) })
 	}
 	meta := schemas.Metadata(Version, cfg.Seed, sum.Options, plan.ClassNames)
 	// A file to write: rows, and whether a row counts in the summary (a new
@@ -416,7 +427,7 @@ func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.
 	var jobs []*outFile
 	add := func(name string, rs []int, count func(int) bool) {
 		p := blobio.Join(tmp, name)
-		files = append(files, p)
+		guard.set(func() { files = append(files, p) })
 		jobs = append(jobs, &outFile{path: p, rows: rs, count: count, changedFrom: make([]int64, plan.C), changedTo: make([]int64, plan.C)})
 	}
 	write := func(f *outFile) error {
@@ -489,6 +500,7 @@ func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.
 	faults.Point("table-commit")
 	run := runRecord(plan, app, last.InputSnapshotID, sum.Options)
 	run.State = statePath
+	guard.commit()
 	snap, err := out.Commit(ctx, icebergio.Commit{Run: run, Mode: icebergio.Rewrite, Files: files, Remove: remove})
 	if err != nil {
 		return nil, err

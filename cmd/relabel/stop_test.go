@@ -234,3 +234,50 @@ func TestRunJobServerUnreachable(t *testing.T) {
 	}
 	leftNothing(t, "unreachable job server", base, spill)
 }
+
+// TestLakeTableSecondSignal: a table run (full, --incremental, ivf: its
+// pipeline keeps the partitioning in the run's directory beside the table's
+// data) stopped by a second signal while its rounds run leaves the warehouse
+// as it found it: no run directory, kept partitioning or data file.
+func TestLakeTableSecondSignal(t *testing.T) {
+	base := t.TempDir()
+	uri := "sqlite://" + filepath.Join(base, "catalog.db")
+	appendTableRows(t, uri, lakeRows(0, 3000))
+	before := warehouseFiles(t, base)
+	cmd, wait := startRun(t, []string{faults.Env + "=slow-stop"}, "run", "--catalog", uri, "--input-table", "ns.items", "--output-table", "ns.out",
+		"--incremental", "--neighbours", "ivf", "--partitions", "8", "--nprobe", "3", "--rounds", "2000", "--l", "40", "--spill-dir", "none")
+	if during := warehouseFiles(t, base); len(during) <= len(before) {
+		t.Errorf("while the rounds run the warehouse holds %d files, as before the run: the test no longer sees the run's files", len(during))
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	time.Sleep(300 * time.Millisecond)
+	cmd.Process.Signal(os.Interrupt)
+	if code, stderr := wait(); code != 130 {
+		t.Fatalf("after SIGTERM then SIGINT: exit %d, want 130; stderr %s", code, tail(stderr, 500))
+	}
+	if after := warehouseFiles(t, base); !slices.Equal(after, before) {
+		t.Errorf("a second signal left files in the warehouse:\nbefore %q\nafter  %q", before, after)
+	}
+}
+
+// warehouseFiles lists the files and directories under base but the
+// catalog's own database files, relative and sorted.
+func warehouseFiles(t *testing.T, base string) []string {
+	t.Helper()
+	var got []string
+	err := filepath.WalkDir(base, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(base, p)
+		if rel != "." && !strings.HasPrefix(rel, "catalog.db") {
+			got = append(got, rel)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(got)
+	return got
+}

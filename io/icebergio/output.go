@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -74,9 +75,14 @@ type Commit struct {
 // Output is a relabel output table, opened at the snapshot a run starts from.
 // Commit is fenced on that snapshot. An Output is for one goroutine.
 type Output struct {
-	cat  *Catalog
-	name string
-	tbl  *table.Table
+	cat   *Catalog
+	name  string
+	ident table.Identifier
+	tbl   *table.Table
+	// created: this Output made the table (OpenOutput found none);
+	// committing: a Commit has started. Both for DropCreated.
+	created    bool
+	committing atomic.Bool
 }
 
 // OpenOutput loads the output table name, or creates it (and its namespace)
@@ -95,6 +101,7 @@ func (c *Catalog) OpenOutput(ctx context.Context, name string, schema *arrow.Sch
 		return nil, fmt.Errorf("icebergio: output table %s: schema: %w", name, err)
 	}
 	tbl, err := c.cat.LoadTable(ctx, ident)
+	created := false
 	if errors.Is(err, catalog.ErrNoSuchTable) {
 		other, lerr := c.filedElsewhere(ctx, name)
 		if lerr != nil {
@@ -103,7 +110,7 @@ func (c *Catalog) OpenOutput(ctx context.Context, name string, schema *arrow.Sch
 		if len(other) > 0 {
 			return nil, fmt.Errorf("icebergio: catalog %s: output table %s is not filed under catalog name %q but under %q: run with that catalog name (--catalog-name or ?name= in the URI; relabel filed its tables under \"relabel\" before the catalog name could be chosen), so that a second table of that name is not created", c.uri, name, c.name, strings.Join(other, `", "`))
 		}
-		tbl, err = c.create(ctx, ident, want)
+		tbl, created, err = c.create(ctx, ident, want)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("icebergio: catalog %s: output table %s: %w", c.uri, name, err)
@@ -111,21 +118,58 @@ func (c *Catalog) OpenOutput(ctx context.Context, name string, schema *arrow.Sch
 	if err := sameColumns(tbl.Schema(), want); err != nil {
 		return nil, fmt.Errorf("icebergio: output table %s has other columns than this run writes: %w", name, err)
 	}
-	return &Output{cat: c, name: name, tbl: tbl}, nil
+	return &Output{cat: c, name: name, ident: ident, tbl: tbl, created: created}, nil
 }
 
-func (c *Catalog) create(ctx context.Context, ident table.Identifier, sc *iceberg.Schema) (*table.Table, error) {
+// create creates the table (and its namespace); created is false when
+// another run created it first.
+func (c *Catalog) create(ctx context.Context, ident table.Identifier, sc *iceberg.Schema) (tbl *table.Table, created bool, err error) {
 	ns := catalog.NamespaceFromIdent(ident)
 	if err := c.cat.CreateNamespace(ctx, ns, nil); err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
-		return nil, err
+		return nil, false, err
 	}
-	tbl, err := c.cat.CreateTable(ctx, ident, sc, catalog.WithProperties(iceberg.Properties{
+	tbl, err = c.cat.CreateTable(ctx, ident, sc, catalog.WithProperties(iceberg.Properties{
 		"format-version": "2",
 	}))
 	if errors.Is(err, catalog.ErrTableAlreadyExists) {
-		return c.cat.LoadTable(ctx, ident)
+		tbl, err = c.cat.LoadTable(ctx, ident)
+		return tbl, false, err
 	}
-	return tbl, err
+	return tbl, err == nil, err
+}
+
+// DropCreated drops the output table when this Output created it and no
+// snapshot was ever committed to it, nor is a Commit under way: a run that
+// fails or is stopped before its first commit leaves no empty table behind
+// (issue 35 target 5). The table's metadata file and its then empty data
+// and metadata directories go too (DropTable only removes the catalog's
+// entry; a namespace is left, it may hold other tables later). The table is
+// reloaded first: one another run committed to meanwhile is kept.
+func (o *Output) DropCreated(ctx context.Context) error {
+	if !o.created || o.committing.Load() {
+		return nil
+	}
+	tbl, err := o.cat.cat.LoadTable(ctx, o.ident)
+	if err != nil {
+		return fmt.Errorf("icebergio: output table %s: %w", o.name, err)
+	}
+	if len(tbl.Metadata().Snapshots()) > 0 {
+		return nil
+	}
+	if err := o.cat.cat.DropTable(ctx, o.ident); err != nil {
+		return fmt.Errorf("icebergio: dropping output table %s, which this run created and never committed to: %w", o.name, err)
+	}
+	loc := strings.TrimSuffix(tbl.Location(), "/")
+	paths := []string{tbl.MetadataLocation(), loc + "/metadata", loc + "/data", loc}
+	for _, p := range paths {
+		p = Task{Path: p}.ReaderPath()
+		fs, err := blobio.For(p)
+		if err != nil {
+			return err
+		}
+		fs.Remove(ctx, p) // a directory not empty (another writer's files) stays
+	}
+	return nil
 }
 
 // sameColumns compares two schemas' columns by name, type and nullability,
@@ -224,6 +268,7 @@ func (o *Output) Commit(ctx context.Context, c Commit) (int64, error) {
 	if (len(c.Files) == 0) == (len(c.Records) == 0) {
 		return 0, fmt.Errorf("icebergio: output table %s: a commit takes Files or Records (%d files, %d record batches)", o.name, len(c.Files), len(c.Records))
 	}
+	o.committing.Store(true)
 	base := o.SnapshotID()
 	txn := o.tbl.NewTransaction()
 	if err := txn.AssertRefSnapshotID(table.MainBranch); err != nil {
