@@ -1,18 +1,14 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
-	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/relabel/relabel/internal/faults"
 	"github.com/relabel/relabel/options"
@@ -263,46 +259,13 @@ func TestRunSIGTERM(t *testing.T) {
 	// Many rounds, and the signal sent once the rounds are running (the
 	// progress line says so): the run is surely under way, its spill
 	// directory in use, however fast the machine.
-	args := append(crashArgs(out, spill), "--rounds", "400")
-	cmd := exec.Command(relabelBin, args...)
-	pipe, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var errb bytes.Buffer
-	running := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		sc := bufio.NewScanner(pipe)
-		signalled := false
-		for sc.Scan() {
-			errb.WriteString(sc.Text() + "\n")
-			if !signalled && strings.Contains(sc.Text(), "round 1/") {
-				signalled = true
-				close(running)
-			}
-		}
-	}()
-	select {
-	case <-running:
-	case <-done:
-		t.Fatalf("the run ended before its rounds started: %s", tail(errb.String(), 500))
-	case <-time.After(2 * time.Minute):
-		t.Fatal("no round started in 2 minutes")
-	}
+	cmd, wait := startRun(t, nil, append(crashArgs(out, spill), "--rounds", "400")...)
 	if ents, _ := os.ReadDir(spill); len(ents) == 0 {
 		t.Errorf("no spill directory while the rounds run")
 	}
 	cmd.Process.Signal(syscall.SIGTERM)
-	<-done // stderr read to its end before Wait closes the pipe
-	err = cmd.Wait()
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 143 || !strings.Contains(errb.String(), "SIGTERM") {
-		t.Fatalf("after SIGTERM: %v, stderr %q; want exit 143 naming SIGTERM", err, tail(errb.String(), 500))
+	if code, stderr := wait(); code != 143 || !strings.Contains(stderr, "SIGTERM") {
+		t.Fatalf("after SIGTERM: exit %d, stderr %q; want exit 143 naming SIGTERM", code, tail(stderr, 500))
 	}
 	for _, n := range listDir(t, out) {
 		t.Errorf("%s left in the output after SIGTERM", n)
