@@ -131,5 +131,31 @@ func EachIndexWith[W any](n, workers int, f func(w *W, i int) error) error {
 	return nil
 }
 
+// Workspaces is EachIndex with a workspace per goroutine made by mk, and
+// returns the workspaces of the goroutines that ran, in no particular
+// order: for loops whose goroutines each accumulate a result the caller then
+// merges (the kNN vote's private candidate lists, merged in an order that
+// does not depend on which goroutine held which).
+func Workspaces[W any](n, workers int, mk func() *W, f func(w *W, i int)) []*W {
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	ws := make([]*W, max(0, min(workers, n)))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for g := range ws {
+		ws[g] = mk()
+		wg.Add(1)
+		go func(w *W) {
+			defer wg.Done()
+			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
+				f(w, i)
+			}
+		}(ws[g])
+	}
+	wg.Wait()
+	return ws
+}
+
 // Chunks is the number of chunks EachChunk splits n indices into.
 func Chunks(n int) int { return (n + Chunk - 1) / Chunk }

@@ -191,3 +191,26 @@ func TestEachIndexWith(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkspaces: every index runs once, on one of at most workers
+// workspaces, and the workspaces returned hold every index's work.
+func TestWorkspaces(t *testing.T) {
+	type acc struct{ seen []int }
+	for _, tc := range []struct{ n, workers, want int }{{100, 4, 4}, {3, 8, 3}, {0, 2, 0}} {
+		ws := Workspaces(tc.n, tc.workers, func() *acc { return &acc{} }, func(w *acc, i int) { w.seen = append(w.seen, i) })
+		if len(ws) != tc.want {
+			t.Errorf("n %d, workers %d: %d workspaces, want %d", tc.n, tc.workers, len(ws), tc.want)
+		}
+		count := make([]int, tc.n)
+		for _, w := range ws {
+			for _, i := range w.seen {
+				count[i]++
+			}
+		}
+		for i, c := range count {
+			if c != 1 {
+				t.Errorf("n %d: index %d ran %d times", tc.n, i, c)
+			}
+		}
+	}
+}

@@ -3,9 +3,8 @@ package evaluate
 import (
 	"fmt"
 	"math"
-	"runtime"
-	"sync"
-	"sync/atomic"
+
+	"github.com/relabel/relabel/internal/pool"
 )
 
 // KNNVote is the kNN baseline of the data README: every item gets the
@@ -102,8 +101,8 @@ const tileRows = 256
 // centring costs nothing and keeps the cancellation small), computed once per
 // unordered pair: the n x n pair matrix is cut into tiles, only tiles on or
 // above the diagonal are computed, and each feeds both its rows' and its
-// columns' candidate lists. Goroutines (GOMAXPROCS) take tiles from a shared
-// counter and keep private lists, merged at the end; every pair's distance
+// columns' candidate lists. Goroutines (GOMAXPROCS, internal/pool) take tiles
+// from a shared counter and keep private lists, merged at the end; every pair's distance
 // comes from the same code whichever goroutine computes it, so the result
 // does not depend on scheduling.
 func Neighbours(features []float32, n, d, k int, standardise bool) []int32 {
@@ -134,31 +133,19 @@ func Neighbours(features []float32, n, d, k int, standardise bool) []int32 {
 
 	nt := (np + tileRows - 1) / tileRows
 	ntasks := nt * (nt + 1) / 2
-	workers := max(1, min(runtime.GOMAXPROCS(0), ntasks))
-	lists := make([]*topk, workers)
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for w := range workers {
-		lists[w] = newTopK(n, k)
-		wg.Add(1)
-		go func(l *topk) {
-			defer wg.Done()
-			buf := make([]float32, 4*tileRows)
-			for {
-				t := int(next.Add(1) - 1)
-				if t >= ntasks {
-					return
-				}
-				ti, tj := triangle(t, nt)
-				l.tile(buf, x, sq, n, np, d, ti*tileRows, tj*tileRows)
-			}
-		}(lists[w])
+	type worker struct {
+		l   *topk
+		buf []float32
 	}
-	wg.Wait()
-
-	out := lists[0]
-	for _, l := range lists[1:] {
-		out.merge(l)
+	ws := pool.Workspaces(ntasks, 0, func() *worker {
+		return &worker{l: newTopK(n, k), buf: make([]float32, 4*tileRows)}
+	}, func(w *worker, t int) {
+		ti, tj := triangle(t, nt)
+		w.l.tile(w.buf, x, sq, n, np, d, ti*tileRows, tj*tileRows)
+	})
+	out := ws[0].l
+	for _, w := range ws[1:] {
+		out.merge(w.l)
 	}
 	return out.idx
 }
