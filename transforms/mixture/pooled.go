@@ -131,11 +131,11 @@ func FitPooled(in PooledInput, iters int) (*Pooled, []float64, error) {
 		}
 		m.LogLik = 0
 		for i := range in.N {
+			var ownI []float64
 			if ownM != nil {
-				m.LogLik += eStepOwn(post[i*c:(i+1)*c], counts[i*c:(i+1)*c], own[i*c:(i+1)*c], logT, logOwn, logPrior)
-			} else {
-				m.LogLik += eStep(post[i*c:(i+1)*c], counts[i*c:(i+1)*c], logT, logPrior)
+				ownI = own[i*c : (i+1)*c]
 			}
+			m.LogLik += eStep(post[i*c:(i+1)*c], counts[i*c:(i+1)*c], ownI, logT, logOwn, logPrior)
 		}
 	}
 	if ownM != nil {
@@ -345,17 +345,17 @@ func (m *Pooled) mStep(counts, post []float64, n int) {
 	}
 }
 
-// eStep sets q to the posterior over clean classes of evidence ev.
-func eStep(q, ev, logT, logPrior []float64) float64 {
+// eStep sets q to the posterior over clean classes of the neighbours'
+// evidence ev through logT and, in the split fit, of the item's own labels
+// own through logOwn (own nil: no own-label term), and returns the item's
+// log-likelihood.
+func eStep(q, ev, own, logT, logOwn, logPrior []float64) float64 {
 	c := len(q)
 	top := math.Inf(-1)
 	for k := range q {
-		v := logPrior[k]
-		row := logT[k*c : (k+1)*c]
-		for l, x := range ev {
-			if x != 0 {
-				v += x * row[l]
-			}
+		v := addEvidence(logPrior[k], ev, logT[k*c:(k+1)*c])
+		if own != nil {
+			v = addEvidence(v, own, logOwn[k*c:(k+1)*c])
 		}
 		q[k] = v
 		top = max(top, v)
@@ -363,28 +363,15 @@ func eStep(q, ev, logT, logPrior []float64) float64 {
 	return normExp(q, top)
 }
 
-// eStepOwn is eStep over the neighbours' evidence ev through logT and the
-// item's own labels own through logOwn (the split fit).
-func eStepOwn(q, ev, own, logT, logOwn, logPrior []float64) float64 {
-	c := len(q)
-	top := math.Inf(-1)
-	for k := range q {
-		v := logPrior[k]
-		row, orow := logT[k*c:(k+1)*c], logOwn[k*c:(k+1)*c]
-		for l, x := range ev {
-			if x != 0 {
-				v += x * row[l]
-			}
+// addEvidence adds each nonzero count x of ev times its log row entry to v,
+// in order.
+func addEvidence(v float64, ev, row []float64) float64 {
+	for l, x := range ev {
+		if x != 0 {
+			v += x * row[l]
 		}
-		for l, x := range own {
-			if x != 0 {
-				v += x * orow[l]
-			}
-		}
-		q[k] = v
-		top = max(top, v)
 	}
-	return normExp(q, top)
+	return v
 }
 
 // normExp sets q to exp(q - top), normalised, and returns the log of the
