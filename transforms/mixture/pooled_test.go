@@ -12,7 +12,17 @@ import (
 // the next class with probability rate, and every item's k neighbours drawn
 // from its own class (the neighbourhoods the method hopes for).
 func pairNoiseSet(n, c, k int, rate float64, seed uint64) (truth []int32, in PooledInput) {
-	rng := rand.New(rand.NewPCG(seed, 1))
+	return pairSet(n, c, k, rate, rand.New(rand.NewPCG(seed, 1)), func(rng *rand.Rand, i int) int32 {
+		// another item of the same class
+		m := rng.IntN(n/c-1) + 1
+		return int32((i + m*c) % n)
+	})
+}
+
+// pairSet draws the labels of pairNoiseSet and its variants (item i of
+// class i mod c, flipped to the next class with probability rate) and then
+// each item's k neighbours from neighbour, all from rng in that order.
+func pairSet(n, c, k int, rate float64, rng *rand.Rand, neighbour func(rng *rand.Rand, i int) int32) (truth []int32, in PooledInput) {
 	truth = make([]int32, n)
 	labels := make([]int32, n)
 	off := make([]int32, n+1)
@@ -27,9 +37,7 @@ func pairNoiseSet(n, c, k int, rate float64, seed uint64) (truth []int32, in Poo
 	idx := make([]int32, n*k)
 	for i := range n {
 		for j := range k {
-			// another item of the same class
-			m := rng.IntN(n/c-1) + 1
-			idx[i*k+j] = int32((i + m*c) % n)
+			idx[i*k+j] = neighbour(rng, i)
 		}
 	}
 	return truth, PooledInput{N: n, K: k, C: c, Labels: labels, LabelOff: off, Index: idx}
@@ -219,31 +227,15 @@ func TestOwnPosterior(t *testing.T) {
 // each other). Labels flip to the next class with probability rate. n must
 // be a multiple of c, so that the index arithmetic keeps the class.
 func confusedPairSet(n, c, k int, rate, confuse float64, seed uint64) (truth []int32, in PooledInput) {
-	rng := rand.New(rand.NewPCG(seed, 2))
-	truth = make([]int32, n)
-	labels := make([]int32, n)
-	off := make([]int32, n+1)
-	for i := range n {
-		truth[i] = int32(i % c)
-		labels[i] = truth[i]
-		if rng.Float64() < rate {
-			labels[i] = (truth[i] + 1) % int32(c)
+	return pairSet(n, c, k, rate, rand.New(rand.NewPCG(seed, 2)), func(rng *rand.Rand, i int) int32 {
+		shift := 0
+		if rng.Float64() < confuse {
+			shift = 2
 		}
-		off[i+1] = int32(i + 1)
-	}
-	idx := make([]int32, n*k)
-	for i := range n {
-		for j := range k {
-			shift := 0
-			if rng.Float64() < confuse {
-				shift = 2
-			}
-			// an item of class (i + shift) mod c, not i itself
-			m := rng.IntN(n/c-1) + 1
-			idx[i*k+j] = int32((i + shift + m*c) % n)
-		}
-	}
-	return truth, PooledInput{N: n, K: k, C: c, Labels: labels, LabelOff: off, Index: idx}
+		// an item of class (i + shift) mod c, not i itself
+		m := rng.IntN(n/c-1) + 1
+		return int32((i + shift + m*c) % n)
+	})
 }
 
 // TestFitPooledSplit: with neighbourhoods that hold 20% of a nearby class,
