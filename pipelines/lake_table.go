@@ -200,7 +200,7 @@ func runTable(ctx context.Context, cfg options.Options, exec Executor) (*Summary
 	}
 	committed := false
 	var statePath string
-	guard := onStop(func() {
+	guard := onStop(out, func() {
 		for _, f := range files {
 			fs.Remove(context.WithoutCancel(ctx), f)
 		}
@@ -233,7 +233,6 @@ func runTable(ctx context.Context, cfg options.Options, exec Executor) (*Summary
 	faults.Point("table-commit")
 	run := runRecord(plan, in, 0, sum.Options)
 	run.State = statePath
-	guard.commit()
 	snap, err := out.Commit(ctx, icebergio.Commit{Run: run, Mode: icebergio.Replace, Files: files})
 	if err != nil {
 		return nil, err
@@ -401,7 +400,7 @@ func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.
 	var files, remove []string
 	var statePath string
 	committed := false
-	guard := onStop(func() {
+	guard := onStop(out, func() {
 		for _, f := range append(files, statePath) {
 			if f != "" {
 				fs.Remove(context.WithoutCancel(ctx), f)
@@ -500,7 +499,6 @@ func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.
 	faults.Point("table-commit")
 	run := runRecord(plan, app, last.InputSnapshotID, sum.Options)
 	run.State = statePath
-	guard.commit()
 	snap, err := out.Commit(ctx, icebergio.Commit{Run: run, Mode: icebergio.Rewrite, Files: files, Remove: remove})
 	if err != nil {
 		return nil, err

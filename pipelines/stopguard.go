@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/relabel/relabel/internal/atexit"
+	"github.com/relabel/relabel/io/icebergio"
 )
 
 // stopGuard is what a table-lake run has written and not yet committed, for
@@ -17,20 +18,21 @@ import (
 // that commit did not land, they are orphans, which the next run's orphan
 // clean-up removes (icebergio, Iceberg's orphan-file rules).
 type stopGuard struct {
-	mu         sync.Mutex
-	committing bool
-	undo       func()
-	hook       *atexit.Hook
+	mu   sync.Mutex
+	undo func()
+	hook *atexit.Hook
 }
 
-// onStop registers undo, which removes what the run wrote. What undo reads
-// must change only through set, since a signal may run it at any time.
-func onStop(undo func()) *stopGuard {
+// onStop registers undo, which removes what the run wrote to out; a signal
+// runs it only while out's commit has not started (Output.Committing). What
+// undo reads must change only through set, since a signal may run it at any
+// time.
+func onStop(out *icebergio.Output, undo func()) *stopGuard {
 	g := &stopGuard{undo: undo}
 	g.hook = atexit.Push(func() {
 		g.mu.Lock()
 		defer g.mu.Unlock()
-		if !g.committing {
+		if !out.Committing() {
 			undo()
 		}
 	})
@@ -43,9 +45,6 @@ func (g *stopGuard) set(f func()) {
 	defer g.mu.Unlock()
 	f()
 }
-
-// commit marks the start of the commit: a signal leaves the files from now.
-func (g *stopGuard) commit() { g.set(func() { g.committing = true }) }
 
 // done unregisters the signal's clean-up and, when the run did not commit,
 // removes what it wrote, as the normal path always has.

@@ -138,6 +138,10 @@ func (c *Catalog) create(ctx context.Context, ident table.Identifier, sc *iceber
 	return tbl, err == nil, err
 }
 
+// Committing reports whether a Commit has started on this Output (it may
+// have landed): from then on the files it names must stay.
+func (o *Output) Committing() bool { return o.committing.Load() }
+
 // DropCreated drops the output table when this Output created it and no
 // snapshot was ever committed to it, nor is a Commit under way: a run that
 // fails or is stopped before its first commit leaves no empty table behind
@@ -146,7 +150,7 @@ func (c *Catalog) create(ctx context.Context, ident table.Identifier, sc *iceber
 // entry; a namespace is left, it may hold other tables later). The table is
 // reloaded first: one another run committed to meanwhile is kept.
 func (o *Output) DropCreated(ctx context.Context) error {
-	if !o.created || o.committing.Load() {
+	if !o.created || o.Committing() {
 		return nil
 	}
 	tbl, err := o.cat.cat.LoadTable(ctx, o.ident)
