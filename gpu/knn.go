@@ -64,17 +64,17 @@ func (s Searcher) Index(c knn.Matrix, ids []int64, m knn.Metric) (knn.Index, err
 		norm := make([]float32, len(data))
 		for i := 0; i < n; i++ {
 			row := data[i*dim : (i+1)*dim]
-			if !normalise(norm[i*dim:(i+1)*dim], row) {
-				return nil, fmt.Errorf("gpu: Searcher.Index: candidate row %d: %w", i, checkRow(row, math.Inf(1)))
+			if !knn.Normalise(norm[i*dim:(i+1)*dim], row) {
+				return nil, fmt.Errorf("gpu: Searcher.Index: candidate row %d: %w", i, knn.CheckRow(row, math.Inf(1)))
 			}
 		}
 		data = norm
 	} else {
 		for i := 0; i < n; i++ {
 			row := data[i*dim : (i+1)*dim]
-			sq := sqNorm(row)
+			sq := knn.SqNorm(row)
 			if !(sq <= maxSqNorm) { // also catches NaN and Inf values
-				return nil, fmt.Errorf("gpu: Searcher.Index: candidate row %d: %w", i, checkRow(row, maxSqNorm))
+				return nil, fmt.Errorf("gpu: Searcher.Index: candidate row %d: %w", i, knn.CheckRow(row, maxSqNorm))
 			}
 			bias[i] = float32(sq)
 		}
@@ -175,8 +175,8 @@ func (x *index) Search(dst *knn.Result, q knn.Matrix, qIDs []int64, k int) error
 		x.hostQ = grow(x.hostQ, rows*dim)
 		for i := 0; i < rows; i++ {
 			row := qdata[i*dim : (i+1)*dim]
-			if !normalise(x.hostQ[i*dim:(i+1)*dim], row) {
-				return fmt.Errorf("gpu: Search: query row %d: %w", i, checkRow(row, math.Inf(1)))
+			if !knn.Normalise(x.hostQ[i*dim:(i+1)*dim], row) {
+				return fmt.Errorf("gpu: Search: query row %d: %w", i, knn.CheckRow(row, math.Inf(1)))
 			}
 			x.hostTerm[i] = 1
 		}
@@ -184,9 +184,9 @@ func (x *index) Search(dst *knn.Result, q knn.Matrix, qIDs []int64, k int) error
 	} else {
 		for i := 0; i < rows; i++ {
 			row := qdata[i*dim : (i+1)*dim]
-			sq := sqNorm(row)
+			sq := knn.SqNorm(row)
 			if !(sq <= maxSqNorm) {
-				return fmt.Errorf("gpu: Search: query row %d: %w", i, checkRow(row, maxSqNorm))
+				return fmt.Errorf("gpu: Search: query row %d: %w", i, knn.CheckRow(row, maxSqNorm))
 			}
 			x.hostTerm[i] = float32(sq)
 		}
@@ -309,44 +309,4 @@ func grow[T any](s []T, n int) []T {
 		return make([]T, n)
 	}
 	return s[:n]
-}
-
-// sqNorm returns ||v||^2 accumulated in float64, as knn.CPU does.
-func sqNorm(v []float32) float64 {
-	var s float64
-	for _, x := range v {
-		s += float64(x) * float64(x)
-	}
-	return s
-}
-
-// normalise writes v/||v|| to dst and reports whether v is finite; a zero
-// vector stays zero (cosine distance 1 to everything), as in knn.CPU.
-func normalise(dst, v []float32) bool {
-	s := sqNorm(v)
-	if s == 0 || !(s <= math.MaxFloat64) {
-		clear(dst[:len(v)])
-		return s == 0
-	}
-	inv := 1 / math.Sqrt(s)
-	for j, x := range v {
-		dst[j] = float32(float64(x) * inv)
-	}
-	return true
-}
-
-// checkRow says why v cannot be searched: a non-finite value, or a squared
-// norm above limit.
-func checkRow(v []float32, limit float64) error {
-	var s float64
-	for j, x := range v {
-		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
-			return fmt.Errorf("column %d is %v", j, x)
-		}
-		s += float64(x) * float64(x)
-	}
-	if s > limit {
-		return fmt.Errorf("squared norm %g exceeds %g", s, limit)
-	}
-	return nil
 }

@@ -92,7 +92,7 @@ func (c Coder) Code(dst []float64, b llc.Batch, p llc.Params) error {
 	if err := p.Validate(); err != nil {
 		return err
 	}
-	checkBatch(dst, b, p.Lambda > 0)
+	b.Check(dst, p.Lambda > 0)
 	if b.B == 0 {
 		return nil
 	}
@@ -221,24 +221,4 @@ func llcError(code, j int32, i int, b llc.Batch, p llc.Params) error {
 		return fmt.Errorf("llc: neighbourhood %d: QP did not converge in %d iterations", i, p.MaxIter)
 	}
 	return fmt.Errorf("gpu: Coder: neighbourhood %d: unknown status %d", i, code)
-}
-
-// checkBatch panics when b's slices are too short for its shape, as llc.CPU
-// does: a programmer error.
-func checkBatch(dst []float64, b llc.Batch, needDist bool) {
-	if b.B < 0 || b.K < 0 || b.D < 0 {
-		panic(fmt.Sprintf("llc: negative batch shape B=%d K=%d D=%d", b.B, b.K, b.D))
-	}
-	switch {
-	case len(dst) < b.B*b.K:
-		panic(fmt.Sprintf("llc: len(dst) = %d < B*K = %d", len(dst), b.B*b.K))
-	case len(b.X) < b.B*b.D:
-		panic(fmt.Sprintf("llc: len(X) = %d < B*D = %d", len(b.X), b.B*b.D))
-	case len(b.N) < b.B*b.K*b.D:
-		panic(fmt.Sprintf("llc: len(N) = %d < B*K*D = %d", len(b.N), b.B*b.K*b.D))
-	case needDist && len(b.Dist) < b.B*b.K:
-		panic(fmt.Sprintf("llc: len(Dist) = %d < B*K = %d (Lambda > 0 needs distances)", len(b.Dist), b.B*b.K))
-	case b.Len != nil && len(b.Len) < b.B:
-		panic(fmt.Sprintf("llc: len(Len) = %d < B = %d", len(b.Len), b.B))
-	}
 }

@@ -108,17 +108,17 @@ func (s CPU) Index(c Matrix, ids []int64, m Metric) (Index, error) {
 		x.data = make([]float32, len(data))
 		for i := 0; i < c.Rows; i++ {
 			row := data[i*c.Cols : (i+1)*c.Cols]
-			if !normalise(x.data[i*c.Cols:(i+1)*c.Cols], row) {
-				return nil, fmt.Errorf("knn: CPU.Index: candidate row %d: %w", i, checkRow(row, math.Inf(1)))
+			if !Normalise(x.data[i*c.Cols:(i+1)*c.Cols], row) {
+				return nil, fmt.Errorf("knn: CPU.Index: candidate row %d: %w", i, CheckRow(row, math.Inf(1)))
 			}
 		}
 	} else {
 		x.data = data
 		for i := 0; i < c.Rows; i++ {
 			row := data[i*c.Cols : (i+1)*c.Cols]
-			s := sqNorm(row)
+			s := SqNorm(row)
 			if !(s <= maxSqNorm) { // also catches NaN and Inf values
-				return nil, fmt.Errorf("knn: CPU.Index: candidate row %d: %w", i, checkRow(row, maxSqNorm))
+				return nil, fmt.Errorf("knn: CPU.Index: candidate row %d: %w", i, CheckRow(row, maxSqNorm))
 			}
 			x.bias[i] = float32(s)
 		}
@@ -241,7 +241,7 @@ func (x *cpuIndex) Search(dst *Result, q Matrix, qIDs []int64, k int) error {
 		if x.metric == Cosine {
 			limit = math.Inf(1)
 		}
-		return fmt.Errorf("knn: Search: query row %d: %w", r, checkRow(q.Row(int(r)), limit))
+		return fmt.Errorf("knn: Search: query row %d: %w", r, CheckRow(q.Row(int(r)), limit))
 	}
 	return nil
 }
@@ -264,7 +264,7 @@ func (x *cpuIndex) searchBlock(w *workspace, dst *Result, q Matrix, qIDs []int64
 	if x.metric == Cosine {
 		alpha = -1
 		for i := range rows {
-			if !normalise(w.qbuf[i*d:(i+1)*d], qdata[i*d:(i+1)*d]) {
+			if !Normalise(w.qbuf[i*d:(i+1)*d], qdata[i*d:(i+1)*d]) {
 				bad = min(bad, int64(r0+i))
 			}
 			qterm[i] = 1
@@ -272,7 +272,7 @@ func (x *cpuIndex) searchBlock(w *workspace, dst *Result, q Matrix, qIDs []int64
 		qdata = w.qbuf[:rows*d]
 	} else {
 		for i := range rows {
-			s := sqNorm(qdata[i*d : (i+1)*d])
+			s := SqNorm(qdata[i*d : (i+1)*d])
 			if !(s <= maxSqNorm) { // also catches NaN and Inf values
 				bad = min(bad, int64(r0+i))
 			}
@@ -336,9 +336,12 @@ func setMin(v *atomic.Int64, r int64) {
 	}
 }
 
-// checkRow reports why a vector cannot be searched: a non-finite value, or a
+// CheckRow, SqNorm and Normalise are exported so that gpu.Searcher checks,
+// measures and normalises rows exactly as CPU does (one copy of each rule).
+//
+// CheckRow reports why a vector cannot be searched: a non-finite value, or a
 // squared norm above limit (for L2, large enough to overflow a distance).
-func checkRow(v []float32, limit float64) error {
+func CheckRow(v []float32, limit float64) error {
 	var s float64
 	for j, x := range v {
 		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
@@ -352,10 +355,10 @@ func checkRow(v []float32, limit float64) error {
 	return nil
 }
 
-// sqNorm returns ||v||^2, accumulated in float64 so that the norms, which
+// SqNorm returns ||v||^2, accumulated in float64 so that the norms, which
 // enter every distance, carry no more error than one float32 rounding. It is
 // NaN or +Inf when v holds a NaN or an infinity.
-func sqNorm(v []float32) float64 {
+func SqNorm(v []float32) float64 {
 	var s float64
 	for _, x := range v {
 		s += float64(x) * float64(x)
@@ -363,10 +366,11 @@ func sqNorm(v []float32) float64 {
 	return s
 }
 
-// normalise writes v/||v|| to dst and reports whether v is finite. A zero vector stays zero, so that its cosine distance to
+// Normalise writes v/||v|| to dst and reports whether v is finite. A zero
+// vector stays zero, so that its cosine distance to
 // everything is 1 - 0 = 1.
-func normalise(dst, v []float32) bool {
-	s := sqNorm(v)
+func Normalise(dst, v []float32) bool {
+	s := SqNorm(v)
 	if s == 0 || !(s <= math.MaxFloat64) {
 		clear(dst[:len(v)])
 		return s == 0

@@ -35,7 +35,7 @@ func (c CPU) Code(dst []float64, b Batch, p Params) error {
 	if err := p.Validate(); err != nil {
 		return err
 	}
-	b.check(dst, p.Lambda > 0)
+	b.Check(dst, p.Lambda > 0)
 	if b.B == 0 {
 		return nil
 	}

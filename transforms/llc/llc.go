@@ -82,9 +82,10 @@ type Batch struct {
 	Len     []int32
 }
 
-// check panics when b's slices are too short for its shape: a programmer error.
-// Dist is needed only when the locality adaptor is on.
-func (b Batch) check(dst []float64, needDist bool) {
+// Check panics when b's slices are too short for its shape: a programmer error.
+// Dist is needed only when the locality adaptor is on. Exported so that
+// every Coder (gpu.Coder too) checks a batch by the same rule.
+func (b Batch) Check(dst []float64, needDist bool) {
 	if b.B < 0 || b.K < 0 || b.D < 0 {
 		panic(fmt.Sprintf("llc: negative batch shape B=%d K=%d D=%d", b.B, b.K, b.D))
 	}
