@@ -2,7 +2,6 @@ package shardio
 
 import (
 	"context"
-	"encoding/binary"
 	"math"
 	"os"
 	"path/filepath"
@@ -11,22 +10,10 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/relabel/relabel/internal/devdata"
 	"github.com/relabel/relabel/io/blobio"
 	"github.com/relabel/relabel/schemas"
 )
-
-func readLE[T int32 | float32](t *testing.T, path string) []T {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := make([]T, len(b)/4)
-	if _, err := binary.Decode(b, binary.LittleEndian, out); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
 
 // TestRealDigits reads the sklearn_digits files written by parquet-rs and
 // Arrow JS: ids 0..n-1, d = 64, features equal to features.f32, labels equal
@@ -34,8 +21,8 @@ func readLE[T int32 | float32](t *testing.T, path string) []T {
 func TestRealDigits(t *testing.T) {
 	dir := needShared(t, "sklearn_digits")
 	const n, d, c = 1797, 64, 10
-	feats := readLE[float32](t, filepath.Join(dir, "features.f32"))
-	truth := readLE[int32](t, filepath.Join(dir, "truth.i32"))
+	feats := devdata.ReadLE[float32](t, filepath.Join(dir, "features.f32"))
+	truth := devdata.ReadLE[int32](t, filepath.Join(dir, "truth.i32"))
 	for _, tc := range []struct {
 		file   string
 		format Format
@@ -62,7 +49,7 @@ func TestRealDigits(t *testing.T) {
 			}
 			var want []int32
 			if tc.labels != "" {
-				want = readLE[int32](t, filepath.Join(dir, tc.labels))
+				want = devdata.ReadLE[int32](t, filepath.Join(dir, tc.labels))
 			}
 			row := int64(0)
 			majorityRight := 0
@@ -155,7 +142,7 @@ func TestRealFashionUnits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := readLE[int32](t, filepath.Join(filepath.Dir(path), "noisy-idn-0.4.i32"))
+	want := devdata.ReadLE[int32](t, filepath.Join(filepath.Dir(path), "noisy-idn-0.4.i32"))
 	for i := 0; i < r.Len(); i++ {
 		g := last.Offset + int64(i)
 		if r.IDs[i] != g || r.Labels[i] != want[g] {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/relabel/relabel/internal/devdata"
 	"github.com/relabel/relabel/io/blobio"
 	"github.com/relabel/relabel/schemas"
 )
@@ -98,8 +99,8 @@ func TestTestdataDigits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	noisy := readLE[int32](t, filepath.Join(testdataDigits, "noisy-idn-0.4.i32"))
-	truth := readLE[int32](t, filepath.Join(testdataDigits, "truth.i32"))
+	noisy := devdata.ReadLE[int32](t, filepath.Join(testdataDigits, "noisy-idn-0.4.i32"))
+	truth := devdata.ReadLE[int32](t, filepath.Join(testdataDigits, "truth.i32"))
 	if len(noisy) != 1797 || len(truth) != 1797 {
 		t.Fatalf("%d noisy and %d true labels, want 1797", len(noisy), len(truth))
 	}

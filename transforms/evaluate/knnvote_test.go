@@ -1,15 +1,15 @@
 package evaluate
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"testing"
+
+	"github.com/relabel/relabel/internal/devdata"
 )
 
 // oracle returns, for each item, the float64 distances to all other items,
@@ -170,28 +170,13 @@ func accuracy(got, truth []int32) float64 {
 	return float64(right) / float64(len(got))
 }
 
-func readLE[T int32 | float32](t *testing.T, path string) []T {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := make([]T, len(b)/4)
-	if _, err := binary.Decode(b, binary.LittleEndian, out); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	return out
-}
-
 // TestKNNVoteDigits reproduces the data README's kNN majority vote figures
 // (K = 10, z-scored) on sklearn_digits.
 func TestKNNVoteDigits(t *testing.T) {
-	dir := filepath.Join("..", "..", "..", "shared", "data", "sklearn_digits")
-	if _, err := os.Stat(filepath.Join(dir, "features.f32")); err != nil {
-		t.Skipf("no dev data: %v", err)
-	}
+	dir := devdata.Dir(t, "sklearn_digits")
 	const n, d, c = 1797, 64, 10
-	x := readLE[float32](t, filepath.Join(dir, "features.f32"))
-	truth := readLE[int32](t, filepath.Join(dir, "truth.i32"))
+	x := devdata.ReadLE[float32](t, filepath.Join(dir, "features.f32"))
+	truth := devdata.ReadLE[int32](t, filepath.Join(dir, "truth.i32"))
 	if len(x) != n*d || len(truth) != n {
 		t.Fatalf("read %d features, %d labels; want %d, %d", len(x), len(truth), n*d, n)
 	}
@@ -202,7 +187,7 @@ func TestKNNVoteDigits(t *testing.T) {
 		{"noisy-sym-0.4.i32", 0.603, 0.937},
 		{"noisy-idn-0.4.i32", 0.601, 0.933},
 	} {
-		given := readLE[int32](t, filepath.Join(dir, tc.file))
+		given := devdata.ReadLE[int32](t, filepath.Join(dir, tc.file))
 		vote := KNNVote(x, n, d, given, c, 10, true)
 		r, err := Evaluate(Inputs{C: c, Truth: truth, Given: given, Baselines: []Baseline{{"knn", vote}}})
 		if err != nil {

@@ -3,11 +3,11 @@ package ivf_test
 import (
 	"context"
 	"flag"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/relabel/relabel/internal/devdata"
 	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/ivf"
@@ -15,17 +15,6 @@ import (
 )
 
 var sweep = flag.Bool("ivf.sweep", false, "print Recall@10 over a grid of partition sizes and nprobe (docs/perf/scale.md)")
-
-// sharedData returns ../shared/data/name (from the repository root), skipping
-// the test when the development data is absent.
-func sharedData(t testing.TB, name string) string {
-	t.Helper()
-	dir := filepath.Join("..", "..", "..", "shared", "data", name)
-	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("development data %s absent: %v", dir, err)
-	}
-	return dir
-}
 
 // loadParquet reads a whole dataset: keys, features (z-scored) and labels.
 func loadParquet(t testing.TB, path string) (keys []int64, x knn.Matrix, labels []int32) {
@@ -112,7 +101,7 @@ func recall(t testing.TB, x knn.Matrix, keys []int64, queries []int, got *knn.Re
 // against the exact ones >= 0.95 on fashion_mnist_pca50 (70k x 50, z-scored)
 // at the default partition size and nprobe, over a 2k-query sample.
 func TestRecallFashion(t *testing.T) {
-	dir := sharedData(t, "fashion_mnist_pca50")
+	dir := devdata.Dir(t, "fashion_mnist_pca50")
 	keys, x, _ := loadParquet(t, filepath.Join(dir, "clean.parquet"))
 	const k = 10
 	queries := make([]int, 0, 2000)

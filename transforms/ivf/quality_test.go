@@ -1,7 +1,6 @@
 package ivf_test
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"flag"
 	"math"
@@ -12,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relabel/relabel/internal/devdata"
 	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/ivf"
@@ -24,19 +24,6 @@ var (
 	grid    = flag.Bool("ivf.grid", false, "compare ivf with exact on the whole dev grid (digits, satellite, pendigits, letter; sym and idn), not digits idn alone")
 	fashion = flag.Bool("ivf.fashion", false, "compare ivf with exact on fashion_mnist_pca50 too, at the default partitioning (what auto picks for it)")
 )
-
-func readLE[T int32 | float32](t testing.TB, path string) []T {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := make([]T, len(b)/4)
-	if _, err := binary.Decode(b, binary.LittleEndian, out); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
 
 // rounds runs o.Rounds rounds of sample + EM over fixed neighbourhoods, as
 // engine.Run does after its search (states quantized to what packed states
@@ -164,7 +151,7 @@ func TestQualityVsExact(t *testing.T) {
 		cells = append(cells, cell{"fashion_mnist_pca50", []string{"sym", "idn"}})
 	}
 	for _, c := range cells {
-		dir := sharedData(t, c.ds)
+		dir := devdata.Dir(t, c.ds)
 		var meta struct{ N, D, C int }
 		mb, err := os.ReadFile(filepath.Join(dir, "meta.json"))
 		if err != nil {
@@ -176,7 +163,7 @@ func TestQualityVsExact(t *testing.T) {
 		var keys []int64
 		var x knn.Matrix
 		if _, err := os.Stat(filepath.Join(dir, "features.f32")); err == nil {
-			x = knn.Matrix{Rows: meta.N, Cols: meta.D, Data: readLE[float32](t, filepath.Join(dir, "features.f32"))}
+			x = knn.Matrix{Rows: meta.N, Cols: meta.D, Data: devdata.ReadLE[float32](t, filepath.Join(dir, "features.f32"))}
 			mean, std := engine.Moments(x.Data, x.Rows, x.Cols)
 			engine.Standardise(x.Data, x.Cols, mean, std)
 			keys = make([]int64, meta.N)
@@ -186,7 +173,7 @@ func TestQualityVsExact(t *testing.T) {
 		} else {
 			keys, x, _ = loadParquet(t, filepath.Join(dir, "clean.parquet")) // ids 0..n-1 in order
 		}
-		truth := readLE[int32](t, filepath.Join(dir, "truth.i32"))
+		truth := devdata.ReadLE[int32](t, filepath.Join(dir, "truth.i32"))
 		off := make([]int32, meta.N+1)
 		for i := range off {
 			off[i] = int32(i)
@@ -205,7 +192,7 @@ func TestQualityVsExact(t *testing.T) {
 		p.Seed = 1
 		ivfNB, rec := ivfNeighbourhoods(t, keys, x, p, o)
 		for _, noise := range c.noises {
-			labels := readLE[int32](t, filepath.Join(dir, "noisy-"+noise+"-0.4.i32"))
+			labels := devdata.ReadLE[int32](t, filepath.Join(dir, "noisy-"+noise+"-0.4.i32"))
 			t0 := time.Now()
 			ex := rounds(keys, labels, off, exactNB, o)
 			iv := rounds(keys, labels, off, ivfNB, o)

@@ -1,15 +1,14 @@
 package llc_test
 
 import (
-	"encoding/binary"
 	"math"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
 
+	"github.com/relabel/relabel/internal/devdata"
 	"github.com/relabel/relabel/transforms/llc"
 	"github.com/relabel/relabel/transforms/llc/llctest"
 )
@@ -183,17 +182,9 @@ func TestCPUAllocs(t *testing.T) {
 // zero), checks them with llctest.Check (KKT), and compares them with the
 // codes at a far stricter solver tolerance.
 func TestDigits(t *testing.T) {
-	path := filepath.Join("..", "..", "..", "shared", "data", "sklearn_digits", "features.f32")
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Skipf("development data absent (%v): this test reads ../shared/data", err)
-	}
+	x := devdata.ReadLE[float32](t, filepath.Join(devdata.Dir(t, "sklearn_digits"), "features.f32"))
 	const d, k, items = 64, 10, 200
-	n := len(raw) / 4 / d
-	x := make([]float32, n*d)
-	for i := range x {
-		x[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
-	}
+	n := len(x) / d
 	b := llc.Batch{B: items, K: k, D: d, X: x[:items*d], N: make([]float32, items*k*d), Dist: make([]float32, items*k)}
 	type cand struct {
 		dist float32

@@ -1,39 +1,23 @@
 package noise
 
 import (
-	"encoding/binary"
 	"math"
-	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/relabel/relabel/internal/devdata"
 	"github.com/relabel/relabel/transforms/evaluate"
 )
-
-func readLE[T int32 | float32](t *testing.T, path string) []T {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := make([]T, len(b)/4)
-	if _, err := binary.Decode(b, binary.LittleEndian, out); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	return out
-}
 
 // TestDigitsLikeREADME generates sym and idn noise at 0.4 on sklearn_digits
 // and checks that it is as hard for a K = 10 vote as the data README's files
 // of the same name (.937 and .933): noise generated here then benchmarks
 // comparably with the published figures.
 func TestDigitsLikeREADME(t *testing.T) {
-	dir := filepath.Join("..", "..", "..", "shared", "data", "sklearn_digits")
-	if _, err := os.Stat(filepath.Join(dir, "features.f32")); err != nil {
-		t.Skipf("no dev data: %v", err)
-	}
+	dir := devdata.Dir(t, "sklearn_digits")
 	const n, d, c = 1797, 64, 10
-	x := readLE[float32](t, filepath.Join(dir, "features.f32"))
-	truth := readLE[int32](t, filepath.Join(dir, "truth.i32"))
+	x := devdata.ReadLE[float32](t, filepath.Join(dir, "features.f32"))
+	truth := devdata.ReadLE[int32](t, filepath.Join(dir, "truth.i32"))
 	if len(x) != n*d || len(truth) != n {
 		t.Fatalf("read %d features, %d labels; want %d, %d", len(x), len(truth), n*d, n)
 	}
