@@ -173,21 +173,5 @@ func Argmax(post []float64, C int) []int32 {
 
 // MajorityVote is each item's most frequent label, ties to the lowest class.
 func (s *Set) MajorityVote() []int32 {
-	out := make([]int32, s.Len())
-	count := make([]int, s.C)
-	for i := range out {
-		clear(count)
-		_, lab := s.Items.Item(i)
-		for _, l := range lab {
-			count[l]++
-		}
-		best := 0
-		for c, v := range count {
-			if v > count[best] {
-				best = c
-			}
-		}
-		out[i] = int32(best)
-	}
-	return out
+	return s.majority(func(int) bool { return false })
 }

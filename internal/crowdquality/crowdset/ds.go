@@ -98,6 +98,14 @@ func norm(x []float64) {
 // lowest class would favour whichever class is numbered first.
 func (s *Set) MajorityVoteRandom(seed uint64) []int32 {
 	rng := rand.New(rand.NewPCG(seed, 0x6d76))
+	return s.majority(func(ties int) bool { return rng.IntN(ties) == 0 })
+}
+
+// majority is each item's most frequent label; among tied classes, the
+// ties-th one (in class order) replaces the one kept so far when take(ties)
+// says so (reservoir sampling: each tied class is kept with probability
+// 1/ties when take is a fair draw; never take: the lowest class).
+func (s *Set) majority(take func(ties int) bool) []int32 {
 	out := make([]int32, s.Len())
 	count := make([]int, s.C)
 	for i := range out {
@@ -113,7 +121,7 @@ func (s *Set) MajorityVoteRandom(seed uint64) []int32 {
 				best, ties = c, 1
 			case v == count[best]:
 				ties++
-				if rng.IntN(ties) == 0 {
+				if take(ties) {
 					best = c
 				}
 			}
