@@ -1,11 +1,9 @@
-package pipelines
+package lake
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"os"
-	"path"
-	"strings"
 	"time"
 
 	"github.com/relabel/relabel/internal/atexit"
@@ -17,133 +15,30 @@ import (
 	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/options"
+	"github.com/relabel/relabel/pipelines"
 	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/transforms/ivfstages"
 )
 
-// lakeRun reports whether Run takes the table path.
-func lakeRun(o *options.Options) bool { return o.Lake.OutputTable != "" }
-
-// LakeSummary is what a table run (or an incremental directory run) adds to
-// the summary: what it covered and what it read, wrote and committed.
-type LakeSummary struct {
-	InputTable  string `json:"input_table,omitempty"`
-	OutputTable string `json:"output_table,omitempty"`
-	// InputSnapshot is the input snapshot covered; FromSnapshot, for an
-	// incremental run, the one the previous run had covered.
-	InputSnapshot  int64 `json:"input_snapshot,omitempty"`
-	FromSnapshot   int64 `json:"from_snapshot,omitempty"`
-	OutputSnapshot int64 `json:"output_snapshot,omitempty"`
-	Incremental    bool  `json:"incremental"`
-	// NothingNew: nothing was appended since the covered snapshot; nothing
-	// was committed.
-	NothingNew bool `json:"nothing_new,omitempty"`
-	// NewFiles are the input files relabelled as new (all of them in a full
-	// run), NewRows their rows; ScannedFiles/ScannedRows what was read for
-	// the neighbour search (an incremental run reads every file's features
-	// once).
-	NewFiles     int   `json:"new_files"`
-	NewRows      int64 `json:"new_rows"`
-	ScannedFiles int   `json:"scanned_files"`
-	ScannedRows  int64 `json:"scanned_rows"`
-	// Rescored are old rows re-scored because a new row entered their K
-	// nearest neighbours; Searched the old rows whose neighbours were
-	// searched again to find them.
-	Rescored int64 `json:"rescored,omitempty"`
-	Searched int64 `json:"searched,omitempty"`
-	// KeptPartitioning: the ivf partitioning the last run kept served this
-	// one (only the new rows were probed; incremental_state.go).
-	KeptPartitioning bool `json:"kept_partitioning,omitempty"`
-	// RemovedFiles/AddedFiles: output data files the commit replaced/added
-	// (in a directory: the output shards removed because their input files
-	// are gone / the shards written).
-	RemovedFiles int `json:"removed_files,omitempty"`
-	AddedFiles   int `json:"added_files,omitempty"`
-
-	// Directory lakes (lake_dir.go). ChangedFiles are covered input files
-	// whose content changed (their rows relabelled as new); GoneFiles those
-	// no longer matched by --input (their rows left the output, and
-	// RemovedOutputs are their output shards); RewrittenFiles the unchanged
-	// files' output shards written again for their re-scored rows.
-	ChangedFiles   int      `json:"changed_files,omitempty"`
-	GoneFiles      []string `json:"gone_files,omitempty"`
-	RemovedOutputs []string `json:"removed_outputs,omitempty"`
-	RewrittenFiles int      `json:"rewritten_files,omitempty"`
-	// Manifest is every input file the output directory covers: the
-	// state the next incremental run compares the input with.
-	Manifest []ManifestFile `json:"manifest,omitempty"`
-}
-
-// planTableInput is MakePlan with --input-table and a directory output.
-// The files the catalog reads through iceberg-go's scanner (deletes applied,
-// columns resolved by field id) outlive the catalog here, in the plan's
-// Scratch directory, which Run removes after the pipeline read them.
-func planTableInput(ctx context.Context, cfg options.Options) (*Plan, error) {
-	scratch, err := os.MkdirTemp("", "relabel-iceberg-")
-	if err != nil {
-		return nil, err
-	}
-	cat, err := icebergio.OpenCatalog(ctx, cfg.Lake.Catalog, icebergio.CatalogOptions{Name: cfg.Lake.CatalogName, Warehouse: cfg.Lake.Warehouse, Scratch: scratch})
-	if err != nil {
-		os.RemoveAll(scratch)
-		return nil, err
-	}
-	defer cat.Close()
-	p, _, err := planTable(ctx, cfg, cat)
-	if err != nil {
-		os.RemoveAll(scratch)
-		return nil, err
-	}
-	p.Scratch = scratch
-	return p, nil
-}
-
-// planTable plans the input table's current snapshot: its data files become
-// the shards (shardio.ScanPaths) and their units the pipeline's units.
-func planTable(ctx context.Context, cfg options.Options, cat *icebergio.Catalog) (*Plan, *icebergio.InputPlan, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, nil, err
-	}
-	in, err := cat.PlanInput(ctx, cfg.Lake.InputTable)
-	if err != nil {
-		return nil, nil, err
-	}
-	if len(in.Tasks) == 0 {
-		return nil, nil, fmt.Errorf("relabel: input table %s snapshot %d has no data files", in.Table, in.SnapshotID)
-	}
-	paths := make([]string, len(in.Tasks))
-	for i, t := range in.Tasks {
-		paths[i] = t.ReaderPath()
-	}
-	cfg.Input = fmt.Sprintf("%s@%d", in.Table, in.SnapshotID)
-	ro := shardio.ReadOptions{Columns: cfg.Columns}
-	shards, skipped, err := shardio.ScanPaths(ctx, paths, ro)
-	if err != nil {
-		return nil, nil, err
-	}
-	p, err := planShards(ctx, cfg, ro, shards, skipped)
-	if err != nil {
-		return nil, nil, err
-	}
-	return p, in, nil
-}
-
-// runTable is Run with --output-table: the pipeline writes Parquet files
+// RunTable is a run with --output-table: the pipeline writes Parquet files
 // into a directory of the output table's data location, and the run commits
 // them as one snapshot (replacing the table's rows), or with --incremental,
 // once the table covers an input snapshot, relabels only what is new
-// (runIncremental, below; the update is incremental.go's). A run that
+// (runIncremental, below; the update is update.go's). A run that
 // fails or is killed before the commit commits nothing: the catalog's
 // pointer moves in one transaction at the end, and the files written are
 // removed (or left as orphans nothing references).
-func runTable(ctx context.Context, cfg options.Options, exec Executor) (*Summary, error) {
+func RunTable(ctx context.Context, cfg options.Options, exec pipelines.Executor) (*pipelines.Summary, error) {
+	if cfg.Lake.OutputTable == "" {
+		return nil, errors.New("relabel: lake.RunTable is for runs with --output-table")
+	}
 	t0 := time.Now()
 	cat, err := icebergio.OpenCatalog(ctx, cfg.Lake.Catalog, icebergio.CatalogOptions{Name: cfg.Lake.CatalogName, Warehouse: cfg.Lake.Warehouse})
 	if err != nil {
 		return nil, err
 	}
 	defer cat.Close()
-	plan, in, err := planTable(ctx, cfg, cat)
+	plan, in, err := pipelines.PlanTable(ctx, cfg, cat)
 	if err != nil {
 		return nil, err
 	}
@@ -161,7 +56,6 @@ func runTable(ctx context.Context, cfg options.Options, exec Executor) (*Summary
 		}
 	})
 	defer dropOut.Run()
-	lake := &LakeSummary{InputTable: in.Table, OutputTable: out.Name(), InputSnapshot: in.SnapshotID}
 	if cfg.Lake.Incremental {
 		last, ok, err := out.LastRun()
 		if err != nil {
@@ -176,12 +70,22 @@ func runTable(ctx context.Context, cfg options.Options, exec Executor) (*Summary
 			return runIncremental(ctx, cat, out, plan, in, last, t0)
 		}
 	}
+	return fullTable(ctx, out, plan, in, exec, t0)
+}
+
+// fullTable is RunTable's full run: the pipeline writes every row into the
+// run's directory of the output table, and one snapshot replaces the
+// table's rows; under --incremental it also keeps the pipeline's ivf
+// partitioning for the next runs.
+func fullTable(ctx context.Context, out *icebergio.Output, plan *pipelines.Plan, in *icebergio.InputPlan, exec pipelines.Executor, t0 time.Time) (*pipelines.Summary, error) {
+	cfg := plan.Options
+	lake := &Summary{InputTable: in.Table, OutputTable: out.Name(), InputSnapshot: in.SnapshotID}
 	progress.Report(progress.Event{Kind: progress.Planned, Rows: plan.Rows, Shards: len(plan.Shards), Rounds: plan.Options.Rounds})
 	lake.NewFiles, lake.ScannedFiles = len(plan.Shards), len(plan.Shards)
 	lake.NewRows, lake.ScannedRows = plan.Rows, plan.Rows
 
-	tok := token()
-	fs, tmp, err := runDir(ctx, out, tok)
+	tok := pipelines.NewToken()
+	fs, tmp, err := makeRunDir(ctx, out, tok)
 	if err != nil {
 		return nil, err
 	}
@@ -210,11 +114,11 @@ func runTable(ctx context.Context, cfg options.Options, exec Executor) (*Summary
 		if keep {
 			ivfstages.RemoveKept(context.WithoutCancel(ctx), plan.KeepIVF)
 		}
-		removeAll(context.WithoutCancel(ctx), fs, tmp, plan)
+		pipelines.RemoveTemp(context.WithoutCancel(ctx), fs, tmp, plan)
 	})
 	defer func() { guard.done(committed) }()
 	tPlan := time.Since(t0)
-	sum, tRun, err := execute(ctx, fs, plan, tmp, tok, exec)
+	sum, tRun, err := pipelines.Execute(ctx, fs, plan, tmp, tok, exec)
 	if err != nil {
 		return nil, err
 	}
@@ -252,11 +156,11 @@ func runTable(ctx context.Context, cfg options.Options, exec Executor) (*Summary
 
 // fullIVFState keeps the ivf partitioning of a full table run under
 // --incremental in the run directory dir, for the incremental runs after it
-// (incremental_state.go), and returns the file's path. The partitioning is
+// (state.go), and returns the file's path. The partitioning is
 // the one the pipeline fitted and probed every row in (plan.KeepIVF, where
 // its ivf stages wrote it down): fitting another in the launcher read every
 // row again and cost about 11 s at 1M rows (issue 34).
-func fullIVFState(ctx context.Context, fs blobio.FS, dir string, plan *Plan) (string, error) {
+func fullIVFState(ctx context.Context, fs blobio.FS, dir string, plan *pipelines.Plan) (string, error) {
 	k, err := ivfstages.ReadKept(ctx, plan.KeepIVF)
 	if err != nil {
 		return "", fmt.Errorf("relabel: --incremental: %w", err)
@@ -267,8 +171,8 @@ func fullIVFState(ctx context.Context, fs blobio.FS, dir string, plan *Plan) (st
 	return keepIVFState(ctx, fs, dir, st)
 }
 
-// runDir makes a run's own directory under the output table's data location.
-func runDir(ctx context.Context, out *icebergio.Output, tok string) (blobio.FS, string, error) {
+// makeRunDir makes a run's own directory under the output table's data location.
+func makeRunDir(ctx context.Context, out *icebergio.Output, tok string) (blobio.FS, string, error) {
 	dir := blobio.Join(out.DataDir(), "relabel-"+tok)
 	fs, err := blobio.For(dir)
 	if err != nil {
@@ -283,49 +187,38 @@ func runDir(ctx context.Context, out *icebergio.Output, tok string) (blobio.FS, 
 // runRecord is what a run's snapshot summary records.
 // opts are the run's summary options (the resolved options and the fitted
 // temperature).
-func runRecord(plan *Plan, in *icebergio.InputPlan, from int64, opts map[string]string) icebergio.Run {
+func runRecord(plan *pipelines.Plan, in *icebergio.InputPlan, from int64, opts map[string]string) icebergio.Run {
 	return icebergio.Run{
 		InputTable: in.Table, InputSnapshotID: in.SnapshotID,
 		Incremental: from != 0, FromSnapshotID: from,
-		Version: Version, Seed: plan.Options.Seed, Options: opts,
+		Version: pipelines.Version, Seed: plan.Options.Seed, Options: opts,
 	}
 }
 
-// runIncremental is runTable's incremental path, once the output table
+// runIncremental is RunTable's incremental path, once the output table
 // covers a snapshot of the input table (last).
-func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.Output, plan *Plan, full *icebergio.InputPlan, last icebergio.Run, t0 time.Time) (*Summary, error) {
+func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.Output, plan *pipelines.Plan, full *icebergio.InputPlan, last icebergio.Run, t0 time.Time) (*pipelines.Summary, error) {
 	cfg := plan.Options
 	app, err := cat.PlanAppendedSince(ctx, full.Table, last.InputSnapshotID)
 	if err != nil {
 		return nil, err
 	}
-	lake := &LakeSummary{InputTable: full.Table, OutputTable: out.Name(), InputSnapshot: app.SnapshotID, FromSnapshot: last.InputSnapshotID, Incremental: true}
 	plan.Mode = incrementalMode(&cfg, plan.Rows)
-	sum := &Summary{
-		Version: Version, Input: cfg.Input, Output: out.Name(), Classes: plan.C, ClassNames: plan.ClassNames,
+	sum := &pipelines.Summary{
+		Version: pipelines.Version, Input: cfg.Input, Output: out.Name(), Classes: plan.C, ClassNames: plan.ClassNames,
 		Neighbours: plan.Mode, Device: plan.Device, Options: plan.Recorded(),
-		ChangedFrom: make([]int64, plan.C), ChangedTo: make([]int64, plan.C), Lake: lake,
+		ChangedFrom: make([]int64, plan.C), ChangedTo: make([]int64, plan.C),
 	}
-	if len(app.Tasks) == 0 {
-		lake.NothingNew = true
-		lake.InputSnapshot = last.InputSnapshotID
-		progress.Notef("--incremental: nothing appended to %s since snapshot %d, which %s covers; nothing committed", full.Table, last.InputSnapshotID, out.Name())
-		sum.Timings = map[string]float64{"total": time.Since(t0).Seconds()}
-		return sum, nil
-	}
-	if app.SnapshotID != full.SnapshotID {
-		return nil, fmt.Errorf("relabel: input table %s moved from snapshot %d to %d while the run was planned; nothing committed, rerun", full.Table, full.SnapshotID, app.SnapshotID)
-	}
-	if err := sameOptions(last.Options, sum.Options); err != nil {
-		return nil, err
-	}
-	cal, err := plan.incrementalCalibration(last.Options, sum.Options)
+	tp, err := planTableRun(plan, full, app, last, out.Name(), sum.Options)
 	if err != nil {
 		return nil, err
 	}
-	newPath := map[string]bool{}
-	for _, t := range app.Tasks {
-		newPath[t.ReaderPath()] = true
+	lake, newPath, cal := tp.lake, tp.newPath, tp.cal
+	sum.Lake = lake
+	if lake.NothingNew {
+		progress.Notef("--incremental: nothing appended to %s since snapshot %d, which %s covers; nothing committed", full.Table, last.InputSnapshotID, out.Name())
+		sum.Timings = map[string]float64{"total": time.Since(t0).Seconds()}
+		return sum, nil
 	}
 	progress.Report(progress.Event{Kind: progress.Planned, Rows: app.Rows, Shards: len(app.Tasks), Rounds: cfg.Rounds})
 	progress.StageStarted("reading")
@@ -393,11 +286,11 @@ func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.
 	// maxRewriteRows rows, written in parallel).
 	progress.StageStarted("committing")
 	tWrite := time.Now()
-	fs, tmp, err := runDir(ctx, out, token())
+	fs, tmp, err := makeRunDir(ctx, out, pipelines.NewToken())
 	if err != nil {
 		return nil, err
 	}
-	var files, remove []string
+	var files []string
 	var statePath string
 	committed := false
 	guard := onStop(out, func() {
@@ -412,71 +305,16 @@ func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.
 	if res.state != nil {
 		guard.set(func() { statePath = blobio.Join(tmp, ivfStateName) })
 	}
-	meta := schemas.Metadata(Version, cfg.Seed, sum.Options, plan.ClassNames)
-	// A file to write: rows, and whether a row counts in the summary (a new
-	// or re-scored one).
-	type outFile struct {
-		path  string
-		rows  []int
-		count func(i int) bool
-		// What the file adds to the summary.
-		n, changed             int64
-		changedFrom, changedTo []int64
-	}
-	var jobs []*outFile
-	add := func(name string, rs []int, count func(int) bool) {
-		p := blobio.Join(tmp, name)
-		guard.set(func() { files = append(files, p) })
-		jobs = append(jobs, &outFile{path: p, rows: rs, count: count, changedFrom: make([]int64, plan.C), changedTo: make([]int64, plan.C)})
-	}
-	write := func(f *outFile) error {
-		c := cleanedOf(d, f.rows, u, cal)
-		for j, i := range f.rows {
-			if !f.count(i) {
-				continue
-			}
-			f.n++
-			if c.Changed[j] {
-				f.changed++
-				f.changedFrom[schemas.GivenLabel(d.labelsOf(i))]++
-				f.changedTo[c.CleanLabel[j]]++
-			}
-		}
-		return shardio.WriteShard(ctx, fs, f.path, shardio.Parquet, []*schemas.Cleaned{c}, meta, plan.LabelKind, plan.ClassNames, plan.IDKind, nil)
-	}
-	byShard := make([][]int, len(d.shards))
-	for i := 0; i < d.n; i++ {
-		if d.isNew[i] {
-			byShard[d.shard[i]] = append(byShard[d.shard[i]], i)
-		}
-	}
-	for s, rs := range byShard {
-		if len(rs) == 0 {
-			continue
-		}
-		add(resultio.OutputName(d.shards[s], shardio.Parquet), rs, func(int) bool { return true })
-	}
-	for f, p := range posts {
-		rs, touched := u.storedRows(p)
-		if !touched {
-			continue
-		}
-		remove = append(remove, outFiles[f])
-		name := path.Base(strings.ReplaceAll(icebergio.Task{Path: outFiles[f]}.ReaderPath(), "\\", "/"))
-		rescored := func(i int) bool { _, ok := res.pos[i]; return ok }
-		if len(rs) <= maxRewriteRows {
-			add(name, rs, rescored)
-			continue
-		}
-		stem := strings.TrimSuffix(name, path.Ext(name))
-		for part, lo := 0, 0; lo < len(rs); part, lo = part+1, lo+maxRewriteRows {
-			add(fmt.Sprintf("%s-%05d%s", stem, part, path.Ext(name)), rs[lo:min(lo+maxRewriteRows, len(rs))], rescored)
-		}
+	meta := schemas.Metadata(pipelines.Version, cfg.Seed, sum.Options, plan.ClassNames)
+	jobs, remove := planTableFiles(d, posts, outFiles, u, plan.C)
+	for _, f := range jobs {
+		f.path = blobio.Join(tmp, f.name)
+		guard.set(func() { files = append(files, f.path) })
 	}
 	// The files and the kept state, on the run's workers.
 	err = pool.EachIndexErr(len(jobs)+1, max(1, cfg.WorkerCount()), func(j int) error {
 		if j < len(jobs) {
-			return write(jobs[j])
+			return jobs[j].write(ctx, fs, d, u, cal, plan, meta)
 		}
 		if res.state != nil {
 			_, err := keepIVFState(ctx, fs, tmp, res.state)
@@ -488,12 +326,7 @@ func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.
 		return nil, err
 	}
 	for _, f := range jobs {
-		sum.Rows += f.n
-		sum.Changed += f.changed
-		for c := range plan.C {
-			sum.ChangedFrom[c] += f.changedFrom[c]
-			sum.ChangedTo[c] += f.changedTo[c]
-		}
+		f.addTo(sum)
 	}
 	tCommit := time.Now()
 	faults.Point("table-commit")
@@ -512,9 +345,3 @@ func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.
 	}
 	return sum, nil
 }
-
-// maxRewriteRows bounds the rows of an output file an incremental run
-// rewrites: a larger one (a full run writes one output file per input file)
-// is rewritten as several, which are written in parallel, and which the
-// next runs rewrite only where they hold re-scored rows.
-var maxRewriteRows = 1 << 18
