@@ -108,9 +108,9 @@ type journal struct {
 	Files []string `json:"files"`
 }
 
-// pendingFiles returns the files an interrupted commit left in out (from its
-// journal): a rerun may replace them without --overwrite.
-func pendingFiles(ctx context.Context, fs blobio.FS, out string) (map[string]bool, error) {
+// readJournal reads the journal of an interrupted commit in out; nil when
+// there is none.
+func readJournal(ctx context.Context, fs blobio.FS, out string) (*journal, error) {
 	path := blobio.Join(out, journalName)
 	ok, err := fs.Exists(ctx, path)
 	if err != nil || !ok {
@@ -119,6 +119,16 @@ func pendingFiles(ctx context.Context, fs blobio.FS, out string) (map[string]boo
 	var j journal
 	if err := readJSON(ctx, fs, path, &j); err != nil {
 		return nil, fmt.Errorf("relabel: reading %s: %w", path, err)
+	}
+	return &j, nil
+}
+
+// pendingFiles returns the files an interrupted commit left in out (from its
+// journal): a rerun may replace them without --overwrite.
+func pendingFiles(ctx context.Context, fs blobio.FS, out string) (map[string]bool, error) {
+	j, err := readJournal(ctx, fs, out)
+	if err != nil || j == nil {
+		return nil, err
 	}
 	m := map[string]bool{}
 	for _, f := range j.Files {
@@ -284,15 +294,11 @@ func (s *Session) Resume(ctx context.Context) (bool, error) {
 
 // resumeCommit is Resume's roll-forward of the journal in out.
 func resumeCommit(ctx context.Context, fsys blobio.FS, out string) (bool, error) {
-	jpath := blobio.Join(out, journalName)
-	ok, err := fsys.Exists(ctx, jpath)
-	if err != nil || !ok {
+	j, err := readJournal(ctx, fsys, out)
+	if err != nil || j == nil {
 		return false, err
 	}
-	var j journal
-	if err := readJSON(ctx, fsys, jpath, &j); err != nil {
-		return false, fmt.Errorf("relabel: reading %s: %w", jpath, err)
-	}
+	jpath := blobio.Join(out, journalName)
 	tmp := blobio.Join(out, tmpPrefix+j.Token)
 	if ok, err := fsys.Exists(ctx, blobio.Join(tmp, summaryName)); err != nil {
 		return false, err

@@ -128,7 +128,7 @@ func readSummary(t testing.TB, dir string) storedSummary {
 // incrementalOneSeed of one full run. A rerun changes nothing and says so.
 func TestLakeDirIncrementalDigits(t *testing.T) {
 	ctx := ctxT(t)
-	truth := readI32(t, "../../testdata/digits/truth.i32")
+	truth := digitsTruth(t)
 	in, out := filepath.Join(t.TempDir(), "in"), filepath.Join(t.TempDir(), "out")
 	days := digitsDays(t)
 	cfg := dirConfig(in, out)
@@ -234,7 +234,7 @@ const incrementalOneSeed = 0.005
 // 15's bar), each seed within incrementalOneSeed.
 func TestLakeDirIncrementalAccuracy(t *testing.T) {
 	ctx := ctxT(t)
-	truth := readI32(t, "../../testdata/digits/truth.i32")
+	truth := digitsTruth(t)
 	days := digitsDays(t)
 	var sumInc, sumFull float64
 	seeds := []uint64{1, 2, 3, 4, 5}

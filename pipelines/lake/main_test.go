@@ -43,12 +43,11 @@ func runLake(ctx context.Context, cfg options.Options, exec pipelines.Executor) 
 	return pipelines.Run(ctx, cfg, exec)
 }
 
-// readI32 reads a raw little-endian int32 file (truth.i32).
-func readI32(t testing.TB, path string) []int32 {
-	t.Helper()
-	x, err := resultio.ReadI32(context.Background(), path)
+// digitsTruth is the digits slice's true labels, entry k the label of id k.
+func digitsTruth(t testing.TB) []int32 {
+	truth, err := resultio.ReadI32(context.Background(), "../../testdata/digits/truth.i32")
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("digits truth: %v", err)
 	}
-	return x
+	return truth
 }

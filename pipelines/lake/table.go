@@ -225,41 +225,16 @@ func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.
 	// The stored posteriors of the old rows and the kept ivf state are read
 	// while the input is (the launcher would otherwise wait on one reader
 	// at a time).
-	var (
-		outFiles   []string
-		posts      []*resultio.Posteriors
-		kept       *ivfState
-		storedErr  error
-		storedDone = make(chan struct{})
-	)
-	go func() {
-		defer close(storedDone)
-		if outFiles, storedErr = out.DataFiles(ctx); storedErr != nil {
-			return
-		}
-		posts = make([]*resultio.Posteriors, len(outFiles))
-		for f, file := range outFiles {
-			if posts[f], storedErr = resultio.ReadPosteriors(ctx, icebergio.Task{Path: file}.ReaderPath(), plan.ClassNames, nil); storedErr != nil {
-				return
-			}
-		}
-		if last.State != "" && plan.Mode == options.NeighboursIVF {
-			var err error
-			if kept, err = readIVFState(ctx, last.State); err != nil {
-				// The state only saves time: without it the run partitions
-				// every row, as before states were kept.
-				progress.Notef("--incremental: the kept ivf partitioning is not used (%v): partitioning all %d rows again", err, plan.Rows)
-			}
-		}
-	}()
+	storedDone := readStored(ctx, out, plan, last)
 	rows, err := shardio.ReadAll(ctx, plan.Shards, plan.Read)
-	<-storedDone
+	st := <-storedDone
 	if err != nil {
 		return nil, err
 	}
-	if storedErr != nil {
-		return nil, storedErr
+	if st.err != nil {
+		return nil, st.err
 	}
+	outFiles, posts, kept := st.files, st.posts, st.kept
 	// A full run's stats stage refuses duplicate ids; so must this path,
 	// which never runs it (an append repeating ids would be committed).
 	if err := checkUniqueIDs(rows, plan.IDColumn); err != nil {
@@ -344,4 +319,42 @@ func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.
 		sum.Timings[k] = v
 	}
 	return sum, nil
+}
+
+// storedTable is what an incremental table run reads of the output table:
+// its data files, their posteriors, and the ivf state the last run kept
+// (nil: none, or not usable).
+type storedTable struct {
+	files []string
+	posts []*resultio.Posteriors
+	kept  *ivfState
+	err   error
+}
+
+// readStored reads the output table's stored state in the background; the
+// channel yields it once read.
+func readStored(ctx context.Context, out *icebergio.Output, plan *pipelines.Plan, last icebergio.Run) <-chan storedTable {
+	done := make(chan storedTable, 1)
+	go func() {
+		var st storedTable
+		defer func() { done <- st }()
+		if st.files, st.err = out.DataFiles(ctx); st.err != nil {
+			return
+		}
+		st.posts = make([]*resultio.Posteriors, len(st.files))
+		for f, file := range st.files {
+			if st.posts[f], st.err = resultio.ReadPosteriors(ctx, icebergio.Task{Path: file}.ReaderPath(), plan.ClassNames, nil); st.err != nil {
+				return
+			}
+		}
+		if last.State != "" && plan.Mode == options.NeighboursIVF {
+			var err error
+			if st.kept, err = readIVFState(ctx, last.State); err != nil {
+				// The state only saves time: without it the run partitions
+				// every row, as before states were kept.
+				progress.Notef("--incremental: the kept ivf partitioning is not used (%v): partitioning all %d rows again", err, plan.Rows)
+			}
+		}
+	}()
+	return done
 }

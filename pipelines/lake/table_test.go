@@ -154,7 +154,7 @@ func TestLakeIncrementalDigits(t *testing.T) {
 
 func lakeIncrementalDigits(t *testing.T, l *testLake) {
 	ctx := ctxT(t)
-	truth := readI32(t, "../../testdata/digits/truth.i32")
+	truth := digitsTruth(t)
 	days := digitsDays(t)
 	cfg := l.config("ns.inc")
 	cfg.Lake.Incremental = true
