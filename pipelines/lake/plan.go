@@ -2,10 +2,13 @@ package lake
 
 import (
 	"fmt"
+	"path"
 	"strconv"
 	"strings"
 
 	"github.com/relabel/relabel/io/icebergio"
+	"github.com/relabel/relabel/io/resultio"
+	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/pipelines"
 	"github.com/relabel/relabel/transforms/stages"
@@ -17,7 +20,9 @@ import (
 // rows or writing anything, the way iceberg-go's table compaction plans
 // (PlanCompaction) before it executes. The execution (dir.go, table.go)
 // reads the rows, runs the update (update.go) and writes (write.go) what
-// the plan says.
+// the plan says. Which files an update writes depends on which rows it
+// touched: planTableFiles and planDirFiles plan that second step, again
+// without I/O, between the update and the writes.
 
 // planDir compares a directory lake's input files now with the manifest
 // the output covers (prev), by path:
@@ -135,4 +140,74 @@ func planTableRun(plan *pipelines.Plan, full, app *icebergio.InputPlan, last ice
 		tp.newPath[t.ReaderPath()] = true
 	}
 	return tp, nil
+}
+
+// planTableFiles chooses the files an incremental table run writes, with
+// no side effects: one per new input file (its rows), and every stored
+// output file (outFiles, posts its posteriors) holding a row the update
+// touched, rewritten whole, as files of at most maxRewriteRows rows.
+// remove are the stored files the rewritten ones replace.
+func planTableFiles(d *incData, posts []*resultio.Posteriors, outFiles []string, u *update, c int) (jobs []*outFile, remove []string) {
+	add := func(name string, rs []int, count func(int) bool) {
+		jobs = append(jobs, &outFile{name: name, rows: rs, count: count, changedFrom: make([]int64, c), changedTo: make([]int64, c)})
+	}
+	byShard := make([][]int, len(d.shards))
+	for i := 0; i < d.n; i++ {
+		if d.isNew[i] {
+			byShard[d.shard[i]] = append(byShard[d.shard[i]], i)
+		}
+	}
+	for s, rs := range byShard {
+		if len(rs) == 0 {
+			continue
+		}
+		add(resultio.OutputName(d.shards[s], shardio.Parquet), rs, func(int) bool { return true })
+	}
+	rescored := func(i int) bool { _, ok := u.res.pos[i]; return ok }
+	for f, p := range posts {
+		rs, touched := u.storedRows(p)
+		if !touched {
+			continue
+		}
+		remove = append(remove, outFiles[f])
+		name := path.Base(strings.ReplaceAll(icebergio.Task{Path: outFiles[f]}.ReaderPath(), "\\", "/"))
+		if len(rs) <= maxRewriteRows {
+			add(name, rs, rescored)
+			continue
+		}
+		stem := strings.TrimSuffix(name, path.Ext(name))
+		for part, lo := 0, 0; lo < len(rs); part, lo = part+1, lo+maxRewriteRows {
+			add(fmt.Sprintf("%s-%05d%s", stem, part, path.Ext(name)), rs[lo:min(lo+maxRewriteRows, len(rs))], rescored)
+		}
+	}
+	return jobs, remove
+}
+
+// planDirFiles chooses, with no side effects, what a directory lake's
+// incremental run writes for each input shard: a new or changed file
+// (postOf has none) every row, in the file's order; an unchanged one, in its
+// stored order, rewritten if the update touched a row of it, else its
+// report only.
+func planDirFiles(shards []shardio.Shard, d *incData, postOf map[string]*resultio.Posteriors, u *update, format shardio.Format) []dirFile {
+	shardRows := make([][]int, len(d.shards))
+	for i := 0; i < d.n; i++ {
+		shardRows[d.shard[i]] = append(shardRows[d.shard[i]], i)
+	}
+	shardIdx := map[string]int{}
+	for s, p := range d.shards {
+		shardIdx[p] = s
+	}
+	files := make([]dirFile, len(shards))
+	for k, s := range shards {
+		f := dirFile{input: s.Path, name: resultio.OutputName(s.Path, format), stored: postOf[s.Path]}
+		if f.stored == nil {
+			f.rows = shardRows[shardIdx[s.Path]]
+		} else {
+			var touched bool
+			f.rows, touched = u.storedRows(f.stored)
+			f.reportOnly = !touched
+		}
+		files[k] = f
+	}
+	return files
 }

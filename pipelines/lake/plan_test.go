@@ -9,6 +9,8 @@ import (
 
 	"github.com/relabel/relabel/io/blobio"
 	"github.com/relabel/relabel/io/icebergio"
+	"github.com/relabel/relabel/io/resultio"
+	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/pipelines"
 	"github.com/relabel/relabel/transforms/stages"
@@ -139,5 +141,85 @@ func TestPlanTableRun(t *testing.T) {
 	}
 	if tp.cal.Temperature != 0.5 || opts[stages.MetaCalibratedTemperature] != "0.5" {
 		t.Errorf("calibration %+v, recorded %q; want the last run's 0.5 kept", tp.cal, opts[stages.MetaCalibratedTemperature])
+	}
+}
+
+// TestPlanTableFiles: the files an incremental table run writes, chosen
+// from the rows the update touched with no I/O: the new rows' file, and
+// each stored file holding a touched row rewritten whole, split past
+// maxRewriteRows, with only the touched rows counted; an untouched stored
+// file is neither written nor removed.
+func TestPlanTableFiles(t *testing.T) {
+	defer func(n int) { maxRewriteRows = n }(maxRewriteRows)
+	maxRewriteRows = 2
+	d := &incData{n: 7, keys: []int64{10, 11, 12, 13, 14, 15, 16},
+		shards: []string{"/in/old.parquet", "/in/new.parquet"},
+		shard:  []int32{0, 0, 0, 0, 0, 1, 1},
+		isNew:  []bool{false, false, false, false, false, true, true}}
+	u := &update{keyRow: map[int64]int{10: 0, 11: 1, 12: 2, 13: 3, 14: 4, 15: 5, 16: 6},
+		res: &incResult{pos: map[int]int{5: 0, 6: 1, 1: 2}}} // row 1 (id 11) re-scored
+	posts := []*resultio.Posteriors{
+		{IDs: []int64{10, 11, 12}, Off: make([]int32, 4)},
+		{IDs: []int64{13, 14}, Off: make([]int32, 3)},
+	}
+	outFiles := []string{"file:///w/data/a.parquet", "/w/data/b.parquet"}
+	jobs, remove := planTableFiles(d, posts, outFiles, u, 3)
+	type want struct {
+		name    string
+		rows    []int
+		counted []int
+	}
+	wants := []want{
+		{resultio.OutputName("/in/new.parquet", shardio.Parquet), []int{5, 6}, []int{5, 6}},
+		{"a-00000.parquet", []int{0, 1}, []int{1}},
+		{"a-00001.parquet", []int{2}, nil},
+	}
+	if len(jobs) != len(wants) {
+		t.Fatalf("%d files planned, want %d", len(jobs), len(wants))
+	}
+	for k, w := range wants {
+		f := jobs[k]
+		var counted []int
+		for _, i := range f.rows {
+			if f.count(i) {
+				counted = append(counted, i)
+			}
+		}
+		if f.name != w.name || !slices.Equal(f.rows, w.rows) || !slices.Equal(counted, w.counted) || len(f.changedFrom) != 3 {
+			t.Errorf("file %d: %s rows %v counted %v, want %s rows %v counted %v", k, f.name, f.rows, counted, w.name, w.rows, w.counted)
+		}
+	}
+	if !slices.Equal(remove, outFiles[:1]) {
+		t.Errorf("removed %v, want %v (only the file holding a touched row)", remove, outFiles[:1])
+	}
+}
+
+// TestPlanDirFiles: what a directory lake's incremental run writes per
+// input file: a new or changed file every row in its order, an unchanged
+// one in its stored order, rewritten when a row of it was touched, else
+// its report only.
+func TestPlanDirFiles(t *testing.T) {
+	d := &incData{n: 7, keys: []int64{10, 11, 12, 13, 14, 15, 16},
+		shards: []string{"/in/old.parquet", "/in/new.parquet", "/in/other.parquet"},
+		shard:  []int32{0, 0, 0, 1, 1, 2, 2}}
+	u := &update{keyRow: map[int64]int{10: 0, 11: 1, 12: 2, 13: 3, 14: 4, 15: 5, 16: 6},
+		res: &incResult{pos: map[int]int{3: 0, 4: 1, 0: 2}}} // row 0 (id 10) re-scored
+	old := &resultio.Posteriors{IDs: []int64{12, 10, 11}, Off: make([]int32, 4)}
+	other := &resultio.Posteriors{IDs: []int64{15, 16}, Off: make([]int32, 3)}
+	shards := []shardio.Shard{{Path: "/in/old.parquet"}, {Path: "/in/new.parquet"}, {Path: "/in/other.parquet"}}
+	files := planDirFiles(shards, d, map[string]*resultio.Posteriors{"/in/old.parquet": old, "/in/other.parquet": other}, u, shardio.Parquet)
+	wants := []dirFile{
+		{input: "/in/old.parquet", rows: []int{2, 0, 1}, stored: old},
+		{input: "/in/new.parquet", rows: []int{3, 4}},
+		{input: "/in/other.parquet", rows: []int{5, 6}, stored: other, reportOnly: true},
+	}
+	if len(files) != len(wants) {
+		t.Fatalf("%d files planned, want %d", len(files), len(wants))
+	}
+	for k, w := range wants {
+		f := files[k]
+		if f.input != w.input || f.name != resultio.OutputName(w.input, shardio.Parquet) || !slices.Equal(f.rows, w.rows) || f.stored != w.stored || f.reportOnly != w.reportOnly {
+			t.Errorf("file %d: %+v, want %+v", k, f, w)
+		}
 	}
 }

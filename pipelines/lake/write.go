@@ -2,12 +2,8 @@ package lake
 
 import (
 	"context"
-	"fmt"
-	"path"
-	"strings"
 
 	"github.com/relabel/relabel/io/blobio"
-	"github.com/relabel/relabel/io/icebergio"
 	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/pipelines"
@@ -37,47 +33,6 @@ type outFile struct {
 	changedFrom, changedTo []int64
 }
 
-// planTableFiles chooses the files an incremental table run writes, with
-// no side effects: one per new input file (its rows), and every stored
-// output file (outFiles, posts its posteriors) holding a row the update
-// touched, rewritten whole, as files of at most maxRewriteRows rows.
-// remove are the stored files the rewritten ones replace.
-func planTableFiles(d *incData, posts []*resultio.Posteriors, outFiles []string, u *update, c int) (jobs []*outFile, remove []string) {
-	add := func(name string, rs []int, count func(int) bool) {
-		jobs = append(jobs, &outFile{name: name, rows: rs, count: count, changedFrom: make([]int64, c), changedTo: make([]int64, c)})
-	}
-	byShard := make([][]int, len(d.shards))
-	for i := 0; i < d.n; i++ {
-		if d.isNew[i] {
-			byShard[d.shard[i]] = append(byShard[d.shard[i]], i)
-		}
-	}
-	for s, rs := range byShard {
-		if len(rs) == 0 {
-			continue
-		}
-		add(resultio.OutputName(d.shards[s], shardio.Parquet), rs, func(int) bool { return true })
-	}
-	rescored := func(i int) bool { _, ok := u.res.pos[i]; return ok }
-	for f, p := range posts {
-		rs, touched := u.storedRows(p)
-		if !touched {
-			continue
-		}
-		remove = append(remove, outFiles[f])
-		name := path.Base(strings.ReplaceAll(icebergio.Task{Path: outFiles[f]}.ReaderPath(), "\\", "/"))
-		if len(rs) <= maxRewriteRows {
-			add(name, rs, rescored)
-			continue
-		}
-		stem := strings.TrimSuffix(name, path.Ext(name))
-		for part, lo := 0, 0; lo < len(rs); part, lo = part+1, lo+maxRewriteRows {
-			add(fmt.Sprintf("%s-%05d%s", stem, part, path.Ext(name)), rs[lo:min(lo+maxRewriteRows, len(rs))], rescored)
-		}
-	}
-	return jobs, remove
-}
-
 // dirFile is an output shard of a directory lake's incremental run: the
 // input file it holds, its rows of d in the shard's order, and its stored
 // posteriors (nil for a new or changed file, whose rows are all new). An
@@ -88,35 +43,6 @@ type dirFile struct {
 	rows        []int
 	stored      *resultio.Posteriors
 	reportOnly  bool
-}
-
-// planDirFiles chooses, with no side effects, what a directory lake's
-// incremental run writes for each input shard: a new or changed file
-// (postOf has none) every row, in the file's order; an unchanged one, in its
-// stored order, rewritten if the update touched a row of it, else its
-// report only.
-func planDirFiles(shards []shardio.Shard, d *incData, postOf map[string]*resultio.Posteriors, u *update, format shardio.Format) []dirFile {
-	shardRows := make([][]int, len(d.shards))
-	for i := 0; i < d.n; i++ {
-		shardRows[d.shard[i]] = append(shardRows[d.shard[i]], i)
-	}
-	shardIdx := map[string]int{}
-	for s, p := range d.shards {
-		shardIdx[p] = s
-	}
-	files := make([]dirFile, len(shards))
-	for k, s := range shards {
-		f := dirFile{input: s.Path, name: resultio.OutputName(s.Path, format), stored: postOf[s.Path]}
-		if f.stored == nil {
-			f.rows = shardRows[shardIdx[s.Path]]
-		} else {
-			var touched bool
-			f.rows, touched = u.storedRows(f.stored)
-			f.reportOnly = !touched
-		}
-		files[k] = f
-	}
-	return files
 }
 
 // write writes f's rows to f.path as Parquet (an Iceberg data file) and
