@@ -101,12 +101,12 @@ func Run(ctx context.Context, cfg options.Options, exec Executor) (*Summary, err
 // protocol only.
 type Session struct {
 	Plan *Plan
-	// FS is the output's store; Token names the run's temporary directory
-	// (not an input to any output byte).
-	FS    blobio.FS
-	Token string
+	// FS is the output's store.
+	FS blobio.FS
 	// Start is when the run began (the summary's timings count from it).
 	Start time.Time
+	// token names the run's temporary directory and its lock's owner.
+	token string
 	hooks []*atexit.Hook
 }
 
@@ -137,8 +137,8 @@ func Open(ctx context.Context, plan *Plan, start time.Time) (*Session, error) {
 		s.Close()
 		return nil, fmt.Errorf("relabel: creating %s: %w", cfg.Output, err)
 	}
-	s.FS, s.Token = fs, NewToken()
-	unlock, err := lock(ctx, fs, cfg.Output, s.Token)
+	s.FS, s.token = fs, NewToken()
+	unlock, err := lock(ctx, fs, cfg.Output, s.token)
 	if err != nil {
 		s.Close()
 		return nil, err
@@ -192,7 +192,7 @@ func (s *Session) Full(ctx context.Context, exec Executor, finish func(*Summary)
 	}
 	defer rmTmp.Run()
 	tPlan := time.Since(s.Start)
-	sum, tRun, err := Execute(ctx, fs, plan, tmp, s.Token, exec)
+	sum, tRun, err := Execute(ctx, fs, plan, tmp, s.token, exec)
 	if err != nil {
 		return nil, err
 	}
@@ -215,7 +215,7 @@ func (s *Session) Full(ctx context.Context, exec Executor, finish func(*Summary)
 // removes it and what the run wrote there: on every way out, a second
 // signal's included (internal/atexit); after the commit it is empty.
 func (s *Session) Temp(ctx context.Context) (string, *atexit.Hook, error) {
-	tmp := blobio.Join(s.Plan.Options.Output, tmpPrefix+s.Token)
+	tmp := blobio.Join(s.Plan.Options.Output, tmpPrefix+s.token)
 	if err := s.FS.MkdirAll(ctx, tmp); err != nil {
 		return "", nil, fmt.Errorf("relabel: creating %s: %w", tmp, err)
 	}
@@ -238,7 +238,7 @@ func (s *Session) Publish(ctx context.Context, tmp string, files []string, sum *
 	if err := blobio.WriteFile(ctx, s.FS, blobio.Join(tmp, summaryName), b); err != nil {
 		return err
 	}
-	return commit(ctx, s.FS, tmp, s.Plan.Options.Output, files, s.Token)
+	return commit(ctx, s.FS, tmp, s.Plan.Options.Output, files, s.token)
 }
 
 // summarise gathers the shard reports the pipeline wrote into tmp, and its
