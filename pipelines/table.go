@@ -17,7 +17,8 @@ import (
 // planTableInput is MakePlan with --input-table and a directory output.
 // The files the catalog reads through iceberg-go's scanner (deletes applied,
 // columns resolved by field id) outlive the catalog here, in the plan's
-// Scratch directory, which Run removes after the pipeline read them.
+// Scratch directory, which the run's Session removes (Close) after the
+// pipeline read them.
 func planTableInput(ctx context.Context, cfg options.Options) (*Plan, error) {
 	scratch, err := os.MkdirTemp("", "relabel-iceberg-")
 	if err != nil {
