@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	iofs "io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -107,9 +108,9 @@ type journal struct {
 	Files []string `json:"files"`
 }
 
-// pendingFiles returns the files an interrupted commit left in out (from its
-// journal): a rerun may replace them without --overwrite.
-func pendingFiles(ctx context.Context, fs blobio.FS, out string) (map[string]bool, error) {
+// readJournal reads the journal of an interrupted commit in out; nil when
+// there is none.
+func readJournal(ctx context.Context, fs blobio.FS, out string) (*journal, error) {
 	path := blobio.Join(out, journalName)
 	ok, err := fs.Exists(ctx, path)
 	if err != nil || !ok {
@@ -118,6 +119,16 @@ func pendingFiles(ctx context.Context, fs blobio.FS, out string) (map[string]boo
 	var j journal
 	if err := readJSON(ctx, fs, path, &j); err != nil {
 		return nil, fmt.Errorf("relabel: reading %s: %w", path, err)
+	}
+	return &j, nil
+}
+
+// pendingFiles returns the files an interrupted commit left in out (from its
+// journal): a rerun may replace them without --overwrite.
+func pendingFiles(ctx context.Context, fs blobio.FS, out string) (map[string]bool, error) {
+	j, err := readJournal(ctx, fs, out)
+	if err != nil || j == nil {
+		return nil, err
 	}
 	m := map[string]bool{}
 	for _, f := range j.Files {
@@ -261,4 +272,64 @@ func commit(ctx context.Context, fs blobio.FS, tmp, out string, files []string, 
 	}
 	faults.Point("commit-summary")
 	return fs.Remove(ctx, blobio.Join(out, journalName))
+}
+
+// Resume finishes a commit that a killed run left half done, then removes
+// earlier runs' temporary directories (the lock is held: no live run owns
+// them). The interrupted commit's journal is in the output and its
+// temporary directory still holds the files it had not yet renamed (commit
+// writes the journal only once every file, summary last, is in place in the
+// temporary directory, so rolling forward publishes exactly what that run
+// would have). Without it, a kill between two renames would leave shards of
+// two runs and no summary, and the next incremental run (pipelines/lake)
+// would have no state to start from. Reports whether it finished one.
+func (s *Session) Resume(ctx context.Context) (bool, error) {
+	done, err := resumeCommit(ctx, s.FS, s.Plan.Options.Output)
+	if err != nil {
+		return false, err
+	}
+	removeStaleTemps(ctx, s.FS, s.Plan.Options.Output)
+	return done, nil
+}
+
+// resumeCommit is Resume's roll-forward of the journal in out.
+func resumeCommit(ctx context.Context, fsys blobio.FS, out string) (bool, error) {
+	j, err := readJournal(ctx, fsys, out)
+	if err != nil || j == nil {
+		return false, err
+	}
+	jpath := blobio.Join(out, journalName)
+	tmp := blobio.Join(out, tmpPrefix+j.Token)
+	if ok, err := fsys.Exists(ctx, blobio.Join(tmp, summaryName)); err != nil {
+		return false, err
+	} else if !ok {
+		// Its summary was published (or the directory is gone): nothing
+		// to finish but the journal's removal.
+		return false, fsys.Remove(ctx, jpath)
+	}
+	for _, name := range j.Files {
+		src := blobio.Join(tmp, name)
+		if ok, err := fsys.Exists(ctx, src); err != nil {
+			return false, err
+		} else if ok {
+			if err := fsys.Rename(ctx, src, blobio.Join(out, name)); err != nil {
+				return false, fmt.Errorf("relabel: finishing the interrupted commit into %s: %w", out, err)
+			}
+		}
+	}
+	return true, fsys.Remove(ctx, jpath)
+}
+
+// ReadSummary decodes the output's finished summary.json into v (the
+// directory lake's state: a summary with its lake section typed). found is
+// false when there is none.
+func (s *Session) ReadSummary(ctx context.Context, v any) (found bool, err error) {
+	path := blobio.Join(s.Plan.Options.Output, summaryName)
+	if err := readJSON(ctx, s.FS, path, v); err != nil {
+		if errors.Is(err, iofs.ErrNotExist) {
+			return false, nil
+		}
+		return false, fmt.Errorf("relabel: reading %s: %w", path, err)
+	}
+	return true, nil
 }

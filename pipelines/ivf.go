@@ -4,6 +4,8 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 
 	"github.com/relabel/relabel/internal/progress"
+	"github.com/relabel/relabel/options"
+	"github.com/relabel/relabel/transforms/ivf"
 	"github.com/relabel/relabel/transforms/ivfstages"
 )
 
@@ -21,7 +23,7 @@ func buildIVF(s beam.Scope, plan *Plan, units, rows beam.PCollection) beam.PColl
 		again = units
 	}
 	blocks := ivfstages.Neighbours(s, rows, ivfstages.Params{
-		Partitioning: ivfParams(o, plan.Rows),
+		Partitioning: IVFParams(o, plan.Rows),
 		Rows:         plan.Rows,
 		Search:       plan.NeighbourParams(),
 		IDColumn:     plan.IDColumn,
@@ -43,4 +45,20 @@ func buildIVF(s beam.Scope, plan *Plan, units, rows beam.PCollection) beam.PColl
 		Rounds: o.Rounds, Workers: plan.Workers, Waves: ivfstages.RoundWaves(plan.Rows, o.K, plan.Mixture, wb),
 		Spill: ivfstages.Spill{Dir: plan.Spill}, Mixture: plan.Mixture, Local: local,
 	})
+}
+
+// IVFParams are the ivf parameters of a run over n rows with options o:
+// ivf's defaults for n rows, with --partitions and --nprobe where given
+// (the one place the lake and the pipeline resolve them: the lake's
+// launcher-side fit must partition as the pipeline's ivf stages do).
+func IVFParams(o *options.Options, n int64) ivf.Params {
+	p := ivf.DefaultParams(n)
+	if o.Partitions.Set {
+		p = p.WithPartitions(n, o.Partitions.V)
+	}
+	if o.NProbe.Set {
+		p = p.WithNProbe(o.NProbe.V)
+	}
+	p.Seed, p.Metric = o.Seed, o.Metric
+	return p
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -55,8 +56,11 @@ type Summary struct {
 	// over steps.
 	Metrics map[string]int64   `json:"metrics,omitempty"`
 	Timings map[string]float64 `json:"timings_seconds"`
-	// Lake says what a table or incremental run covered (lake_table.go, lake_dir.go).
-	Lake *LakeSummary `json:"lake,omitempty"`
+	// Lake says what a table or incremental run covered: a *lake.Summary
+	// (package pipelines/lake), set by the lake only. It is untyped here
+	// because the lake imports pipelines; the lake decodes a stored one
+	// into its own type (lake.ReadSummary).
+	Lake any `json:"lake,omitempty"`
 	// Annotators describes the annotators file of an annotator-aware run.
 	Annotators *crowdstages.AnnotatorsReport `json:"annotators,omitempty"`
 }
@@ -68,55 +72,97 @@ type Summary struct {
 // partial or mixed output, a killed run leaves nothing a rerun cannot
 // replace, and a concurrent run on the same output fails fast. An existing
 // finished output, or any other file the run would replace, is replaced only
-// with Options.Overwrite. With Options.Lake.Incremental, an output directory
-// whose summary.json records the input files it covers is updated in place
-// for the new, changed and gone files only (lake_dir.go).
+// with Options.Overwrite. Run is MakePlan, Open and Full; lake runs
+// (--output-table, --incremental) are package pipelines/lake's, which
+// calls the same steps, and Run refuses them rather than relabel
+// everything as a plain run.
 func Run(ctx context.Context, cfg options.Options, exec Executor) (*Summary, error) {
-	if lakeRun(&cfg) {
-		return runTable(ctx, cfg, exec)
+	if cfg.Lake.OutputTable != "" || cfg.Lake.Incremental {
+		return nil, errors.New("relabel: a lake run (--output-table, --incremental) is package pipelines/lake's (lake.RunTable, lake.RunDir), not pipelines.Run's")
 	}
 	t0 := time.Now()
 	plan, err := MakePlan(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	if plan.Scratch != "" {
-		defer atexit.Push(func() { os.RemoveAll(plan.Scratch) }).Run()
+	s, err := Open(ctx, plan, t0)
+	if err != nil {
+		return nil, err
 	}
-	cfg = plan.Options
+	defer s.Close()
+	return s.Full(ctx, exec, nil)
+}
+
+// Session is a run that holds its output directory's lock: what Open
+// made, and what the run's steps after it share. The lake's directory
+// runs (pipelines/lake) open one as Run does, and then either run Full or
+// update the output themselves through Temp, Summarise and Publish, so that
+// every directory output is locked and committed by this package's
+// protocol only.
+type Session struct {
+	Plan *Plan
+	// FS is the output's store.
+	FS blobio.FS
+	// Start is when the run began (the summary's timings count from it).
+	Start time.Time
+	// token names the run's temporary directory and its lock's owner.
+	token string
+	hooks []*atexit.Hook
+}
+
+// Open reports the plan, checks that the output is not an input's
+// directory, makes the output directory and takes its lock. Close releases
+// it (and removes the plan's scratch files); a second signal's exit does
+// too, through internal/atexit.
+func Open(ctx context.Context, plan *Plan, start time.Time) (*Session, error) {
+	s := &Session{Plan: plan, Start: start}
+	if plan.Scratch != "" {
+		s.hooks = append(s.hooks, atexit.Push(func() { os.RemoveAll(plan.Scratch) }))
+	}
+	cfg := &plan.Options
 	for _, sk := range plan.Skipped {
 		progress.Notef("%s", sk)
 	}
 	progress.Report(progress.Event{Kind: progress.Planned, Rows: plan.Rows, Shards: len(plan.Shards), Rounds: plan.Options.Rounds})
 	if err := checkNotInput(cfg.Output, plan.inputPaths()); err != nil {
+		s.Close()
 		return nil, err
 	}
 	fs, err := blobio.For(cfg.Output)
 	if err != nil {
+		s.Close()
 		return nil, err
 	}
 	if err := fs.MkdirAll(ctx, cfg.Output); err != nil {
+		s.Close()
 		return nil, fmt.Errorf("relabel: creating %s: %w", cfg.Output, err)
 	}
-	tok := token()
-	unlock, err := lock(ctx, fs, cfg.Output, tok)
+	s.FS, s.token = fs, NewToken()
+	unlock, err := lock(ctx, fs, cfg.Output, s.token)
 	if err != nil {
+		s.Close()
 		return nil, err
 	}
 	// Clean-ups are atexit hooks: a second signal exits without waiting for
-	// this function to return, and still runs them.
-	defer atexit.Push(unlock).Run()
+	// this run to return, and still runs them.
+	s.hooks = append(s.hooks, atexit.Push(unlock))
 	faults.Point("locked")
-	var manifest []ManifestFile
-	if cfg.Lake.Incremental {
-		sum, done, err := runDirIncremental(ctx, fs, plan, tok, t0)
-		if done || err != nil {
-			return sum, err
-		}
-		if manifest, err = coverage(ctx, plan); err != nil {
-			return nil, err
-		}
+	return s, nil
+}
+
+// Close releases the lock and removes the plan's scratch files.
+func (s *Session) Close() {
+	for i := len(s.hooks) - 1; i >= 0; i-- {
+		s.hooks[i].Run()
 	}
+}
+
+// Full runs the plan's pipeline into a temporary directory of the output
+// and commits it: the rest of Run after Open. finish, when not nil, adds
+// to the summary before it is written (the lake's manifest).
+func (s *Session) Full(ctx context.Context, exec Executor, finish func(*Summary)) (*Summary, error) {
+	plan, fs := s.Plan, s.FS
+	cfg := plan.Options
 	removeStaleTemps(ctx, fs, cfg.Output)
 	pending, err := pendingFiles(ctx, fs, cfg.Output)
 	if err != nil {
@@ -140,37 +186,59 @@ func Run(ctx context.Context, cfg options.Options, exec Executor) (*Summary, err
 			}
 		}
 	}
-	tmp := blobio.Join(cfg.Output, tmpPrefix+tok)
-	if err := fs.MkdirAll(ctx, tmp); err != nil {
-		return nil, fmt.Errorf("relabel: creating %s: %w", tmp, err)
-	}
-	rmTmp := atexit.Push(func() { removeAll(context.WithoutCancel(ctx), fs, tmp, plan) })
-	defer rmTmp.Run()
-	tPlan := time.Since(t0)
-	sum, tRun, err := execute(ctx, fs, plan, tmp, tok, exec)
+	tmp, rmTmp, err := s.Temp(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if manifest != nil {
-		sum.Lake = fullLake(plan, manifest)
+	defer rmTmp.Run()
+	tPlan := time.Since(s.Start)
+	sum, tRun, err := Execute(ctx, fs, plan, tmp, s.token, exec)
+	if err != nil {
+		return nil, err
+	}
+	if finish != nil {
+		finish(sum)
 	}
 	sum.Timings = map[string]float64{
 		"plan":     tPlan.Seconds(),
 		"pipeline": tRun.Seconds(),
-		"total":    time.Since(t0).Seconds(),
+		"total":    time.Since(s.Start).Seconds(),
 	}
-	b, err := json.MarshalIndent(sum, "", "  ")
-	if err != nil {
-		return nil, err
-	}
-	if err := blobio.WriteFile(ctx, fs, blobio.Join(tmp, summaryName), b); err != nil {
-		return nil, err
-	}
-	if err := commit(ctx, fs, tmp, cfg.Output, plan.written(ctx, fs, tmp, files), tok); err != nil {
+	if err := s.Publish(ctx, tmp, plan.written(ctx, fs, tmp, files), sum); err != nil {
 		return nil, err
 	}
 	rmTmp.Run()
 	return sum, nil
+}
+
+// Temp makes the run's temporary directory inside the output. The hook
+// removes it and what the run wrote there: on every way out, a second
+// signal's included (internal/atexit); after the commit it is empty.
+func (s *Session) Temp(ctx context.Context) (string, *atexit.Hook, error) {
+	tmp := blobio.Join(s.Plan.Options.Output, tmpPrefix+s.token)
+	if err := s.FS.MkdirAll(ctx, tmp); err != nil {
+		return "", nil, fmt.Errorf("relabel: creating %s: %w", tmp, err)
+	}
+	return tmp, atexit.Push(func() { RemoveTemp(context.WithoutCancel(ctx), s.FS, tmp, s.Plan) }), nil
+}
+
+// Summarise sums the shard reports written into tmp (summarise), for a
+// lake run that wrote them itself (no pipeline result: no counters).
+func (s *Session) Summarise(ctx context.Context, tmp string) (*Summary, error) {
+	return summarise(ctx, s.FS, tmp, s.Plan, nil)
+}
+
+// Publish writes sum as tmp's summary.json and commits files (names in tmp)
+// and it into the output (commit.go).
+func (s *Session) Publish(ctx context.Context, tmp string, files []string, sum *Summary) error {
+	b, err := json.MarshalIndent(sum, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := blobio.WriteFile(ctx, s.FS, blobio.Join(tmp, summaryName), b); err != nil {
+		return err
+	}
+	return commit(ctx, s.FS, tmp, s.Plan.Options.Output, files, s.token)
 }
 
 // summarise gathers the shard reports the pipeline wrote into tmp, and its
@@ -220,7 +288,7 @@ func summarise(ctx context.Context, fs blobio.FS, tmp string, plan *Plan, res be
 	if len(sum.Shards) > 0 {
 		// The temperature the output was calibrated with (fitted with
 		// --temperature auto; the same in every shard): an incremental run
-		// keeps it (Plan.incrementalCalibration).
+		// keeps it (pipelines/lake's plan).
 		sum.Options[stages.MetaCalibratedTemperature] = fmtF(sum.Shards[0].Temperature)
 	}
 	if trans != nil {
@@ -258,8 +326,10 @@ func summarise(ctx context.Context, fs blobio.FS, tmp string, plan *Plan, res be
 	return sum, nil
 }
 
-// token names a run's temporary directory (not an input to any output byte).
-func token() string {
+// NewToken names a run's temporary directory (not an input to any output
+// byte); exported for the table lake, whose run directories are named by
+// one too.
+func NewToken() string {
 	var b [8]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		panic(err)
@@ -267,8 +337,10 @@ func token() string {
 	return hex.EncodeToString(b[:])
 }
 
-// removeAll deletes the temporary directory's known files and the directory.
-func removeAll(ctx context.Context, fs blobio.FS, tmp string, plan *Plan) {
+// RemoveTemp deletes the temporary directory's known files and the
+// directory; exported for the table lake, whose run directory holds the
+// same files until its commit.
+func RemoveTemp(ctx context.Context, fs blobio.FS, tmp string, plan *Plan) {
 	for _, name := range plan.OutputNames() {
 		fs.Remove(ctx, blobio.Join(tmp, name))
 		fs.Remove(ctx, blobio.Join(tmp, name+resultio.ReportSuffix))
@@ -286,9 +358,12 @@ func readJSON(ctx context.Context, fs blobio.FS, path string, v any) error {
 	return json.Unmarshal(b, v)
 }
 
-// execute builds plan's pipeline writing into tmp, runs it with exec and
+// Execute builds plan's pipeline writing into tmp, runs it with exec and
 // sums its shards' reports into the run's summary (without timings).
-func execute(ctx context.Context, fs blobio.FS, plan *Plan, tmp, tok string, exec Executor) (*Summary, time.Duration, error) {
+// Exported for the table lake, which runs it into a directory of the
+// output table and commits an Iceberg snapshot instead of the directory
+// protocol.
+func Execute(ctx context.Context, fs blobio.FS, plan *Plan, tmp, tok string, exec Executor) (*Summary, time.Duration, error) {
 	// ivf's blocks and states and the crowd stages' buckets wait in the
 	// run's spill directory, not in the embedded runner's memory.
 	unspill, err := plan.startSpill(tok)

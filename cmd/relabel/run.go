@@ -20,6 +20,7 @@ import (
 	"github.com/relabel/relabel/io/reportio"
 	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/pipelines"
+	"github.com/relabel/relabel/pipelines/lake"
 	"github.com/relabel/relabel/runners"
 )
 
@@ -171,6 +172,18 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 	return set
 }
 
+// runFor is what runs o: a table lake (--output-table), a directory lake
+// (--incremental into an output directory), or a plain run.
+func runFor(o options.Options) func(context.Context, options.Options, pipelines.Executor) (*pipelines.Summary, error) {
+	switch {
+	case o.Lake.OutputTable != "":
+		return lake.RunTable
+	case o.Lake.Incremental:
+		return lake.RunDir
+	}
+	return pipelines.Run
+}
+
 // errDryRun ends a dry run's pipelines.Run before it looks for output.
 var errDryRun = errors.New("relabel: dry run")
 
@@ -233,7 +246,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	// A failed or stopped run leaves nothing it created (issue 35), a run
 	// stopped by a second signal too (signalContext).
 	undo := atexit.Push(made.undo)
-	sum, err := pipelines.Run(ctx, o, exec)
+	sum, err := runFor(o)(ctx, o, exec)
 	if err != nil {
 		undo.Run()
 	} else {
@@ -263,15 +276,16 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	if sum.Lake != nil && (sum.Lake.OutputTable != "" || sum.Lake.NothingNew) {
+	lk := lake.Of(sum)
+	if lk != nil && (lk.OutputTable != "" || lk.NothingNew) {
 		printLake(stdout, sum)
 		return nil
 	}
-	if l := sum.Lake; l != nil && l.Incremental {
+	if l := lk; l != nil && l.Incremental {
 		fmt.Fprintf(stdout, "relabel: incremental run: %d new and %d changed input files (%d rows), %d gone; %d old rows re-scored, %d output shards written, %d removed\n",
 			l.NewFiles, l.ChangedFiles, l.NewRows, len(l.GoneFiles), l.Rescored, l.AddedFiles, l.RemovedFiles)
 	}
-	if l := sum.Lake; l != nil && l.Incremental {
+	if l := lk; l != nil && l.Incremental {
 		// An incremental run relabels the new and re-scored rows only; the
 		// output's total is another number (issue 35: a deletion-only run
 		// said "1347 rows relabelled").
@@ -344,7 +358,7 @@ func oneLine(err error) string {
 // printLake says what a table run covered and committed (the report is for
 // output directories; the table's files are read by any Iceberg reader).
 func printLake(w io.Writer, sum *pipelines.Summary) {
-	l := sum.Lake
+	l := lake.Of(sum)
 	if l.NothingNew && l.OutputTable == "" {
 		fmt.Fprintf(w, "relabel: no input file of %s is new, changed or gone since %s was written; nothing changed\n", sum.Input, sum.Output)
 		return

@@ -1,11 +1,10 @@
-package pipelines_test
+package lake_test
 
 import (
 	"context"
 	"testing"
 
 	"github.com/apache/iceberg-go"
-	"github.com/relabel/relabel/pipelines"
 )
 
 // TestLakeDeletedRowsNotRelabelled: rows deleted from the input table by a
@@ -28,7 +27,7 @@ func TestLakeDeletedRowsNotRelabelled(t *testing.T) {
 	if _, err := tbl.Delete(context.Background(), iceberg.LessThan(iceberg.Reference("id"), int64(100)), nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := pipelines.Run(ctx, l.config("ns.out"), embedded); err != nil {
+	if _, err := runLake(ctx, l.config("ns.out"), embedded); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := l.outputRows(t, "ns.out")

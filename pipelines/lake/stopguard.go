@@ -1,4 +1,4 @@
-package pipelines
+package lake
 
 import (
 	"sync"
@@ -12,8 +12,8 @@ import (
 // second SIGINT or SIGTERM, whose exit does not wait for the run but runs
 // internal/atexit's clean-ups (issue 35 target 5). A plain or directory-lake
 // run needs none of this: its files live in one temporary directory that
-// run.go removes through atexit. A table run's files sit in the table's data
-// directory, and once its commit has started they may be what the new
+// pipelines.Session removes through atexit. A table run's files sit in the
+// table's data directory, and once its commit has started they may be what the new
 // snapshot points at, so the signal's clean-up leaves them from then on; if
 // that commit did not land, they are orphans, which the next run's orphan
 // clean-up removes (icebergio, Iceberg's orphan-file rules).

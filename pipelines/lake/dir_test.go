@@ -1,4 +1,4 @@
-package pipelines_test
+package lake_test
 
 import (
 	"bytes"
@@ -20,6 +20,7 @@ import (
 	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/pipelines"
+	"github.com/relabel/relabel/pipelines/lake"
 	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/transforms/ivfstages"
 	"github.com/relabel/relabel/transforms/mixture"
@@ -56,7 +57,7 @@ func fullRunOf(ctx context.Context, t testing.TB, cfg options.Options) map[int64
 	t.Helper()
 	cfg.Lake.Incremental = false
 	cfg.Output = filepath.Join(t.TempDir(), "full")
-	if _, err := pipelines.Run(ctx, cfg, embedded); err != nil {
+	if _, err := runLake(ctx, cfg, embedded); err != nil {
 		t.Fatal(err)
 	}
 	return cleanByID(t, cfg.Output)
@@ -100,13 +101,19 @@ func snapshotDir(t testing.TB, dir string) map[string][]byte {
 	return m
 }
 
-func readSummary(t testing.TB, dir string) pipelines.Summary {
+// storedSummary is summary.json with its lake section typed.
+type storedSummary struct {
+	pipelines.Summary
+	Lake *lake.Summary `json:"lake"`
+}
+
+func readSummary(t testing.TB, dir string) storedSummary {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var s pipelines.Summary
+	var s storedSummary
 	if err := json.Unmarshal(b, &s); err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +128,7 @@ func readSummary(t testing.TB, dir string) pipelines.Summary {
 // incrementalOneSeed of one full run. A rerun changes nothing and says so.
 func TestLakeDirIncrementalDigits(t *testing.T) {
 	ctx := ctxT(t)
-	truth := readI32(t, "../testdata/digits/truth.i32")
+	truth := digitsTruth(t)
 	in, out := filepath.Join(t.TempDir(), "in"), filepath.Join(t.TempDir(), "out")
 	days := digitsDays(t)
 	cfg := dirConfig(in, out)
@@ -134,11 +141,11 @@ func TestLakeDirIncrementalDigits(t *testing.T) {
 		}
 		writeDay(t, filepath.Join(in, fmt.Sprintf("day-%d.parquet", day)), r)
 		total += int64(r.Len())
-		sum, err := pipelines.Run(ctx, cfg, embedded)
+		sum, err := runLake(ctx, cfg, embedded)
 		if err != nil {
 			t.Fatalf("day %d: %v", day, err)
 		}
-		lk := sum.Lake
+		lk := lake.Of(sum)
 		if lk == nil || lk.NothingNew || lk.Incremental != (day > 0) {
 			t.Fatalf("day %d: lake summary %+v, want a (first: full) run", day, lk)
 		}
@@ -191,12 +198,12 @@ func TestLakeDirIncrementalDigits(t *testing.T) {
 
 	// Rerun: nothing new, nothing changed.
 	before := snapshotDir(t, out)
-	sum, err := pipelines.Run(ctx, cfg, embedded)
+	sum, err := runLake(ctx, cfg, embedded)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sum.Lake == nil || !sum.Lake.NothingNew {
-		t.Errorf("rerun: %+v, want nothing new", sum.Lake)
+	if lake.Of(sum) == nil || !lake.Of(sum).NothingNew {
+		t.Errorf("rerun: %+v, want nothing new", lake.Of(sum))
 	}
 	if after := snapshotDir(t, out); fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Errorf("rerun changed the output directory")
@@ -227,7 +234,7 @@ const incrementalOneSeed = 0.005
 // 15's bar), each seed within incrementalOneSeed.
 func TestLakeDirIncrementalAccuracy(t *testing.T) {
 	ctx := ctxT(t)
-	truth := readI32(t, "../testdata/digits/truth.i32")
+	truth := digitsTruth(t)
 	days := digitsDays(t)
 	var sumInc, sumFull float64
 	seeds := []uint64{1, 2, 3, 4, 5}
@@ -237,7 +244,7 @@ func TestLakeDirIncrementalAccuracy(t *testing.T) {
 		cfg.Seed = seed
 		for day, r := range days {
 			writeDay(t, filepath.Join(in, fmt.Sprintf("day-%d.parquet", day)), r)
-			if _, err := pipelines.Run(ctx, cfg, embedded); err != nil {
+			if _, err := runLake(ctx, cfg, embedded); err != nil {
 				t.Fatalf("seed %d day %d: %v", seed, day, err)
 			}
 		}
@@ -270,7 +277,7 @@ func TestLakeDirChangedAndGone(t *testing.T) {
 	for day := 0; day < 3; day++ {
 		writeDay(t, filepath.Join(in, fmt.Sprintf("day-%d.parquet", day)), days[day])
 	}
-	if _, err := pipelines.Run(ctx, cfg, embedded); err != nil {
+	if _, err := runLake(ctx, cfg, embedded); err != nil {
 		t.Fatal(err)
 	}
 	before := cleanByID(t, out)
@@ -284,11 +291,11 @@ func TestLakeDirChangedAndGone(t *testing.T) {
 		changed.Labels[i] = (l + 1) % 10
 	}
 	writeDay(t, filepath.Join(in, "day-1.parquet"), &changed)
-	sum, err := pipelines.Run(ctx, cfg, embedded)
+	sum, err := runLake(ctx, cfg, embedded)
 	if err != nil {
 		t.Fatal(err)
 	}
-	lk := sum.Lake
+	lk := lake.Of(sum)
 	if lk.NewFiles != 0 || lk.ChangedFiles != 1 || lk.NewRows != int64(changed.Len()) || len(lk.GoneFiles) != 0 {
 		t.Errorf("changed file: new %d changed %d rows %d gone %d; want 0, 1, %d, 0", lk.NewFiles, lk.ChangedFiles, lk.NewRows, len(lk.GoneFiles), changed.Len())
 	}
@@ -317,11 +324,11 @@ func TestLakeDirChangedAndGone(t *testing.T) {
 	if err := os.Remove(filepath.Join(in, "day-2.parquet")); err != nil {
 		t.Fatal(err)
 	}
-	sum, err = pipelines.Run(ctx, cfg, embedded)
+	sum, err = runLake(ctx, cfg, embedded)
 	if err != nil {
 		t.Fatal(err)
 	}
-	lk = sum.Lake
+	lk = lake.Of(sum)
 	if len(lk.GoneFiles) != 1 || lk.RemovedFiles != 1 || lk.NewRows != 0 {
 		t.Errorf("gone file: gone %v removed %d new rows %d; want 1, 1, 0", lk.GoneFiles, lk.RemovedFiles, lk.NewRows)
 	}
@@ -353,7 +360,7 @@ func TestLakeDirRefusesChangedOptions(t *testing.T) {
 	cfg := dirConfig(in, out)
 	cfg.Rounds = 2
 	writeDay(t, filepath.Join(in, "day-0.parquet"), days[0])
-	if _, err := pipelines.Run(ctx, cfg, embedded); err != nil {
+	if _, err := runLake(ctx, cfg, embedded); err != nil {
 		t.Fatal(err)
 	}
 	got := readSummary(t, out)
@@ -365,7 +372,7 @@ func TestLakeDirRefusesChangedOptions(t *testing.T) {
 	writeDay(t, filepath.Join(in, "day-1.parquet"), days[1])
 	changed := cfg
 	changed.Draws, changed.ActiveTol = mixture.IID, 0.05
-	_, err := pipelines.Run(ctx, changed, embedded)
+	_, err := runLake(ctx, changed, embedded)
 	var oe *options.Error
 	if !errors.As(err, &oe) || oe.Flag != "incremental" || !strings.Contains(err.Error(), "--draws iid") || !strings.Contains(err.Error(), "--active-tol 0.05") {
 		t.Errorf("changed --draws and --active-tol: %v, want a refusal naming both", err)

@@ -1,4 +1,4 @@
-package pipelines_test
+package lake_test
 
 import (
 	"context"
@@ -20,6 +20,7 @@ import (
 	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/pipelines"
+	"github.com/relabel/relabel/pipelines/lake"
 	"github.com/relabel/relabel/schemas"
 )
 
@@ -29,7 +30,7 @@ func digitsDays(t testing.TB) []*schemas.Rows {
 	t.Helper()
 	ctx := context.Background()
 	opts := shardio.ReadOptions{Classes: 10}
-	shards, err := shardio.Scan(ctx, "../testdata/digits/noisy-idn-0.4-part-*.parquet", opts)
+	shards, err := shardio.Scan(ctx, "../../testdata/digits/noisy-idn-0.4-part-*.parquet", opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +154,7 @@ func TestLakeIncrementalDigits(t *testing.T) {
 
 func lakeIncrementalDigits(t *testing.T, l *testLake) {
 	ctx := ctxT(t)
-	truth := readI32(t, "../testdata/digits/truth.i32")
+	truth := digitsTruth(t)
 	days := digitsDays(t)
 	cfg := l.config("ns.inc")
 	cfg.Lake.Incremental = true
@@ -161,11 +162,11 @@ func lakeIncrementalDigits(t *testing.T, l *testLake) {
 	for day, r := range days {
 		l.appendRows(t, r)
 		total += int64(r.Len())
-		sum, err := pipelines.Run(ctx, cfg, embedded)
+		sum, err := runLake(ctx, cfg, embedded)
 		if err != nil {
 			t.Fatalf("day %d: %v", day, err)
 		}
-		lk := sum.Lake
+		lk := lake.Of(sum)
 		if lk == nil || lk.OutputSnapshot == 0 || lk.NothingNew {
 			t.Fatalf("day %d: lake summary %+v, want a committed snapshot", day, lk)
 		}
@@ -184,12 +185,12 @@ func lakeIncrementalDigits(t *testing.T, l *testLake) {
 	inc, _ := l.outputRows(t, "ns.inc")
 
 	// Rerun: nothing new, nothing committed.
-	sum, err := pipelines.Run(ctx, cfg, embedded)
+	sum, err := runLake(ctx, cfg, embedded)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !sum.Lake.NothingNew {
-		t.Errorf("rerun: %+v, want nothing new", sum.Lake)
+	if !lake.Of(sum).NothingNew {
+		t.Errorf("rerun: %+v, want nothing new", lake.Of(sum))
 	}
 	again, snaps := l.outputRows(t, "ns.inc")
 	if snaps != len(days) || fmt.Sprint(again) != fmt.Sprint(inc) {
@@ -197,7 +198,7 @@ func lakeIncrementalDigits(t *testing.T, l *testLake) {
 	}
 
 	// One full run over the whole table.
-	if _, err := pipelines.Run(ctx, l.config("ns.full"), embedded); err != nil {
+	if _, err := runLake(ctx, l.config("ns.full"), embedded); err != nil {
 		t.Fatal(err)
 	}
 	full, snaps := l.outputRows(t, "ns.full")
@@ -223,7 +224,7 @@ func TestLakeConcurrentRuns(t *testing.T) {
 	cfg := l.config("ns.out")
 	cfg.Lake.Incremental = true
 	l.appendRows(t, days[0])
-	if _, err := pipelines.Run(ctx, cfg, embedded); err != nil {
+	if _, err := runLake(ctx, cfg, embedded); err != nil {
 		t.Fatal(err)
 	}
 	l.appendRows(t, days[1])
@@ -234,14 +235,14 @@ func TestLakeConcurrentRuns(t *testing.T) {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			sums[i], errs[i] = pipelines.Run(ctx, cfg, embedded)
+			sums[i], errs[i] = runLake(ctx, cfg, embedded)
 		}(i)
 	}
 	wg.Wait()
 	committed := 0
 	for i, err := range errs {
 		switch {
-		case err == nil && !sums[i].Lake.NothingNew:
+		case err == nil && !lake.Of(sums[i]).NothingNew:
 			committed++
 		case err == nil:
 		case errors.Is(err, icebergio.ErrConcurrentRun):
@@ -324,7 +325,7 @@ func TestLakeBadConfig(t *testing.T) {
 // 262,144 otherwise), which change nothing in the table's rows.
 func TestLakeKeptPartitioning(t *testing.T) {
 	ctx := ctxT(t)
-	defer pipelines.SetMaxRewriteRows(1000)()
+	defer lake.SetMaxRewriteRows(1000)()
 	l := newTestLake(t)
 	l.appendRows(t, blobRows(0, 6000, 1))
 	config := func(out string, incremental bool) options.Options {
@@ -343,16 +344,16 @@ func TestLakeKeptPartitioning(t *testing.T) {
 	}
 	run := func(o options.Options) *pipelines.Summary {
 		t.Helper()
-		sum, err := pipelines.Run(ctx, o, embedded)
+		sum, err := runLake(ctx, o, embedded)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return sum
 	}
-	fits := pipelines.LauncherFits()
+	fits := lake.LauncherFits()
 	run(config("ns.kept", true))
 	run(config("ns.old", false))
-	if n := pipelines.LauncherFits() - fits; n != 0 {
+	if n := lake.LauncherFits() - fits; n != 0 {
 		t.Errorf("the full runs fitted %d partitionings in the launcher, want 0 (the pipeline's is kept)", n)
 	}
 	filepath.WalkDir(filepath.Dir(strings.TrimPrefix(l.uri, "sqlite://")), func(p string, _ fs.DirEntry, _ error) error {
@@ -370,18 +371,18 @@ func TestLakeKeptPartitioning(t *testing.T) {
 	}
 	l.appendRows(t, blobRows(6000, 300, 2))
 	kept := run(config("ns.kept", true))
-	if n := pipelines.LauncherFits() - fits; n != 0 {
+	if n := lake.LauncherFits() - fits; n != 0 {
 		t.Errorf("the incremental run over the kept partitioning fitted %d in the launcher, want 0", n)
 	}
 	old := run(config("ns.old", true))
-	if n := pipelines.LauncherFits() - fits; n != 1 {
+	if n := lake.LauncherFits() - fits; n != 1 {
 		t.Errorf("the incremental run over a table that kept none fitted %d partitionings in the launcher, want 1", n)
 	}
-	if kept.Lake.RemovedFiles != 1 || kept.Lake.AddedFiles != 7 {
-		t.Errorf("files +%d -%d, want +7 -1 (the new rows' file, the old 6,000-row file as 6 files)", kept.Lake.AddedFiles, kept.Lake.RemovedFiles)
+	if lake.Of(kept).RemovedFiles != 1 || lake.Of(kept).AddedFiles != 7 {
+		t.Errorf("files +%d -%d, want +7 -1 (the new rows' file, the old 6,000-row file as 6 files)", lake.Of(kept).AddedFiles, lake.Of(kept).RemovedFiles)
 	}
-	if !kept.Lake.KeptPartitioning || old.Lake.KeptPartitioning {
-		t.Errorf("kept partitioning used: %t and %t, want true (a kept one) and false (none)", kept.Lake.KeptPartitioning, old.Lake.KeptPartitioning)
+	if !lake.Of(kept).KeptPartitioning || lake.Of(old).KeptPartitioning {
+		t.Errorf("kept partitioning used: %t and %t, want true (a kept one) and false (none)", lake.Of(kept).KeptPartitioning, lake.Of(old).KeptPartitioning)
 	}
 	if s := state("ns.kept"); s == "" || s == first {
 		t.Errorf("the incremental run kept %q, want a new file (the last was %s)", s, first)
@@ -401,17 +402,17 @@ func TestLakeKeptPartitioning(t *testing.T) {
 		t.Errorf("%d and %d rows, %d with the same clean label; want 6300, 6300 and at least 99%%", len(a), len(b), same)
 	}
 	t.Logf("kept: rescored %d, index %.3fs; partitioned again: rescored %d, index %.3fs; %d of 6300 rows agree",
-		kept.Lake.Rescored, kept.Timings["index"], old.Lake.Rescored, old.Timings["index"], same)
+		lake.Of(kept).Rescored, kept.Timings["index"], lake.Of(old).Rescored, old.Timings["index"], same)
 
 	// An unreadable kept file: partitioned again, not an error.
 	if err := os.WriteFile(state("ns.kept"), []byte("damaged"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	l.appendRows(t, blobRows(6300, 300, 3))
-	if sum := run(config("ns.kept", true)); sum.Lake.KeptPartitioning || sum.Lake.NewRows != 300 {
-		t.Errorf("with a damaged kept file: kept partitioning used %t, %d new rows", sum.Lake.KeptPartitioning, sum.Lake.NewRows)
+	if sum := run(config("ns.kept", true)); lake.Of(sum).KeptPartitioning || lake.Of(sum).NewRows != 300 {
+		t.Errorf("with a damaged kept file: kept partitioning used %t, %d new rows", lake.Of(sum).KeptPartitioning, lake.Of(sum).NewRows)
 	}
-	if sum := run(config("ns.kept", true)); !sum.Lake.NothingNew {
+	if sum := run(config("ns.kept", true)); !lake.Of(sum).NothingNew {
 		t.Errorf("a rerun found something new")
 	}
 }

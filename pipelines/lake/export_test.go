@@ -1,4 +1,4 @@
-package pipelines
+package lake
 
 // SetMaxRewriteRows sets the rows of an output file an incremental table
 // run rewrites whole (maxRewriteRows) for a test, and returns the undo.

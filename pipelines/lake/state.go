@@ -1,4 +1,4 @@
-package pipelines
+package lake
 
 import (
 	"bytes"
@@ -18,7 +18,7 @@ import (
 // The ivf state an output table keeps for its incremental runs.
 //
 // An incremental run over a table that a full run would search with ivf
-// searches in an ivf partitioning of all rows (incremental_search.go).
+// searches in an ivf partitioning of all rows (search.go).
 // Fitting it (k-means on a sample) and probing every row against its P =
 // N/500 centroids is O(N P d): at 1M rows the one part of an incremental run
 // that grows faster than the table. So a table run with --incremental keeps
@@ -200,21 +200,6 @@ func (s *ivfState) usable(o *options.Options, n int) string {
 		return "it has no model"
 	}
 	return ""
-}
-
-// ivfParams are the ivf parameters of a run over n rows with options o:
-// ivf's defaults for n rows, with --partitions and --nprobe where given
-// (the one place the lake and the pipeline resolve them).
-func ivfParams(o *options.Options, n int64) ivf.Params {
-	p := ivf.DefaultParams(n)
-	if o.Partitions.Set {
-		p = p.WithPartitions(n, o.Partitions.V)
-	}
-	if o.NProbe.Set {
-		p = p.WithNProbe(o.NProbe.V)
-	}
-	p.Seed, p.Metric = o.Seed, o.Metric
-	return p
 }
 
 // launcherFits counts the partitionings fitted in the launcher

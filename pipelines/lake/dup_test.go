@@ -1,10 +1,9 @@
-package pipelines_test
+package lake_test
 
 import (
 	"strings"
 	"testing"
 
-	"github.com/relabel/relabel/pipelines"
 	"github.com/relabel/relabel/schemas"
 )
 
@@ -18,7 +17,7 @@ func TestLakeIncrementalDuplicateIDs(t *testing.T) {
 	cfg := l.config("ns.dup")
 	cfg.Lake.Incremental = true
 	l.appendRows(t, days[0])
-	if _, err := pipelines.Run(ctx, cfg, embedded); err != nil {
+	if _, err := runLake(ctx, cfg, embedded); err != nil {
 		t.Fatal(err)
 	}
 	// Day 1 with its first 50 ids replaced by day 0's.
@@ -27,7 +26,7 @@ func TestLakeIncrementalDuplicateIDs(t *testing.T) {
 	copy(d.IDs, days[0].IDs[:50])
 	l.appendRows(t, &d)
 	_, before := l.outputRows(t, "ns.dup")
-	_, err := pipelines.Run(ctx, cfg, embedded)
+	_, err := runLake(ctx, cfg, embedded)
 	if err == nil || !strings.Contains(err.Error(), "duplicate id") || strings.Count(err.Error(), ".parquet") < 2 || !strings.Contains(err.Error(), schemas.ColID) {
 		t.Errorf("incremental: %v, want a duplicate-id error naming the column and both files", err)
 	}
@@ -38,7 +37,7 @@ func TestLakeIncrementalDuplicateIDs(t *testing.T) {
 	full := cfg
 	full.Lake.Incremental = false
 	for try := range 5 {
-		_, err := pipelines.Run(ctx, full, embedded)
+		_, err := runLake(ctx, full, embedded)
 		if err == nil || !strings.Contains(err.Error(), "duplicate id") || strings.Count(err.Error(), ".parquet") < 2 || !strings.Contains(err.Error(), schemas.ColID) {
 			t.Errorf("full run %d: %v, want a duplicate-id error naming the column and both files", try, err)
 		}

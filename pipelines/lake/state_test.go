@@ -1,4 +1,4 @@
-package pipelines
+package lake
 
 import (
 	"encoding/binary"

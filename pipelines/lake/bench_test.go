@@ -1,4 +1,4 @@
-package pipelines_test
+package lake_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/relabel/relabel/options"
-	"github.com/relabel/relabel/pipelines"
+	"github.com/relabel/relabel/pipelines/lake"
 	"github.com/relabel/relabel/schemas"
 )
 
@@ -117,20 +117,20 @@ func BenchmarkLakeAppend(b *testing.B) {
 		}
 		inc := config("ns.inc")
 		inc.Lake.Incremental = true
-		if _, err := pipelines.Run(ctx, inc, embedded); err != nil {
+		if _, err := runLake(ctx, inc, embedded); err != nil {
 			b.Fatal(err)
 		}
 		l.appendRows(b, blobRows(int64(n), n/100, 2))
 		stop := incProfile(b)
 		t0 := time.Now()
-		sum, err := pipelines.Run(ctx, inc, embedded)
+		sum, err := runLake(ctx, inc, embedded)
 		if err != nil {
 			b.Fatal(err)
 		}
 		ti := time.Since(t0)
 		stop()
 		t0 = time.Now()
-		if _, err := pipelines.Run(ctx, config("ns.full"), embedded); err != nil {
+		if _, err := runLake(ctx, config("ns.full"), embedded); err != nil {
 			b.Fatal(err)
 		}
 		tf := time.Since(t0)
@@ -138,7 +138,7 @@ func BenchmarkLakeAppend(b *testing.B) {
 		b.ReportMetric(tf.Seconds(), "full-s")
 		b.ReportMetric(ti.Seconds()/tf.Seconds(), "incremental/full")
 		b.Logf("rows %d + %d, --rounds %d --l %d: incremental %.2fs (plan and read %.2fs, index %.2fs, search %.2fs, rounds %.2fs, write %.2fs, commit %.2fs; new %d, rescored %d, searched %d, neighbours %s, files +%d -%d), full %.2fs, ratio %.3f",
-			n, n/100, rounds, ll, ti.Seconds(), sum.Timings["plan"], sum.Timings["index"], sum.Timings["search"], sum.Timings["rounds"], sum.Timings["write"], sum.Timings["commit"], sum.Lake.NewRows, sum.Lake.Rescored, sum.Lake.Searched, sum.Neighbours,
-			sum.Lake.AddedFiles, sum.Lake.RemovedFiles, tf.Seconds(), ti.Seconds()/tf.Seconds())
+			n, n/100, rounds, ll, ti.Seconds(), sum.Timings["plan"], sum.Timings["index"], sum.Timings["search"], sum.Timings["rounds"], sum.Timings["write"], sum.Timings["commit"], lake.Of(sum).NewRows, lake.Of(sum).Rescored, lake.Of(sum).Searched, sum.Neighbours,
+			lake.Of(sum).AddedFiles, lake.Of(sum).RemovedFiles, tf.Seconds(), ti.Seconds()/tf.Seconds())
 	}
 }

@@ -1,4 +1,4 @@
-package pipelines_test
+package lake_test
 
 import (
 	"context"
@@ -16,7 +16,6 @@ import (
 
 	"github.com/relabel/relabel/internal/pins"
 	"github.com/relabel/relabel/options"
-	"github.com/relabel/relabel/pipelines"
 )
 
 var updateLakePins = flag.Bool("update-lake-pins", false, "rewrite testdata/lake.sha256 from this build's lake outputs")
@@ -44,7 +43,7 @@ func TestLakePins(t *testing.T) {
 	cfg := dirConfig(in, out)
 	for day, r := range days {
 		writeDay(t, filepath.Join(in, fmt.Sprintf("day-%d.parquet", day)), r)
-		if _, err := pipelines.Run(ctx, cfg, embedded); err != nil {
+		if _, err := runLake(ctx, cfg, embedded); err != nil {
 			t.Fatalf("dir day %d: %v", day, err)
 		}
 		got[fmt.Sprintf("dir/day-%d", day)] = hashDirRows(t, out)
@@ -56,7 +55,7 @@ func TestLakePins(t *testing.T) {
 	tcfg.Lake.Incremental = true
 	for day, r := range days {
 		l.appendRows(t, r)
-		if _, err := pipelines.Run(ctx, tcfg, embedded); err != nil {
+		if _, err := runLake(ctx, tcfg, embedded); err != nil {
 			t.Fatalf("table day %d: %v", day, err)
 		}
 		got[fmt.Sprintf("table/day-%d", day)] = hashTableRows(t, l, "ns.inc")
@@ -73,7 +72,7 @@ func TestLakePins(t *testing.T) {
 			if day == 1 {
 				l.appendRows(t, blobRows(int64(n), 300, 2))
 			}
-			if _, err := pipelines.Run(ctx, o, embedded); err != nil {
+			if _, err := runLake(ctx, o, embedded); err != nil {
 				t.Fatalf("ivf %d day %d: %v", n, day, err)
 			}
 			got[fmt.Sprintf("ivf-%d/day-%d", n, day)] = hashTableRows(t, l, "ns.ivf")

@@ -1,4 +1,4 @@
-package pipelines
+package lake
 
 import (
 	"cmp"
@@ -6,8 +6,6 @@ import (
 	"math"
 	"slices"
 	"sort"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/relabel/relabel/gpu"
@@ -15,10 +13,9 @@ import (
 	"github.com/relabel/relabel/internal/progress"
 	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/io/shardio"
-	"github.com/relabel/relabel/options"
+	"github.com/relabel/relabel/pipelines"
 	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/transforms/engine"
-	"github.com/relabel/relabel/transforms/ivf"
 	"github.com/relabel/relabel/transforms/knn"
 	"github.com/relabel/relabel/transforms/llc"
 	"github.com/relabel/relabel/transforms/mixture"
@@ -35,11 +32,11 @@ import (
 //     rows, as in a full run. This is the one part of the cost that scales
 //     with the table (a sequential read, O(N d)).
 //  2. The new rows' K nearest neighbours are searched among all rows
-//     (incremental_search.go): exactly, O(new * N * d), where a full run
+//     (search.go): exactly, O(new * N * d), where a full run
 //     would search exactly; where it would use ivf (N >= options.AutoIVFRows), in
 //     an ivf partitioning of all rows, O(new * NProbe * partition size * d).
 //     The partitioning is the one the last table run kept
-//     (incremental_state.go), extended by probing the new rows, O(new * P *
+//     (state.go), extended by probing the new rows, O(new * P *
 //     d); without one, it is fitted as the full run fits it and every row is
 //     probed, O(N * P * d).
 //  3. The update spreads one hop. An old row is re-scored when a new row
@@ -158,7 +155,7 @@ type incResult struct {
 	timings  map[string]float64
 	searched int
 	// state is the ivf partitioning the next incremental run can keep
-	// (incremental_state.go); nil where the search was exact. kept: it
+	// (state.go); nil where the search was exact. kept: it
 	// extends the one the last run kept.
 	state *ivfState
 	kept  bool
@@ -263,8 +260,8 @@ func (u *update) storedRows(p *resultio.Posteriors) (rs []int, touched bool) {
 // counts; tPlan is the time since t0 until the update starts.
 // kept is the ivf state the last run kept, nil when none.
 // cal is the calibration the stored posteriors were made with
-// (Plan.incrementalCalibration).
-func storedUpdate(d *incData, posts []*resultio.Posteriors, kept *ivfState, plan *Plan, cal stages.Calibration, device, input string, t0 time.Time, lake *LakeSummary) (*update, error) {
+// (calibration, plan.go).
+func storedUpdate(d *incData, posts []*resultio.Posteriors, kept *ivfState, plan *pipelines.Plan, cal stages.Calibration, device, input string, t0 time.Time, lake *Summary) (*update, error) {
 	stored, keyRow, err := storedStates(d, posts, plan, cal, input)
 	if err != nil {
 		return nil, err
@@ -288,8 +285,8 @@ func storedUpdate(d *incData, posts []*resultio.Posteriors, kept *ivfState, plan
 
 // updateIncremental runs steps 2-4 on d, with old rows' states rebuilt from
 // their stored posteriors (stored), and the ivf partitioning the last run
-// kept (nil: none; incremental_state.go). keyRow is the row of each id key.
-func updateIncremental(d *incData, stored *storedPosts, kept *ivfState, keyRow map[int64]int, plan *Plan, searcher knn.Searcher, coder llc.Coder) (*incResult, error) {
+// kept (nil: none; state.go). keyRow is the row of each id key.
+func updateIncremental(d *incData, stored *storedPosts, kept *ivfState, keyRow map[int64]int, plan *pipelines.Plan, searcher knn.Searcher, coder llc.Coder) (*incResult, error) {
 	o := &plan.Options
 	eo, err := o.Engine(plan.C)
 	if err != nil {
@@ -308,39 +305,9 @@ func updateIncremental(d *incData, stored *storedPosts, kept *ivfState, keyRow m
 		timings[name] = time.Since(t0).Seconds()
 		t0 = time.Now()
 	}
-	var (
-		cm    knn.Matrix
-		ix    incIndex
-		state *ivfState
-	)
-	if incrementalMode(o, int64(d.n)) == options.NeighboursIVF {
-		var pt *ivf.Partitioning
-		if kept != nil {
-			if why := kept.usable(o, d.n); why != "" {
-				progress.Notef("--incremental: the kept ivf partitioning is not used (%s): partitioning all %d rows again", why, d.n)
-			} else if pt, state, err = keptPartitioning(kept, d, keyRow, be.Searcher); err != nil {
-				return nil, err
-			} else if pt == nil {
-				progress.Notef("--incremental: the kept ivf partitioning does not hold every old row: partitioning all %d rows again", d.n)
-			} else {
-				feats, _, _ := standardised(d, o)
-				cm = knn.Matrix{Rows: d.n, Cols: d.d, Data: feats}
-			}
-		}
-		if pt == nil {
-			if state, pt, cm, err = newIVFState(d, o, be.Searcher); err != nil {
-				return nil, fmt.Errorf("relabel: incremental: partitioning %d rows: %w", d.n, err)
-			}
-		}
-		ix = ivfIndex{ivf.NewIndex(cm, d.keys, pt, state.model.P(), be.Searcher, o.Metric, eo.Workers)}
-	} else {
-		feats, _, _ := standardised(d, o)
-		cm = knn.Matrix{Rows: d.n, Cols: d.d, Data: feats}
-		idx, err := be.Searcher.Index(cm, d.keys, o.Metric)
-		if err != nil {
-			return nil, fmt.Errorf("relabel: incremental: indexing %d rows: %w", d.n, err)
-		}
-		ix = &exactIndex{idx: idx, x: cm, keys: d.keys}
+	ix, cm, state, err := newIncIndex(d, o, kept, keyRow, be.Searcher, eo.Workers)
+	if err != nil {
+		return nil, err
 	}
 	defer ix.Close()
 	lap("index")
@@ -400,9 +367,25 @@ func updateIncremental(d *incData, stored *storedPosts, kept *ivfState, keyRow m
 	for a, i := range r.affected {
 		r.pos[i] = a
 	}
-	// The fixed states: the affected rows' neighbours that are not
-	// affected, packed from their stored posteriors.
-	fixedAt := make([]int32, d.n)
+	fixed, src := packFixed(d.n, nb, r.pos, stored)
+	up := engine.Update{N: len(r.affected), K: k, Src: src, Weight: wt, Fixed: fixed,
+		Labels:   func(a int) []int32 { return d.labelsOf(r.affected[a]) },
+		Key:      func(a int) uint64 { return uint64(d.keys[r.affected[a]]) },
+		Progress: func(round int) { progress.RoundStarted(round, eo.Rounds) },
+	}
+	r.states, r.itemRounds = up.Run(eo.Rounds, eo.Workers, nil, &eo.Mixture)
+	lap("rounds")
+	return r, nil
+}
+
+// packFixed packs the fixed states of an update (engine.Update.Fixed): the
+// affected rows' neighbours nb (rows of d's n) that are not affected
+// themselves (pos: affected row -> its index), from their stored
+// posteriors, each once. src is nb as engine.Update reads it: an affected
+// neighbour's index, a fixed one's -(1-based position), or
+// engine.NoNeighbour.
+func packFixed(n int, nb []int32, pos map[int]int, stored *storedPosts) (*mixture.States, []int32) {
+	fixedAt := make([]int32, n)
 	var fixed mixture.States
 	fixed.Reset()
 	var buf []float32
@@ -410,7 +393,7 @@ func updateIncremental(d *incData, stored *storedPosts, kept *ivfState, keyRow m
 		if c < 0 || fixedAt[c] != 0 {
 			continue
 		}
-		if _, ok := r.pos[int(c)]; ok {
+		if _, ok := pos[int(c)]; ok {
 			continue
 		}
 		buf = stored.appendPacked(&fixed, int(c), buf)
@@ -424,17 +407,10 @@ func updateIncremental(d *incData, stored *storedPosts, kept *ivfState, keyRow m
 		case fixedAt[c] > 0:
 			src[e] = -fixedAt[c]
 		default:
-			src[e] = int32(r.pos[int(c)])
+			src[e] = int32(pos[int(c)])
 		}
 	}
-	up := engine.Update{N: len(r.affected), K: k, Src: src, Weight: wt, Fixed: &fixed,
-		Labels:   func(a int) []int32 { return d.labelsOf(r.affected[a]) },
-		Key:      func(a int) uint64 { return uint64(d.keys[r.affected[a]]) },
-		Progress: func(round int) { progress.RoundStarted(round, eo.Rounds) },
-	}
-	r.states, r.itemRounds = up.Run(eo.Rounds, eo.Workers, nil, &eo.Mixture)
-	lap("rounds")
-	return r, nil
+	return &fixed, src
 }
 
 // storedStates finds the old rows' stored posteriors among the output files
@@ -443,7 +419,7 @@ func updateIncremental(d *incData, stored *storedPosts, kept *ivfState, keyRow m
 // posterior, and no new row any: otherwise the output does not match the
 // input (rows deleted or rewritten in place), and only a full run can say
 // what the output should be. input names the input in messages.
-func storedStates(d *incData, posts []*resultio.Posteriors, plan *Plan, cal stages.Calibration, input string) (*storedPosts, map[int64]int, error) {
+func storedStates(d *incData, posts []*resultio.Posteriors, plan *pipelines.Plan, cal stages.Calibration, input string) (*storedPosts, map[int64]int, error) {
 	keyRow := make(map[int64]int, d.n)
 	for i, key := range d.keys {
 		keyRow[key] = i
@@ -478,73 +454,6 @@ func storedStates(d *incData, posts []*resultio.Posteriors, plan *Plan, cal stag
 		}
 	}
 	return s, keyRow, nil
-}
-
-// cleanedOf makes the output rows of rows (in that order) from their final
-// states (u). The packed states are sized first: grown by appending, their
-// copies were most of the time spent here on a 1M-row output file.
-func cleanedOf(d *incData, rows []int, u *update, cal stages.Calibration) *schemas.Cleaned {
-	it := stages.Items{IDKind: d.idKind, Multi: d.multi, LabelOff: make([]int32, 1, len(rows)+1)}
-	var classes, cats, labels int
-	for _, i := range rows {
-		c, r := u.packedLen(i)
-		classes, cats, labels = classes+c, cats+r, labels+int(d.off[i+1]-d.off[i])
-	}
-	it.IDs = make([]int64, 0, len(rows))
-	if d.strIDs != nil {
-		it.StrIDs = make([]string, 0, len(rows))
-	}
-	it.Labels = make([]int32, 0, labels)
-	ss := &it.State
-	ss.ItemOff = make([]int32, 1, len(rows)+1)
-	ss.Class, ss.Pi, ss.Rem = make([]int32, 0, classes), make([]float32, 0, classes), make([]float32, 0, classes)
-	ss.RowOff = make([]int32, 1, classes+1)
-	ss.Cat, ss.P = make([]int32, 0, cats), make([]float32, 0, cats)
-	var buf []float32
-	for _, i := range rows {
-		it.IDs = append(it.IDs, d.keys[i])
-		if d.strIDs != nil {
-			it.StrIDs = append(it.StrIDs, d.strIDs[i])
-		}
-		it.Labels = append(it.Labels, d.labelsOf(i)...)
-		it.LabelOff = append(it.LabelOff, int32(len(it.Labels)))
-		buf = u.appendState(ss, i, buf)
-	}
-	c := stages.ToCleaned(&it, cal)
-	return &c
-}
-
-// incrementalCalibration is an incremental run's calibration: the
-// temperature the stored posteriors were made with, which the files it
-// rewrites keep too, so that every file of the output agrees. With
-// --temperature auto that is the temperature the table's full run fitted
-// (last, the last run's options, records it), not one refitted to today's
-// rows; a full run refits it. It also records the temperature in opts (the
-// run's summary options) for the next run.
-func (p *Plan) incrementalCalibration(last, opts map[string]string) (stages.Calibration, error) {
-	cal := p.Calibration()
-	if cal.Auto {
-		s, ok := last[stages.MetaCalibratedTemperature]
-		t, err := strconv.ParseFloat(s, 64)
-		if !ok || err != nil || !(t > 0) {
-			return cal, &options.Error{Flag: "incremental", Err: fmt.Errorf("the stored posteriors record no fitted temperature (%s %q): run without --incremental to relabel everything", stages.MetaCalibratedTemperature, s)}
-		}
-		cal.Temperature, cal.Auto = t, false
-	}
-	opts[stages.MetaCalibratedTemperature] = fmtF(cal.Temperature)
-	return cal, nil
-}
-
-// sameOptions refuses an incremental run whose method options differ from
-// the run that produced the stored posteriors: mixing the two would give
-// rows relabelled under different settings. Which options are compared is
-// the flag table's (options.Compared): the neighbour mode, device and ivf
-// settings may differ (an incremental run searches exactly).
-func sameOptions(last, now map[string]string) error {
-	if diffs := options.Changed(last, now); len(diffs) > 0 {
-		return &options.Error{Flag: "incremental", Err: fmt.Errorf("with other options than the stored posteriors were made with: %s; run without --incremental to relabel everything", strings.Join(diffs, ", "))}
-	}
-	return nil
 }
 
 // checkUniqueIDs refuses rows whose ids repeat, naming both files and rows

@@ -1,0 +1,287 @@
+package lake
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/relabel/relabel/internal/progress"
+	"github.com/relabel/relabel/io/blobio"
+	"github.com/relabel/relabel/io/resultio"
+	"github.com/relabel/relabel/io/shardio"
+	"github.com/relabel/relabel/options"
+	"github.com/relabel/relabel/pipelines"
+	"github.com/relabel/relabel/schemas"
+	"github.com/relabel/relabel/transforms/stages"
+)
+
+// Directory lakes: --incremental with a glob --input and an --output
+// directory. The output directory's summary.json records, in its "lake"
+// section, a manifest of the input files the output covers (path, size,
+// content version: blobio.Fingerprint) and which output shard holds each
+// file's rows; the state an incremental run needs, the old rows'
+// posteriors, is in those shards. Keeping the manifest inside summary.json,
+// which the commit renames into place last (pipelines/commit.go), makes it exactly as
+// current as the shards: a run that was killed before its summary.json
+// landed never left a manifest that describes other shards, and a plain run
+// (no --incremental) over the same directory writes a summary without one,
+// so the next incremental run starts over with a full run.
+//
+// The rule for files, by path:
+//   - new (not in the manifest): its rows are new rows;
+//   - changed (size or version differs): its rows are all treated as new,
+//     and its output shard is written again in full;
+//   - gone (in the manifest, not matched by the glob any more): its rows
+//     leave the output, its output shard is removed. The old rows that had
+//     them as neighbours keep their posteriors (the output records no
+//     neighbour lists to find them by); a run without --incremental resets
+//     that drift, as it resets the one-hop spread of update.go;
+//   - unchanged: its rows keep their stored posteriors, but for those
+//     re-scored because a new row entered their K nearest neighbours
+//     (update.go); its output shard is rewritten only then.
+//
+// The update itself is update.go's (updateIncremental), the same as
+// for tables. The first run over an output directory holding no manifest is
+// a full run through the pipeline that also records the manifest.
+
+// coverage fingerprints the plan's input files, before they are read: a
+// file rewritten while the run reads it is then seen as changed by the next
+// run, never as covered.
+func coverage(ctx context.Context, plan *pipelines.Plan) ([]ManifestFile, error) {
+	m := make([]ManifestFile, len(plan.Shards))
+	for i, s := range plan.Shards {
+		fp, err := blobio.FingerprintOf(ctx, s.Path)
+		if err != nil {
+			return nil, fmt.Errorf("relabel: --incremental: %w", err)
+		}
+		m[i] = ManifestFile{Path: s.Path, Fingerprint: fp, Output: resultio.OutputName(s.Path, plan.Options.Format), Rows: max(s.Rows, 0)}
+	}
+	return m, nil
+}
+
+// fullLake is the lake section of a full run's summary under --incremental.
+func fullLake(plan *pipelines.Plan, manifest []ManifestFile) *Summary {
+	return &Summary{
+		NewFiles: len(plan.Shards), NewRows: plan.Rows, ScannedFiles: len(plan.Shards), ScannedRows: plan.Rows,
+		Manifest: manifest,
+	}
+}
+
+// RunDir is a run with --incremental and an output directory: under the
+// output's lock (pipelines.Open), it finishes a commit a killed run left
+// half done, compares the input files with the manifest of the output's
+// summary.json (planDir) and relabels what is new, changed or gone
+// (updateDir); with no manifest to start from it is a full run
+// (pipelines.Session.Full) that records one.
+func RunDir(ctx context.Context, cfg options.Options, exec pipelines.Executor) (*pipelines.Summary, error) {
+	if !cfg.Lake.Incremental || cfg.Lake.OutputTable != "" {
+		return nil, errors.New("relabel: lake.RunDir is for --incremental runs into an output directory")
+	}
+	t0 := time.Now()
+	plan, err := pipelines.MakePlan(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	s, err := pipelines.Open(ctx, plan, t0)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	sum, done, err := runDirIncremental(ctx, s)
+	if done || err != nil {
+		return sum, err
+	}
+	manifest, err := coverage(ctx, plan)
+	if err != nil {
+		return nil, err
+	}
+	return s.Full(ctx, exec, func(sum *pipelines.Summary) { sum.Lake = fullLake(plan, manifest) })
+}
+
+// dirSummary is an output directory's summary.json with its lake section
+// typed: the state a directory lake's run starts from.
+type dirSummary struct {
+	pipelines.Summary
+	// Lake is the section pipelines.Summary leaves untyped (the shallower
+	// field wins the "lake" key).
+	Lake *Summary `json:"lake,omitempty"`
+}
+
+// runDirIncremental is RunDir's incremental path, called with the output's
+// lock held. done is false when the directory holds no finished output with
+// a manifest: RunDir then makes a full run, recording the manifest.
+func runDirIncremental(ctx context.Context, s *pipelines.Session) (sum *pipelines.Summary, done bool, err error) {
+	plan, fsys := s.Plan, s.FS
+	cfg := plan.Options
+	out := cfg.Output
+	if plan.Crowd != nil {
+		return nil, true, &options.Error{Flag: "incremental", Err: errors.New("with annotators: incremental runs relabel shards of items, not annotations")}
+	}
+	if resumed, err := s.Resume(ctx); err != nil {
+		return nil, true, err
+	} else if resumed {
+		progress.Notef("--incremental: finished the commit an interrupted run left in %s", out)
+	}
+	var prev dirSummary
+	if found, err := s.ReadSummary(ctx, &prev); err != nil {
+		return nil, true, err
+	} else if !found {
+		progress.Notef("--incremental: %s holds no finished output yet: this first run is a full one", out)
+		return nil, false, nil
+	}
+	if prev.Lake == nil || prev.Lake.Manifest == nil {
+		progress.Notef("--incremental: %s was written without --incremental (its summary.json has no manifest): this run is a full one", out)
+		return nil, false, nil
+	}
+	// Outputs of gone files that a killed run's commit left behind.
+	for _, name := range prev.Lake.RemovedOutputs {
+		if !prev.lists(name) {
+			fsys.Remove(ctx, blobio.Join(out, name))
+		}
+	}
+	opts := plan.Recorded()
+	if err := sameOptions(prev.Options, opts); err != nil {
+		return nil, true, err
+	}
+	cal, err := calibration(plan, prev.Options, opts)
+	if err != nil {
+		return nil, true, err
+	}
+	manifest, err := coverage(ctx, plan)
+	if err != nil {
+		return nil, true, err
+	}
+	lake, newPath := planDir(prev.Lake.Manifest, manifest)
+	base := &pipelines.Summary{
+		Version: pipelines.Version, Input: cfg.Input, Output: out, Classes: plan.C, ClassNames: plan.ClassNames,
+		Neighbours: incrementalMode(&cfg, plan.Rows), Device: plan.Device, Options: opts, Lake: lake,
+	}
+	if len(newPath) == 0 && len(lake.GoneFiles) == 0 {
+		lake.NothingNew = true
+		lake.Manifest = nil
+		progress.Notef("--incremental: no input file of %s is new, changed or gone since %s was written; nothing changed", cfg.Input, out)
+		base.Timings = map[string]float64{"total": time.Since(s.Start).Seconds()}
+		return base, true, nil
+	}
+	sum, err = updateDir(ctx, s, cal, &prev, base, lake, newPath)
+	return sum, true, err
+}
+
+// lists reports whether the summary lists name as one of its shards.
+func (s *dirSummary) lists(name string) bool {
+	for _, sh := range s.Shards {
+		if sh.Output == name {
+			return true
+		}
+	}
+	return false
+}
+
+// updateDir is runDirIncremental once something changed: it reads every
+// input row, relabels the new ones (updateIncremental), writes the output
+// shards that change, the other shards' reports and summary.json into a
+// temporary directory, and commits them as a plain run does (pipelines/commit.go).
+func updateDir(ctx context.Context, sess *pipelines.Session, cal stages.Calibration, prev *dirSummary, sum *pipelines.Summary, lake *Summary, newPath map[string]bool) (*pipelines.Summary, error) {
+	plan, fsys, t0 := sess.Plan, sess.FS, sess.Start
+	cfg := plan.Options
+	out := cfg.Output
+	tmp, rmTmp, err := sess.Temp(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer rmTmp.Run()
+	var newRows int64
+	for _, s := range plan.Shards {
+		if newPath[s.Path] {
+			newRows += max(s.Rows, 0)
+		}
+	}
+	progress.Report(progress.Event{Kind: progress.Planned, Rows: newRows, Shards: lake.NewFiles + lake.ChangedFiles, Rounds: cfg.Rounds})
+	progress.StageStarted("reading")
+	rows, err := shardio.ReadAll(ctx, plan.Shards, plan.Read)
+	if err != nil {
+		return nil, err
+	}
+	d := flatten(rows, func(p string) bool { return newPath[p] })
+	lake.ScannedFiles, lake.ScannedRows = len(plan.Shards), int64(d.n)
+	// The stored posteriors of the unchanged files' rows.
+	outName := map[string]string{}
+	for _, f := range lake.Manifest {
+		outName[f.Path] = f.Output
+	}
+	var posts []*resultio.Posteriors
+	postOf := map[string]*resultio.Posteriors{}
+	for _, s := range plan.Shards {
+		if newPath[s.Path] {
+			continue
+		}
+		p, err := resultio.ReadPosteriors(ctx, blobio.Join(out, outName[s.Path]), plan.ClassNames, nil)
+		if err != nil {
+			return nil, fmt.Errorf("relabel: --incremental: the stored posteriors of %s: %w", s.Path, err)
+		}
+		posts = append(posts, p)
+		postOf[s.Path] = p
+	}
+	u, err := storedUpdate(d, posts, nil, plan, cal, cfg.Device, cfg.Input, t0, lake)
+	if err != nil {
+		return nil, err
+	}
+	res, tPlan, tRun := u.res, u.tPlan, u.tRun
+
+	progress.StageStarted("committing")
+	prevReport := map[string]resultio.ShardReport{}
+	for _, sh := range prev.Shards {
+		prevReport[sh.Output] = sh
+	}
+	meta := schemas.Metadata(pipelines.Version, cfg.Seed, sum.Options, plan.ClassNames)
+	so := resultio.ShardOptions{Format: cfg.Format, Meta: meta, LabelKind: plan.LabelKind, ClassNames: plan.ClassNames, IDKind: plan.IDKind}
+	var files []string
+	for _, f := range planDirFiles(plan.Shards, d, postOf, u, cfg.Format) {
+		if f.reportOnly {
+			rep, ok := prevReport[f.name]
+			if !ok {
+				return nil, fmt.Errorf("relabel: %s: summary.json has no report of shard %s", out, f.name)
+			}
+			// summary.json keeps no per-shard transition sums: they are
+			// summed again from the stored posteriors.
+			rep.Trans = storedTrans(f.stored, f.rows, d, plan.C)
+			rep.Temperature = cal.Temperature
+			b, _ := json.Marshal(rep)
+			if err := blobio.WriteFile(ctx, fsys, blobio.Join(tmp, f.name+resultio.ReportSuffix), b); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if f.stored != nil {
+			lake.RewrittenFiles++
+		}
+		c := cleanedOf(d, f.rows, u, cal)
+		c.Shard = f.input
+		rep := resultio.Report(f.input, f.name, []*schemas.Cleaned{c}, plan.C)
+		rep.Temperature = cal.Temperature
+		if err := resultio.WriteShard(ctx, tmp, f.name, []*schemas.Cleaned{c}, rep, so); err != nil {
+			return nil, err
+		}
+		files = append(files, f.name)
+	}
+	full, err := sess.Summarise(ctx, tmp)
+	if err != nil {
+		return nil, err
+	}
+	full.Neighbours, full.Lake, full.Options = sum.Neighbours, lake, sum.Options
+	full.Timings = map[string]float64{"plan": tPlan.Seconds(), "pipeline": tRun.Seconds(), "total": time.Since(t0).Seconds()}
+	for k, v := range res.timings {
+		full.Timings[k] = v
+	}
+	if err := sess.Publish(ctx, tmp, files, full); err != nil {
+		return nil, err
+	}
+	rmTmp.Run()
+	for _, name := range lake.RemovedOutputs {
+		fsys.Remove(ctx, blobio.Join(out, name))
+	}
+	lake.AddedFiles, lake.RemovedFiles = len(files), len(lake.RemovedOutputs)
+	return full, nil
+}

@@ -1,0 +1,53 @@
+package lake_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
+
+	"github.com/relabel/relabel/io/resultio"
+	"github.com/relabel/relabel/options"
+	"github.com/relabel/relabel/pipelines"
+	"github.com/relabel/relabel/pipelines/lake"
+	"github.com/relabel/relabel/runners"
+)
+
+// TestMain parses flags and initializes Beam (ptest.Main) so that the tests of
+// this package can run pipelines on Prism, in-process.
+func TestMain(m *testing.M) { ptest.Main(m) }
+
+// embedded executes on Beam's Prism in this process, through runners.Run as
+// `relabel run` does.
+func embedded(ctx context.Context, p *beam.Pipeline) (beam.PipelineResult, error) {
+	return runners.Run(ctx, p, runners.Options{})
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// runLake runs cfg as cmd/relabel does: a table lake, a directory lake, or a
+// plain run.
+func runLake(ctx context.Context, cfg options.Options, exec pipelines.Executor) (*pipelines.Summary, error) {
+	switch {
+	case cfg.Lake.OutputTable != "":
+		return lake.RunTable(ctx, cfg, exec)
+	case cfg.Lake.Incremental:
+		return lake.RunDir(ctx, cfg, exec)
+	}
+	return pipelines.Run(ctx, cfg, exec)
+}
+
+// digitsTruth is the digits slice's true labels, entry k the label of id k.
+func digitsTruth(t testing.TB) []int32 {
+	truth, err := resultio.ReadI32(context.Background(), "../../testdata/digits/truth.i32")
+	if err != nil {
+		t.Fatalf("digits truth: %v", err)
+	}
+	return truth
+}
