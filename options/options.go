@@ -176,7 +176,8 @@ type LakeOptions struct {
 	// OutputTable is the output table (ns.table), instead of Options.Output.
 	OutputTable string
 	// Incremental relabels only the rows appended to the input table since
-	// the input snapshot the output table last covered (pipelines/incremental.go).
+	// the input snapshot the output table last covered, or, for a directory
+	// output, only the new, changed and gone input files (pipelines/lake).
 	Incremental bool
 }
 
