@@ -15,6 +15,7 @@ import (
 
 	"github.com/relabel/relabel/internal/faults"
 	"github.com/relabel/relabel/io/icebergio"
+	"github.com/relabel/relabel/io/icebergio/icebergiotest"
 	"github.com/relabel/relabel/schemas"
 )
 
@@ -154,10 +155,7 @@ func tableRows(t *testing.T, uri, name string) (map[int64]string, int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	at, err := tbl.Scan().ToArrowTable(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	at := icebergiotest.Scan(t, tbl)
 	defer at.Release()
 	col := func(name string) int { return at.Schema().FieldIndices(name)[0] }
 	idc, cc, pc := col(schemas.ColID), col(schemas.ColCleanLabel), col(schemas.ColCleanProb)

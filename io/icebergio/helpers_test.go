@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
+
 	"github.com/relabel/relabel/io/blobio"
 	"github.com/relabel/relabel/io/icebergio/icebergiotest"
 	"github.com/relabel/relabel/io/shardio"
@@ -24,22 +25,7 @@ const digitsGlob = "../../testdata/digits/noisy-idn-0.4-part-*.parquet"
 // of 512, 387, 512 and 386 rows): the four "daily" appends of the tests.
 func digitsDays(t *testing.T) []*schemas.Rows {
 	t.Helper()
-	ctx := context.Background()
-	opts := shardio.ReadOptions{Classes: 10}
-	shards, err := shardio.Scan(ctx, digitsGlob, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var days []*schemas.Rows
-	for _, s := range shards {
-		for _, u := range s.Units {
-			r, err := shardio.ReadUnit(ctx, u, opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			days = append(days, r)
-		}
-	}
+	days := icebergiotest.Units(t, digitsGlob, 10)
 	if len(days) != 4 {
 		t.Fatalf("digits: %d units, want 4", len(days))
 	}
@@ -220,10 +206,7 @@ func rowsOfCleaned(cs ...*schemas.Cleaned) map[int64]outRow {
 // fails the test.
 func scanOutput(t *testing.T, tbl *table.Table) map[int64]outRow {
 	t.Helper()
-	at, err := tbl.Scan().ToArrowTable(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	at := icebergiotest.Scan(t, tbl)
 	defer at.Release()
 	tr := array.NewTableReader(at, 1<<16)
 	defer tr.Release()

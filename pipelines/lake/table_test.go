@@ -17,7 +17,6 @@ import (
 
 	"github.com/relabel/relabel/io/icebergio"
 	"github.com/relabel/relabel/io/icebergio/icebergiotest"
-	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/pipelines"
 	"github.com/relabel/relabel/pipelines/lake"
@@ -27,24 +26,7 @@ import (
 // digitsDays reads the committed digits slice as its four units (row groups
 // of 512, 387, 512 and 386 rows): the four "daily" appends.
 func digitsDays(t testing.TB) []*schemas.Rows {
-	t.Helper()
-	ctx := context.Background()
-	opts := shardio.ReadOptions{Classes: 10}
-	shards, err := shardio.Scan(ctx, "../../testdata/digits/noisy-idn-0.4-part-*.parquet", opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var days []*schemas.Rows
-	for _, s := range shards {
-		for _, u := range s.Units {
-			r, err := shardio.ReadUnit(ctx, u, opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			days = append(days, r)
-		}
-	}
-	return days
+	return icebergiotest.Units(t, "../../testdata/digits/noisy-idn-0.4-part-*.parquet", 10)
 }
 
 // testLake is a SQLite catalog with a local warehouse, and its input table
@@ -101,10 +83,7 @@ func (l *testLake) outputRows(t testing.TB, name string) (map[int64]int32, int) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	at, err := tbl.Scan().ToArrowTable(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	at := icebergiotest.Scan(t, tbl)
 	defer at.Release()
 	idc := at.Schema().FieldIndices(schemas.ColID)[0]
 	cc := at.Schema().FieldIndices(schemas.ColCleanLabel)[0]

@@ -15,6 +15,7 @@ import (
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/schemas"
 )
 
@@ -90,4 +91,39 @@ func Append(t testing.TB, tbl *table.Table, rows ...*schemas.Rows) *table.Table 
 		t.Fatal(err)
 	}
 	return tbl
+}
+
+// Units reads every unit (row group or record batch) of the files matching
+// glob, in file and unit order: the committed digits slice's four units are
+// the lake tests' four "daily" appends.
+func Units(t testing.TB, glob string, classes int) []*schemas.Rows {
+	t.Helper()
+	ctx := context.Background()
+	opts := shardio.ReadOptions{Classes: classes}
+	shards, err := shardio.Scan(ctx, glob, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var units []*schemas.Rows
+	for _, s := range shards {
+		for _, u := range s.Units {
+			r, err := shardio.ReadUnit(ctx, u, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			units = append(units, r)
+		}
+	}
+	return units
+}
+
+// Scan reads tbl's current snapshot with iceberg-go's own scan, a reader
+// independent of relabel's. The caller releases the table.
+func Scan(t testing.TB, tbl *table.Table) arrow.Table {
+	t.Helper()
+	at, err := tbl.Scan().ToArrowTable(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return at
 }
