@@ -196,6 +196,23 @@ func RunCellEngine(cell Cell, opts options.Options, tweak func(*engine.Options))
 	if tweak != nil {
 		tweak(&eo)
 	}
+	// The pooled fit's label transition, where the run starts from the
+	// pooled posterior (the gate open), calibrates the output
+	// (mixture.CalibrationStats.AddLabelLikelihood).
+	var tOwn []float64
+	if onPooled := eo.OnPooled; eo.Mixture.PooledIters > 0 {
+		eo.OnPooled = func(m *mixture.Pooled) {
+			if g := eo.Mixture.PooledGate; !(g > 0 && m.Structure() < g) {
+				tOwn = m.TOwn
+				if tOwn == nil {
+					tOwn = m.T
+				}
+			}
+			if onPooled != nil {
+				onPooled(m)
+			}
+		}
+	}
 	t0 := time.Now()
 	res, err := engine.Run(&engine.Data{Keys: ds.ids, D: ds.d, Features: ds.x, Labels: g.labels, LabelOff: g.off}, eo, engine.Backends{})
 	dt := time.Since(t0)
@@ -209,6 +226,13 @@ func RunCellEngine(cell Cell, opts options.Options, tweak func(*engine.Options))
 	if cal.Auto { // fitted to the final states as the pipeline's writer fits it
 		var stats mixture.CalibrationStats
 		stages.StatsOf(&stats, &res.States, func(i int) []int32 { return g.labels[g.off[i]:g.off[i+1]] })
+		if tOwn != nil {
+			st := &res.States
+			for i := 0; i < st.Len(); i++ {
+				lo, hi := st.ItemOff[i], st.ItemOff[i+1]
+				stats.AddLabelLikelihood(tOwn, ds.c, st.Class[lo:hi], st.Pi[lo:hi], g.single[i])
+			}
+		}
 		cal = cal.Resolve(stats)
 	}
 	in := Inputs(ds.c, ds.truth, g.single, &res.States, cal)
