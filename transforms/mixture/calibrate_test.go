@@ -228,6 +228,11 @@ func TestLabelLikelihood(t *testing.T) {
 		}
 	}
 
+	// An empty (decoded) LogLik adds nothing to a merge.
+	if m := (CalibrationStats{LogLik: []int64{}}).Merge(CalibrationStats{Labelled: 1}); m.LogLik != nil || m.Labelled != 1 {
+		t.Errorf("merging empty likelihood sums: %+v", m)
+	}
+
 	// Unlabelled items and empty states add nothing; several annotations
 	// keep the default temperature whatever the likelihood says.
 	tOwn, class, pi, given := likelihoodSet(10, 4, 0.3, 1)
