@@ -216,11 +216,12 @@ const (
 // those runs too far where the neighbours are weak (satellite pair-0.45
 // ECE .068, fashion .082: the mass a changed item keeps on its given label
 // measures the noise's structure, not the cleaned labels' accuracy). The
-// likelihood does not serve unstructured noise: a symmetric transition
-// gives a changed item's given label .4/(C-1) or less, so flattening every
-// row to buy those labels back wins (T .6-.8, ECE .12-.29 on the dev
-// grid's symmetric cells); those runs keep the formula. docs/QUALITY.md,
-// the calibration section, has the figures.
+// likelihood does not serve unstructured noise: a symmetric transition at
+// rate r gives a changed item's given label r/(C-1), so flattening every
+// row to buy those labels back wins (T .35-.81, ECE .075-.29 on the dev
+// grid's 22 cells whose gate stays shut, .007-.046 with the formula);
+// those runs keep the formula. docs/QUALITY.md, the calibration section,
+// has the figures.
 //
 // The fit holds for one label per item. Where most labelled items carry
 // several annotations, the given label is their majority, rarely wrong and
