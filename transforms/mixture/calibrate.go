@@ -83,21 +83,23 @@ func (s CalibrationStats) Merge(o CalibrationStats) CalibrationStats {
 }
 
 // The temperatures the label likelihood is summed at: minAutoT, minAutoT +
-// likStep, ..., maxAutoT. A grid, not a search, so that the sums are
+// .01, ..., maxAutoT. A grid, not a search, so that the sums are
 // one pass over the items in any order; the step is below what the ECE
 // resolves (on the dev grid's pair cells a step of .005 instead moves the
 // maximum by at most .005 and the ECE by at most .0014).
 const (
-	likStep = 0.01
-	likGrid = 91 // (maxAutoT - minAutoT) / likStep + 1
+	likFirst = 10 // minAutoT in hundredths
+	likGrid  = 91 // (maxAutoT - minAutoT) / .01 + 1
 	// likFloor bounds an item's label likelihood from below, so that one
 	// item whose kept classes all give its label probability 0 (no
 	// pseudo-count in the transition) cannot decide the sum.
 	likFloor = 1e-12
 )
 
-// LikTemperature is the temperature of LogLik[j].
-func LikTemperature(j int) float64 { return minAutoT + likStep*float64(j) }
+// LikTemperature is the temperature of LogLik[j], counted in hundredths so
+// that it is the float nearest the decimal (.31, not .31000000000000005, in
+// the output's recorded temperature).
+func LikTemperature(j int) float64 { return float64(likFirst+j) / 100 }
 
 // AddLabelLikelihood adds one item's likelihood of its given label to
 // LogLik at every temperature of the grid: with q the item's pi tempered

@@ -177,6 +177,9 @@ func likelihoodSet(n, c int, t0 float64, seed uint64) (tOwn []float64, class [][
 // once an item was added that way, except where most items carry several
 // annotations.
 func TestLabelLikelihood(t *testing.T) {
+	if LikTemperature(0) != minAutoT || LikTemperature(likGrid-1) != maxAutoT || LikTemperature(21) != 0.31 {
+		t.Fatalf("grid %v..%v, [21] %v; want %v..%v, .31", LikTemperature(0), LikTemperature(likGrid-1), LikTemperature(21), minAutoT, maxAutoT)
+	}
 	const n, c = 20000, 6
 	for _, tc := range []struct {
 		name string
