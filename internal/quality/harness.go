@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/relabel/relabel/options"
+	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/evaluate"
 	"github.com/relabel/relabel/transforms/mixture"
@@ -196,6 +197,23 @@ func RunCellEngine(cell Cell, opts options.Options, tweak func(*engine.Options))
 	if tweak != nil {
 		tweak(&eo)
 	}
+	// The pooled fit's label transition, where the run starts from the
+	// pooled posterior (the gate open), calibrates the output
+	// (mixture.CalibrationStats.AddLabelLikelihood).
+	var tOwn []float64
+	if onPooled := eo.OnPooled; eo.Mixture.PooledIters > 0 {
+		eo.OnPooled = func(m *mixture.Pooled) {
+			if g := eo.Mixture.PooledGate; !(g > 0 && m.Structure() < g) {
+				tOwn = m.TOwn
+				if tOwn == nil {
+					tOwn = m.T
+				}
+			}
+			if onPooled != nil {
+				onPooled(m)
+			}
+		}
+	}
 	t0 := time.Now()
 	res, err := engine.Run(&engine.Data{Keys: ds.ids, D: ds.d, Features: ds.x, Labels: g.labels, LabelOff: g.off}, eo, engine.Backends{})
 	dt := time.Since(t0)
@@ -206,11 +224,7 @@ func RunCellEngine(cell Cell, opts options.Options, tweak func(*engine.Options))
 		caldump(filepath.Join(d, fmt.Sprintf("%s-mu%g.tsv", strings.ReplaceAll(cell.Name(), "/", "__"), opts.Mu)), ds.truth, g.single, &res.States)
 	}
 	cal := stages.Calibration{Temperature: opts.Temperature.V, Auto: !opts.Temperature.Set, MinConfidence: opts.MinConfidence}
-	if cal.Auto { // fitted to the final states as the pipeline's writer fits it
-		var stats mixture.CalibrationStats
-		stages.StatsOf(&stats, &res.States, func(i int) []int32 { return g.labels[g.off[i]:g.off[i+1]] })
-		cal = cal.Resolve(stats)
-	}
+	cal = resolve(cal, &res.States, g.labels, g.off, tOwn, ds.c)
 	in := Inputs(ds.c, ds.truth, g.single, &res.States, cal)
 	if g.multi {
 		in.Given, in.GivenMulti, in.GivenOffsets = nil, g.labels, g.off
@@ -221,6 +235,28 @@ func RunCellEngine(cell Cell, opts options.Options, tweak func(*engine.Options))
 		return rep, dt, fmt.Errorf("quality: %s: %w", cell.Name(), err)
 	}
 	return rep, dt, nil
+}
+
+// resolve fits an Auto calibration to the final states as the pipeline's
+// writer fits it: the formula's statistics of every item (labels[off[i]:
+// off[i+1]] are item i's annotations) and, where tOwn is set (the run
+// started from the pooled posterior, tOwn its fitted c x c transition of the
+// given labels), each item's likelihood of its given label. A fixed
+// temperature is kept.
+func resolve(cal stages.Calibration, st *mixture.States, labels, off []int32, tOwn []float64, c int) stages.Calibration {
+	if !cal.Auto {
+		return cal
+	}
+	var stats mixture.CalibrationStats
+	item := func(i int) []int32 { return labels[off[i]:off[i+1]] }
+	stages.StatsOf(&stats, st, item)
+	if tOwn != nil {
+		for i := 0; i < st.Len(); i++ {
+			lo, hi := st.ItemOff[i], st.ItemOff[i+1]
+			stats.AddLabelLikelihood(tOwn, c, st.Class[lo:hi], st.Pi[lo:hi], schemas.GivenLabel(item(i)))
+		}
+	}
+	return cal.Resolve(stats)
 }
 
 // Inputs turns final engine states into the evaluation inputs the way relabel
