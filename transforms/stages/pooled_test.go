@@ -134,7 +134,7 @@ func voteAccuracy(data *engine.Data, truth []int32, c, k int) float64 {
 // (each class's labels flip to the next class; truth known exactly) the
 // stages, pooled start (the default) and rounds, give every item the
 // states the in-process engine gives it, bit for bit, at 1 and at 3
-// workers; that result is far above the K = 10 vote (which follows the
+// workers (and so do their starts, 0 rounds); that result is far above the K = 10 vote (which follows the
 // labels' majority). With symmetric noise the gate stays shut and the
 // stages' states are those of the paper's start (PooledIters 0), bit for
 // bit.
@@ -153,7 +153,7 @@ func TestPooledStartPipeline(t *testing.T) {
 		return y
 	}
 	np := pooledTestParams(c, k)
-	run := func(s beam.Scope, rows []schemas.Rows, np NeighbourParams, workers int) beam.PCollection {
+	run := func(s beam.Scope, rows []schemas.Rows, np NeighbourParams, workers int, rounds int) beam.PCollection {
 		in := beam.CreateList(s, rows)
 		stats := ComputeStats(s, in, StatsParams{Seed: np.Mixture.Seed, IDColumn: "id"})
 		items := Neighbours(s, in, stats, np)
@@ -183,16 +183,19 @@ func TestPooledStartPipeline(t *testing.T) {
 		t.Errorf("pair-0.45: pooled start accuracy %.4f, want >= .95 and 15 points above the vote's %.4f", a, vote)
 	}
 	p, s := beam.NewPipelineWithRoot()
-	one := run(s.Scope("w1"), rows, np, 1)
-	three := run(s.Scope("w3"), rows, np, 3)
+	one := run(s.Scope("w1"), rows, np, 1, rounds)
+	three := run(s.Scope("w3"), rows, np, 3, rounds)
 	passert.Equals(s, one, beam.CreateList(s, want))
 	passert.Equals(s, three, beam.CreateList(s, want))
+	// The start alone (0 rounds) is the engine's start too.
+	start, _ := engineStates(t, data, np, 0)
+	passert.Equals(s, run(s.Scope("start"), rows, np, 2, 0), beam.CreateList(s, start))
 
 	// Symmetric noise: the gate stays shut; the same bytes as the paper's start.
 	rows, _, _ = noisyBlobs(n, c, d, batch, 5, 12, sym)
 	paper := np
 	paper.Mixture.PooledIters = 0
-	passert.Equals(s, run(s.Scope("sym"), rows, np, 2), run(s.Scope("sym-paper"), rows, paper, 2))
+	passert.Equals(s, run(s.Scope("sym"), rows, np, 2, rounds), run(s.Scope("sym-paper"), rows, paper, 2, rounds))
 	ptest.RunAndValidate(t, p)
 }
 
