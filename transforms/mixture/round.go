@@ -92,7 +92,7 @@ type Params struct {
 	// stays shut on every other cell, which is then the paper's start bit
 	// for bit. relabel run's exact and sample modes fit it as stages
 	// (transforms/stages.PooledStart), the engine in process, by one rule
-	// (engine.PooledFitInputs): the same items, in the same order.
+	// (engine.PooledInputs): the same items, in the same order.
 	PooledIters int
 	// PooledWeight is the share of the pooled posterior in that start, the
 	// rest the given labels' (in (0, 1]; used when PooledIters > 0).
@@ -156,7 +156,7 @@ func DefaultParams(c int) Params {
 const DefaultPooledIters = 30
 
 // PooledSampleCap bounds the items the pooled fit reads: past it, the
-// items with the smallest hash of (seed, key) (engine.PooledFitInputs). The
+// items with the smallest hash of (seed, key) (engine.PooledInputs). The
 // fit estimates C x C (two with PooledSplit) transition entries and C
 // prior weights from every fitted item's K + 1 labels: from 200,000 items
 // each entry rests on about 200,000 (K + 1) / C^2 labels, over 20,000 at
