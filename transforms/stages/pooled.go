@@ -35,9 +35,10 @@ type PooledGather struct {
 // pooledGatherFn gathers the compact inputs of the pooled fit from every
 // batch into one value: a few dozen bytes an item (its labels and K
 // neighbour indices, no features, no state), at most
-// mixture.PooledSampleCap items (twice that while merging: past it the
-// accumulator keeps the first by engine.PooledBefore, a choice that does
-// not depend on how the runner splits or merges), plus every candidate's
+// mixture.PooledSampleCap items (up to twice that while merging: past it
+// the accumulator keeps the cap's first by engine.PooledBefore, a choice
+// that does not depend on how the runner splits or merges, since the first
+// of a union are the first of its parts' first), plus every candidate's
 // labels. One combine and one fit in one place rather than one combine per
 // EM step (PooledIters of them, each a stage): the fit's sums then run in
 // one fixed order, key order, on every runner, and are those of the
@@ -64,7 +65,7 @@ func (f pooledGatherFn) AddInput(a PooledGather, it Items) PooledGather {
 			a.CandN = append(a.CandN, int32(len(labels)))
 		}
 	}
-	return f.bound(a, 2*mixture.PooledSampleCap)
+	return f.trim(a)
 }
 
 func (f pooledGatherFn) MergeAccumulators(a, b PooledGather) PooledGather {
@@ -78,7 +79,16 @@ func (f pooledGatherFn) MergeAccumulators(a, b PooledGather) PooledGather {
 	a.CandIdx = append(a.CandIdx, b.CandIdx...)
 	a.CandLabels = append(a.CandLabels, b.CandLabels...)
 	a.CandN = append(a.CandN, b.CandN...)
-	return f.bound(a, 2*mixture.PooledSampleCap)
+	return f.trim(a)
+}
+
+// trim bounds a while it grows: past twice the cap it keeps the cap's
+// worth (bound), so the sort runs once per cap items added, not per batch.
+func (f pooledGatherFn) trim(a PooledGather) PooledGather {
+	if len(a.Keys) > 2*mixture.PooledSampleCap {
+		return f.bound(a, mixture.PooledSampleCap)
+	}
+	return a
 }
 
 func (f pooledGatherFn) ExtractOutput(a PooledGather) PooledGather {

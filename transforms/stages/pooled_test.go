@@ -255,3 +255,50 @@ func TestPooledGatherBound(t *testing.T) {
 		t.Error("candidates from 1: no error")
 	}
 }
+
+// TestPooledGatherCap: past mixture.PooledSampleCap items the gather keeps
+// exactly the items engine.PooledSample picks, in key order, whether the
+// batches come in one accumulator or in two merged ones.
+func TestPooledGatherCap(t *testing.T) {
+	n := 2*mixture.PooledSampleCap + 50_000
+	const batch = 25_000
+	f := pooledGatherFn{Seed: 4}
+	keys := make([]int64, n)
+	for i := range keys {
+		keys[i] = int64(7*i + 1)
+	}
+	items := func(lo, hi int) Items {
+		it := Items{K: 1, IDs: keys[lo:hi], LabelOff: make([]int32, hi-lo+1), Labels: make([]int32, hi-lo), Cand: make([]int32, hi-lo), Neigh: make([]int32, hi-lo)}
+		for i := range hi - lo {
+			it.LabelOff[i+1] = int32(i + 1)
+			it.Labels[i] = int32((lo + i) % 5)
+			it.Cand[i] = -1
+			it.Neigh[i] = -1
+		}
+		return it
+	}
+	one, a, b := f.CreateAccumulator(), f.CreateAccumulator(), f.CreateAccumulator()
+	for lo := 0; lo < n; lo += batch {
+		it := items(lo, min(lo+batch, n))
+		one = f.AddInput(one, it)
+		if lo/batch%2 == 0 {
+			a = f.AddInput(a, it)
+		} else {
+			b = f.AddInput(b, it)
+		}
+	}
+	x, y := f.ExtractOutput(one), f.ExtractOutput(f.MergeAccumulators(b, a))
+	var want []int64
+	for _, i := range engine.PooledSample(keys, 4) {
+		want = append(want, keys[i])
+	}
+	if len(want) != mixture.PooledSampleCap || !slices.Equal(x.Keys, want) || !slices.Equal(y.Keys, want) {
+		t.Errorf("gathered %d and %d items, want engine.PooledSample's %d (equal: %v, %v)",
+			len(x.Keys), len(y.Keys), len(want), slices.Equal(x.Keys, want), slices.Equal(y.Keys, want))
+	}
+	for i, k := range x.Keys { // each item's labels travel with it
+		if l := x.Labels[i]; l != int32((k-1)/7%5) {
+			t.Fatalf("item %d: label %d, want %d", k, l, (k-1)/7%5)
+		}
+	}
+}
