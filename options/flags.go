@@ -257,6 +257,19 @@ var Flags = []Flag{
 		}},
 	{Name: "min-confidence", Group: GroupMethod, Record: Compared, Usage: "change a label only where the calibrated clean_prob is at least this, in [0,1] (0: always take the most probable class)",
 		bind: func(o *Options) flag.Value { return (*floatValue)(&o.MinConfidence) }, check: inRange(0, 1, true, func(o *Options) float64 { return o.MinConfidence })},
+	{Name: "pooled-iters", Group: GroupMethod, Record: Compared, Usage: "EM steps of the pooled start: one class-level label transition fitted over every item's labels and its neighbours' (at most " + strconv.Itoa(mixture.PooledSampleCap) + " items, by a hash of seed and id), from which items start where the fitted noise is structured (--pooled-gate); 0: every item starts from its given labels (the paper's)",
+		Default: fmt.Sprintf("%d in exact and sample modes; off in ivf mode and with annotators, which do not fit it (given there: an error)", mixture.DefaultPooledIters),
+		bind:    func(o *Options) flag.Value { return &optInt{p: &o.PooledIters} }, check: atLeast(0, func(o *Options) Opt[int] { return o.PooledIters })},
+	{Name: "pooled-weight", Group: GroupMethod, Record: Compared, Usage: "share of the pooled posterior in an item's start (the rest its given labels'), in (0,1]",
+		bind: func(o *Options) flag.Value { return (*floatValue)(&o.PooledWeight) },
+		check: func(o *Options) error {
+			if !(o.PooledWeight > 0 && o.PooledWeight <= 1) {
+				return fmt.Errorf("%s: want in (0,1]", fmtF(o.PooledWeight))
+			}
+			return nil
+		}},
+	{Name: "pooled-gate", Group: GroupMethod, Record: Compared, Usage: "take the pooled start only where the fitted noise's structure (the mean share of each class's flips going to one class: about 1/(C-1) for symmetric noise, 1 for pair flips) is at least this, in [0,1] (0: always)",
+		bind: func(o *Options) flag.Value { return (*floatValue)(&o.PooledGate) }, check: inRange(0, 1, true, func(o *Options) float64 { return o.PooledGate })},
 	{Name: "seed", Group: GroupMethod, Record: Compared, Usage: "seed of all sampling (with item id and round)",
 		bind: func(o *Options) flag.Value { return (*uint64Value)(&o.Seed) }},
 

@@ -83,6 +83,14 @@ type Options struct {
 	AnnotationWeight float64
 	ActiveTol        float64
 	MinClassMass     float64
+	// PooledIters, PooledWeight and PooledGate configure the pooled start
+	// (mixture.Params.PooledIters, PooledWeight, PooledGate; issue 32).
+	// PooledIters unset is mixture.DefaultPooledIters where the run can
+	// fit it (exact and sample modes, no annotators) and 0 elsewhere
+	// (pipelines.MakePlan); 0 given is the paper's start, everywhere.
+	PooledIters  Opt[int]
+	PooledWeight float64
+	PooledGate   float64
 	// Temperature calibrates the output's probabilities (pi^(1/T)
 	// renormalised); unset ("auto", the default), T is fitted to the run's
 	// final states (mixture.AutoTemperature). MinConfidence changes a label
@@ -148,6 +156,8 @@ func Defaults() Options {
 		AnnotationWeight: m.AnnotationWeight,
 		ActiveTol:        m.ActiveTol,
 		MinClassMass:     m.MinClassMass,
+		PooledWeight:     m.PooledWeight,
+		PooledGate:       m.PooledGate,
 		Seed:             1,
 		Device:           "auto",
 		Report:           true,
@@ -227,7 +237,9 @@ const DefaultLocalRoundsMiB = 1024
 
 // Mixture resolves the method's parameters for c classes: c0 and n take
 // their data-dependent defaults (mixture.DefaultC0, DefaultN) unless given,
-// and em-iters its variant's (mixture.DefaultEMIters),
+// and em-iters its variant's (mixture.DefaultEMIters), pooled-iters
+// mixture.DefaultPooledIters (the plan turns an unset one off where the
+// run cannot fit it),
 // the stored rows are bounded at mixture.DefaultMaxRowEntries(c0), and Seed
 // is the job's seed. An explicit value the data makes impossible (c0 > C) is
 // an error naming the flag, never clamped.
@@ -255,6 +267,10 @@ func (o *Options) Mixture(c int) (mixture.Params, error) {
 		AnnotationWeight: o.AnnotationWeight,
 		ActiveTol:        o.ActiveTol,
 		MinClassMass:     o.MinClassMass,
+		PooledIters:      o.PooledIters.Or(mixture.DefaultPooledIters),
+		PooledWeight:     o.PooledWeight,
+		PooledSplit:      mixture.DefaultParams(c).PooledSplit,
+		PooledGate:       o.PooledGate,
 		Seed:             o.Seed,
 	}, nil
 }

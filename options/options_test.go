@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/relabel/relabel/transforms/mixture"
 )
 
 var updateREADME = flag.Bool("update-readme", false, "rewrite README.md's options table from Flags")
@@ -98,6 +100,14 @@ func TestOptionsExplicitValues(t *testing.T) {
 		{[]string{"--neighbours", "exact", "--partitions", "10"}, "neighbours"},
 		{[]string{"--class-names", "a,b,c", "--classes", "4"}, "class-names"},
 		{[]string{"--id-column", ""}, "id-column"},
+		{[]string{"--pooled-iters", "0"}, ""},
+		{[]string{"--pooled-iters", "-1"}, "pooled-iters"},
+		{[]string{"--pooled-weight", "1"}, ""},
+		{[]string{"--pooled-weight", "0"}, "pooled-weight"},
+		{[]string{"--pooled-weight", "1.5"}, "pooled-weight"},
+		{[]string{"--pooled-gate", "0"}, ""},
+		{[]string{"--pooled-gate", "1"}, ""},
+		{[]string{"--pooled-gate", "-0.1"}, "pooled-gate"},
 	} {
 		name := strings.Join(tc.args, " ")
 		o, err := parse(tc.args...)
@@ -142,6 +152,28 @@ func TestOptionsExplicitValues(t *testing.T) {
 		m, err := o.Mixture(10)
 		if err != nil || m.EMIters != tc.want {
 			t.Errorf("%v: em-iters %d (%v), want %d", tc.args, m.EMIters, err, tc.want)
+		}
+	}
+	// --pooled-iters: unset, the default (the plan turns it off where the
+	// run cannot fit it); 0 given is off, never the default; the weight
+	// and gate as given.
+	for _, tc := range []struct {
+		args         []string
+		iters        int
+		weight, gate float64
+	}{
+		{nil, mixture.DefaultPooledIters, 0.3, 0.5},
+		{[]string{"--pooled-iters", "0"}, 0, 0.3, 0.5},
+		{[]string{"--pooled-iters", "5", "--pooled-weight", "1", "--pooled-gate", "0"}, 5, 1, 0},
+	} {
+		o, err := parse(tc.args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := o.Mixture(10)
+		if err != nil || m.PooledIters != tc.iters || m.PooledWeight != tc.weight || m.PooledGate != tc.gate || !m.PooledSplit {
+			t.Errorf("%v: pooled iters %d, weight %g, gate %g, split %v (%v); want %d, %g, %g, split",
+				tc.args, m.PooledIters, m.PooledWeight, m.PooledGate, m.PooledSplit, err, tc.iters, tc.weight, tc.gate)
 		}
 	}
 	o, err := parse("--smooth", "0", "--c0", "3")

@@ -80,7 +80,11 @@ func MakePlan(ctx context.Context, cfg options.Options) (*Plan, error) {
 		return planTableInput(ctx, cfg)
 	}
 	if cfg.Input == "" {
-		return makeLabelOnlyPlan(ctx, cfg)
+		p, err := makeLabelOnlyPlan(ctx, cfg)
+		if err != nil {
+			return nil, err
+		}
+		return p, p.resolvePooled()
 	}
 	ro := shardio.ReadOptions{Columns: cfg.Columns}
 	shards, skipped, err := shardio.ScanFiles(ctx, cfg.Input, ro)
@@ -175,10 +179,34 @@ func planShards(ctx context.Context, cfg options.Options, ro shardio.ReadOptions
 	if err := planCrowd(ctx, &cfg, p); err != nil {
 		return nil, err
 	}
+	if err := p.resolvePooled(); err != nil {
+		return nil, err
+	}
 	if err := checkPlan(ctx, p); err != nil {
 		return nil, err
 	}
 	return p, nil
+}
+
+// resolvePooled turns the pooled start (mixture.Params.PooledIters) off
+// where the run's stages do not fit it: ivf mode (its rounds run in
+// ivfstages' blocks, which gather no pooled fit yet) and annotator-aware
+// runs (transforms/crowdstages start from the annotators' model). There
+// an unset --pooled-iters is 0, recorded as such, and a value above 0
+// given is refused, naming the flag, rather than silently not used.
+func (p *Plan) resolvePooled() error {
+	if p.Mode != options.NeighboursIVF && p.Crowd == nil {
+		return nil
+	}
+	if it := p.Options.PooledIters; it.Set && it.V > 0 {
+		where := "--neighbours ivf"
+		if p.Crowd != nil {
+			where = "annotator-aware runs"
+		}
+		return &options.Error{Flag: "pooled-iters", Err: fmt.Errorf("%d: the pooled start is fitted in exact and sample modes only, not in %s (give 0, or leave it unset)", it.V, where)}
+	}
+	p.Mixture.PooledIters = 0
+	return nil
 }
 
 // Build adds the relabelling of plan to the pipeline rooted at s, writing into
@@ -202,6 +230,8 @@ func Build(s beam.Scope, plan *Plan, tmpDir string) {
 		if plan.Crowd != nil {
 			items = buildCrowdFeatures(s, plan, units, items, tmpDir)
 		} else {
+			// Rounds starts the items from the pooled fit first where
+			// plan.Mixture.PooledIters says so (stages.PooledStart).
 			items = stages.Rounds(s, items, stages.RoundsParams{Rounds: o.Rounds, Workers: plan.Workers, Mixture: plan.Mixture})
 		}
 	}
@@ -240,6 +270,7 @@ func (p *Plan) Recorded() map[string]string {
 	o, m := p.Options, p.Mixture
 	o.Classes, o.C0, o.N, o.EMIters = options.Some(m.C), options.Some(m.C0), options.Some(m.N), options.Some(m.EMIters)
 	o.Candidates, o.Neighbours = options.Some(p.Candidates), p.Mode
+	o.PooledIters = options.Some(m.PooledIters)
 	if p.Crowd != nil {
 		o.AnnotatorsColumn = p.Crowd.Column
 	}

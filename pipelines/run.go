@@ -63,6 +63,21 @@ type Summary struct {
 	Lake any `json:"lake,omitempty"`
 	// Annotators describes the annotators file of an annotator-aware run.
 	Annotators *crowdstages.AnnotatorsReport `json:"annotators,omitempty"`
+	// Pooled says what the pooled start decided (stages.PooledStart); nil
+	// where it was off (--pooled-iters 0, ivf mode, annotators).
+	Pooled *PooledSummary `json:"pooled,omitempty"`
+}
+
+// PooledSummary is what the pooled start's fit decided, from its
+// counters: how many items it fitted, the fitted noise's structure
+// (mixture.Pooled.Structure, to 1e-6), the gate it was held against and
+// whether the items started from it (Open) or from their given labels.
+// An incremental run reads it to know how the stored posteriors started.
+type PooledSummary struct {
+	Fitted    int64   `json:"fitted"`
+	Structure float64 `json:"structure"`
+	Gate      float64 `json:"gate"`
+	Open      bool    `json:"open"`
 }
 
 // Run plans, builds and executes one relabelling, then commits its output
@@ -314,6 +329,10 @@ func summarise(ctx context.Context, fs blobio.FS, tmp string, plan *Plan, res be
 			if c.Namespace() == "relabel" {
 				sum.Metrics[c.Name()] += c.Result()
 			}
+		}
+		if plan.Mixture.PooledIters > 0 && plan.Crowd == nil && plan.Mode != options.NeighboursIVF {
+			sum.Pooled = &PooledSummary{Fitted: sum.Metrics["pooled_fitted"], Structure: float64(sum.Metrics["pooled_structure_ppm"]) / 1e6,
+				Gate: plan.Mixture.PooledGate, Open: sum.Metrics["pooled_open"] > 0}
 		}
 	}
 	if plan.Crowd != nil {

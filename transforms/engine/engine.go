@@ -75,8 +75,9 @@ type Options struct {
 	// Workers bounds goroutines, >= 1.
 	Workers int
 	// OnPooled, when set, is given the fitted pooled transition
-	// (mixture.Params.PooledIters > 0) before the rounds: the quality
-	// harness logs its Structure. It changes nothing.
+	// (mixture.Params.PooledIters > 0; FitPooledStart) before the rounds,
+	// whether the gate takes it or not: the quality harness logs its
+	// Structure. It changes nothing.
 	OnPooled func(*mixture.Pooled)
 }
 
@@ -165,18 +166,33 @@ func Run(d *Data, o Options, be Backends) (*Result, error) {
 	var states, init mixture.States
 	states.Reset()
 	var st mixture.State
-	var post []float64
+	var start *PooledStarter
 	if o.Mixture.PooledIters > 0 {
-		if post, err = pooledPosterior(d, nb, cands, o.Mixture, o.OnPooled); err != nil {
+		in := PooledInputsOf(d, nb, cands, o.Mixture.Seed)
+		m, open, err := FitPooledStart(&in, &o.Mixture)
+		if err != nil {
 			return nil, err
+		}
+		if m != nil && o.OnPooled != nil {
+			o.OnPooled(m)
+		}
+		if open {
+			start = NewPooledStarter(m, &o.Mixture)
 		}
 	}
 	for i := 0; i < n; i++ {
-		if post != nil {
-			c := o.Mixture.C
-			st.InitPosterior(post[i*c:(i+1)*c], d.Labels[d.LabelOff[i]:d.LabelOff[i+1]], o.Mixture.PooledWeight, o.Mixture.C0, o.Mixture.Smooth)
+		labels := d.Labels[d.LabelOff[i]:d.LabelOff[i+1]]
+		if start != nil {
+			start.Start(&st, labels, nb.K, func(j int) ([]int32, bool) {
+				c := nb.Index[i*nb.K+j]
+				if c < 0 {
+					return nil, false
+				}
+				x := cands[c]
+				return d.Labels[d.LabelOff[x]:d.LabelOff[x+1]], true
+			})
 		} else {
-			st.Init(d.Labels[d.LabelOff[i]:d.LabelOff[i+1]], o.Mixture.C, o.Mixture.C0, o.Mixture.Smooth)
+			st.Init(labels, o.Mixture.C, o.Mixture.C0, o.Mixture.Smooth)
 		}
 		states.Append(&st) // packing quantizes, as the pipeline's states are
 	}
@@ -214,38 +230,6 @@ func Run(d *Data, o Options, be Backends) (*Result, error) {
 	}
 	res.States = states
 	return res, nil
-}
-
-// pooledPosterior fits the pooled class-level transition
-// (mixture.FitPooled) over every item's given labels and its neighbours'
-// and returns each item's posterior, row-major n x C, or nil where
-// Params.PooledGate turns the pooled start down.
-func pooledPosterior(d *Data, nb *Neighbourhoods, cands []int, p mixture.Params, onPooled func(*mixture.Pooled)) ([]float64, error) {
-	n, k := d.Len(), nb.K
-	idx := make([]int32, n*k)
-	for x, c := range nb.Index {
-		idx[x] = -1
-		if c >= 0 {
-			idx[x] = int32(cands[c])
-		}
-	}
-	m, post, err := mixture.FitPooled(mixture.PooledInput{N: n, K: k, C: p.C, Labels: d.Labels, LabelOff: d.LabelOff, Index: idx, SplitOwn: p.PooledSplit}, p.PooledIters)
-	if err != nil {
-		return nil, err
-	}
-	if onPooled != nil {
-		onPooled(m)
-	}
-	if p.PooledGate > 0 && m.Structure() < p.PooledGate {
-		return nil, nil // unstructured noise: start from the given labels
-	}
-	if !p.PooledOwn {
-		return post, nil
-	}
-	for i := 0; i < n; i++ {
-		m.OwnPosterior(post[i*p.C:(i+1)*p.C], d.Labels[d.LabelOff[i]:d.LabelOff[i+1]])
-	}
-	return post, nil
 }
 
 // annotations counts an item's labels (unlabelled entries excluded).

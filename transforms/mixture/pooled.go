@@ -53,13 +53,35 @@ type PooledInput struct {
 	// (Pooled.TOwn), apart from its neighbours' (Pooled.T), as Dawid-Skene
 	// fits two annotators.
 	SplitOwn bool
+	// NLabels and NLabelOff, when NLabelOff is set, hold the labels Index
+	// points into (row j: NLabels[NLabelOff[j]:NLabelOff[j+1]]), so that
+	// the fitted items can be a sample of the items their neighbours are
+	// (PooledSampleCap); unset, Index points at the fitted items.
+	NLabels   []int32
+	NLabelOff []int32
+}
+
+// neighbourLabels is row j of the labels Index points into.
+func (in *PooledInput) neighbourLabels(j int32) []int32 {
+	if in.NLabelOff != nil {
+		return in.NLabels[in.NLabelOff[j]:in.NLabelOff[j+1]]
+	}
+	return in.Labels[in.LabelOff[j]:in.LabelOff[j+1]]
 }
 
 // FitPooled fits T by iters EM steps, starting from the soft vote of each
 // item's evidence, and returns the model and the posterior over clean classes
 // of every item (row-major n x C). Deterministic: sums run in item order.
 func FitPooled(in PooledInput, iters int) (*Pooled, []float64, error) {
-	if in.C < 2 || in.K < 0 || len(in.LabelOff) != in.N+1 || len(in.Index) != in.N*in.K || iters < 1 {
+	rows := in.N
+	if in.NLabelOff != nil {
+		rows = len(in.NLabelOff) - 1
+	}
+	bad := false
+	for _, j := range in.Index {
+		bad = bad || int(j) >= rows
+	}
+	if in.C < 2 || in.K < 0 || len(in.LabelOff) != in.N+1 || len(in.Index) != in.N*in.K || iters < 1 || bad {
 		return nil, nil, fmt.Errorf("mixture: pooled fit: n %d, K %d, C %d, %d offsets, %d neighbours, %d iterations",
 			in.N, in.K, in.C, len(in.LabelOff), len(in.Index), iters)
 	}
@@ -81,7 +103,7 @@ func FitPooled(in PooledInput, iters int) (*Pooled, []float64, error) {
 		}
 		for _, j := range in.Index[i*in.K : (i+1)*in.K] {
 			if j >= 0 {
-				addLabels(ev, in.Labels[in.LabelOff[j]:in.LabelOff[j+1]], true, c)
+				addLabels(ev, in.neighbourLabels(j), true, c)
 			}
 		}
 	}
@@ -143,6 +165,59 @@ func FitPooled(in PooledInput, iters int) (*Pooled, []float64, error) {
 		m.align(post, in.N)
 	}
 	return m, post, nil
+}
+
+// PooledScorer computes items' posteriors under a fitted Pooled, one item
+// at a time: the start of relabel run's stages and of the in-process
+// engine, which both fit the model once (FitPooled) and then score every
+// item, fitted or not, with it. Not safe for concurrent use (it keeps the
+// item's evidence); Pooled.Scorer makes one per goroutine.
+type PooledScorer struct {
+	m                      *Pooled
+	logT, logOwn, logPrior []float64
+	ev, own                []float64
+}
+
+// Scorer returns a scorer of m.
+func (m *Pooled) Scorer() *PooledScorer {
+	s := &PooledScorer{m: m, logT: logs(m.T), logPrior: logs(m.Prior), ev: make([]float64, m.C)}
+	if m.TOwn != nil {
+		s.logOwn, s.own = logs(m.TOwn), make([]float64, m.C)
+	}
+	return s
+}
+
+func logs(x []float64) []float64 {
+	y := make([]float64, len(x))
+	for i, v := range x {
+		y[i] = math.Log(v)
+	}
+	return y
+}
+
+// Posterior sets q (length C) to the posterior over clean classes of an
+// item with the given labels and the k neighbours whose labels
+// neighbour(j) returns (ok false: no neighbour j), reading the evidence as
+// FitPooled does (own labels through TOwn where the fit split, a
+// neighbour's labels as shares of one), so that on a fitted item it is the
+// fit's own last E step.
+func (s *PooledScorer) Posterior(q []float64, labels []int32, k int, neighbour func(j int) ([]int32, bool)) {
+	c := s.m.C
+	clear(s.ev)
+	var own []float64
+	if s.own != nil {
+		own = s.own
+		clear(own)
+		addLabels(own, labels, false, c)
+	} else {
+		addLabels(s.ev, labels, false, c)
+	}
+	for j := range k {
+		if l, ok := neighbour(j); ok {
+			addLabels(s.ev, l, true, c)
+		}
+	}
+	eStep(q, s.ev, own, s.logT, s.logOwn, s.logPrior)
 }
 
 // OwnPosterior sets q to the posterior over clean classes of an item's own

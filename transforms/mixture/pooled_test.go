@@ -141,8 +141,13 @@ func TestFitPooledErrors(t *testing.T) {
 		t.Error("0 iterations: no error")
 	}
 	p := DefaultParams(4)
-	if p.PooledIters != 0 {
-		t.Errorf("default pooled iterations %d, want 0 (the paper's start)", p.PooledIters)
+	if p.PooledIters != DefaultPooledIters || p.PooledWeight != 0.3 || !p.PooledSplit || p.PooledGate != 0.5 {
+		t.Errorf("default pooled start %d iterations, weight %g, split %v, gate %g; want %d, .3, split, .5 (docs/QUALITY.md)",
+			p.PooledIters, p.PooledWeight, p.PooledSplit, p.PooledGate, DefaultPooledIters)
+	}
+	p.PooledIters, p.PooledWeight = 0, 0
+	if err := p.Validate(); err != nil {
+		t.Errorf("pooled start off (iterations 0), weight 0: %v", err)
 	}
 	p.PooledIters = 3
 	if err := p.Validate(); err == nil {
@@ -364,4 +369,53 @@ func TestAlign(t *testing.T) {
 	m.align(post, 2)
 	want("aligned posteriors", post, before)
 	want("aligned TOwn", m.TOwn, []float64{0.6, 0.3, 0.1, 0.2, 0.7, 0.1, 0.1, 0.1, 0.8})
+}
+
+// TestPooledScorer: the scorer reads an item's evidence as the fit does,
+// so on a fitted item (no permutation to undo: the fit's own last E step)
+// it gives the fit's posterior bit for bit, split or not; and a fit whose
+// neighbours' labels come from a separate table (NLabels, the sampled fit)
+// equals the fit that reads them from the items.
+func TestPooledScorer(t *testing.T) {
+	const n, c, k = 600, 4, 6
+	_, in := pairNoiseSet(n, c, k, 0.3, 7)
+	for _, split := range []bool{false, true} {
+		in.SplitOwn = split
+		m, post, err := FitPooled(in, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := m.Scorer()
+		q := make([]float64, c)
+		differ := 0
+		for i := range n {
+			s.Posterior(q, in.Labels[in.LabelOff[i]:in.LabelOff[i+1]], k, func(j int) ([]int32, bool) {
+				x := in.Index[i*k+j]
+				if x < 0 {
+					return nil, false
+				}
+				return in.Labels[in.LabelOff[x]:in.LabelOff[x+1]], true
+			})
+			if !slices.Equal(q, post[i*c:(i+1)*c]) {
+				differ++
+			}
+		}
+		if differ > 0 {
+			t.Errorf("split %v: %d of %d items' scored posteriors differ from the fit's", split, differ, n)
+		}
+		sep := in
+		sep.NLabels, sep.NLabelOff = append([]int32(nil), in.Labels...), append([]int32(nil), in.LabelOff...)
+		m2, _, err := FitPooled(sep, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(m.T, m2.T) || !slices.Equal(m.TOwn, m2.TOwn) || m.LogLik != m2.LogLik {
+			t.Errorf("split %v: the fit through NLabels differs from the fit through the items' labels", split)
+		}
+		sep.Index = append([]int32(nil), in.Index...)
+		sep.Index[0] = int32(n) // past NLabelOff's rows
+		if _, _, err := FitPooled(sep, 10); err == nil {
+			t.Errorf("split %v: a neighbour past the label table: no error", split)
+		}
+	}
 }

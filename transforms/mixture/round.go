@@ -85,12 +85,14 @@ type Params struct {
 	// given labels of the item and its neighbours) instead of its given
 	// label (issue 32): the structure every item's noise shares, which one
 	// neighbourhood cannot identify, is estimated once over the whole
-	// dataset. 0 is the paper's method (start from the given label), the
-	// default. An experiment of issue 32 (docs/QUALITY.md): only the
-	// in-process engine (transforms/engine.Run, the quality harness) reads
-	// it; relabel run's stages and options do not set it. The best variant
-	// on the dev grid is 30 iterations, weight .3, PooledSplit and
-	// PooledGate .5: pair-flip cells gain, every other cell is unchanged.
+	// dataset. 0 is the paper's method (start from the given label). The
+	// default, DefaultPooledIters with PooledWeight .3, PooledSplit and
+	// PooledGate .5, is the best variant on the dev grid (docs/QUALITY.md):
+	// the ten pair-flip cells gain (pair-0.45 +23 to +32 points), the gate
+	// stays shut on every other cell, which is then the paper's start bit
+	// for bit. relabel run's exact and sample modes fit it as stages
+	// (transforms/stages.PooledStart), the engine in process, by one rule
+	// (engine.PooledInputs): the same items, in the same order.
 	PooledIters int
 	// PooledWeight is the share of the pooled posterior in that start, the
 	// rest the given labels' (in (0, 1]; used when PooledIters > 0).
@@ -141,8 +143,27 @@ func DefaultParams(c int) Params {
 		AnnotationWeight: 0.05,
 		MaxRowEntries:    DefaultMaxRowEntries(c0),
 		MinClassMass:     0.01,
+		PooledIters:      DefaultPooledIters,
+		PooledWeight:     0.3,
+		PooledSplit:      true,
+		PooledGate:       0.5,
 	}
 }
+
+// DefaultPooledIters is PooledIters' default: 30 EM steps, where the split
+// fit reaches its optimum on satellite pair-0.45 (10 steps stop short of
+// it; docs/QUALITY.md).
+const DefaultPooledIters = 30
+
+// PooledSampleCap bounds the items the pooled fit reads: past it, the
+// items with the smallest hash of (seed, key) (engine.PooledInputs). The
+// fit estimates C x C (two with PooledSplit) transition entries and C
+// prior weights from every fitted item's K + 1 labels: from 200,000 items
+// each entry rests on about 200,000 (K + 1) / C^2 labels, over 20,000 at
+// C = 10 and 3,000 at C = 26, far more precision than a start the rounds
+// then refine needs, while the fit's memory and time stay bounded on any
+// input. Every dev set (at most 70,000 rows) is fitted whole.
+const PooledSampleCap = 200_000
 
 // DefaultEMIters is the default number of EM steps per round for variant
 // v. Paper: one. Each round's EM starts from the item's current state

@@ -169,7 +169,8 @@ func (p RoundsParams) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Rounds runs p.Rounds rounds over items (PCollection<Items>), each joining
+// Rounds starts items from the pooled transition where p.Mixture says so
+// (PooledStart), then runs p.Rounds rounds over them (PCollection<Items>), each joining
 // every batch with the candidates' states of the previous round (one value,
 // under one key: roundFn says why not a side input).
 // Returns PCollection<Items> with final states. It panics on invalid p,
@@ -179,6 +180,7 @@ func Rounds(s beam.Scope, items beam.PCollection, p RoundsParams) beam.PCollecti
 	if err := p.Validate(); err != nil {
 		panic(err)
 	}
+	items = PooledStart(s, items, p.Mixture)
 	for r := 0; r < p.Rounds; r++ {
 		rs := s.Scope(fmt.Sprintf("round%02d", r))
 		cs := beam.Combine(rs, &candStatesFn{}, items)

@@ -70,7 +70,7 @@ func init() {
 // (every draw is seeded from the seed, the item and the round); the
 // posteriors are distributions over at most C0 classes; the batches come out
 // whole; the same holds when settled items skip rounds (ActiveTol); and 0
-// rounds leave the initial states as they were.
+// rounds without the pooled start leave the initial states as they were.
 func TestRoundsDeterministic(t *testing.T) {
 	const n, batch, d = 120, 25, 4
 	np := testNeighbourParams(6)
@@ -93,8 +93,11 @@ func TestRoundsDeterministic(t *testing.T) {
 	sa2 := beam.ParDo(s, itemStates, Rounds(s.Scope("skip-a"), items, sp))
 	passert.Equals(s, sa2, beam.ParDo(s, itemStates, Rounds(s.Scope("skip-b"), items, sp)))
 	passert.Count(s, sa2, "skip states", n)
-	// 0 rounds change nothing.
-	zero := Rounds(s.Scope("zero"), items, RoundsParams{Rounds: 0, Workers: 2, Mixture: np.Mixture})
+	// 0 rounds, and no pooled start, change nothing (with the pooled start,
+	// 0 rounds leave the start: TestPooledStartPipeline).
+	paper := np.Mixture
+	paper.PooledIters = 0
+	zero := Rounds(s.Scope("zero"), items, RoundsParams{Rounds: 0, Workers: 2, Mixture: paper})
 	passert.Equals(s, beam.ParDo(s, itemStates, zero), beam.ParDo(s, itemStates, items))
 	ptest.RunAndValidate(t, p)
 }
