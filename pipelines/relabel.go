@@ -221,7 +221,7 @@ func Build(s beam.Scope, plan *Plan, tmpDir string) {
 	o := &plan.Options
 	units := beam.CreateList(s, plan.Units)
 	rows := stages.Read(s, units, plan.Read)
-	var items beam.PCollection
+	var items, pooled beam.PCollection
 	if plan.Mode == options.NeighboursIVF {
 		items = buildIVF(s, plan, units, rows)
 	} else {
@@ -232,15 +232,15 @@ func Build(s beam.Scope, plan *Plan, tmpDir string) {
 		} else {
 			// Rounds starts the items from the pooled fit first where
 			// plan.Mixture.PooledIters says so (stages.PooledStart).
-			items = stages.Rounds(s, items, stages.RoundsParams{Rounds: o.Rounds, Workers: plan.Workers, Mixture: plan.Mixture})
+			items, pooled = stages.RoundsPooled(s, items, stages.RoundsParams{Rounds: o.Rounds, Workers: plan.Workers, Mixture: plan.Mixture})
 		}
 	}
-	stages.Write(s, items, stages.WriteParams{
+	stages.WritePooled(s, items, stages.WriteParams{
 		TmpDir: tmpDir, Format: o.Format,
 		Meta:      schemas.Metadata(Version, o.Seed, plan.Recorded(), plan.ClassNames),
 		LabelKind: plan.LabelKind, ClassNames: plan.ClassNames, IDKind: plan.IDKind, C: plan.C,
 		Cal: plan.Calibration(),
-	})
+	}, pooled)
 }
 
 // Calibration is what the writer stage makes of the final states.

@@ -55,7 +55,7 @@ func TestResolve(t *testing.T) {
 	}
 	auto := stages.Calibration{Auto: true, MinConfidence: 0.2}
 	var stats mixture.CalibrationStats
-	stages.StatsOf(&stats, &st, func(i int) []int32 { return labels[off[i]:off[i+1]] })
+	stages.StatsOf(&stats, &st, func(i int) []int32 { return labels[off[i]:off[i+1]] }, nil, 0)
 
 	if got := resolve(stages.Calibration{Temperature: 0.4}, &st, labels, off, tOwn, c); got.Temperature != 0.4 || got.Auto {
 		t.Errorf("fixed: %+v, want T .4", got)

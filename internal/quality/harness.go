@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/relabel/relabel/options"
-	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/evaluate"
 	"github.com/relabel/relabel/transforms/mixture"
@@ -249,13 +248,7 @@ func resolve(cal stages.Calibration, st *mixture.States, labels, off []int32, tO
 	}
 	var stats mixture.CalibrationStats
 	item := func(i int) []int32 { return labels[off[i]:off[i+1]] }
-	stages.StatsOf(&stats, st, item)
-	if tOwn != nil {
-		for i := 0; i < st.Len(); i++ {
-			lo, hi := st.ItemOff[i], st.ItemOff[i+1]
-			stats.AddLabelLikelihood(tOwn, c, st.Class[lo:hi], st.Pi[lo:hi], schemas.GivenLabel(item(i)))
-		}
-	}
+	stages.StatsOf(&stats, st, item, tOwn, c)
 	return cal.Resolve(stats)
 }
 

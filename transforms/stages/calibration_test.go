@@ -84,7 +84,7 @@ func TestCalibrationResolve(t *testing.T) {
 	add([]int32{1, 3}, []float32{0.9, 0.1})         // given 1: kept
 	given := []int32{0, 1}
 	var stats mixture.CalibrationStats
-	StatsOf(&stats, &ss, func(i int) []int32 { return given[i : i+1] })
+	StatsOf(&stats, &ss, func(i int) []int32 { return given[i : i+1] }, nil, 0)
 	if stats.Labelled != 2 || stats.Changed != 1 {
 		t.Fatalf("stats %+v, want 2 labelled, 1 changed", stats)
 	}

@@ -53,12 +53,22 @@ func (c Calibration) Resolve(stats mixture.CalibrationStats) Calibration {
 }
 
 // StatsOf adds the items of st to stats; labels(i) is item i's
-// annotations (one for a single label).
-func StatsOf(stats *mixture.CalibrationStats, st *mixture.States, labels func(i int) []int32) {
+// annotations (one for a single label). tOwn, when not nil, is the c x c
+// transition of the given labels that the run's pooled fit estimated
+// (mixture.Pooled.TOwn) where the run started from the pooled posterior:
+// each item's likelihood of its given label is then added too, from which
+// AutoTemperature takes the temperature (mixture.AddLabelLikelihood says
+// why). The writer and the quality harness both count through here, so
+// that relabel run and the harness fit the same temperature.
+func StatsOf(stats *mixture.CalibrationStats, st *mixture.States, labels func(i int) []int32, tOwn []float64, c int) {
 	for i := 0; i < st.Len(); i++ {
 		lo, hi := st.ItemOff[i], st.ItemOff[i+1]
 		l := labels(i)
-		stats.Add(st.Class[lo:hi], st.Pi[lo:hi], schemas.GivenLabel(l), len(l))
+		given := schemas.GivenLabel(l)
+		stats.Add(st.Class[lo:hi], st.Pi[lo:hi], given, len(l))
+		if tOwn != nil {
+			stats.AddLabelLikelihood(tOwn, c, st.Class[lo:hi], st.Pi[lo:hi], given)
+		}
 	}
 }
 
@@ -132,10 +142,14 @@ type WriteParams struct {
 // "auto" and this the fitted value.
 const MetaCalibratedTemperature = "calibrated-temperature"
 
-// calStatsFn is a batch's CalibrationStats.
-func calStatsFn(it Items) mixture.CalibrationStats {
+// calStatsFn is a batch's CalibrationStats; pooled is the pooled start's
+// outcome (one PooledModel: the transition its items' likelihood is read
+// through where the start was taken, Open).
+func calStatsFn(it Items, pooled func(*PooledModel) bool) mixture.CalibrationStats {
 	var s mixture.CalibrationStats
-	StatsOf(&s, &it.State, func(i int) []int32 { return it.Labels[it.LabelOff[i]:it.LabelOff[i+1]] })
+	var pm PooledModel
+	pooled(&pm)
+	StatsOf(&s, &it.State, func(i int) []int32 { return it.Labels[it.LabelOff[i]:it.LabelOff[i+1]] }, pm.labelTransition(), pm.C)
 	return s
 }
 
@@ -201,14 +215,28 @@ func init() {
 	register.DoFn4x1[context.Context, string, func(*schemas.Cleaned) bool, func(*mixture.CalibrationStats) bool, error](&writeFn{})
 	register.Iter1[schemas.Cleaned]()
 	register.Iter1[mixture.CalibrationStats]()
-	register.Function1x1(calStatsFn)
+	register.Function2x1(calStatsFn)
 	register.Function2x1(mergeCalStats)
 }
 
 // Write writes items (PCollection<Items>) as one output file per input shard
-// under p.TmpDir, with a report per shard.
+// under p.TmpDir, with a report per shard, for runs that did not start from
+// the pooled posterior (WritePooled).
 func Write(s beam.Scope, items beam.PCollection, p WriteParams) {
+	WritePooled(s, items, p, beam.PCollection{})
+}
+
+// WritePooled is Write for items that Rounds started from the pooled fit
+// (pooled: RoundsPooled's outcome, one PooledModel; invalid: none): where
+// the fit's gate opened, --temperature auto is fitted from the given
+// labels' likelihood through the fit's own transition (StatsOf).
+func WritePooled(s beam.Scope, items beam.PCollection, p WriteParams, pooled beam.PCollection) {
 	s = s.Scope("relabel.Write")
+	if !pooled.IsValid() {
+		pooled = beam.Create(s, PooledModel{})
+	} else {
+		pooled = beam.ParDo(s, pooledTransitionOnly, pooled)
+	}
 	if err := p.Cal.Validate(); err != nil {
 		panic(err) // Build's callers validate options first: a programmer error
 	}
@@ -216,7 +244,7 @@ func Write(s beam.Scope, items beam.PCollection, p WriteParams) {
 	// in any order), reach both stages as a side input; with a fixed
 	// temperature they go unused. Both stages are short, so Prism's
 	// rescheduling of side-input stages (ARCHITECTURE.md) costs little here.
-	stats := beam.Combine(s, mergeCalStats, beam.ParDo(s, calStatsFn, items))
+	stats := beam.Combine(s, mergeCalStats, beam.ParDo(s, calStatsFn, items, beam.SideInput{Input: pooled}))
 	keyed := beam.ParDo(s, &keyByShardFn{Cal: p.Cal}, items, beam.SideInput{Input: stats})
 	grouped := beam.GroupByKey(s, keyed)
 	beam.ParDo0(s, &writeFn{P: p}, grouped, beam.SideInput{Input: stats})

@@ -347,11 +347,34 @@ func (f *pooledStartFn) ProcessElement(_ int, items func(*Items) bool, models fu
 
 func keyPooledModel(m PooledModel) (int, PooledModel) { return 0, m }
 
+// labelTransition is the transition the given labels are read through
+// for calibration (StatsOf): TOwn from a split fit, else T; nil where the
+// gate kept the paper's start (nothing to read them through).
+func (m *PooledModel) labelTransition() []float64 {
+	switch {
+	case !m.Open:
+		return nil
+	case len(m.TOwn) > 0:
+		return m.TOwn
+	default:
+		return m.T
+	}
+}
+
+// pooledTransitionOnly drops the candidates' labels from a PooledModel:
+// the writer's side input needs the fitted transition, not one label list
+// per item.
+func pooledTransitionOnly(m PooledModel) PooledModel {
+	m.CandLabels, m.CandOff = nil, nil
+	return m
+}
+
 func init() {
 	register.Combiner2[PooledGather, Items](&pooledGatherFn{})
 	register.DoFn3x1[context.Context, PooledGather, func(PooledModel), error](&pooledFitFn{})
 	register.DoFn4x1[int, func(*Items) bool, func(*PooledModel) bool, func(Items), error](&pooledStartFn{})
 	register.Function1x2(keyPooledModel)
+	register.Function1x1(pooledTransitionOnly)
 	register.Emitter1[PooledModel]()
 	register.Iter1[PooledModel]()
 	beam.RegisterCoder(reflect.TypeOf(PooledGather{}), encodePooledGather, decodePooledGather)
@@ -366,12 +389,19 @@ func init() {
 // PCollection<Items> with their given labels' states (Neighbours); returns
 // PCollection<Items>. With PooledIters 0 it returns items as they are.
 func PooledStart(s beam.Scope, items beam.PCollection, p mixture.Params) beam.PCollection {
+	out, _ := pooledStart(s, items, p)
+	return out
+}
+
+// pooledStart is PooledStart, also returning the fit's outcome (one
+// PooledModel; an invalid PCollection with PooledIters 0).
+func pooledStart(s beam.Scope, items beam.PCollection, p mixture.Params) (beam.PCollection, beam.PCollection) {
 	if p.PooledIters <= 0 {
-		return items
+		return items, beam.PCollection{}
 	}
 	s = s.Scope("relabel.PooledStart")
 	g := beam.Combine(s, &pooledGatherFn{Seed: p.Seed}, items)
 	fit := beam.ParDo(s, &pooledFitFn{Mixture: p}, g)
 	in := beam.CoGroupByKey(s, beam.ParDo(s, keyItems, items), beam.ParDo(s, keyPooledModel, fit))
-	return beam.ParDo(s, &pooledStartFn{Mixture: p}, in)
+	return beam.ParDo(s, &pooledStartFn{Mixture: p}, in), fit
 }

@@ -1,9 +1,12 @@
 package stages
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -13,6 +16,8 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/passert"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 
+	"github.com/relabel/relabel/io/resultio"
+	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/knn"
@@ -299,6 +304,69 @@ func TestPooledGatherCap(t *testing.T) {
 	for i, k := range x.Keys { // each item's labels travel with it
 		if l := x.Labels[i]; l != int32((k-1)/7%5) {
 			t.Fatalf("item %d: label %d, want %d", k, l, (k-1)/7%5)
+		}
+	}
+}
+
+// TestPooledCalibration: a run that started from the pooled posterior fits
+// --temperature auto from the given labels' likelihood through the fit's
+// own transition (WritePooled, StatsOf with TOwn): the temperature the
+// writer records is the one the engine's states and fitted TOwn give, and
+// not the one the formula for the labels' start gives (so the pooled fit
+// reached the writer).
+func TestPooledCalibration(t *testing.T) {
+	const n, c, d, k, batch, rounds = 900, 5, 6, 10, 128, 10
+	pair := func(y int32, rng *rand.Rand) int32 {
+		if rng.Float64() < 0.45 {
+			return (y + 1) % c
+		}
+		return y
+	}
+	np := pooledTestParams(c, k)
+	rows, data, _ := noisyBlobs(n, c, d, batch, 5, 11, pair)
+	var tOwn []float64
+	eo := engine.Options{K: k, Metric: np.Metric, Standardise: np.Standardise, Weighting: np.Weighting, LLC: np.LLC,
+		Rounds: rounds, Mixture: np.Mixture, Workers: 2,
+		OnPooled: func(m *mixture.Pooled) { tOwn = m.TOwn }}
+	res, err := engine.Run(data, eo, engine.Backends{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tOwn == nil {
+		t.Fatal("no split pooled fit")
+	}
+	label := func(i int) []int32 { return data.Labels[data.LabelOff[i]:data.LabelOff[i+1]] }
+	var lik, formula mixture.CalibrationStats
+	StatsOf(&lik, &res.States, label, tOwn, c)
+	StatsOf(&formula, &res.States, label, nil, c)
+	want, other := mixture.AutoTemperature(lik), mixture.AutoTemperature(formula)
+	if want == other {
+		t.Fatalf("likelihood and formula give the same temperature %g: the test cannot tell them apart", want)
+	}
+
+	dir := t.TempDir()
+	p, s := beam.NewPipelineWithRoot()
+	in := beam.CreateList(s, rows)
+	stats := ComputeStats(s, in, StatsParams{Seed: np.Mixture.Seed, IDColumn: "id"})
+	items, pooled := RoundsPooled(s, Neighbours(s, in, stats, np), RoundsParams{Rounds: rounds, Workers: 2, Mixture: np.Mixture})
+	WritePooled(s, items, WriteParams{TmpDir: dir, Format: shardio.ArrowFile, Meta: map[string]string{}, LabelKind: schemas.LabelInt32,
+		IDKind: schemas.IDInt64, C: c, Cal: Calibration{Auto: true}}, pooled)
+	ptest.RunAndValidate(t, p)
+	reports, err := filepath.Glob(filepath.Join(dir, "*"+resultio.ReportSuffix))
+	if err != nil || len(reports) == 0 {
+		t.Fatalf("no shard reports in %s: %v", dir, err)
+	}
+	for _, path := range reports {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r resultio.ShardReport
+		if err := json.Unmarshal(b, &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.Temperature != want {
+			t.Errorf("%s: temperature %g, want the likelihood's %g (the formula's: %g)", filepath.Base(path), r.Temperature, want, other)
 		}
 	}
 }

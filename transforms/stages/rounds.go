@@ -176,16 +176,23 @@ func (p RoundsParams) Validate() error {
 // Returns PCollection<Items> with final states. It panics on invalid p,
 // while the pipeline is built.
 func Rounds(s beam.Scope, items beam.PCollection, p RoundsParams) beam.PCollection {
+	out, _ := RoundsPooled(s, items, p)
+	return out
+}
+
+// RoundsPooled is Rounds, also returning the pooled start's outcome (one
+// PooledModel, for WritePooled; invalid without a pooled start).
+func RoundsPooled(s beam.Scope, items beam.PCollection, p RoundsParams) (beam.PCollection, beam.PCollection) {
 	s = s.Scope("relabel.Rounds")
 	if err := p.Validate(); err != nil {
 		panic(err)
 	}
-	items = PooledStart(s, items, p.Mixture)
+	items, pooled := pooledStart(s, items, p.Mixture)
 	for r := 0; r < p.Rounds; r++ {
 		rs := s.Scope(fmt.Sprintf("round%02d", r))
 		cs := beam.Combine(rs, &candStatesFn{}, items)
 		in := beam.CoGroupByKey(rs, beam.ParDo(rs, keyItems, items), beam.ParDo(rs, keyCandStates, cs))
 		items = beam.ParDo(rs, &roundFn{Round: r, Rounds: p.Rounds, Mixture: p.Mixture, Workers: p.Workers}, in)
 	}
-	return items
+	return items, pooled
 }
