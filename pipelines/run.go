@@ -68,6 +68,15 @@ type Summary struct {
 	Pooled *PooledSummary `json:"pooled,omitempty"`
 }
 
+// MetaPooledStart is the summary option that records a run whose items
+// started from the pooled fit (value PooledStartOpen; absent otherwise).
+// The fit is not kept, so an incremental run cannot start new rows from
+// it: pipelines/lake relabels everything again instead.
+const (
+	MetaPooledStart = "pooled-start"
+	PooledStartOpen = "open"
+)
+
 // PooledSummary is what the pooled start's fit decided, from its
 // counters: how many items it fitted, the fitted noise's structure
 // (mixture.Pooled.Structure, to 1e-6), the gate it was held against and
@@ -333,6 +342,12 @@ func summarise(ctx context.Context, fs blobio.FS, tmp string, plan *Plan, res be
 		if plan.Mixture.PooledIters > 0 && plan.Crowd == nil && plan.Mode != options.NeighboursIVF {
 			sum.Pooled = &PooledSummary{Fitted: sum.Metrics["pooled_fitted"], Structure: float64(sum.Metrics["pooled_structure_ppm"]) / 1e6,
 				Gate: plan.Mixture.PooledGate, Open: sum.Metrics["pooled_open"] > 0}
+			if sum.Pooled.Open {
+				// Recorded with the options too, so that a table's run
+				// record (which keeps the options, not the summary)
+				// tells an incremental run (pipelines/lake).
+				sum.Options[MetaPooledStart] = PooledStartOpen
+			}
 		}
 	}
 	if plan.Crowd != nil {

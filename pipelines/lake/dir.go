@@ -135,6 +135,13 @@ func runDirIncremental(ctx context.Context, s *pipelines.Session) (sum *pipeline
 		progress.Notef("--incremental: %s was written without --incremental (its summary.json has no manifest): this run is a full one", out)
 		return nil, false, nil
 	}
+	if prev.Pooled != nil && prev.Pooled.Open {
+		// Every output file is relabelled again, so the output's own
+		// files are replaced, as an incremental run replaces them.
+		progress.Notef("--incremental: %s", pooledFull)
+		plan.Options.Overwrite = true
+		return nil, false, nil
+	}
 	// Outputs of gone files that a killed run's commit left behind.
 	for _, name := range prev.Lake.RemovedOutputs {
 		if !prev.lists(name) {

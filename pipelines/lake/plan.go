@@ -90,6 +90,13 @@ func calibration(p *pipelines.Plan, last, opts map[string]string) (stages.Calibr
 	return cal, nil
 }
 
+// pooledFull says why an incremental run is a full one when the output's
+// last run started its items from the pooled fit (summary.json's pooled
+// section, the table run record's pooled-start option): the fit is not
+// kept, and new rows started from their given labels beside old rows
+// started from the fit would be relabelled under two models.
+const pooledFull = "the last run started from the pooled fit of the labels' class-level noise (pair-structured noise), which is not kept: this run relabels every row again"
+
 // sameOptions refuses an incremental run whose method options differ from
 // the run that produced the stored posteriors: mixing the two would give
 // rows relabelled under different settings. Which options are compared is

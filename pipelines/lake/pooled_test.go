@@ -1,0 +1,91 @@
+package lake_test
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/relabel/relabel/pipelines"
+	"github.com/relabel/relabel/pipelines/lake"
+	"github.com/relabel/relabel/schemas"
+)
+
+// pairDays is the digits slice's four units with their labels replaced by
+// 45% pair-flip noise of the truth (class c relabelled c + 1), the noise
+// whose class-level structure opens the pooled start's gate; which rows
+// flip is a fixed function of the id.
+func pairDays(t *testing.T) []*schemas.Rows {
+	truth := digitsTruth(t)
+	days := digitsDays(t)
+	for _, r := range days {
+		r.Labels = r.Labels[:0]
+		r.LabelOff = append(r.LabelOff[:0], 0)
+		for _, id := range r.IDs {
+			y := truth[id]
+			if (uint64(id)*0x9e3779b97f4a7c15)>>54 < 461 { // 461/1024: 45%
+				y = (y + 1) % 10
+			}
+			r.Labels = append(r.Labels, y)
+			r.LabelOff = append(r.LabelOff, int32(len(r.Labels)))
+		}
+	}
+	return days
+}
+
+// TestLakePooledFull: a table whose last run started from the pooled fit
+// (pair-flip noise opens the gate) is relabelled in full by --incremental,
+// since the fit is not kept: each run commits one snapshot holding every
+// row, records the pooled start, and is not incremental.
+func TestLakePooledFull(t *testing.T) {
+	ctx := ctxT(t)
+	l := newTestLake(t)
+	days := pairDays(t)
+	cfg := l.config("ns.pair")
+	cfg.Lake.Incremental = true
+	var total int
+	for day, r := range days[:2] {
+		l.appendRows(t, r)
+		total += r.Len()
+		sum, err := runLake(ctx, cfg, embedded)
+		if err != nil {
+			t.Fatalf("day %d: %v", day, err)
+		}
+		if sum.Pooled == nil || !sum.Pooled.Open || sum.Options[pipelines.MetaPooledStart] != pipelines.PooledStartOpen {
+			t.Fatalf("day %d: pooled %+v, option %q: want the pooled start taken and recorded", day, sum.Pooled, sum.Options[pipelines.MetaPooledStart])
+		}
+		lk := lake.Of(sum)
+		if lk == nil || lk.Incremental || lk.ScannedRows != int64(total) {
+			t.Fatalf("day %d: lake summary %+v, want a full run over %d rows", day, lk, total)
+		}
+		got, snaps := l.outputRows(t, "ns.pair")
+		if snaps != day+1 || len(got) != total {
+			t.Fatalf("day %d: %d snapshots, %d rows; want %d, %d", day, snaps, len(got), day+1, total)
+		}
+	}
+}
+
+// TestLakeDirPooledFull: the same for a directory lake: the second day's
+// --incremental run relabels both files in full, replacing the output's
+// own files (no --overwrite needed), and its manifest covers both.
+func TestLakeDirPooledFull(t *testing.T) {
+	ctx := ctxT(t)
+	in, out := filepath.Join(t.TempDir(), "in"), filepath.Join(t.TempDir(), "out")
+	days := pairDays(t)
+	cfg := dirConfig(in, out)
+	var total int
+	for day, r := range days[:2] {
+		writeDay(t, filepath.Join(in, fmt.Sprintf("day-%d.parquet", day)), r)
+		total += r.Len()
+		sum, err := runLake(ctx, cfg, embedded)
+		if err != nil {
+			t.Fatalf("day %d: %v", day, err)
+		}
+		lk := lake.Of(sum)
+		if sum.Pooled == nil || !sum.Pooled.Open || lk == nil || lk.Incremental || len(lk.Manifest) != day+1 || sum.Rows != int64(total) {
+			t.Fatalf("day %d: pooled %+v, lake %+v, rows %d: want a full run from the pooled start over %d rows", day, sum.Pooled, lk, sum.Rows, total)
+		}
+		if got := cleanByID(t, out); len(got) != total {
+			t.Fatalf("day %d: output holds %d rows, want %d", day, len(got), total)
+		}
+	}
+}
