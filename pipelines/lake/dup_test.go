@@ -14,12 +14,8 @@ func TestLakeIncrementalDuplicateIDs(t *testing.T) {
 	ctx := ctxT(t)
 	days := digitsDays(t)
 	l := newTestLake(t)
-	cfg := l.config("ns.dup")
-	cfg.Lake.Incremental = true
-	l.appendRows(t, days[0])
-	if _, err := runLake(ctx, cfg, embedded); err != nil {
-		t.Fatal(err)
-	}
+	cfg := l.incremental("ns.dup")
+	l.appendAndRun(ctx, t, cfg, days[0])
 	// Day 1 with its first 50 ids replaced by day 0's.
 	d := *days[1]
 	d.IDs = append([]int64(nil), d.IDs...)

@@ -40,16 +40,11 @@ func TestLakePooledFull(t *testing.T) {
 	ctx := ctxT(t)
 	l := newTestLake(t)
 	days := pairDays(t)
-	cfg := l.config("ns.pair")
-	cfg.Lake.Incremental = true
+	cfg := l.incremental("ns.pair")
 	var total int
 	for day, r := range days[:2] {
-		l.appendRows(t, r)
 		total += r.Len()
-		sum, err := runLake(ctx, cfg, embedded)
-		if err != nil {
-			t.Fatalf("day %d: %v", day, err)
-		}
+		sum := l.appendAndRun(ctx, t, cfg, r)
 		if sum.Pooled == nil || !sum.Pooled.Open || sum.Options[pipelines.MetaPooledStart] != pipelines.PooledStartOpen {
 			t.Fatalf("day %d: pooled %+v, option %q: want the pooled start taken and recorded", day, sum.Pooled, sum.Options[pipelines.MetaPooledStart])
 		}

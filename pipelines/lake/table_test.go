@@ -74,6 +74,25 @@ func (l *testLake) config(out string) options.Options {
 	return o
 }
 
+// appendAndRun appends r to the input table and runs cfg, failing the test
+// on an error: a test's first day.
+func (l *testLake) appendAndRun(ctx context.Context, t *testing.T, cfg options.Options, r *schemas.Rows) *pipelines.Summary {
+	t.Helper()
+	l.appendRows(t, r)
+	sum, err := runLake(ctx, cfg, embedded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sum
+}
+
+// incremental is config(out) with --incremental.
+func (l *testLake) incremental(out string) options.Options {
+	o := l.config(out)
+	o.Lake.Incremental = true
+	return o
+}
+
 // outputRows reads the output table with iceberg-go's own scan (an
 // independent reader): clean label by id, and the number of snapshots.
 func (l *testLake) outputRows(t testing.TB, name string) (map[int64]int32, int) {
@@ -135,8 +154,7 @@ func lakeIncrementalDigits(t *testing.T, l *testLake) {
 	ctx := ctxT(t)
 	truth := digitsTruth(t)
 	days := digitsDays(t)
-	cfg := l.config("ns.inc")
-	cfg.Lake.Incremental = true
+	cfg := l.incremental("ns.inc")
 	var total int64
 	for day, r := range days {
 		l.appendRows(t, r)
@@ -200,12 +218,8 @@ func TestLakeConcurrentRuns(t *testing.T) {
 	ctx := ctxT(t)
 	l := newTestLake(t)
 	days := digitsDays(t)
-	cfg := l.config("ns.out")
-	cfg.Lake.Incremental = true
-	l.appendRows(t, days[0])
-	if _, err := runLake(ctx, cfg, embedded); err != nil {
-		t.Fatal(err)
-	}
+	cfg := l.incremental("ns.out")
+	l.appendAndRun(ctx, t, cfg, days[0])
 	l.appendRows(t, days[1])
 	var wg sync.WaitGroup
 	errs := make([]error, 2)

@@ -135,6 +135,17 @@ func voteAccuracy(data *engine.Data, truth []int32, c, k int) float64 {
 	return float64(right) / float64(n)
 }
 
+// pairFlip is pair-flip noise over c classes: a label y becomes y + 1
+// (mod c) with probability rate.
+func pairFlip(c int32, rate float64) func(y int32, rng *rand.Rand) int32 {
+	return func(y int32, rng *rand.Rand) int32 {
+		if rng.Float64() < rate {
+			return (y + 1) % c
+		}
+		return y
+	}
+}
+
 // TestPooledStartPipeline: on generated blobs with 45% pair-flip noise
 // (each class's labels flip to the next class; truth known exactly) the
 // stages, pooled start (the default) and rounds, give every item the
@@ -145,12 +156,7 @@ func voteAccuracy(data *engine.Data, truth []int32, c, k int) float64 {
 // bit.
 func TestPooledStartPipeline(t *testing.T) {
 	const n, c, d, k, batch, rounds = 900, 5, 6, 10, 128, 10
-	pair := func(y int32, rng *rand.Rand) int32 {
-		if rng.Float64() < 0.45 {
-			return (y + 1) % c
-		}
-		return y
-	}
+	pair := pairFlip(c, 0.45)
 	sym := func(y int32, rng *rand.Rand) int32 {
 		if rng.Float64() < 0.4 {
 			return (y + 1 + int32(rng.IntN(c-1))) % c
@@ -316,12 +322,7 @@ func TestPooledGatherCap(t *testing.T) {
 // reached the writer).
 func TestPooledCalibration(t *testing.T) {
 	const n, c, d, k, batch, rounds = 900, 5, 6, 10, 128, 10
-	pair := func(y int32, rng *rand.Rand) int32 {
-		if rng.Float64() < 0.45 {
-			return (y + 1) % c
-		}
-		return y
-	}
+	pair := pairFlip(c, 0.45)
 	np := pooledTestParams(c, k)
 	rows, data, _ := noisyBlobs(n, c, d, batch, 5, 11, pair)
 	var tOwn []float64
