@@ -15,6 +15,7 @@ import (
 	"github.com/relabel/relabel/internal/weak"
 	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/transforms/engine"
+	"github.com/relabel/relabel/transforms/head"
 )
 
 var (
@@ -120,11 +121,37 @@ func runPeers(t *testing.T, py, tmp string, w *dataset, labels []int32, name str
 
 // weakVariants are what TestWeak runs relabel with: the defaults, and
 // whatever -weak.variants adds (weakVariant).
-var weakVariants = flag.String("weak.variants", "", "TestWeak: comma-separated extra variants to run beside the defaults")
+var weakVariants = flag.String("weak.variants", "", "TestWeak: comma-separated extra variants to run beside the defaults: headW, the linear head (transforms/head) with weight W")
 
-// weakVariant maps a variant name to its engine tweak; nil for an unknown
-// name.
-var weakVariant = map[string]func(*engine.Options){}
+// headVariant returns the engine tweak of a variant name for the dataset
+// ds: "default" (nil), "headW" (transforms/head with weight W and
+// headParams' other fields), or an error for an unknown name.
+func headVariant(t *testing.T, name string, ds *dataset) (func(*engine.Options), error) {
+	if name == "default" {
+		return nil, nil
+	}
+	var w float64
+	if _, err := fmt.Sscanf(name, "head%g", &w); err != nil {
+		return nil, fmt.Errorf("variant %q: want default or headW (W the head's weight)", name)
+	}
+	p := headParams
+	p.Weight = w
+	if err := p.Validate(); err != nil {
+		return nil, fmt.Errorf("variant %q: %w", name, err)
+	}
+	return func(o *engine.Options) {
+		h, err := head.New(ds.x, ds.ids, ds.d, o.Mixture.C, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.Component = h.Component(o.Mixture.C0, o.Mixture.Smooth)
+	}, nil
+}
+
+// headParams are the head's settings in the harness: five folds and
+// scikit-learn's default penalty (C = 1), as the logreg peer; 100 L-BFGS
+// iterations for the first fit, 10 for each round's warm-started refit.
+var headParams = head.Params{Folds: 5, Lambda: 1, Iters: 100, WarmIters: 10, Seed: 1}
 
 // TestWeak is issue 32's weak-neighbour check: on every dev dataset with
 // .i32 labels for weakNoises, the features are made weak-neighbour
@@ -151,8 +178,8 @@ func TestWeak(t *testing.T) {
 	variants := []string{"default"}
 	if *weakVariants != "" {
 		for _, v := range strings.Split(*weakVariants, ",") {
-			if weakVariant[v] == nil {
-				t.Fatalf("-weak.variants: unknown variant %q", v)
+			if _, err := headVariant(t, v, nil); err != nil {
+				t.Fatalf("-weak.variants: %v", err)
 			}
 			variants = append(variants, v)
 		}
@@ -174,7 +201,8 @@ func TestWeak(t *testing.T) {
 		}
 		p := runPeers(t, py, tmp, w, g.single, strings.ReplaceAll(wc.Name(), "/", "_"))
 		for _, v := range variants {
-			rep, dt, err := RunCellEngine(wc, options.Defaults(), weakVariant[v])
+			tweak, _ := headVariant(t, v, w)
+			rep, dt, err := RunCellEngine(wc, options.Defaults(), tweak)
 			if err != nil {
 				t.Fatal(err)
 			}
