@@ -9,8 +9,9 @@ import (
 )
 
 var (
-	headGrid        = flag.String("head", "", "TestHeadGrid: comma-separated variants (headW: the linear head with weight W) to run beside the defaults over the dev grid")
+	headGrid        = flag.String("head", "", "TestHeadGrid: comma-separated variants (headW: the linear head with weight W; headfit: its weight fitted) to run beside the defaults over the dev grid")
 	headGridWithout = flag.String("head.without", "fashion_mnist_pca50", "TestHeadGrid: datasets left out (comma-separated; \"none\" keeps all)")
+	headGridOnly    = flag.String("head.only", "", "TestHeadGrid: only the cells whose name contains it")
 )
 
 // TestHeadGrid measures transforms/head's linear head on the dev grid
@@ -36,6 +37,9 @@ func TestHeadGrid(t *testing.T) {
 	}
 	sums := make([]sum, len(variants)+1)
 	for _, c := range cells {
+		if !strings.Contains(c.Name(), *headGridOnly) {
+			continue
+		}
 		ds, err := loadDataset(c.Dir)
 		if err != nil {
 			t.Fatal(err)

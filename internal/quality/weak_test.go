@@ -125,14 +125,17 @@ var weakVariants = flag.String("weak.variants", "", "TestWeak: comma-separated e
 
 // headVariant returns the engine tweak of a variant name for the dataset
 // ds: "default" (nil), "headW" (transforms/head with weight W and
-// headParams' other fields), or an error for an unknown name.
+// headParams' other fields), "headfit" (the weight fitted every round,
+// logged), or an error for an unknown name.
 func headVariant(t *testing.T, name string, ds *dataset) (func(*engine.Options), error) {
 	if name == "default" {
 		return nil, nil
 	}
 	var w float64
-	if _, err := fmt.Sscanf(name, "head%g", &w); err != nil {
-		return nil, fmt.Errorf("variant %q: want default or headW (W the head's weight)", name)
+	if name != "headfit" {
+		if _, err := fmt.Sscanf(name, "head%g", &w); err != nil || w <= 0 {
+			return nil, fmt.Errorf("variant %q: want default, headfit (the head's weight fitted) or headW (W > 0 the head's weight)", name)
+		}
 	}
 	p := headParams
 	p.Weight = w
@@ -143,6 +146,15 @@ func headVariant(t *testing.T, name string, ds *dataset) (func(*engine.Options),
 		h, err := head.New(ds.x, ds.ids, ds.d, o.Mixture.C, p)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if t != nil && w == 0 {
+			var ws []string
+			h.OnWeight = func(r int, w float64) {
+				ws = append(ws, fmt.Sprintf("%.2f", w/(1+w)))
+				if r == o.Rounds-1 {
+					t.Logf("%s: the head's fitted share, rounds 1..%d: %s", ds.name, o.Rounds, strings.Join(ws, " "))
+				}
+			}
 		}
 		o.Component = h.Component(o.Mixture.C0, o.Mixture.Smooth)
 	}, nil

@@ -25,7 +25,9 @@ type Params struct {
 	Iters, WarmIters int
 	// Weight is the head component's weight relative to the item's
 	// neighbours' total weight: its share of the neighbours' mass is
-	// Weight / (1 + Weight). > 0. Required.
+	// Weight / (1 + Weight). 0 fits it every round (Stack): the share a that
+	// best predicts the current posteriors as a mixture a head + (1 - a)
+	// neighbours' vote. >= 0. Optional, default 0 (fitted).
 	Weight float64
 	// Seed assigns the folds, with each item's key. Optional, default 0.
 	Seed uint64
@@ -43,8 +45,8 @@ func (p Params) Validate() error {
 	if p.Iters < 1 || p.WarmIters < 1 {
 		errs = append(errs, fmt.Errorf("head: iterations %d, %d, want >= 1", p.Iters, p.WarmIters))
 	}
-	if !(p.Weight > 0) {
-		errs = append(errs, fmt.Errorf("head: weight = %g, want > 0", p.Weight))
+	if !(p.Weight >= 0) {
+		errs = append(errs, fmt.Errorf("head: weight = %g, want >= 0", p.Weight))
 	}
 	return errors.Join(errs...)
 }
@@ -66,6 +68,9 @@ type Head struct {
 	order []int // order[r] is the item at row r
 	lo    []int
 	w     [][]float64 // per fold, (d+1) x c row-major; nil before the first fit
+	// OnWeight, when set, is given each round's component weight (the
+	// quality harness logs the fitted ones).
+	OnWeight func(r int, w float64)
 }
 
 // New prepares a head over n items of d float32 features (row-major) with
@@ -272,11 +277,14 @@ func softmax(dst, z []float64) float64 {
 // it fits the head to the states' posteriors (pi, renormalised over the
 // kept classes) and returns, per item, the state of its out-of-fold class
 // probabilities (mixture.State.InitPosterior: the c0 most probable classes,
-// each with the smoothed identity row), and the component's weight.
-func (h *Head) Component(c0 int, smooth float64) func(r int, st *mixture.States) (*mixture.States, float64, error) {
+// each with the smoothed identity row), and the component's weight: Weight,
+// or with Weight 0 the fitted share a (Stack) as a / (1 - a), a at most
+// MaxShare. OnWeight, when set, is given each round's weight.
+func (h *Head) Component(c0 int, smooth float64) func(r int, st *mixture.States, k int, neighbour func(i, j int) (int, float64)) (*mixture.States, float64, error) {
 	targets := make([]float64, h.n*h.c)
 	probs := make([]float64, h.n*h.c)
-	return func(r int, st *mixture.States) (*mixture.States, float64, error) {
+	vote := make([]float64, h.n*h.c)
+	return func(r int, st *mixture.States, k int, neighbour func(i, j int) (int, float64)) (*mixture.States, float64, error) {
 		if st.Len() != h.n {
 			panic(fmt.Sprintf("head: %d states for %d items", st.Len(), h.n))
 		}
@@ -304,6 +312,83 @@ func (h *Head) Component(c0 int, smooth float64) func(r int, st *mixture.States)
 			s.InitPosterior(probs[i*h.c:(i+1)*h.c], nil, 1, c0, smooth)
 			out.Append(&s)
 		}
-		return &out, h.p.Weight, nil
+		w := h.p.Weight
+		if w == 0 {
+			// The neighbours' vote: their posteriors, weighted as in the
+			// mixture, with a little of every class so that no target class
+			// has probability 0 (the peers' kNN probabilities do the same).
+			for i := range h.n {
+				row := vote[i*h.c : (i+1)*h.c]
+				for j := range row {
+					row[j] = 1e-3
+				}
+				for j := range k {
+					at, wt := neighbour(i, j)
+					if at < 0 || wt <= 0 {
+						continue
+					}
+					for e := st.ItemOff[at]; e < st.ItemOff[at+1]; e++ {
+						row[st.Class[e]] += wt * float64(st.Pi[e])
+					}
+				}
+				s := 0.0
+				for _, v := range row {
+					s += v
+				}
+				for j := range row {
+					row[j] /= s
+				}
+			}
+			a := min(Stack(targets, probs, vote, h.c), MaxShare)
+			w = a / (1 - a)
+		}
+		if h.OnWeight != nil {
+			h.OnWeight(r, w)
+		}
+		return &out, w, nil
 	}
+}
+
+// MaxShare bounds the fitted share of the head in the neighbours' mass:
+// the head is one more component, never heavier than all the neighbours
+// together. Without a bound below 1 the fit feeds itself where neighbours
+// are weak (the posteriors the head is fitted to follow the head, so its
+// share rises round by round): at .9, reached from round 1 on the
+// weak-neighbour letter cells, relabel fell to the linear model's level
+// (docs/QUALITY.md, "Weak neighbours"). .5 is that natural bound, not a
+// swept value.
+const MaxShare = 0.5
+
+// Stack returns the share a in [0, 1] that maximises the likelihood of the
+// targets (n x c rows, each a distribution or zero) under the mixture
+// a head + (1 - a) vote of two out-of-sample predictions (n x c rows of
+// probabilities): sum_i sum_c t_ic log(a head_ic + (1 - a) vote_ic), by EM
+// (the responsibilities of the head; the objective is concave in a, so EM
+// climbs to its maximum). Where the neighbours predict the labels better
+// than a linear model of the features, a is small and the head has little
+// say; where they are weak, it is large.
+func Stack(targets, head, vote []float64, c int) float64 {
+	a := 0.5
+	for range 100 {
+		num, den := 0.0, 0.0
+		for i, t := range targets {
+			if t == 0 {
+				continue
+			}
+			hp, vp := a*head[i], (1-a)*vote[i]
+			if hp+vp > 0 {
+				num += t * hp / (hp + vp)
+			}
+			den += t
+		}
+		if den == 0 {
+			return 0
+		}
+		next := num / den
+		if math.Abs(next-a) < 1e-6 {
+			return next
+		}
+		a = next
+	}
+	return a
 }

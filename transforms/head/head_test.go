@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/relabel/relabel/options"
+	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/mixture"
 )
 
@@ -196,7 +198,7 @@ func TestComponent(t *testing.T) {
 	}
 	comp := h.Component(2, 0.1)
 	for r := range 2 {
-		out, w, err := comp(r, &st)
+		out, w, err := comp(r, &st, 0, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -219,11 +221,11 @@ func TestComponent(t *testing.T) {
 
 func TestParamsValidate(t *testing.T) {
 	for name, p := range map[string]Params{
-		"one fold":    {Folds: 1, Lambda: 1, Iters: 1, WarmIters: 1, Weight: 1},
-		"lambda <0":   {Folds: 2, Lambda: -1, Iters: 1, WarmIters: 1, Weight: 1},
-		"lambda NaN":  {Folds: 2, Lambda: math.NaN(), Iters: 1, WarmIters: 1, Weight: 1},
-		"no iters":    {Folds: 2, Lambda: 1, Iters: 0, WarmIters: 1, Weight: 1},
-		"zero weight": {Folds: 2, Lambda: 1, Iters: 1, WarmIters: 1},
+		"one fold":   {Folds: 1, Lambda: 1, Iters: 1, WarmIters: 1, Weight: 1},
+		"lambda <0":  {Folds: 2, Lambda: -1, Iters: 1, WarmIters: 1, Weight: 1},
+		"lambda NaN": {Folds: 2, Lambda: math.NaN(), Iters: 1, WarmIters: 1, Weight: 1},
+		"no iters":   {Folds: 2, Lambda: 1, Iters: 0, WarmIters: 1, Weight: 1},
+		"weight <0":  {Folds: 2, Lambda: 1, Iters: 1, WarmIters: 1, Weight: -1},
 	} {
 		if p.Validate() == nil {
 			t.Errorf("%s: accepted", name)
@@ -231,5 +233,80 @@ func TestParamsValidate(t *testing.T) {
 	}
 	if err := testParams.Validate(); err != nil {
 		t.Errorf("testParams: %v", err)
+	}
+}
+
+// TestEngine runs relabel's rounds (engine.Run, the defaults) on linearSet
+// with and without the head: the head halves the errors the neighbours
+// leave, and its result does not depend on the worker count.
+func TestEngine(t *testing.T) {
+	const n, d, c = 600, 20, 3
+	x, keys, truth, given := linearSet(n, d, c, 5)
+	off := make([]int32, n+1)
+	for i := range off {
+		off[i] = int32(i)
+	}
+	data := &engine.Data{Keys: keys, D: d, Features: x, Labels: given, LabelOff: off}
+	// weight < 0: no head.
+	run := func(weight float64, workers int) []int32 {
+		o := options.Defaults()
+		eo, err := o.Engine(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		eo.Workers = workers
+		if weight >= 0 {
+			p := testParams
+			p.Weight = weight
+			h, err := New(x, keys, d, c, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			eo.Component = h.Component(eo.Mixture.C0, eo.Mixture.Smooth)
+		}
+		res, err := engine.Run(data, eo, engine.Backends{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := make([]int32, n)
+		for i := range n {
+			out[i], _ = res.States.Top(i)
+		}
+		return out
+	}
+	plain := run(-1, 1)
+	a := accuracy(plain, truth)
+	t.Logf("noisy %.3f, relabel %.3f", accuracy(given, truth), a)
+	for _, w := range []float64{1, 0} {
+		withHead := run(w, 1)
+		b := accuracy(withHead, truth)
+		t.Logf("relabel with the head, weight %g (0: fitted): %.3f", w, b)
+		if 1-b > (1-a)/2 {
+			t.Errorf("weight %g: the head lifts relabel from %.3f to %.3f, want at least half of the errors gone", w, a, b)
+		}
+		if !slices.Equal(withHead, run(w, 2)) {
+			t.Errorf("weight %g: 1 and 2 workers give other labels", w)
+		}
+	}
+}
+
+func TestStack(t *testing.T) {
+	// Two items, two classes, one-hot targets on class 0.
+	targets := []float64{1, 0, 1, 0}
+	good := []float64{0.9, 0.1, 0.9, 0.1}
+	bad := []float64{0.1, 0.9, 0.1, 0.9}
+	if a := Stack(targets, good, bad, 2); a < 0.99 {
+		t.Errorf("head right, vote wrong: share %g, want about 1", a)
+	}
+	if a := Stack(targets, bad, good, 2); a > 0.01 {
+		t.Errorf("head wrong, vote right: share %g, want about 0", a)
+	}
+	// Each right on one item: the likelihood (a .9 + (1-a) .1) (a .1 + (1-a) .9)
+	// is symmetric in a and 1 - a, largest at a = .5.
+	if a := Stack(targets, []float64{0.9, 0.1, 0.1, 0.9}, []float64{0.1, 0.9, 0.9, 0.1}, 2); math.Abs(a-0.5) > 1e-6 {
+		t.Errorf("each right once: share %g, want .5", a)
+	}
+	if a := Stack(make([]float64, 4), good, bad, 2); a != 0 {
+		t.Errorf("no targets: share %g, want 0", a)
 	}
 }
