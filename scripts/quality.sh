@@ -10,6 +10,10 @@
 #   go test ./internal/quality -run TestExplore -explore pooled10/50/0 -v
 #   go test ./internal/quality -run TestExplore -explore pooled10/30/0/50split \
 #       -explore.without none -explore.only /pair- -v   # the gated split start
+# and issue 32's weak-neighbour check and linear head (docs/QUALITY.md, "Weak
+# neighbours"; the check needs python3-sklearn) with
+#   go test ./internal/quality -run TestWeak -weak -weak.variants headfit -v
+#   go test ./internal/quality -run TestHeadGrid -head headfit -v
 set -eu
 cd "$(dirname "$0")/.."
 exec go test ./internal/quality -quality -run '^TestQuality$' -timeout 4h -v "$@"

@@ -79,6 +79,14 @@ type Options struct {
 	// whether the gate takes it or not: the quality harness logs its
 	// Structure. It changes nothing.
 	OnPooled func(*mixture.Pooled)
+	// Component, when set, is called before each round r with the last
+	// round's states (the initial ones before round 0) and the
+	// neighbourhoods (neighbour: item i's neighbour j, j < k, as an item
+	// index, -1 for none, and its weight), and returns one more mixture
+	// component per item (states in item order) and its weight relative to
+	// the item's neighbours' total: transforms/head's linear head (issue
+	// 32). Only Run reads it; nil adds nothing.
+	Component func(r int, states *mixture.States, k int, neighbour func(i, j int) (int, float64)) (*mixture.States, float64, error)
 }
 
 // Validate checks every field: the options are complete (options.Options
@@ -209,9 +217,30 @@ func Run(d *Data, o Options, be Backends) (*Result, error) {
 		for _, i := range cands {
 			candStates.AppendFrom(&states, i)
 		}
-		k := nb.K
-		b := Batch{N: n, K: k, Own: &states, Init: &init,
+		k, slots := nb.K, nb.K
+		var extra *mixture.States
+		var ew float64
+		if o.Component != nil {
+			item := func(i, j int) (int, float64) {
+				if c := nb.Index[i*k+j]; c >= 0 {
+					return cands[c], nb.Weight[i*k+j]
+				}
+				return -1, 0
+			}
+			if extra, ew, err = o.Component(r, &states, k, item); err != nil {
+				return nil, err
+			}
+			slots++
+		}
+		b := Batch{N: n, K: slots, Own: &states, Init: &init,
 			Neighbour: func(i, j int) (*mixture.States, int, float64) {
+				if j == k {
+					s := 0.0
+					for _, w := range nb.Weight[i*k : (i+1)*k] {
+						s += w
+					}
+					return extra, i, ew * s
+				}
 				if c := nb.Index[i*k+j]; c >= 0 {
 					return &candStates, int(c), nb.Weight[i*k+j]
 				}

@@ -1,0 +1,11 @@
+// Package head is the linear head of issue 32: a multinomial logistic
+// regression (softmax) on the item's features, fitted to relabel's current
+// posteriors out of fold, whose class probabilities enter each round as one
+// more mixture component beside the item's neighbours (engine.Options.Component).
+// It is the frozen-embedding analogue of the seed paper's classifier trained
+// between rounds, and it carries information where Euclidean neighbours are
+// weak but a linear rule on the features is not (text-like embeddings;
+// internal/weak builds such features from the dev data). Every item's
+// probabilities come from a model fitted without it: the folds are a hash of
+// (seed, key), so the head never echoes an item's own label back to it.
+package head

@@ -1,0 +1,394 @@
+package head
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"gonum.org/v1/gonum/mat"
+	"gonum.org/v1/gonum/optimize"
+
+	"github.com/relabel/relabel/transforms/mixture"
+)
+
+// Params configures the head.
+type Params struct {
+	// Folds is the number of folds of the out-of-fold fit, >= 2. Required.
+	Folds int
+	// Lambda is the L2 penalty on the weights (not the intercepts), in units
+	// of one item's loss: scikit-learn's LogisticRegression is 1/C, its
+	// default 1, the data README's logreg peer. >= 0. Required.
+	Lambda float64
+	// Iters bounds the L-BFGS iterations of the first fit (from zero
+	// weights), WarmIters those of every later fit, which starts from the
+	// fold's last weights. >= 1. Required.
+	Iters, WarmIters int
+	// Weight is the head component's weight relative to the item's
+	// neighbours' total weight: its share of the neighbours' mass is
+	// Weight / (1 + Weight). 0 fits it every round (Stack): the share a that
+	// best predicts the current posteriors as a mixture a head + (1 - a)
+	// neighbours' vote. >= 0. Optional, default 0 (fitted).
+	Weight float64
+	// Seed assigns the folds, with each item's key. Optional, default 0.
+	Seed uint64
+}
+
+// Validate reports every field out of range.
+func (p Params) Validate() error {
+	var errs []error
+	if p.Folds < 2 {
+		errs = append(errs, fmt.Errorf("head: folds = %d, want >= 2", p.Folds))
+	}
+	if !(p.Lambda >= 0) {
+		errs = append(errs, fmt.Errorf("head: lambda = %g, want >= 0", p.Lambda))
+	}
+	if p.Iters < 1 || p.WarmIters < 1 {
+		errs = append(errs, fmt.Errorf("head: iterations %d, %d, want >= 1", p.Iters, p.WarmIters))
+	}
+	if !(p.Weight >= 0) {
+		errs = append(errs, fmt.Errorf("head: weight = %g, want >= 0", p.Weight))
+	}
+	return errors.Join(errs...)
+}
+
+// Head fits the softmax regression out of fold and turns its probabilities
+// into mixture states.
+//
+// Hand-written on gonum: gonum/optimize's L-BFGS minimises the penalised
+// cross-entropy and gonum/mat does the products; the loss and gradient are
+// written here because no maintained Go library fits a multinomial logistic
+// regression to soft targets (goml and golearn's linear models take hard
+// labels, are unmaintained, and golearn's wraps liblinear through cgo).
+type Head struct {
+	n, d, c int
+	p       Params
+	// x is the z-scored features with a column of ones (the intercept),
+	// rows in fold order: fold f is rows lo[f]..lo[f+1].
+	x     *mat.Dense
+	order []int // order[r] is the item at row r
+	lo    []int
+	w     [][]float64 // per fold, (d+1) x c row-major; nil before the first fit
+	// OnWeight, when set, is given each round's component weight (the
+	// quality harness logs the fitted ones).
+	OnWeight func(r int, w float64)
+}
+
+// New prepares a head over n items of d float32 features (row-major) with
+// keys, for c classes.
+func New(x []float32, keys []int64, d, c int, p Params) (*Head, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	n := len(keys)
+	if d < 1 || len(x) != n*d {
+		panic(fmt.Sprintf("head: %d values for %d items of dimension %d", len(x), n, d))
+	}
+	if c < 2 {
+		return nil, fmt.Errorf("head: %d classes, want >= 2", c)
+	}
+	h := &Head{n: n, d: d, c: c, p: p, lo: make([]int, p.Folds+1), w: make([][]float64, p.Folds)}
+	fold := make([]int, n)
+	count := make([]int, p.Folds)
+	for i, k := range keys {
+		fold[i] = int(mix(p.Seed, uint64(k)) % uint64(p.Folds))
+		count[fold[i]]++
+	}
+	for f := range p.Folds {
+		h.lo[f+1] = h.lo[f] + count[f]
+	}
+	at := append([]int(nil), h.lo[:p.Folds]...)
+	h.order = make([]int, n)
+	for i, f := range fold {
+		h.order[at[f]] = i
+		at[f]++
+	}
+	mean := make([]float64, d)
+	sd := make([]float64, d)
+	for i := range n {
+		for j, v := range x[i*d : (i+1)*d] {
+			mean[j] += float64(v)
+		}
+	}
+	for j := range mean {
+		mean[j] /= float64(n)
+	}
+	for i := range n {
+		for j, v := range x[i*d : (i+1)*d] {
+			e := float64(v) - mean[j]
+			sd[j] += e * e
+		}
+	}
+	for j := range sd {
+		if sd[j] = math.Sqrt(sd[j] / float64(n)); sd[j] == 0 {
+			sd[j] = 1
+		}
+	}
+	h.x = mat.NewDense(n, d+1, nil)
+	for r, i := range h.order {
+		row := h.x.RawRowView(r)
+		for j, v := range x[i*d : (i+1)*d] {
+			row[j] = (float64(v) - mean[j]) / sd[j]
+		}
+		row[d] = 1
+	}
+	return h, nil
+}
+
+// mix is splitmix64's finaliser of seed and key: the item's fold.
+func mix(seed, key uint64) uint64 {
+	z := seed*0x9e3779b97f4a7c15 + key
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}
+
+// OutOfFold fits the head to targets (n x c row-major, item order: each
+// row a distribution over the classes, or all zero for an item that gives
+// nothing to learn from) and writes to dst (n x c) every item's class
+// probabilities under the model fitted on the other folds.
+func (h *Head) OutOfFold(dst, targets []float64) error {
+	n, c, d1 := h.n, h.c, h.d+1
+	if len(targets) != n*c || len(dst) != n*c {
+		panic(fmt.Sprintf("head: %d targets, %d dst for %d x %d", len(targets), len(dst), n, c))
+	}
+	t := mat.NewDense(n, c, nil)
+	for r, i := range h.order {
+		copy(t.RawRowView(r), targets[i*c:(i+1)*c])
+	}
+	for f := range h.p.Folds {
+		lo, hi := h.lo[f], h.lo[f+1]
+		var parts []part
+		if lo > 0 {
+			parts = append(parts, part{h.x.Slice(0, lo, 0, d1).(*mat.Dense), t.Slice(0, lo, 0, c).(*mat.Dense)})
+		}
+		if hi < n {
+			parts = append(parts, part{h.x.Slice(hi, n, 0, d1).(*mat.Dense), t.Slice(hi, n, 0, c).(*mat.Dense)})
+		}
+		iters := h.p.WarmIters
+		if h.w[f] == nil {
+			h.w[f] = make([]float64, d1*c)
+			iters = h.p.Iters
+		}
+		if len(parts) > 0 {
+			w, err := fit(parts, h.w[f], h.d, c, h.p.Lambda, iters)
+			if err != nil {
+				return fmt.Errorf("head: fold %d: %w", f, err)
+			}
+			h.w[f] = w
+		}
+		if hi == lo {
+			continue
+		}
+		var z mat.Dense
+		z.Mul(h.x.Slice(lo, hi, 0, d1), mat.NewDense(d1, c, h.w[f]))
+		for r := lo; r < hi; r++ {
+			i := h.order[r]
+			softmax(dst[i*c:(i+1)*c], z.RawRowView(r-lo))
+		}
+	}
+	return nil
+}
+
+// part is a block of training rows and their targets.
+type part struct{ x, t *mat.Dense }
+
+// fit minimises the penalised soft-target cross-entropy
+//
+//	F(W) = sum_i [ s_i logsumexp(x_i W) - t_i . (x_i W) ] + lambda/2 |W without intercepts|^2
+//
+// (s_i = sum of t_i) from w0 with at most iters L-BFGS iterations.
+func fit(parts []part, w0 []float64, d, c int, lambda float64, iters int) ([]float64, error) {
+	d1 := d + 1
+	zs := make([]mat.Dense, len(parts))
+	var g mat.Dense
+	fg := func(grad, w []float64) float64 {
+		wm := mat.NewDense(d1, c, w)
+		loss := 0.0
+		if grad != nil {
+			clear(grad)
+		}
+		gm := mat.NewDense(d1, c, grad)
+		for k, p := range parts {
+			z := &zs[k]
+			z.Reset()
+			z.Mul(p.x, wm)
+			rows, _ := z.Dims()
+			for r := range rows {
+				zr, tr := z.RawRowView(r), p.t.RawRowView(r)
+				s, dot := 0.0, 0.0
+				for j, v := range tr {
+					s += v
+					dot += v * zr[j]
+				}
+				lse := softmax(zr, zr) // zr becomes the probabilities
+				loss += s*lse - dot
+				for j := range zr {
+					zr[j] = s*zr[j] - tr[j]
+				}
+			}
+			if grad != nil {
+				g.Reset()
+				g.Mul(p.x.T(), z)
+				gm.Add(gm, &g)
+			}
+		}
+		for j := 0; j < d*c; j++ { // the intercepts' row d is not penalised
+			loss += 0.5 * lambda * w[j] * w[j]
+			if grad != nil {
+				grad[j] += lambda * w[j]
+			}
+		}
+		return loss
+	}
+	prob := optimize.Problem{
+		Func: func(w []float64) float64 { return fg(nil, w) },
+		Grad: func(grad, w []float64) { fg(grad, w) },
+	}
+	res, err := optimize.Minimize(prob, append([]float64(nil), w0...),
+		&optimize.Settings{MajorIterations: iters, GradientThreshold: 1e-6, Converger: optimize.NeverTerminate{}},
+		&optimize.LBFGS{})
+	if res == nil {
+		return nil, err
+	}
+	// An iteration limit is the intended stop; any other failure (a line
+	// search that found no decrease) still leaves the best point found.
+	return res.X, nil
+}
+
+// softmax writes softmax(z) to dst (which may be z) and returns
+// logsumexp(z).
+func softmax(dst, z []float64) float64 {
+	top := math.Inf(-1)
+	for _, v := range z {
+		top = max(top, v)
+	}
+	s := 0.0
+	for j, v := range z {
+		dst[j] = math.Exp(v - top)
+		s += dst[j]
+	}
+	for j := range dst {
+		dst[j] /= s
+	}
+	return top + math.Log(s)
+}
+
+// Component is the engine hook (engine.Options.Component): before round r
+// it fits the head to the states' posteriors (pi, renormalised over the
+// kept classes) and returns, per item, the state of its out-of-fold class
+// probabilities (mixture.State.InitPosterior: the c0 most probable classes,
+// each with the smoothed identity row), and the component's weight: Weight,
+// or with Weight 0 the fitted share a (Stack) as a / (1 - a), a at most
+// MaxShare. OnWeight, when set, is given each round's weight.
+func (h *Head) Component(c0 int, smooth float64) func(r int, st *mixture.States, k int, neighbour func(i, j int) (int, float64)) (*mixture.States, float64, error) {
+	targets := make([]float64, h.n*h.c)
+	probs := make([]float64, h.n*h.c)
+	vote := make([]float64, h.n*h.c)
+	return func(r int, st *mixture.States, k int, neighbour func(i, j int) (int, float64)) (*mixture.States, float64, error) {
+		if st.Len() != h.n {
+			panic(fmt.Sprintf("head: %d states for %d items", st.Len(), h.n))
+		}
+		clear(targets)
+		for i := range h.n {
+			row := targets[i*h.c : (i+1)*h.c]
+			s := 0.0
+			for e := st.ItemOff[i]; e < st.ItemOff[i+1]; e++ {
+				row[st.Class[e]] = float64(st.Pi[e])
+				s += float64(st.Pi[e])
+			}
+			if s > 0 {
+				for j := range row {
+					row[j] /= s
+				}
+			}
+		}
+		if err := h.OutOfFold(probs, targets); err != nil {
+			return nil, 0, err
+		}
+		var out mixture.States
+		out.Reset()
+		var s mixture.State
+		for i := range h.n {
+			s.InitPosterior(probs[i*h.c:(i+1)*h.c], nil, 1, c0, smooth)
+			out.Append(&s)
+		}
+		w := h.p.Weight
+		if w == 0 {
+			// The neighbours' vote: their posteriors, weighted as in the
+			// mixture, with a little of every class so that no target class
+			// has probability 0 (the peers' kNN probabilities do the same).
+			for i := range h.n {
+				row := vote[i*h.c : (i+1)*h.c]
+				for j := range row {
+					row[j] = 1e-3
+				}
+				for j := range k {
+					at, wt := neighbour(i, j)
+					if at < 0 || wt <= 0 {
+						continue
+					}
+					for e := st.ItemOff[at]; e < st.ItemOff[at+1]; e++ {
+						row[st.Class[e]] += wt * float64(st.Pi[e])
+					}
+				}
+				s := 0.0
+				for _, v := range row {
+					s += v
+				}
+				for j := range row {
+					row[j] /= s
+				}
+			}
+			a := min(Stack(targets, probs, vote, h.c), MaxShare)
+			w = a / (1 - a)
+		}
+		if h.OnWeight != nil {
+			h.OnWeight(r, w)
+		}
+		return &out, w, nil
+	}
+}
+
+// MaxShare bounds the fitted share of the head in the neighbours' mass:
+// the head is one more component, never heavier than all the neighbours
+// together. Without a bound below 1 the fit feeds itself where neighbours
+// are weak (the posteriors the head is fitted to follow the head, so its
+// share rises round by round): at .9, reached from round 1 on the
+// weak-neighbour letter cells, relabel fell to the linear model's level
+// (docs/QUALITY.md, "Weak neighbours"). .5 is that natural bound, not a
+// swept value.
+const MaxShare = 0.5
+
+// Stack returns the share a in [0, 1] that maximises the likelihood of the
+// targets (n x c rows, each a distribution or zero) under the mixture
+// a head + (1 - a) vote of two out-of-sample predictions (n x c rows of
+// probabilities): sum_i sum_c t_ic log(a head_ic + (1 - a) vote_ic), by EM
+// (the responsibilities of the head; the objective is concave in a, so EM
+// climbs to its maximum). Where the neighbours predict the labels better
+// than a linear model of the features, a is small and the head has little
+// say; where they are weak, it is large.
+func Stack(targets, head, vote []float64, c int) float64 {
+	a := 0.5
+	for range 100 {
+		num, den := 0.0, 0.0
+		for i, t := range targets {
+			if t == 0 {
+				continue
+			}
+			hp, vp := a*head[i], (1-a)*vote[i]
+			if hp+vp > 0 {
+				num += t * hp / (hp + vp)
+			}
+			den += t
+		}
+		if den == 0 {
+			return 0
+		}
+		next := num / den
+		if math.Abs(next-a) < 1e-6 {
+			return next
+		}
+		a = next
+	}
+	return a
+}

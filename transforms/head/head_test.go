@@ -1,0 +1,312 @@
+package head
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/relabel/relabel/options"
+	"github.com/relabel/relabel/transforms/engine"
+	"github.com/relabel/relabel/transforms/mixture"
+)
+
+// linearSet is n items of c classes where a linear rule separates the
+// classes and Euclidean neighbours are weak: features 0..c-1 are the class's
+// indicator (plus jitter of standard deviation .2), the other d-c features
+// class-independent noise of standard deviation 3, so that distances are
+// mostly noise. Labels carry 40% symmetric noise.
+func linearSet(n, d, c int, seed uint64) (x []float32, keys []int64, truth, given []int32) {
+	r := rand.New(rand.NewPCG(seed, 1))
+	x = make([]float32, n*d)
+	keys = make([]int64, n)
+	truth = make([]int32, n)
+	given = make([]int32, n)
+	for i := range n {
+		keys[i] = int64(1000 + 7*i)
+		y := int32(r.IntN(c))
+		truth[i], given[i] = y, y
+		if r.Float64() < 0.4 {
+			given[i] = (y + 1 + int32(r.IntN(c-1))) % int32(c)
+		}
+		for j := range c {
+			x[i*d+j] = float32(0.2 * r.NormFloat64())
+		}
+		x[i*d+int(y)]++
+		for j := c; j < d; j++ {
+			x[i*d+j] = float32(3 * r.NormFloat64())
+		}
+	}
+	return
+}
+
+func oneHot(labels []int32, c int) []float64 {
+	t := make([]float64, len(labels)*c)
+	for i, l := range labels {
+		t[i*c+int(l)] = 1
+	}
+	return t
+}
+
+func argmax(p []float64) int32 {
+	best := 0
+	for j, v := range p {
+		if v > p[best] {
+			best = j
+		}
+	}
+	return int32(best)
+}
+
+// knnVote is the K = 10 majority vote of the given labels (brute force, L2).
+func knnVote(x []float32, d int, given []int32, c int) []int32 {
+	n := len(given)
+	out := make([]int32, n)
+	type nb struct {
+		dist float64
+		j    int
+	}
+	for i := range n {
+		var all []nb
+		for j := range n {
+			if j == i {
+				continue
+			}
+			s := 0.0
+			for k := range d {
+				e := float64(x[i*d+k] - x[j*d+k])
+				s += e * e
+			}
+			all = append(all, nb{s, j})
+		}
+		slices.SortFunc(all, func(a, b nb) int {
+			if a.dist < b.dist {
+				return -1
+			}
+			if a.dist > b.dist {
+				return 1
+			}
+			return a.j - b.j
+		})
+		votes := make([]float64, c)
+		for _, e := range all[:10] {
+			votes[given[e.j]]++
+		}
+		out[i] = argmax(votes)
+	}
+	return out
+}
+
+func accuracy(a, b []int32) float64 {
+	k := 0
+	for i := range a {
+		if a[i] == b[i] {
+			k++
+		}
+	}
+	return float64(k) / float64(len(a))
+}
+
+var testParams = Params{Folds: 5, Lambda: 1, Iters: 100, WarmIters: 10, Weight: 1, Seed: 3}
+
+// TestRecoversWhatKNNCannot: on linearSet the head's out-of-fold argmax,
+// fitted to the noisy labels alone, recovers the truth, and the kNN vote
+// does not.
+func TestRecoversWhatKNNCannot(t *testing.T) {
+	const n, d, c = 600, 20, 3
+	x, keys, truth, given := linearSet(n, d, c, 1)
+	h, err := New(x, keys, d, c, testParams)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := make([]float64, n*c)
+	if err := h.OutOfFold(p, oneHot(given, c)); err != nil {
+		t.Fatal(err)
+	}
+	pred := make([]int32, n)
+	for i := range n {
+		row := p[i*c : (i+1)*c]
+		s := 0.0
+		for _, v := range row {
+			if v < 0 || v > 1 {
+				t.Fatalf("item %d: probability %g", i, v)
+			}
+			s += v
+		}
+		if math.Abs(s-1) > 1e-9 {
+			t.Fatalf("item %d: probabilities sum to %g", i, s)
+		}
+		pred[i] = argmax(row)
+	}
+	head, vote, noisy := accuracy(pred, truth), accuracy(knnVote(x, d, given, c), truth), accuracy(given, truth)
+	t.Logf("noisy %.3f, kNN vote %.3f, head %.3f", noisy, vote, head)
+	if head < 0.85 {
+		t.Errorf("head's out-of-fold accuracy %.3f, want >= .85 (a linear rule separates the classes)", head)
+	}
+	if vote > 0.75 {
+		t.Errorf("kNN vote %.3f: the set is meant to defeat neighbours (want <= .75)", vote)
+	}
+}
+
+// TestOutOfFold: an item's probabilities do not depend on its own target.
+// Flipping one item's target changes the fits of the folds it trains, not
+// the one that predicts it.
+func TestOutOfFold(t *testing.T) {
+	const n, d, c = 200, 5, 3
+	x, keys, _, given := linearSet(n, d, c, 2)
+	run := func(g []int32) []float64 {
+		h, err := New(x, keys, d, c, testParams)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := make([]float64, n*c)
+		if err := h.OutOfFold(p, oneHot(g, c)); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	a := run(given)
+	g := slices.Clone(given)
+	g[17] = (g[17] + 1) % c
+	b := run(g)
+	if !slices.Equal(a[17*c:18*c], b[17*c:18*c]) {
+		t.Errorf("item 17's probabilities moved with its own target: %v vs %v", a[17*c:18*c], b[17*c:18*c])
+	}
+	if slices.Equal(a, b) {
+		t.Error("changing a target changed nothing: the other folds do not train on it")
+	}
+	if !slices.Equal(a, run(given)) {
+		t.Error("two runs on the same input differ")
+	}
+}
+
+// TestComponent: the hook returns one valid state per item whose top class
+// is the head's argmax, and warm-started refits keep it there.
+func TestComponent(t *testing.T) {
+	const n, d, c = 300, 10, 3
+	x, keys, truth, given := linearSet(n, d, c, 4)
+	h, err := New(x, keys, d, c, testParams)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st mixture.States
+	st.Reset()
+	var s mixture.State
+	for i := range n {
+		s.Init(given[i:i+1], c, 2, 0.1)
+		st.Append(&s)
+	}
+	comp := h.Component(2, 0.1)
+	for r := range 2 {
+		out, w, err := comp(r, &st, 0, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w != testParams.Weight || out.Len() != n {
+			t.Fatalf("round %d: weight %g, %d states; want %g, %d", r, w, out.Len(), testParams.Weight, n)
+		}
+		top := make([]int32, n)
+		for i := range n {
+			out.Get(&s, i)
+			if err := s.Check(c); err != nil {
+				t.Fatalf("round %d item %d: %v", r, i, err)
+			}
+			top[i], _ = s.Argmax()
+		}
+		if a := accuracy(top, truth); a < 0.8 {
+			t.Errorf("round %d: the component's top class is right for %.3f of the items, want >= .8", r, a)
+		}
+	}
+}
+
+func TestParamsValidate(t *testing.T) {
+	for name, p := range map[string]Params{
+		"one fold":   {Folds: 1, Lambda: 1, Iters: 1, WarmIters: 1, Weight: 1},
+		"lambda <0":  {Folds: 2, Lambda: -1, Iters: 1, WarmIters: 1, Weight: 1},
+		"lambda NaN": {Folds: 2, Lambda: math.NaN(), Iters: 1, WarmIters: 1, Weight: 1},
+		"no iters":   {Folds: 2, Lambda: 1, Iters: 0, WarmIters: 1, Weight: 1},
+		"weight <0":  {Folds: 2, Lambda: 1, Iters: 1, WarmIters: 1, Weight: -1},
+	} {
+		if p.Validate() == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	if err := testParams.Validate(); err != nil {
+		t.Errorf("testParams: %v", err)
+	}
+}
+
+// TestEngine runs relabel's rounds (engine.Run, the defaults) on linearSet
+// with and without the head: the head halves the errors the neighbours
+// leave, and its result does not depend on the worker count.
+func TestEngine(t *testing.T) {
+	const n, d, c = 600, 20, 3
+	x, keys, truth, given := linearSet(n, d, c, 5)
+	off := make([]int32, n+1)
+	for i := range off {
+		off[i] = int32(i)
+	}
+	data := &engine.Data{Keys: keys, D: d, Features: x, Labels: given, LabelOff: off}
+	// weight < 0: no head.
+	run := func(weight float64, workers int) []int32 {
+		o := options.Defaults()
+		eo, err := o.Engine(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		eo.Workers = workers
+		if weight >= 0 {
+			p := testParams
+			p.Weight = weight
+			h, err := New(x, keys, d, c, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			eo.Component = h.Component(eo.Mixture.C0, eo.Mixture.Smooth)
+		}
+		res, err := engine.Run(data, eo, engine.Backends{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := make([]int32, n)
+		for i := range n {
+			out[i], _ = res.States.Top(i)
+		}
+		return out
+	}
+	plain := run(-1, 1)
+	a := accuracy(plain, truth)
+	t.Logf("noisy %.3f, relabel %.3f", accuracy(given, truth), a)
+	for _, w := range []float64{1, 0} {
+		withHead := run(w, 1)
+		b := accuracy(withHead, truth)
+		t.Logf("relabel with the head, weight %g (0: fitted): %.3f", w, b)
+		if 1-b > (1-a)/2 {
+			t.Errorf("weight %g: the head lifts relabel from %.3f to %.3f, want at least half of the errors gone", w, a, b)
+		}
+		if !slices.Equal(withHead, run(w, 2)) {
+			t.Errorf("weight %g: 1 and 2 workers give other labels", w)
+		}
+	}
+}
+
+func TestStack(t *testing.T) {
+	// Two items, two classes, one-hot targets on class 0.
+	targets := []float64{1, 0, 1, 0}
+	good := []float64{0.9, 0.1, 0.9, 0.1}
+	bad := []float64{0.1, 0.9, 0.1, 0.9}
+	if a := Stack(targets, good, bad, 2); a < 0.99 {
+		t.Errorf("head right, vote wrong: share %g, want about 1", a)
+	}
+	if a := Stack(targets, bad, good, 2); a > 0.01 {
+		t.Errorf("head wrong, vote right: share %g, want about 0", a)
+	}
+	// Each right on one item: the likelihood (a .9 + (1-a) .1) (a .1 + (1-a) .9)
+	// is symmetric in a and 1 - a, largest at a = .5.
+	if a := Stack(targets, []float64{0.9, 0.1, 0.1, 0.9}, []float64{0.1, 0.9, 0.9, 0.1}, 2); math.Abs(a-0.5) > 1e-6 {
+		t.Errorf("each right once: share %g, want .5", a)
+	}
+	if a := Stack(make([]float64, 4), good, bad, 2); a != 0 {
+		t.Errorf("no targets: share %g, want 0", a)
+	}
+}
