@@ -268,7 +268,7 @@ var Flags = []Flag{
 			}
 			return nil
 		}},
-	{Name: "pooled-gate", Group: GroupMethod, Record: Compared, Usage: "take the pooled start only where the fitted noise's structure (the mean share of each class's flips going to one class: about 1/(C-1) for symmetric noise, 1 for pair flips) is at least this, in [0,1] (0: always)",
+	{Name: "pooled-gate", Group: GroupMethod, Record: Compared, Usage: "take the pooled start only where the fitted noise's structure is at least this: how much more of each class's flips go to one class than under symmetric noise, 0 for symmetric noise, 1 for pair flips, 0 with 2 classes; in [0,1] (0: always)",
 		bind: func(o *Options) flag.Value { return (*floatValue)(&o.PooledGate) }, check: inRange(0, 1, true, func(o *Options) float64 { return o.PooledGate })},
 	{Name: "seed", Group: GroupMethod, Record: Compared, Usage: "seed of all sampling (with item id and round)",
 		bind: func(o *Options) flag.Value { return (*uint64Value)(&o.Seed) }},

@@ -328,15 +328,24 @@ func (m *Pooled) align(post []float64, n int) {
 	}
 }
 
-// Structure measures how structured the fitted label noise is: the mean
-// over classes of the largest off-diagonal entry of the own labels'
-// transition (TOwn where the fit split the evidence, else T) as a share of
-// its row's off-diagonal mass. Symmetric noise spreads that mass evenly
-// (about 1/(C-1)); pair-flip noise puts nearly all of it on one class
-// (about 1). It reads no trusted label, so a run can decide from it whether
-// the pooled start is worth taking (Params.PooledGate).
+// Structure measures how structured the fitted label noise is, from 0
+// (symmetric: a wrong label goes to any other class alike) to 1 (pair
+// flips: it always goes to the same one). It reads the own labels'
+// transition (TOwn where the fit split the evidence, else T): the mean
+// over classes of the largest off-diagonal entry as a share of its row's
+// off-diagonal mass, which is 1/(C-1) under symmetric noise and about 1
+// under pair flips, rescaled so that the symmetric baseline is 0 whatever
+// C: (share - 1/(C-1)) / (1 - 1/(C-1)), at least 0. Without the rescaling
+// one gate could not serve every C: at C = 3 symmetric noise already gives
+// .5, and at C = 2 every flip goes to the one other class (structure is
+// then 0: pair and symmetric noise are the same thing there). It reads no
+// trusted label, so a run can decide from it whether the pooled start is
+// worth taking (Params.PooledGate).
 func (m *Pooled) Structure() float64 {
 	c := m.C
+	if c <= 2 {
+		return 0
+	}
 	tr := m.T
 	if m.TOwn != nil {
 		tr = m.TOwn
@@ -354,7 +363,8 @@ func (m *Pooled) Structure() float64 {
 			s += top / off
 		}
 	}
-	return s / float64(c)
+	base := 1 / float64(c-1)
+	return max(0, (s/float64(c)-base)/(1-base))
 }
 
 // addLabels adds an item's labels to ev: each 1, or, as a neighbour's

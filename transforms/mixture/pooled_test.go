@@ -308,7 +308,8 @@ func TestFitPooledSplit(t *testing.T) {
 }
 
 // TestStructure: symmetric noise spreads each row's off-diagonal mass
-// (about 1/(C-1)), pair-flip noise puts it on one class (about 1).
+// evenly (structure 0), pair-flip noise puts it on one class (about 1),
+// whatever C; with 2 classes the two cannot be told apart (0).
 func TestStructure(t *testing.T) {
 	const c = 5
 	sym := &Pooled{C: c, T: make([]float64, c*c)}
@@ -321,16 +322,29 @@ func TestStructure(t *testing.T) {
 		sym.T[x*c+x] = 0.6
 		pair.T[x*c+x], pair.T[x*c+(x+1)%c] = 0.6, 0.37
 	}
-	if s := sym.Structure(); math.Abs(s-0.25) > 1e-12 {
-		t.Errorf("symmetric: %g, want 1/(C-1) = .25", s)
+	// The pair rows' share is .37/.40; rescaled from the symmetric
+	// baseline 1/(C-1) = .25.
+	wantPair := (0.37/0.4 - 0.25) / 0.75
+	if s := sym.Structure(); math.Abs(s) > 1e-12 {
+		t.Errorf("symmetric: %g, want 0", s)
 	}
-	if s := pair.Structure(); math.Abs(s-0.37/0.4) > 1e-12 {
-		t.Errorf("pair: %g, want .37/.40", s)
+	if s := pair.Structure(); math.Abs(s-wantPair) > 1e-12 {
+		t.Errorf("pair: %g, want %g", s, wantPair)
 	}
 	// TOwn, where set, is what it reads.
 	sym.TOwn = pair.T
-	if s := sym.Structure(); math.Abs(s-0.37/0.4) > 1e-12 {
-		t.Errorf("TOwn: %g, want .37/.40", s)
+	if s := sym.Structure(); math.Abs(s-wantPair) > 1e-12 {
+		t.Errorf("TOwn: %g, want %g", s, wantPair)
+	}
+	// Symmetric noise at C = 3 shares its flips .5/.5 (the unscaled share
+	// sat at the .5 gate there): 0. Two classes: 0 whatever the matrix.
+	sym3 := &Pooled{C: 3, T: []float64{.8, .1, .1, .1, .8, .1, .1, .1, .8}}
+	if s := sym3.Structure(); math.Abs(s) > 1e-12 {
+		t.Errorf("symmetric, C = 3: %g, want 0", s)
+	}
+	two := &Pooled{C: 2, T: []float64{.6, .4, .4, .6}}
+	if s := two.Structure(); s != 0 {
+		t.Errorf("C = 2: %g, want 0", s)
 	}
 	p := DefaultParams(c)
 	for _, g := range []float64{-0.1, 1.5, math.NaN()} {
