@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/relabel/relabel/transforms/engine"
 )
 
 // Params is the transform. The zero value of Ratio is rejected: a check
@@ -39,30 +41,8 @@ func Features(x []float32, ids []int64, d int, p Params) ([]float32, int, error)
 	}
 	n := len(ids)
 	dw := d * (1 + p.Ratio)
-	// z-score the features (float64 sums: gonum's stat.MeanStdDev would
-	// need a column copy per feature for the same two passes).
-	mean := make([]float64, d)
-	sd := make([]float64, d)
-	for i := range n {
-		for j, v := range x[i*d : (i+1)*d] {
-			mean[j] += float64(v)
-		}
-	}
-	for j := range mean {
-		mean[j] /= float64(n)
-	}
-	for i := range n {
-		for j, v := range x[i*d : (i+1)*d] {
-			e := float64(v) - mean[j]
-			sd[j] += e * e
-		}
-	}
-	for j := range sd {
-		sd[j] = math.Sqrt(sd[j] / float64(n))
-		if sd[j] == 0 {
-			sd[j] = 1
-		}
-	}
+	// z-score the features as relabel does (engine.Moments).
+	mean, sd := engine.Moments(x, n, d)
 	q := Rotation(dw, p.Seed)
 	out := make([]float32, n*dw)
 	row := make([]float64, dw)

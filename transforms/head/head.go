@@ -8,6 +8,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/gonum/optimize"
 
+	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/mixture"
 )
 
@@ -102,27 +103,7 @@ func New(x []float32, keys []int64, d, c int, p Params) (*Head, error) {
 		h.order[at[f]] = i
 		at[f]++
 	}
-	mean := make([]float64, d)
-	sd := make([]float64, d)
-	for i := range n {
-		for j, v := range x[i*d : (i+1)*d] {
-			mean[j] += float64(v)
-		}
-	}
-	for j := range mean {
-		mean[j] /= float64(n)
-	}
-	for i := range n {
-		for j, v := range x[i*d : (i+1)*d] {
-			e := float64(v) - mean[j]
-			sd[j] += e * e
-		}
-	}
-	for j := range sd {
-		if sd[j] = math.Sqrt(sd[j] / float64(n)); sd[j] == 0 {
-			sd[j] = 1
-		}
-	}
+	mean, sd := engine.Moments(x, n, d)
 	h.x = mat.NewDense(n, d+1, nil)
 	for r, i := range h.order {
 		row := h.x.RawRowView(r)
@@ -262,15 +243,8 @@ func softmax(dst, z []float64) float64 {
 	for _, v := range z {
 		top = max(top, v)
 	}
-	s := 0.0
-	for j, v := range z {
-		dst[j] = math.Exp(v - top)
-		s += dst[j]
-	}
-	for j := range dst {
-		dst[j] /= s
-	}
-	return top + math.Log(s)
+	copy(dst, z)
+	return mixture.NormExp(dst, top)
 }
 
 // Component is the engine hook (engine.Options.Component): before round r

@@ -445,7 +445,7 @@ func eStep(q, ev, own, logT, logOwn, logPrior []float64) float64 {
 		q[k] = v
 		top = max(top, v)
 	}
-	return normExp(q, top)
+	return NormExp(q, top)
 }
 
 // addEvidence adds each nonzero count x of ev times its log row entry to v,
@@ -459,9 +459,11 @@ func addEvidence(v float64, ev, row []float64) float64 {
 	return v
 }
 
-// normExp sets q to exp(q - top), normalised, and returns the log of the
-// normaliser (the item's log-likelihood of its evidence).
-func normExp(q []float64, top float64) float64 {
+// NormExp sets q to exp(q - top), normalised, and returns the log of the
+// normaliser (the item's log-likelihood of its evidence): a softmax that
+// stays finite for any q when top is q's largest entry (transforms/head's
+// softmax uses it too).
+func NormExp(q []float64, top float64) float64 {
 	s := 0.0
 	for k, v := range q {
 		q[k] = math.Exp(v - top)
