@@ -202,11 +202,8 @@ func RunCellEngine(cell Cell, opts options.Options, tweak func(*engine.Options))
 	var tOwn []float64
 	if onPooled := eo.OnPooled; eo.Mixture.PooledIters > 0 {
 		eo.OnPooled = func(m *mixture.Pooled) {
-			if g := eo.Mixture.PooledGate; !(g > 0 && m.Structure() < g) {
-				tOwn = m.TOwn
-				if tOwn == nil {
-					tOwn = m.T
-				}
+			if eo.Mixture.PooledOpen(m) {
+				tOwn = m.LabelTransition()
 			}
 			if onPooled != nil {
 				onPooled(m)

@@ -81,7 +81,7 @@ func FitPooledStart(in *PooledInputs, p *mixture.Params) (m *mixture.Pooled, ope
 	if err != nil {
 		return nil, false, err
 	}
-	return m, p.PooledGate == 0 || m.Structure() >= p.PooledGate, nil
+	return m, p.PooledOpen(m), nil
 }
 
 // PooledStarter sets items' initial states from a fitted pooled

@@ -229,10 +229,7 @@ func (s *PooledScorer) Posterior(q []float64, labels []int32, k int, neighbour f
 // rounds that follow weigh the neighbours once, not twice.
 func (m *Pooled) OwnPosterior(q []float64, labels []int32) {
 	c := m.C
-	tr := m.T
-	if m.TOwn != nil {
-		tr = m.TOwn
-	}
+	tr := m.LabelTransition()
 	for k := range q {
 		v := math.Log(m.Prior[k])
 		for _, l := range labels {
@@ -328,6 +325,17 @@ func (m *Pooled) align(post []float64, n int) {
 	}
 }
 
+// LabelTransition is the transition an item's own labels are read
+// through: TOwn where the fit split the evidence (PooledInput.SplitOwn),
+// else the one T. Structure, OwnPosterior and the calibration
+// (CalibrationStats.AddLabelLikelihood's tOwn) all read this one.
+func (m *Pooled) LabelTransition() []float64 {
+	if m.TOwn != nil {
+		return m.TOwn
+	}
+	return m.T
+}
+
 // Structure measures how structured the fitted label noise is, from 0
 // (symmetric: a wrong label goes to any other class alike) to 1 (pair
 // flips: it always goes to the same one). It reads the own labels'
@@ -346,10 +354,7 @@ func (m *Pooled) Structure() float64 {
 	if c <= 2 {
 		return 0
 	}
-	tr := m.T
-	if m.TOwn != nil {
-		tr = m.TOwn
-	}
+	tr := m.LabelTransition()
 	var s float64
 	for k := range c {
 		var off, top float64

@@ -201,6 +201,13 @@ func DefaultMaxRowEntries(c0 int) int { return 2 * c0 }
 // Validate reports every invalid field. Every field is required
 // (DefaultParams has them all): a zero L, N, EMIters or MaxRowEntries is an
 // error, not a default.
+// PooledOpen says whether the gate takes the pooled start fitted as m:
+// always with PooledGate 0, else where m's Structure is at least the gate.
+// The engine's start and the quality harness's calibration decide by it.
+func (p *Params) PooledOpen(m *Pooled) bool {
+	return p.PooledGate == 0 || m.Structure() >= p.PooledGate
+}
+
 func (p Params) Validate() error {
 	var errs []error
 	if p.C < 1 {

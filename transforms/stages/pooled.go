@@ -295,11 +295,7 @@ func (f *pooledStartFn) ProcessElement(_ int, items func(*Items) bool, models fu
 	}
 	var start *engine.PooledStarter
 	if pm.Open {
-		m := &mixture.Pooled{C: pm.C, T: pm.T, TOwn: pm.TOwn, Prior: pm.Prior}
-		if len(m.TOwn) == 0 {
-			m.TOwn = nil
-		}
-		start = engine.NewPooledStarter(m, &f.Mixture)
+		start = engine.NewPooledStarter(pm.pooled(), &f.Mixture)
 	}
 	ncand := int32(len(pm.CandOff) - 1)
 	var it Items
@@ -347,18 +343,24 @@ func (f *pooledStartFn) ProcessElement(_ int, items func(*Items) bool, models fu
 
 func keyPooledModel(m PooledModel) (int, PooledModel) { return 0, m }
 
+// pooled is the fitted model as mixture's (an empty decoded TOwn: none,
+// the fit was not split).
+func (m *PooledModel) pooled() *mixture.Pooled {
+	p := &mixture.Pooled{C: m.C, T: m.T, TOwn: m.TOwn, Prior: m.Prior}
+	if len(p.TOwn) == 0 {
+		p.TOwn = nil
+	}
+	return p
+}
+
 // labelTransition is the transition the given labels are read through
-// for calibration (StatsOf): TOwn from a split fit, else T; nil where the
+// for calibration (StatsOf: mixture.Pooled.LabelTransition); nil where the
 // gate kept the paper's start (nothing to read them through).
 func (m *PooledModel) labelTransition() []float64 {
-	switch {
-	case !m.Open:
+	if !m.Open {
 		return nil
-	case len(m.TOwn) > 0:
-		return m.TOwn
-	default:
-		return m.T
 	}
+	return m.pooled().LabelTransition()
 }
 
 // pooledTransitionOnly drops the candidates' labels from a PooledModel:
