@@ -135,7 +135,7 @@ func runDirIncremental(ctx context.Context, s *pipelines.Session) (sum *pipeline
 		progress.Notef("--incremental: %s was written without --incremental (its summary.json has no manifest): this run is a full one", out)
 		return nil, false, nil
 	}
-	if prev.Pooled != nil && prev.Pooled.Open {
+	if pooledStarted(prev.Options) {
 		// Every output file is relabelled again, so the output's own
 		// files are replaced, as an incremental run replaces them.
 		progress.Notef("--incremental: %s", pooledFull)

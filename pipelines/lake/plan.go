@@ -97,6 +97,13 @@ func calibration(p *pipelines.Plan, last, opts map[string]string) (stages.Calibr
 // started from the fit would be relabelled under two models.
 const pooledFull = "the last run started from the pooled fit of the labels' class-level noise (pair-structured noise), which is not kept: this run relabels every row again"
 
+// pooledStarted says whether the run whose recorded options are last
+// started from the pooled fit (pipelines.MetaPooledStart): a table's run
+// record and a directory's summary.json both keep it with the options.
+func pooledStarted(last map[string]string) bool {
+	return last[pipelines.MetaPooledStart] == pipelines.PooledStartOpen
+}
+
 // sameOptions refuses an incremental run whose method options differ from
 // the run that produced the stored posteriors: mixing the two would give
 // rows relabelled under different settings. Which options are compared is
