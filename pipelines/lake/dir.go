@@ -89,15 +89,33 @@ func RunDir(ctx context.Context, cfg options.Options, exec pipelines.Executor) (
 		return nil, err
 	}
 	defer s.Close()
-	sum, done, err := runDirIncremental(ctx, s)
+	sum, done, gone, err := runDirIncremental(ctx, s)
 	if done || err != nil {
 		return sum, err
 	}
-	manifest, err := coverage(ctx, plan)
-	if err != nil {
+	var manifest []ManifestFile
+	if gone != nil {
+		manifest = gone.Manifest // planDir's: the input's files now
+	} else if manifest, err = coverage(ctx, plan); err != nil {
 		return nil, err
 	}
-	return s.Full(ctx, exec, func(sum *pipelines.Summary) { sum.Lake = fullLake(plan, manifest) })
+	sum, err = s.Full(ctx, exec, func(sum *pipelines.Summary) {
+		lk := fullLake(plan, manifest)
+		if gone != nil {
+			lk.GoneFiles, lk.RemovedOutputs, lk.RemovedFiles = gone.GoneFiles, gone.RemovedOutputs, len(gone.RemovedOutputs)
+		}
+		sum.Lake = lk
+	})
+	if err != nil || gone == nil {
+		return sum, err
+	}
+	// As updateDir: the outputs of input files gone since the last run go
+	// once the new summary, which lists them as removed, is committed; a
+	// crash between leaves them to the next run's clean-up.
+	for _, name := range gone.RemovedOutputs {
+		s.FS.Remove(ctx, blobio.Join(plan.Options.Output, name))
+	}
+	return sum, nil
 }
 
 // dirSummary is an output directory's summary.json with its lake section
@@ -111,36 +129,32 @@ type dirSummary struct {
 
 // runDirIncremental is RunDir's incremental path, called with the output's
 // lock held. done is false when the directory holds no finished output with
-// a manifest: RunDir then makes a full run, recording the manifest.
-func runDirIncremental(ctx context.Context, s *pipelines.Session) (sum *pipelines.Summary, done bool, err error) {
+// a manifest, or when the last run started from the pooled fit: RunDir then
+// makes a full run, recording the manifest. In the second case gone holds
+// the input files gone since the last run and their outputs, which the
+// full run lists and removes.
+func runDirIncremental(ctx context.Context, s *pipelines.Session) (sum *pipelines.Summary, done bool, gone *Summary, err error) {
 	plan, fsys := s.Plan, s.FS
 	cfg := plan.Options
 	out := cfg.Output
 	if plan.Crowd != nil {
-		return nil, true, &options.Error{Flag: "incremental", Err: errors.New("with annotators: incremental runs relabel shards of items, not annotations")}
+		return nil, true, nil, &options.Error{Flag: "incremental", Err: errors.New("with annotators: incremental runs relabel shards of items, not annotations")}
 	}
 	if resumed, err := s.Resume(ctx); err != nil {
-		return nil, true, err
+		return nil, true, nil, err
 	} else if resumed {
 		progress.Notef("--incremental: finished the commit an interrupted run left in %s", out)
 	}
 	var prev dirSummary
 	if found, err := s.ReadSummary(ctx, &prev); err != nil {
-		return nil, true, err
+		return nil, true, nil, err
 	} else if !found {
 		progress.Notef("--incremental: %s holds no finished output yet: this first run is a full one", out)
-		return nil, false, nil
+		return nil, false, nil, nil
 	}
 	if prev.Lake == nil || prev.Lake.Manifest == nil {
 		progress.Notef("--incremental: %s was written without --incremental (its summary.json has no manifest): this run is a full one", out)
-		return nil, false, nil
-	}
-	if pooledStarted(prev.Options) {
-		// Every output file is relabelled again, so the output's own
-		// files are replaced, as an incremental run replaces them.
-		progress.Notef("--incremental: %s", pooledFull)
-		plan.Options.Overwrite = true
-		return nil, false, nil
+		return nil, false, nil, nil
 	}
 	// Outputs of gone files that a killed run's commit left behind.
 	for _, name := range prev.Lake.RemovedOutputs {
@@ -148,17 +162,30 @@ func runDirIncremental(ctx context.Context, s *pipelines.Session) (sum *pipeline
 			fsys.Remove(ctx, blobio.Join(out, name))
 		}
 	}
+	if pooledStarted(prev.Options) {
+		// Every output file is relabelled again, so the output's own
+		// files are replaced, as an incremental run replaces them; the
+		// outputs of files gone since go, as updateDir removes them.
+		progress.Notef("--incremental: %s", pooledFull)
+		plan.Options.Overwrite = true
+		manifest, err := coverage(ctx, plan)
+		if err != nil {
+			return nil, true, nil, err
+		}
+		gone, _ = planDir(prev.Lake.Manifest, manifest)
+		return nil, false, gone, nil
+	}
 	opts := plan.Recorded()
 	if err := sameOptions(prev.Options, opts); err != nil {
-		return nil, true, err
+		return nil, true, nil, err
 	}
 	cal, err := calibration(plan, prev.Options, opts)
 	if err != nil {
-		return nil, true, err
+		return nil, true, nil, err
 	}
 	manifest, err := coverage(ctx, plan)
 	if err != nil {
-		return nil, true, err
+		return nil, true, nil, err
 	}
 	lake, newPath := planDir(prev.Lake.Manifest, manifest)
 	base := &pipelines.Summary{
@@ -170,10 +197,10 @@ func runDirIncremental(ctx context.Context, s *pipelines.Session) (sum *pipeline
 		lake.Manifest = nil
 		progress.Notef("--incremental: no input file of %s is new, changed or gone since %s was written; nothing changed", cfg.Input, out)
 		base.Timings = map[string]float64{"total": time.Since(s.Start).Seconds()}
-		return base, true, nil
+		return base, true, nil, nil
 	}
 	sum, err = updateDir(ctx, s, cal, &prev, base, lake, newPath)
-	return sum, true, err
+	return sum, true, nil, err
 }
 
 // lists reports whether the summary lists name as one of its shards.

@@ -2,6 +2,7 @@ package lake_test
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -61,7 +62,10 @@ func TestLakePooledFull(t *testing.T) {
 
 // TestLakeDirPooledFull: the same for a directory lake: the second day's
 // --incremental run relabels both files in full, replacing the output's
-// own files (no --overwrite needed), and its manifest covers both.
+// own files (no --overwrite needed), and its manifest covers both. A third
+// run, after the first day's file is removed and a third day's added, is
+// full again and removes the gone file's output, listing it, as an
+// incremental run does.
 func TestLakeDirPooledFull(t *testing.T) {
 	ctx := ctxT(t)
 	in, out := filepath.Join(t.TempDir(), "in"), filepath.Join(t.TempDir(), "out")
@@ -82,5 +86,25 @@ func TestLakeDirPooledFull(t *testing.T) {
 		if got := cleanByID(t, out); len(got) != total {
 			t.Fatalf("day %d: output holds %d rows, want %d", day, len(got), total)
 		}
+	}
+	gonePath := filepath.Join(in, "day-0.parquet")
+	if err := os.Remove(gonePath); err != nil {
+		t.Fatal(err)
+	}
+	writeDay(t, filepath.Join(in, "day-2.parquet"), days[2])
+	total += days[2].Len() - days[0].Len()
+	sum, err := runLake(ctx, cfg, embedded)
+	if err != nil {
+		t.Fatalf("day 2: %v", err)
+	}
+	lk := lake.Of(sum)
+	if lk == nil || lk.Incremental || len(lk.Manifest) != 2 || len(lk.GoneFiles) != 1 || len(lk.RemovedOutputs) != 1 || sum.Rows != int64(total) {
+		t.Fatalf("day 2: lake %+v, rows %d: want a full run over %d rows listing one gone file", lk, sum.Rows, total)
+	}
+	if _, err := os.Stat(filepath.Join(out, lk.RemovedOutputs[0])); !os.IsNotExist(err) {
+		t.Fatalf("day 2: the gone file's output %s is still there (%v)", lk.RemovedOutputs[0], err)
+	}
+	if got := cleanByID(t, out); len(got) != total {
+		t.Fatalf("day 2: output holds %d rows, want %d", len(got), total)
 	}
 }
