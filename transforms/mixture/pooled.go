@@ -3,6 +3,8 @@ package mixture
 import (
 	"fmt"
 	"math"
+
+	"github.com/relabel/relabel/internal/pool"
 )
 
 // Pooled is the class-level transition every item shares, estimated by
@@ -86,41 +88,47 @@ func FitPooled(in PooledInput, iters int) (*Pooled, []float64, error) {
 			in.N, in.K, in.C, len(in.LabelOff), len(in.Index), iters)
 	}
 	c := in.C
-	// counts[i*C+l]: item i's evidence, its own labels and its neighbours'
-	// (a neighbour with several labels counts once, by their shares).
-	// With SplitOwn, own[i*C+l] holds the own labels apart.
-	counts := make([]float64, in.N*c)
-	var own []float64
+	// ev holds item i's evidence, its own labels and its neighbours' (a
+	// neighbour with several labels counts once, by their shares); with
+	// SplitOwn, own holds the own labels apart. Sparse: an item's K + 1
+	// labels touch a few of the C classes, and the E and M steps' cost is
+	// in these sums (C x nonzero rather than C x C per item).
+	var ev, own sparseRows
+	dense := make([]float64, c)
+	var ownDense []float64
 	if in.SplitOwn {
-		own = make([]float64, in.N*c)
+		ownDense = make([]float64, c)
 	}
 	for i := range in.N {
-		ev := counts[i*c : (i+1)*c]
-		if own != nil {
-			addLabels(own[i*c:(i+1)*c], in.Labels[in.LabelOff[i]:in.LabelOff[i+1]], false, c)
+		clear(dense)
+		labels := in.Labels[in.LabelOff[i]:in.LabelOff[i+1]]
+		if ownDense != nil {
+			clear(ownDense)
+			addLabels(ownDense, labels, false, c)
+			own.add(ownDense)
 		} else {
-			addLabels(ev, in.Labels[in.LabelOff[i]:in.LabelOff[i+1]], false, c)
+			addLabels(dense, labels, false, c)
 		}
 		for _, j := range in.Index[i*in.K : (i+1)*in.K] {
 			if j >= 0 {
-				addLabels(ev, in.neighbourLabels(j), true, c)
+				addLabels(dense, in.neighbourLabels(j), true, c)
 			}
 		}
+		ev.add(dense)
 	}
 	post := make([]float64, in.N*c)
 	for i := range in.N { // soft vote
-		ev, q := counts[i*c:(i+1)*c], post[i*c:(i+1)*c]
+		q := post[i*c : (i+1)*c]
+		clear(dense)
+		ev.addTo(dense, i)
+		if ownDense != nil {
+			own.addTo(dense, i)
+		}
 		s := 0.0
-		for l, v := range ev {
-			if own != nil {
-				v += own[i*c+l]
-			}
+		for _, v := range dense {
 			s += v
 		}
-		for l, v := range ev {
-			if own != nil {
-				v += own[i*c+l]
-			}
+		for l, v := range dense {
 			if s > 0 {
 				q[l] = v / s
 			} else {
@@ -133,12 +141,13 @@ func FitPooled(in PooledInput, iters int) (*Pooled, []float64, error) {
 	logPrior := make([]float64, c)
 	var ownM *Pooled
 	var logOwn []float64
-	if own != nil {
+	if ownDense != nil {
 		ownM = &Pooled{C: c, T: make([]float64, c*c), Prior: make([]float64, c)}
 		logOwn = make([]float64, c*c)
 	}
+	ll := make([]float64, in.N)
 	for it := 0; it < iters; it++ {
-		m.mStep(counts, post, in.N)
+		m.mStep(&ev, post, in.N)
 		for x, v := range m.T {
 			logT[x] = math.Log(v)
 		}
@@ -146,18 +155,26 @@ func FitPooled(in PooledInput, iters int) (*Pooled, []float64, error) {
 			logPrior[k] = math.Log(v)
 		}
 		if ownM != nil {
-			ownM.mStep(own, post, in.N)
+			ownM.mStep(&own, post, in.N)
 			for x, v := range ownM.T {
 				logOwn[x] = math.Log(v)
 			}
 		}
-		m.LogLik = 0
-		for i := range in.N {
-			var ownI []float64
+		// Items' E steps are independent: they run on all cores, and the
+		// log-likelihood is summed in item order after, so the fit is the
+		// same bits on any number of cores.
+		pool.Each(in.N, 0, (*pool.Scratch[struct{}])(nil), func(_ *struct{}, i int) {
+			var ownIdx []int32
+			var ownVal []float64
 			if ownM != nil {
-				ownI = own[i*c : (i+1)*c]
+				ownIdx, ownVal = own.row(i)
 			}
-			m.LogLik += eStep(post[i*c:(i+1)*c], counts[i*c:(i+1)*c], ownI, logT, logOwn, logPrior)
+			evIdx, evVal := ev.row(i)
+			ll[i] = eStep(post[i*c:(i+1)*c], evIdx, evVal, ownIdx, ownVal, logT, logOwn, logPrior)
+		})
+		m.LogLik = 0
+		for _, v := range ll {
+			m.LogLik += v
 		}
 	}
 	if ownM != nil {
@@ -176,6 +193,7 @@ type PooledScorer struct {
 	m                      *Pooled
 	logT, logOwn, logPrior []float64
 	ev, own                []float64
+	evRows, ownRows        sparseRows
 }
 
 // Scorer returns a scorer of m.
@@ -217,7 +235,17 @@ func (s *PooledScorer) Posterior(q []float64, labels []int32, k int, neighbour f
 			addLabels(s.ev, l, true, c)
 		}
 	}
-	eStep(q, s.ev, own, s.logT, s.logOwn, s.logPrior)
+	s.evRows.reset()
+	s.evRows.add(s.ev)
+	evIdx, evVal := s.evRows.row(0)
+	var ownIdx []int32
+	var ownVal []float64
+	if own != nil {
+		s.ownRows.reset()
+		s.ownRows.add(own)
+		ownIdx, ownVal = s.ownRows.row(0)
+	}
+	eStep(q, evIdx, evVal, ownIdx, ownVal, s.logT, s.logOwn, s.logPrior)
 }
 
 // OwnPosterior sets q to the posterior over clean classes of an item's own
@@ -398,20 +426,21 @@ func addLabels(ev []float64, labels []int32, share bool, c int) {
 // mStep re-estimates T and the prior from the posteriors: T(c, l) is the
 // expected count of label l on items of class c, plus one pseudo-count
 // spread over the row (a class no item holds gets a uniform row).
-func (m *Pooled) mStep(counts, post []float64, n int) {
+func (m *Pooled) mStep(ev *sparseRows, post []float64, n int) {
 	c := m.C
 	clear(m.T)
 	clear(m.Prior)
 	for i := range n {
-		q, ev := post[i*c:(i+1)*c], counts[i*c:(i+1)*c]
+		q := post[i*c : (i+1)*c]
+		idx, val := ev.row(i)
 		for k, p := range q {
 			if p == 0 {
 				continue
 			}
 			m.Prior[k] += p
 			row := m.T[k*c : (k+1)*c]
-			for l, v := range ev {
-				row[l] += p * v
+			for t, l := range idx {
+				row[l] += p * val[t]
 			}
 		}
 	}
@@ -436,16 +465,16 @@ func (m *Pooled) mStep(counts, post []float64, n int) {
 }
 
 // eStep sets q to the posterior over clean classes of the neighbours'
-// evidence ev through logT and, in the split fit, of the item's own labels
-// own through logOwn (own nil: no own-label term), and returns the item's
-// log-likelihood.
-func eStep(q, ev, own, logT, logOwn, logPrior []float64) float64 {
+// evidence (evIdx, evVal: its nonzero counts, in class order) through logT
+// and, in the split fit, of the item's own labels (ownIdx, ownVal; nil: no
+// own-label term) through logOwn, and returns the item's log-likelihood.
+func eStep(q []float64, evIdx []int32, evVal []float64, ownIdx []int32, ownVal []float64, logT, logOwn, logPrior []float64) float64 {
 	c := len(q)
 	top := math.Inf(-1)
 	for k := range q {
-		v := addEvidence(logPrior[k], ev, logT[k*c:(k+1)*c])
-		if own != nil {
-			v = addEvidence(v, own, logOwn[k*c:(k+1)*c])
+		v := addEvidence(logPrior[k], evIdx, evVal, logT[k*c:(k+1)*c])
+		if ownIdx != nil {
+			v = addEvidence(v, ownIdx, ownVal, logOwn[k*c:(k+1)*c])
 		}
 		q[k] = v
 		top = max(top, v)
@@ -453,15 +482,53 @@ func eStep(q, ev, own, logT, logOwn, logPrior []float64) float64 {
 	return NormExp(q, top)
 }
 
-// addEvidence adds each nonzero count x of ev times its log row entry to v,
-// in order.
-func addEvidence(v float64, ev, row []float64) float64 {
-	for l, x := range ev {
-		if x != 0 {
-			v += x * row[l]
-		}
+// addEvidence adds each count of the sparse evidence (idx, val) times its
+// log row entry to v, in class order: the sum a dense loop skipping zero
+// counts makes, bit for bit.
+func addEvidence(v float64, idx []int32, val []float64, row []float64) float64 {
+	for t, l := range idx {
+		v += val[t] * row[l]
 	}
 	return v
+}
+
+// sparseRows holds rows of class counts by their nonzero entries, in
+// class order (row i: idx, val [off[i]:off[i+1]]). Skipping zeros changes
+// no sum: the dense loops it replaced added p * 0 = +0 or skipped them.
+type sparseRows struct {
+	off []int32
+	idx []int32
+	val []float64
+}
+
+func (r *sparseRows) reset() { r.off, r.idx, r.val = r.off[:0], r.idx[:0], r.val[:0] }
+
+// add appends the dense row x.
+func (r *sparseRows) add(x []float64) {
+	if len(r.off) == 0 {
+		r.off = append(r.off, 0)
+	}
+	for l, v := range x {
+		if v != 0 {
+			r.idx = append(r.idx, int32(l))
+			r.val = append(r.val, v)
+		}
+	}
+	r.off = append(r.off, int32(len(r.idx)))
+}
+
+// row is row i.
+func (r *sparseRows) row(i int) ([]int32, []float64) {
+	lo, hi := r.off[i], r.off[i+1]
+	return r.idx[lo:hi], r.val[lo:hi]
+}
+
+// addTo adds row i to the dense x.
+func (r *sparseRows) addTo(x []float64, i int) {
+	idx, val := r.row(i)
+	for t, l := range idx {
+		x[l] += val[t]
+	}
 }
 
 // NormExp sets q to exp(q - top), normalised, and returns the log of the

@@ -3,6 +3,7 @@ package mixture
 import (
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"testing"
 )
@@ -432,4 +433,51 @@ func TestPooledScorer(t *testing.T) {
 			t.Errorf("split %v: a neighbour past the label table: no error", split)
 		}
 	}
+}
+
+// TestFitPooledCores: the fit's E steps run on all cores, and its result
+// (T, TOwn, the prior, the log-likelihood and every posterior) is the same
+// bits on one core as on four, as relabel run's byte-identical reruns on any
+// worker count need.
+func TestFitPooledCores(t *testing.T) {
+	_, in := pairNoiseSet(3000, 7, 10, 0.45, 3)
+	in.SplitOwn = true
+	fit := func(procs int) (*Pooled, []float64) {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+		m, post, err := FitPooled(in, 30)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m, post
+	}
+	m1, p1 := fit(1)
+	m4, p4 := fit(4)
+	same := func(what string, a, b []float64) {
+		for i := range a {
+			if math.Float64bits(a[i]) != math.Float64bits(b[i]) {
+				t.Fatalf("%s[%d]: %v on one core, %v on four", what, i, a[i], b[i])
+			}
+		}
+	}
+	same("T", m1.T, m4.T)
+	same("TOwn", m1.TOwn, m4.TOwn)
+	same("Prior", m1.Prior, m4.Prior)
+	same("post", p1, p4)
+	same("LogLik", []float64{m1.LogLik}, []float64{m4.LogLik})
+}
+
+// BenchmarkFitPooled fits the pooled start at fashion_mnist_pca50's size
+// (70,000 items, C = 10, K = 10, 45% pair-flip noise, the split fit, the
+// default 30 EM steps): the one single-stage step relabel run takes before
+// round 0 (docs/PERFORMANCE.md).
+func BenchmarkFitPooled(b *testing.B) {
+	_, in := pairNoiseSet(70000, 10, 10, 0.45, 1)
+	in.SplitOwn = true
+	b.ResetTimer()
+	for range b.N {
+		if _, _, err := FitPooled(in, DefaultPooledIters); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N*in.N)/b.Elapsed().Seconds(), "items/s")
 }
