@@ -176,14 +176,28 @@ func (b *Block) neighbourLabels(i, j int) ([]int32, bool) {
 
 func keyBlock(b Block) (int64, Block) { return b.Key, b }
 
-func blockKey(b Block) int64 { return b.Key }
+func blockKeyAtZero(b Block) (int, int64) { return 0, b.Key }
 
-// pooledToBlockFn sends the fitted model (its side input, one small value:
-// C x C transitions and a prior) to each block key, for the start's join.
-type pooledToBlockFn struct{}
+func modelAtZero(m stages.PooledModel) (int, stages.PooledModel) { return 0, m }
 
-func (pooledToBlockFn) ProcessElement(key int64, m stages.PooledModel, emit func(int64, stages.PooledModel)) {
-	emit(key, m)
+// pooledToBlocksFn sends the fitted model (one small value: C x C
+// transitions and a prior) to each block key, for the start's join. The
+// keys and the model meet under one key (a join, not a side input: a side
+// input of a global combine over the search's waves, flattened, read empty
+// on Prism v2.77, and a stage with side inputs spins Prism's scheduler, see
+// searchFn); the keys are one int64 a block.
+type pooledToBlocksFn struct{}
+
+func (pooledToBlocksFn) ProcessElement(_ int, keys func(*int64) bool, models func(*stages.PooledModel) bool, emit func(int64, stages.PooledModel)) error {
+	var m stages.PooledModel
+	if !models(&m) {
+		return fmt.Errorf("ivfstages: pooled start: no pooled fit")
+	}
+	var key int64
+	for keys(&key) {
+		emit(key, m)
+	}
+	return nil
 }
 
 // pooledStartFn sets a block's items' round-0 states from the pooled fit
@@ -250,8 +264,9 @@ func (f *pooledStartFn) ProcessElement(key int64, blocks func(*Block) bool, mode
 func init() {
 	register.Combiner2[stages.PooledGather, Block](&pooledGatherFn{})
 	register.Function1x2(keyBlock)
-	register.Function1x1(blockKey)
-	register.DoFn3x0[int64, stages.PooledModel, func(int64, stages.PooledModel)](&pooledToBlockFn{})
+	register.Function1x2(blockKeyAtZero)
+	register.Function1x2(modelAtZero)
+	register.DoFn4x1[int, func(*int64) bool, func(*stages.PooledModel) bool, func(int64, stages.PooledModel), error](&pooledToBlocksFn{})
 	register.Emitter2[int64, stages.PooledModel]()
 	register.DoFn4x1[int64, func(*Block) bool, func(*stages.PooledModel) bool, func(Block), error](&pooledStartFn{})
 	register.Iter1[stages.PooledModel]()
@@ -277,7 +292,7 @@ func PooledStart(s beam.Scope, blocks beam.PCollection, p mixture.Params, sp Spi
 	s = s.Scope("relabel.ivf.PooledStart")
 	g := beam.Combine(s, &pooledGatherFn{Seed: p.Seed}, blocks)
 	fit := beam.ParDo(s, stages.PooledTransitionOnly, stages.PooledFit(s, g, p))
-	models := beam.ParDo(s, &pooledToBlockFn{}, beam.ParDo(s, blockKey, blocks), beam.SideInput{Input: fit})
+	models := beam.ParDo(s, &pooledToBlocksFn{}, beam.CoGroupByKey(s, beam.ParDo(s, blockKeyAtZero, blocks), beam.ParDo(s, modelAtZero, fit)))
 	in := beam.CoGroupByKey(s, beam.ParDo(s, keyBlock, blocks), models)
 	return beam.ParDo(s, &pooledStartFn{Mixture: p, Spill: sp}, in), fit
 }
