@@ -54,6 +54,36 @@ func writePairNoise(t *testing.T, dir string, n, c, d int) []*schemas.Rows {
 	return out
 }
 
+// runPairNoise runs relabel (3 rounds, L 30, no report) on the shards
+// writePairNoise wrote to in, with mod's options, and returns the summary,
+// the output shards' bytes and the cleaned accuracy (truth: id mod c).
+func runPairNoise(t *testing.T, in string, c int, mod func(*options.Options)) (*pipelines.Summary, map[string][]byte, float64) {
+	t.Helper()
+	o := options.Defaults()
+	o.Input, o.Output, o.Rounds, o.L, o.Report = filepath.Join(in, "*.parquet"), t.TempDir(), 3, 30, false
+	mod(&o)
+	sum, err := pipelines.Run(context.Background(), o, embedded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string][]byte{}
+	for _, name := range []string{"a.arrow", "b.arrow"} {
+		b, err := os.ReadFile(filepath.Join(o.Output, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[name] = b
+	}
+	right := 0
+	clean := cleanLabels(t, o.Output)
+	for id, y := range clean {
+		if y == int32(id%int64(c)) {
+			right++
+		}
+	}
+	return sum, files, float64(right) / float64(len(clean))
+}
+
 // TestPooledRun: relabel run with the defaults on pair-flip noise fits the
 // pooled start, opens its gate and says so in summary.json (Pooled), and
 // writes the same bytes at 1 and 3 workers; --pooled-iters 0 records no
@@ -65,23 +95,12 @@ func TestPooledRun(t *testing.T) {
 	ctx := context.Background()
 	run := func(workers int, mod func(*options.Options)) (*pipelines.Summary, map[string][]byte) {
 		t.Helper()
-		o := options.Defaults()
-		o.Input, o.Output, o.Rounds, o.L, o.Workers, o.Report = filepath.Join(in, "*.parquet"), t.TempDir(), 3, 30, options.Some(workers), false
-		if mod != nil {
-			mod(&o)
-		}
-		sum, err := pipelines.Run(ctx, o, embedded)
-		if err != nil {
-			t.Fatal(err)
-		}
-		files := map[string][]byte{}
-		for _, name := range []string{"a.arrow", "b.arrow"} {
-			b, err := os.ReadFile(filepath.Join(o.Output, name))
-			if err != nil {
-				t.Fatal(err)
+		sum, files, _ := runPairNoise(t, in, c, func(o *options.Options) {
+			o.Workers = options.Some(workers)
+			if mod != nil {
+				mod(o)
 			}
-			files[name] = b
-		}
+		})
 		return sum, files
 	}
 	sum1, files1 := run(1, nil)
@@ -139,32 +158,12 @@ func TestPooledIVF(t *testing.T) {
 	const n, c, d = 600, 5, 6
 	in := t.TempDir()
 	rows := writePairNoise(t, in, n, c, d)
-	ctx := context.Background()
 	run := func(mod func(*options.Options)) (*pipelines.Summary, map[string][]byte, float64) {
 		t.Helper()
-		o := options.Defaults()
-		o.Input, o.Output, o.Rounds, o.L, o.Report = filepath.Join(in, "*.parquet"), t.TempDir(), 3, 30, false
-		o.Neighbours, o.Partitions, o.NProbe = options.NeighboursIVF, options.Some(1), options.Some(1)
-		mod(&o)
-		sum, err := pipelines.Run(ctx, o, embedded)
-		if err != nil {
-			t.Fatal(err)
-		}
-		files := map[string][]byte{}
-		for _, name := range []string{"a.arrow", "b.arrow"} {
-			b, err := os.ReadFile(filepath.Join(o.Output, name))
-			if err != nil {
-				t.Fatal(err)
-			}
-			files[name] = b
-		}
-		right := 0
-		for id, y := range cleanLabels(t, o.Output) {
-			if y == int32(id%c) {
-				right++
-			}
-		}
-		return sum, files, float64(right) / n
+		return runPairNoise(t, in, c, func(o *options.Options) {
+			o.Neighbours, o.Partitions, o.NProbe = options.NeighboursIVF, options.Some(1), options.Some(1)
+			mod(o)
+		})
 	}
 	spill := func(o *options.Options) { o.SpillDir = options.Some(t.TempDir()) }
 	sum, files, acc := run(func(o *options.Options) { spill(o); o.Workers = options.Some(1) })

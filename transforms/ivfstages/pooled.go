@@ -1,9 +1,7 @@
 package ivfstages
 
 import (
-	"cmp"
 	"fmt"
-	"slices"
 	"strconv"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -83,47 +81,22 @@ func (f pooledGatherFn) MergeAccumulators(a, b stages.PooledGather) stages.Poole
 }
 
 // trim bounds a while it grows: past twice the cap it keeps the cap's
-// first, so the sort runs once per cap items added.
+// first (engine.PooledSample: by engine.PooledBefore, a choice that does
+// not depend on how the runner splits or merges, since the first of a
+// union are the first of its parts' first), so the selection runs once per
+// cap items added.
 func (f pooledGatherFn) trim(a stages.PooledGather) stages.PooledGather {
 	if len(a.Keys) > 2*mixture.PooledSampleCap {
-		return f.bound(a)
+		return reorder(&a, engine.PooledSample(a.Keys, f.Seed), false)
 	}
 	return a
 }
 
-// bound keeps the mixture.PooledSampleCap first items of a by
-// engine.PooledBefore (all of them below the cap), in that order.
-func (f pooledGatherFn) bound(a stages.PooledGather) stages.PooledGather {
-	if len(a.Keys) <= mixture.PooledSampleCap {
-		return a
-	}
-	order := make([]int, len(a.Keys))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortFunc(order, func(x, y int) int {
-		switch kx, ky := a.Keys[x], a.Keys[y]; {
-		case engine.PooledBefore(f.Seed, kx, ky):
-			return -1
-		case engine.PooledBefore(f.Seed, ky, kx):
-			return 1
-		}
-		return 0
-	})
-	return reorder(&a, order[:mixture.PooledSampleCap], false)
-}
-
-// ExtractOutput returns the sample in ascending key order with its
-// neighbour slots numbered as stages.PooledFit reads them: slot i*K+j is
-// candidate i*K+j.
+// ExtractOutput returns the sample (engine.PooledSample) in ascending key
+// order with its neighbour slots numbered as stages.PooledFit reads them:
+// slot i*K+j is candidate i*K+j.
 func (f pooledGatherFn) ExtractOutput(a stages.PooledGather) stages.PooledGather {
-	a = f.bound(a)
-	order := make([]int, len(a.Keys))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortFunc(order, func(x, y int) int { return cmp.Compare(a.Keys[x], a.Keys[y]) })
-	return reorder(&a, order, true)
+	return reorder(&a, engine.PooledSample(a.Keys, f.Seed), true)
 }
 
 // reorder returns a's items in the given order, each with its K neighbour
