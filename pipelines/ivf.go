@@ -12,10 +12,13 @@ import (
 // buildIVF wires --neighbours ivf from units (PCollection<shardio.Unit>)
 // and their rows (PCollection<schemas.Rows>) to the final states in input
 // batches (PCollection<stages.Items>): IVF neighbours, then rounds joined by
-// key, back to input batches. With spilling (the embedded runner) the probe
+// key, back to input batches; the blocks start from the pooled fit first
+// where plan.Mixture.PooledIters says so (ivfstages.PooledStart), whose
+// outcome (one stages.PooledModel; invalid: none) is returned for the
+// writer's calibration. With spilling (the embedded runner) the probe
 // reads the units again rather than have Prism hold every row in memory
 // until the model is fitted.
-func buildIVF(s beam.Scope, plan *Plan, units, rows beam.PCollection) beam.PCollection {
+func buildIVF(s beam.Scope, plan *Plan, units, rows beam.PCollection) (items, pooled beam.PCollection) {
 	o := &plan.Options
 	wb := plan.WaveBytes
 	var again beam.PCollection // no second read: the rows wait in the runner's shuffle
@@ -34,6 +37,7 @@ func buildIVF(s beam.Scope, plan *Plan, units, rows beam.PCollection) beam.PColl
 		Spill:        ivfstages.Spill{Dir: plan.Spill},
 		Keep:         plan.KeepIVF,
 	})
+	blocks, pooled = ivfstages.PooledStart(s, blocks, plan.Mixture, ivfstages.Spill{Dir: plan.Spill})
 	// The embedded runner (the one that spills) runs all rounds in one
 	// stage when the blocks fit in memory (--local-rounds-mib).
 	size := ivfstages.LocalRoundsSize(plan.Rows, o.K, plan.Mixture)
@@ -41,10 +45,11 @@ func buildIVF(s beam.Scope, plan *Plan, units, rows beam.PCollection) beam.PColl
 	if local {
 		progress.Notef("ivf: all %d rounds in one stage, every block in memory (about %d MiB)", o.Rounds, max(size>>20, 1))
 	}
-	return ivfstages.JoinRounds(s, blocks, ivfstages.JoinRoundsParams{
+	items = ivfstages.JoinRounds(s, blocks, ivfstages.JoinRoundsParams{
 		Rounds: o.Rounds, Workers: plan.Workers, Waves: ivfstages.RoundWaves(plan.Rows, o.K, plan.Mixture, wb),
 		Spill: ivfstages.Spill{Dir: plan.Spill}, Mixture: plan.Mixture, Local: local,
 	})
+	return items, pooled
 }
 
 // IVFParams are the ivf parameters of a run over n rows with options o:

@@ -2,11 +2,13 @@ package pipelines_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/relabel/relabel/io/blobio"
@@ -14,12 +16,15 @@ import (
 	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/pipelines"
 	"github.com/relabel/relabel/schemas"
+	"github.com/relabel/relabel/transforms/crowd"
 )
 
 // writePairNoise writes n rows of c Gaussian blobs with 45% pair-flip
-// noise (class y's labels flip to y + 1) as two Parquet shards in dir.
-func writePairNoise(t *testing.T, dir string, n, c, d int) {
+// noise (class y's labels flip to y + 1) as two Parquet shards in dir,
+// and returns them.
+func writePairNoise(t *testing.T, dir string, n, c, d int) []*schemas.Rows {
 	t.Helper()
+	var out []*schemas.Rows
 	rng := rand.New(rand.NewPCG(5, 1))
 	centres := make([]float64, c*d)
 	for x := range centres {
@@ -44,14 +49,45 @@ func writePairNoise(t *testing.T, dir string, n, c, d int) {
 		if err := shardio.WriteInput(context.Background(), blobio.Local{}, path, shardio.Parquet, []*schemas.Rows{r}, schemas.LabelInt32, nil, nil); err != nil {
 			t.Fatal(err)
 		}
+		out = append(out, r)
 	}
+	return out
+}
+
+// runPairNoise runs relabel (3 rounds, L 30, no report) on the shards
+// writePairNoise wrote to in, with mod's options, and returns the summary,
+// the output shards' bytes and the cleaned accuracy (truth: id mod c).
+func runPairNoise(t *testing.T, in string, c int, mod func(*options.Options)) (*pipelines.Summary, map[string][]byte, float64) {
+	t.Helper()
+	o := options.Defaults()
+	o.Input, o.Output, o.Rounds, o.L, o.Report = filepath.Join(in, "*.parquet"), t.TempDir(), 3, 30, false
+	mod(&o)
+	sum, err := pipelines.Run(context.Background(), o, embedded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string][]byte{}
+	for _, name := range []string{"a.arrow", "b.arrow"} {
+		b, err := os.ReadFile(filepath.Join(o.Output, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[name] = b
+	}
+	right := 0
+	clean := cleanLabels(t, o.Output)
+	for id, y := range clean {
+		if y == int32(id%int64(c)) {
+			right++
+		}
+	}
+	return sum, files, float64(right) / float64(len(clean))
 }
 
 // TestPooledRun: relabel run with the defaults on pair-flip noise fits the
 // pooled start, opens its gate and says so in summary.json (Pooled), and
 // writes the same bytes at 1 and 3 workers; --pooled-iters 0 records no
-// fit. In ivf mode the start is off unless asked for, and asking is
-// refused, naming the flag.
+// fit. Annotator-aware runs keep it off and refuse --pooled-iters.
 func TestPooledRun(t *testing.T) {
 	const n, c, d = 600, 5, 6
 	in := t.TempDir()
@@ -59,23 +95,12 @@ func TestPooledRun(t *testing.T) {
 	ctx := context.Background()
 	run := func(workers int, mod func(*options.Options)) (*pipelines.Summary, map[string][]byte) {
 		t.Helper()
-		o := options.Defaults()
-		o.Input, o.Output, o.Rounds, o.L, o.Workers, o.Report = filepath.Join(in, "*.parquet"), t.TempDir(), 3, 30, options.Some(workers), false
-		if mod != nil {
-			mod(&o)
-		}
-		sum, err := pipelines.Run(ctx, o, embedded)
-		if err != nil {
-			t.Fatal(err)
-		}
-		files := map[string][]byte{}
-		for _, name := range []string{"a.arrow", "b.arrow"} {
-			b, err := os.ReadFile(filepath.Join(o.Output, name))
-			if err != nil {
-				t.Fatal(err)
+		sum, files, _ := runPairNoise(t, in, c, func(o *options.Options) {
+			o.Workers = options.Some(workers)
+			if mod != nil {
+				mod(o)
 			}
-			files[name] = b
-		}
+		})
 		return sum, files
 	}
 	sum1, files1 := run(1, nil)
@@ -100,18 +125,117 @@ func TestPooledRun(t *testing.T) {
 		t.Error("--pooled-iters 0 wrote the pooled start's bytes")
 	}
 
+	// Annotator-aware runs do not fit it: off unless asked for, and asking
+	// is refused, naming the flag.
+	ann := t.TempDir()
+	writeCrowdAnnotations(t, ann, crowd.Simulate(200, 5, 4, crowdAnnotators(), 21))
 	o := options.Defaults()
-	o.Input, o.Output, o.Neighbours = filepath.Join(in, "*.parquet"), t.TempDir(), options.NeighboursIVF
+	o.Annotations, o.Output = filepath.Join(ann, "*.parquet"), t.TempDir()
 	plan, err := pipelines.MakePlan(ctx, o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if plan.Mixture.PooledIters != 0 || plan.Recorded()["pooled-iters"] != "0" {
-		t.Errorf("ivf mode: pooled iterations %d, recorded %q; want 0 (not fitted there)", plan.Mixture.PooledIters, plan.Recorded()["pooled-iters"])
+		t.Errorf("annotators: pooled iterations %d, recorded %q; want 0 (not fitted there)", plan.Mixture.PooledIters, plan.Recorded()["pooled-iters"])
 	}
 	o.PooledIters = options.Some(5)
 	var oe *options.Error
 	if _, err := pipelines.MakePlan(ctx, o); !errors.As(err, &oe) || oe.Flag != "pooled-iters" {
-		t.Errorf("ivf mode with --pooled-iters 5: %v, want an error naming --pooled-iters", err)
+		t.Errorf("annotators with --pooled-iters 5: %v, want an error naming --pooled-iters", err)
 	}
+}
+
+// TestPooledIVF: relabel run in ivf mode fits the pooled start too. With
+// one partition (the search in each block exact, two blocks, so some
+// neighbours are external) the neighbour graph is exact mode's, and the
+// fit is the same: the same items fitted and the same structure (the
+// model bit for bit is ivfstages' TestPooledStart). The run beats a plain
+// vote of the neighbours' given labels and the paper's start
+// (--pooled-iters 0) on pair-flip noise, says so in summary.json, and
+// writes the same bytes at 1 and 3 workers, spilled or not, with its
+// rounds in one stage or joined round by round.
+func TestPooledIVF(t *testing.T) {
+	const n, c, d = 600, 5, 6
+	in := t.TempDir()
+	rows := writePairNoise(t, in, n, c, d)
+	run := func(mod func(*options.Options)) (*pipelines.Summary, map[string][]byte, float64) {
+		t.Helper()
+		return runPairNoise(t, in, c, func(o *options.Options) {
+			o.Neighbours, o.Partitions, o.NProbe = options.NeighboursIVF, options.Some(1), options.Some(1)
+			mod(o)
+		})
+	}
+	spill := func(o *options.Options) { o.SpillDir = options.Some(t.TempDir()) }
+	sum, files, acc := run(func(o *options.Options) { spill(o); o.Workers = options.Some(1) })
+	if sum.Neighbours != options.NeighboursIVF {
+		t.Fatalf("ran %q neighbours, want ivf", sum.Neighbours)
+	}
+	p := sum.Pooled
+	if p == nil || !p.Open || p.Fitted != n || sum.Options["pooled-iters"] != "30" || sum.Options[pipelines.MetaPooledStart] != pipelines.PooledStartOpen {
+		t.Fatalf("ivf: summary's pooled start %+v, options %v; want open, %d items fitted, pooled-iters 30, pooled-start open", p, sum.Options, n)
+	}
+	exact, _, accExact := run(func(o *options.Options) {
+		o.Neighbours, o.Partitions, o.NProbe = options.NeighboursExact, options.Opt[int]{}, options.Opt[int]{}
+	})
+	if exact.Pooled == nil || *exact.Pooled != *p {
+		t.Errorf("ivf's pooled fit %+v, exact mode's on the same graph %+v: want the same", p, exact.Pooled)
+	}
+	_, _, accOff := run(func(o *options.Options) { spill(o); o.PooledIters = options.Some(0) })
+	vote := voteAccuracy(rows, c, 10)
+	t.Logf("pair-0.45 blobs: ivf %.4f, exact %.4f, ivf --pooled-iters 0 %.4f, K=10 vote %.4f", acc, accExact, accOff, vote)
+	if acc < vote+0.05 || acc < accOff+0.05 {
+		t.Errorf("ivf with the pooled start: accuracy %.4f, want 5 points above the vote's %.4f and the paper start's %.4f", acc, vote, accOff)
+	}
+	for name, mod := range map[string]func(*options.Options){
+		"3 workers, spilled":                func(o *options.Options) { spill(o); o.Workers = options.Some(3) },
+		"3 workers, spilled, joined rounds": func(o *options.Options) { spill(o); o.Workers = options.Some(3); o.LocalMiB = 0 },
+		"1 worker, shuffled, in waves":      func(o *options.Options) { o.Workers = options.Some(1); o.WaveMiB = options.Some(1) },
+		"3 workers, shuffled, no waves":     func(o *options.Options) { o.Workers = options.Some(3); o.WaveMiB = options.Some(-1) },
+	} {
+		_, got, _ := run(mod)
+		for f, b := range files {
+			if !bytes.Equal(b, got[f]) {
+				t.Errorf("%s: %s differs from the spilled run's at 1 worker", name, f)
+			}
+		}
+	}
+}
+
+// voteAccuracy is the accuracy of a plain majority vote (ties to the
+// smaller class) of each item's k nearest neighbours' given labels, by
+// brute force over the rows writePairNoise wrote (one label each, truth
+// id mod c).
+func voteAccuracy(rows []*schemas.Rows, c, k int) float64 {
+	var ids []int64
+	var x []float32
+	var labels []int32
+	var d int
+	for _, r := range rows {
+		ids, x, labels, d = append(ids, r.IDs...), append(x, r.Features...), append(labels, r.Labels...), r.D
+	}
+	right := 0
+	for i := range ids {
+		dist := make([]float64, len(ids))
+		for j := range ids {
+			for f := range d {
+				v := float64(x[i*d+f] - x[j*d+f])
+				dist[j] += v * v
+			}
+		}
+		order := make([]int, 0, len(ids)-1)
+		for j := range ids {
+			if j != i {
+				order = append(order, j)
+			}
+		}
+		slices.SortFunc(order, func(a, b int) int { return cmp.Compare(dist[a], dist[b]) })
+		votes := make([]int, c)
+		for _, j := range order[:k] {
+			votes[labels[j]]++
+		}
+		if int64(slices.Index(votes, slices.Max(votes))) == ids[i]%int64(c) {
+			right++
+		}
+	}
+	return float64(right) / float64(len(ids))
 }

@@ -189,21 +189,18 @@ func planShards(ctx context.Context, cfg options.Options, ro shardio.ReadOptions
 }
 
 // resolvePooled turns the pooled start (mixture.Params.PooledIters) off
-// where the run's stages do not fit it: ivf mode (its rounds run in
-// ivfstages' blocks, which gather no pooled fit yet) and annotator-aware
-// runs (transforms/crowdstages start from the annotators' model). There
-// an unset --pooled-iters is 0, recorded as such, and a value above 0
-// given is refused, naming the flag, rather than silently not used.
+// where the run's stages do not fit it: annotator-aware runs
+// (transforms/crowdstages start from the annotators' model). There an
+// unset --pooled-iters is 0, recorded as such, and a value above 0 given
+// is refused, naming the flag, rather than silently not used. Exact and
+// sample modes fit it in stages.PooledStart, ivf mode in
+// ivfstages.PooledStart, by the same rule.
 func (p *Plan) resolvePooled() error {
-	if p.Mode != options.NeighboursIVF && p.Crowd == nil {
+	if p.Crowd == nil {
 		return nil
 	}
 	if it := p.Options.PooledIters; it.Set && it.V > 0 {
-		where := "--neighbours ivf"
-		if p.Crowd != nil {
-			where = "annotator-aware runs"
-		}
-		return &options.Error{Flag: "pooled-iters", Err: fmt.Errorf("%d: the pooled start is fitted in exact and sample modes only, not in %s (give 0, or leave it unset)", it.V, where)}
+		return &options.Error{Flag: "pooled-iters", Err: fmt.Errorf("%d: the pooled start is fitted in runs without annotators only, not in annotator-aware runs (give 0, or leave it unset)", it.V)}
 	}
 	p.Mixture.PooledIters = 0
 	return nil
@@ -223,7 +220,7 @@ func Build(s beam.Scope, plan *Plan, tmpDir string) {
 	rows := stages.Read(s, units, plan.Read)
 	var items, pooled beam.PCollection
 	if plan.Mode == options.NeighboursIVF {
-		items = buildIVF(s, plan, units, rows)
+		items, pooled = buildIVF(s, plan, units, rows)
 	} else {
 		stats := stages.ComputeStats(s, rows, stages.StatsParams{Candidates: plan.Candidates, Seed: o.Seed, IDColumn: plan.IDColumn})
 		items = stages.Neighbours(s, rows, stats, plan.NeighbourParams())

@@ -63,8 +63,9 @@ type Summary struct {
 	Lake any `json:"lake,omitempty"`
 	// Annotators describes the annotators file of an annotator-aware run.
 	Annotators *crowdstages.AnnotatorsReport `json:"annotators,omitempty"`
-	// Pooled says what the pooled start decided (stages.PooledStart); nil
-	// where it was off (--pooled-iters 0, ivf mode, annotators).
+	// Pooled says what the pooled start decided (stages.PooledStart,
+	// ivfstages.PooledStart); nil where it was off (--pooled-iters 0,
+	// annotators).
 	Pooled *PooledSummary `json:"pooled,omitempty"`
 }
 
@@ -339,7 +340,7 @@ func summarise(ctx context.Context, fs blobio.FS, tmp string, plan *Plan, res be
 				sum.Metrics[c.Name()] += c.Result()
 			}
 		}
-		if plan.Mixture.PooledIters > 0 && plan.Crowd == nil && plan.Mode != options.NeighboursIVF {
+		if plan.Mixture.PooledIters > 0 && plan.Crowd == nil {
 			sum.Pooled = &PooledSummary{Fitted: sum.Metrics["pooled_fitted"], Structure: float64(sum.Metrics["pooled_structure_ppm"]) / 1e6,
 				Gate: plan.Mixture.PooledGate, Open: sum.Metrics["pooled_open"] > 0}
 			if sum.Pooled.Open {

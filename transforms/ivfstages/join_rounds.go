@@ -61,6 +61,9 @@ func (f *routeFn) ProcessElement(key int64, blocks func(*Block) bool, msgs func(
 	if err != nil {
 		return err
 	}
+	// The pooled start read the neighbours' labels (where its gate
+	// shut, the block came on as it was searched): the rounds do not.
+	b.ExtLabels, b.ExtLabelOff = nil, nil
 	asks, err := unspillAll(msgs, 1) // a few small messages per block
 	if err != nil {
 		return err

@@ -84,6 +84,9 @@ func (f *localRoundsFn) ProcessElement(ctx context.Context, _ int64, iter func(*
 		return err
 	}
 	slices.SortFunc(bs, func(x, y Block) int { return cmp.Compare(x.Key, y.Key) })
+	for x := range bs { // read by the pooled start only
+		bs[x].ExtLabels, bs[x].ExtLabelOff = nil, nil
+	}
 	ext, err := locate(bs, f.Workers)
 	if err != nil {
 		return err

@@ -130,9 +130,9 @@ func (f *emitFn) ProcessElement(pr Probed, m ivf.Model, dup string, _ func(*int6
 					if r.IDKind == schemas.IDString {
 						pt.StrIDs = append(pt.StrIDs, r.StrIDs[i])
 					}
-					pt.Labels = append(pt.Labels, r.Labels[r.LabelOff[i]:r.LabelOff[i+1]]...)
-					pt.LabelOff = append(pt.LabelOff, int32(len(pt.Labels)))
 				}
+				pt.Labels = append(pt.Labels, r.Labels[r.LabelOff[i]:r.LabelOff[i+1]]...)
+				pt.LabelOff = append(pt.LabelOff, int32(len(pt.Labels)))
 				pt.Keys = append(pt.Keys, key)
 				pt.Home = append(pt.Home, homeKey)
 				pt.X = append(pt.X, row...)
@@ -372,7 +372,7 @@ func (f *searchFn) search(ws *searchWork, key int64, parts []Part) (Block, bool,
 		if pt.IDKind == schemas.IDString {
 			b.StrIDs = append(b.StrIDs, pt.StrIDs[r.i])
 		}
-		b.Labels = append(b.Labels, pt.Labels[pt.LabelOff[r.i]:pt.LabelOff[r.i+1]]...)
+		b.Labels = append(b.Labels, pt.storedLabels(s)...)
 		b.LabelOff = append(b.LabelOff, int32(len(b.Labels)))
 	}
 	idx, err := f.searcher.Index(cm, cids, f.P.Metric)
@@ -398,6 +398,22 @@ func (f *searchFn) search(ws *searchWork, key int64, parts []Part) (Block, bool,
 	b.ExtHome = make([]int64, len(b.ExtKeys))
 	for e, nk := range b.ExtKeys {
 		b.ExtHome[e] = ext[nk]
+	}
+	if f.P.Mixture.PooledIters > 0 {
+		// The pooled start reads its external neighbours' given labels
+		// (pooled.go); they came with their stored copies.
+		cref := make(map[int64]storedRef, len(b.ExtKeys))
+		for c, r := range stored {
+			if chome[c] != key {
+				cref[cids[c]] = r
+			}
+		}
+		b.ExtLabelOff = make([]int32, 1, len(b.ExtKeys)+1)
+		for _, nk := range b.ExtKeys {
+			r := cref[nk]
+			b.ExtLabels = append(b.ExtLabels, parts[r.part].storedLabels(r.i)...)
+			b.ExtLabelOff = append(b.ExtLabelOff, int32(len(b.ExtLabels)))
+		}
 	}
 	for j, c := range ws.res.Index {
 		switch {

@@ -28,13 +28,18 @@ type Part struct {
 	Home []int64
 	X    []float32
 	// Searched items, all from one input batch: their index in Keys, their
-	// row within the batch, ids and annotations.
-	Q        []int32
-	Shard    string
-	Offset   int64
-	IDKind   schemas.IDKind
-	Row      []int32
-	StrIDs   []string
+	// row within the batch and ids.
+	Q      []int32
+	Shard  string
+	Offset int64
+	IDKind schemas.IDKind
+	Row    []int32
+	StrIDs []string
+	// Labels/LabelOff: the given annotations of every stored item (Keys[i]'s
+	// at Labels[LabelOff[i]:LabelOff[i+1]]), the searched ones' for their
+	// block and the others' for the pooled start, which reads an item's
+	// neighbours' labels (Block.ExtLabels): a few bytes an item beside its
+	// D features.
 	Labels   []int32
 	LabelOff []int32
 	Multi    bool
@@ -82,6 +87,9 @@ func decodePart(b []byte) (Part, error) {
 	return p, r.Err()
 }
 
+// storedLabels are stored item i's given annotations.
+func (p *Part) storedLabels(i int32) []int32 { return p.Labels[p.LabelOff[i]:p.LabelOff[i+1]] }
+
 // Block is the items of one block (one partition, or one block of an
 // oversized partition) from the search to the output, keyed by Key: their
 // neighbourhoods, their state, and what the output needs. Neighbours living
@@ -112,6 +120,12 @@ type Block struct {
 	// the block holding each one's state.
 	ExtKeys []int64
 	ExtHome []int64
+	// ExtLabels/ExtLabelOff: the external neighbours' given annotations,
+	// external neighbour e's at ExtLabels[ExtLabelOff[e]:ExtLabelOff[e+1]],
+	// for the pooled start (PooledStart), which clears them; empty with the
+	// pooled start off.
+	ExtLabels   []int32
+	ExtLabelOff []int32
 	// Dest lists whose states this block sends each round: local items
 	// DestItem[DestOff[d]:DestOff[d+1]] to block DestKey[d] (ascending).
 	DestKey  []int64
@@ -146,6 +160,8 @@ func encodeBlock(b Block) []byte {
 	wire.Slice(&w, b.Weight)
 	wire.Slice(&w, b.ExtKeys)
 	wire.Slice(&w, b.ExtHome)
+	wire.Slice(&w, b.ExtLabels)
+	wire.Slice(&w, b.ExtLabelOff)
 	wire.Slice(&w, b.DestKey)
 	wire.Slice(&w, b.DestOff)
 	wire.Slice(&w, b.DestItem)
@@ -174,6 +190,8 @@ func decodeBlock(p []byte) (Block, error) {
 	b.Weight = wire.ReadSlice[float64](&r)
 	b.ExtKeys = wire.ReadSlice[int64](&r)
 	b.ExtHome = wire.ReadSlice[int64](&r)
+	b.ExtLabels = wire.ReadSlice[int32](&r)
+	b.ExtLabelOff = wire.ReadSlice[int32](&r)
 	b.DestKey = wire.ReadSlice[int64](&r)
 	b.DestOff = wire.ReadSlice[int32](&r)
 	b.DestItem = wire.ReadSlice[int32](&r)

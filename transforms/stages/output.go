@@ -235,7 +235,7 @@ func WritePooled(s beam.Scope, items beam.PCollection, p WriteParams, pooled bea
 	if !pooled.IsValid() {
 		pooled = beam.Create(s, PooledModel{})
 	} else {
-		pooled = beam.ParDo(s, pooledTransitionOnly, pooled)
+		pooled = beam.ParDo(s, PooledTransitionOnly, pooled)
 	}
 	if err := p.Cal.Validate(); err != nil {
 		panic(err) // Build's callers validate options first: a programmer error

@@ -295,7 +295,7 @@ func (f *pooledStartFn) ProcessElement(_ int, items func(*Items) bool, models fu
 	}
 	var start *engine.PooledStarter
 	if pm.Open {
-		start = engine.NewPooledStarter(pm.pooled(), &f.Mixture)
+		start = engine.NewPooledStarter(pm.Pooled(), &f.Mixture)
 	}
 	ncand := int32(len(pm.CandOff) - 1)
 	var it Items
@@ -343,9 +343,9 @@ func (f *pooledStartFn) ProcessElement(_ int, items func(*Items) bool, models fu
 
 func keyPooledModel(m PooledModel) (int, PooledModel) { return 0, m }
 
-// pooled is the fitted model as mixture's (an empty decoded TOwn: none,
+// Pooled is the fitted model as mixture's (an empty decoded TOwn: none,
 // the fit was not split).
-func (m *PooledModel) pooled() *mixture.Pooled {
+func (m *PooledModel) Pooled() *mixture.Pooled {
 	p := &mixture.Pooled{C: m.C, T: m.T, TOwn: m.TOwn, Prior: m.Prior}
 	if len(p.TOwn) == 0 {
 		p.TOwn = nil
@@ -360,13 +360,14 @@ func (m *PooledModel) labelTransition() []float64 {
 	if !m.Open {
 		return nil
 	}
-	return m.pooled().LabelTransition()
+	return m.Pooled().LabelTransition()
 }
 
-// pooledTransitionOnly drops the candidates' labels from a PooledModel:
-// the writer's side input needs the fitted transition, not one label list
-// per item.
-func pooledTransitionOnly(m PooledModel) PooledModel {
+// PooledTransitionOnly drops the candidates' labels from a PooledModel:
+// the writer's side input, and ivf's blocks (which hold their neighbours'
+// labels themselves), need the fitted transition, not one label list per
+// item.
+func PooledTransitionOnly(m PooledModel) PooledModel {
 	m.CandLabels, m.CandOff = nil, nil
 	return m
 }
@@ -376,7 +377,7 @@ func init() {
 	register.DoFn3x1[context.Context, PooledGather, func(PooledModel), error](&pooledFitFn{})
 	register.DoFn4x1[int, func(*Items) bool, func(*PooledModel) bool, func(Items), error](&pooledStartFn{})
 	register.Function1x2(keyPooledModel)
-	register.Function1x1(pooledTransitionOnly)
+	register.Function1x1(PooledTransitionOnly)
 	register.Emitter1[PooledModel]()
 	register.Iter1[PooledModel]()
 	beam.RegisterCoder(reflect.TypeOf(PooledGather{}), encodePooledGather, decodePooledGather)
@@ -403,7 +404,18 @@ func pooledStart(s beam.Scope, items beam.PCollection, p mixture.Params) (beam.P
 	}
 	s = s.Scope("relabel.PooledStart")
 	g := beam.Combine(s, &pooledGatherFn{Seed: p.Seed}, items)
-	fit := beam.ParDo(s, &pooledFitFn{Mixture: p}, g)
+	fit := PooledFit(s, g, p)
 	in := beam.CoGroupByKey(s, beam.ParDo(s, keyItems, items), beam.ParDo(s, keyPooledModel, fit))
 	return beam.ParDo(s, &pooledStartFn{Mixture: p}, in), fit
+}
+
+// PooledFit fits the pooled transition over gathered inputs
+// (PCollection<PooledGather>, one element: extracted, so its items are the
+// fit's sample in ascending key order and its candidates numbered 0..n-1)
+// with engine.FitPooledStart, and counts what it decided (pooledFitFn).
+// Returns PCollection<PooledModel>. ivf mode (transforms/ivfstages)
+// gathers its blocks' inputs itself and fits them here, so both modes fit
+// by one call.
+func PooledFit(s beam.Scope, gathered beam.PCollection, p mixture.Params) beam.PCollection {
+	return beam.ParDo(s, &pooledFitFn{Mixture: p}, gathered)
 }
