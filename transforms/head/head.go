@@ -69,6 +69,9 @@ type Head struct {
 	order []int // order[r] is the item at row r
 	lo    []int
 	w     [][]float64 // per fold, (d+1) x c row-major; nil before the first fit
+	off   bool        // the fitted share fell under OffShare
+	// targets and probs are Round's buffers (n x c).
+	targets, probs []float64
 	// OnWeight, when set, is given each round's component weight (the
 	// quality harness logs the fitted ones).
 	OnWeight func(r int, w float64)
@@ -247,79 +250,170 @@ func softmax(dst, z []float64) float64 {
 	return mixture.NormExp(dst, top)
 }
 
-// Component is the engine hook (engine.Options.Component): before round r
-// it fits the head to the states' posteriors (pi, renormalised over the
-// kept classes) and returns, per item, the state of its out-of-fold class
-// probabilities (mixture.State.InitPosterior: the c0 most probable classes,
-// each with the smoothed identity row), and the component's weight: Weight,
-// or with Weight 0 the fitted share a (Stack) as a / (1 - a), a at most
-// MaxShare. OnWeight, when set, is given each round's weight.
-func (h *Head) Component(c0 int, smooth float64) func(r int, st *mixture.States, k int, neighbour func(i, j int) (int, float64)) (*mixture.States, float64, error) {
-	targets := make([]float64, h.n*h.c)
-	probs := make([]float64, h.n*h.c)
-	vote := make([]float64, h.n*h.c)
-	return func(r int, st *mixture.States, k int, neighbour func(i, j int) (int, float64)) (*mixture.States, float64, error) {
-		if st.Len() != h.n {
-			panic(fmt.Sprintf("head: %d states for %d items", st.Len(), h.n))
+// OffShare is the fitted share below which the head is switched off for
+// the rest of the run: no more fits, no component. A share a moves each
+// item's neighbourhood label distribution, and through it the item's pi, by
+// at most a of its mass; under 1% that is under the EM tolerance
+// (mixture.DefaultParams' EMTol, .01), the move the rounds already treat as
+// none. Once the neighbours have outvoted the head it has never come back on
+// the dev grid (letter idn-0.4's share: .46, .06, .00, ...), and refitting it
+// every round cost 2.5-7 times the engine time (docs/QUALITY.md), so off
+// stays off: the run is as deterministic as before, and as cheap as without
+// the head from that round on. A fixed Weight is never switched off.
+const OffShare = 0.01
+
+// Off reports whether the fitted share fell under OffShare: the head is no
+// longer fitted, and Round returns no component.
+func (h *Head) Off() bool { return h.off }
+
+// Carry is what a head keeps from one round to the next: each fold's last
+// weights (the warm start) and whether it is off. The pipeline's rounds
+// (transforms/stages) run in separate stages and hand it on; in process the
+// Head keeps it.
+type Carry struct {
+	Off bool
+	// W is per fold, (d+1) x c row-major; nil before the first fit.
+	W [][]float64
+}
+
+// Carry returns the head's state between rounds (its own slices).
+func (h *Head) Carry() Carry { return Carry{Off: h.off, W: h.w} }
+
+// Restore sets the head's state between rounds from a Carry of a head over
+// the same items and classes (Carry{}: as new).
+func (h *Head) Restore(c Carry) error {
+	h.off = c.Off
+	h.w = make([][]float64, h.p.Folds)
+	if c.W == nil {
+		return nil
+	}
+	if len(c.W) != h.p.Folds {
+		return fmt.Errorf("head: carry of %d folds, want %d", len(c.W), h.p.Folds)
+	}
+	for f, w := range c.W {
+		if w != nil && len(w) != (h.d+1)*h.c {
+			return fmt.Errorf("head: fold %d carries %d weights, want %d", f, len(w), (h.d+1)*h.c)
 		}
-		clear(targets)
-		for i := range h.n {
-			row := targets[i*h.c : (i+1)*h.c]
-			s := 0.0
-			for e := st.ItemOff[i]; e < st.ItemOff[i+1]; e++ {
-				row[st.Class[e]] = float64(st.Pi[e])
-				s += float64(st.Pi[e])
-			}
-			if s > 0 {
-				for j := range row {
-					row[j] /= s
-				}
-			}
-		}
-		if err := h.OutOfFold(probs, targets); err != nil {
-			return nil, 0, err
-		}
-		var out mixture.States
-		out.Reset()
-		var s mixture.State
-		for i := range h.n {
-			s.InitPosterior(probs[i*h.c:(i+1)*h.c], nil, 1, c0, smooth)
-			out.Append(&s)
-		}
-		w := h.p.Weight
-		if w == 0 {
-			// The neighbours' vote: their posteriors, weighted as in the
-			// mixture, with a little of every class so that no target class
-			// has probability 0 (the peers' kNN probabilities do the same).
-			for i := range h.n {
-				row := vote[i*h.c : (i+1)*h.c]
-				for j := range row {
-					row[j] = 1e-3
-				}
-				for j := range k {
-					at, wt := neighbour(i, j)
-					if at < 0 || wt <= 0 {
-						continue
-					}
-					for e := st.ItemOff[at]; e < st.ItemOff[at+1]; e++ {
-						row[st.Class[e]] += wt * float64(st.Pi[e])
-					}
-				}
-				s := 0.0
-				for _, v := range row {
-					s += v
-				}
-				for j := range row {
-					row[j] /= s
-				}
-			}
-			a := min(Stack(targets, probs, vote, h.c), MaxShare)
-			w = a / (1 - a)
-		}
+		h.w[f] = w
+	}
+	return nil
+}
+
+// Round is the head's part of round r: it fits the head to the states'
+// posteriors (st: the head's items in New's order; pi renormalised over
+// the kept classes) and returns, per item, the state of its out-of-fold
+// class probabilities (mixture.State.InitPosterior: the c0 most probable
+// classes, each with the smoothed identity row), and the component's weight
+// relative to the item's neighbours' total: Weight, or with Weight 0 the
+// fitted share a (Stack) as a / (1 - a), a at most MaxShare. neighbour(i,
+// j) is item i's neighbour j < k as an item index (-1 for none) and its
+// weight: the vote Stack weighs the head against. With Weight 0, a share
+// under OffShare switches the head off (OffShare says why): from then on
+// Round returns nil states and weight 0, and the round has no such
+// component. OnWeight, when set, is given each round's weight.
+func (h *Head) Round(r int, st *mixture.States, k int, neighbour func(i, j int) (int, float64), c0 int, smooth float64) (*mixture.States, float64, error) {
+	if st.Len() != h.n {
+		panic(fmt.Sprintf("head: %d states for %d items", st.Len(), h.n))
+	}
+	if h.off {
 		if h.OnWeight != nil {
-			h.OnWeight(r, w)
+			h.OnWeight(r, 0)
 		}
-		return &out, w, nil
+		return nil, 0, nil
+	}
+	if h.targets == nil {
+		h.targets = make([]float64, h.n*h.c)
+		h.probs = make([]float64, h.n*h.c)
+	}
+	targets, probs := h.targets, h.probs
+	clear(targets)
+	for i := range h.n {
+		row := targets[i*h.c : (i+1)*h.c]
+		s := 0.0
+		for e := st.ItemOff[i]; e < st.ItemOff[i+1]; e++ {
+			row[st.Class[e]] = float64(st.Pi[e])
+			s += float64(st.Pi[e])
+		}
+		if s > 0 {
+			for j := range row {
+				row[j] /= s
+			}
+		}
+	}
+	if err := h.OutOfFold(probs, targets); err != nil {
+		return nil, 0, err
+	}
+	w := h.p.Weight
+	if w == 0 {
+		// The neighbours' vote: their posteriors, weighted as in the
+		// mixture, with a little of every class so that no target class
+		// has probability 0 (the peers' kNN probabilities do the same).
+		vote := make([]float64, h.n*h.c)
+		for i := range h.n {
+			row := vote[i*h.c : (i+1)*h.c]
+			for j := range row {
+				row[j] = 1e-3
+			}
+			for j := range k {
+				at, wt := neighbour(i, j)
+				if at < 0 || wt <= 0 {
+					continue
+				}
+				for e := st.ItemOff[at]; e < st.ItemOff[at+1]; e++ {
+					row[st.Class[e]] += wt * float64(st.Pi[e])
+				}
+			}
+			s := 0.0
+			for _, v := range row {
+				s += v
+			}
+			for j := range row {
+				row[j] /= s
+			}
+		}
+		a := min(Stack(targets, probs, vote, h.c), MaxShare)
+		if a < OffShare {
+			h.off = true
+			if h.OnWeight != nil {
+				h.OnWeight(r, 0)
+			}
+			return nil, 0, nil
+		}
+		w = a / (1 - a)
+	}
+	var out mixture.States
+	out.Reset()
+	var s mixture.State
+	for i := range h.n {
+		s.InitPosterior(probs[i*h.c:(i+1)*h.c], nil, 1, c0, smooth)
+		out.Append(&s)
+	}
+	if h.OnWeight != nil {
+		h.OnWeight(r, w)
+	}
+	return &out, w, nil
+}
+
+// Component is Round as the engine's hook (engine.Component), with the
+// mixture's c0 and smoothing.
+func (h *Head) Component(c0 int, smooth float64) engine.Component {
+	return func(r int, st *mixture.States, k int, neighbour func(i, j int) (int, float64)) (*mixture.States, float64, error) {
+		return h.Round(r, st, k, neighbour, c0, smooth)
+	}
+}
+
+// Factory returns the engine's NewComponent for a head of params p over c
+// classes: a Head over the candidates' features as the engine searches
+// them, and its Component. onWeight, when not nil, becomes the head's
+// OnWeight.
+func Factory(p Params, c, c0 int, smooth float64, onWeight func(r int, w float64)) func(x []float32, keys []int64, d int) (engine.Component, error) {
+	return func(x []float32, keys []int64, d int) (engine.Component, error) {
+		h, err := New(x, keys, d, c, p)
+		if err != nil {
+			return nil, err
+		}
+		h.OnWeight = onWeight
+		return h.Component(c0, smooth), nil
 	}
 }
 
