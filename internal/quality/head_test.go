@@ -9,7 +9,7 @@ import (
 )
 
 var (
-	headGrid        = flag.String("head", "", "TestHeadGrid: comma-separated variants (headW: the linear head with weight W; headfit: its weight fitted) to run beside the defaults over the dev grid")
+	headGrid        = flag.String("head", "", "TestHeadGrid: comma-separated variants (headoff: no head; headW: the linear head with weight W; headfit: its weight fitted) to run beside the defaults (whose --head is options.DefaultHead) over the dev grid")
 	headGridWithout = flag.String("head.without", "fashion_mnist_pca50", "TestHeadGrid: datasets left out (comma-separated; \"none\" keeps all)")
 	headGridOnly    = flag.String("head.only", "", "TestHeadGrid: only the cells whose name contains it")
 )
@@ -49,7 +49,7 @@ func TestHeadGrid(t *testing.T) {
 			t.Fatal(err)
 		}
 		b := float64(base.CleanedAccuracy)
-		t.Logf("| %s | default | %.4f | | %.1fs |", c.Name(), b, dt.Seconds())
+		t.Logf("| %s | default | %.4f | | ECE %.3f | %.1fs |", c.Name(), b, float64(base.ECE), dt.Seconds())
 		add := func(k int, acc float64) {
 			s := &sums[k]
 			s.all += acc
@@ -73,7 +73,7 @@ func TestHeadGrid(t *testing.T) {
 				t.Fatalf("%s %s: no cleaned accuracy", c.Name(), v)
 			}
 			a := float64(rep.CleanedAccuracy)
-			t.Logf("| %s | %s | %.4f | %+.2f | %.1fs |", c.Name(), v, a, 100*(a-b), dt.Seconds())
+			t.Logf("| %s | %s | %.4f | %+.2f | ECE %.3f | %.1fs |", c.Name(), v, a, 100*(a-b), float64(rep.ECE), dt.Seconds())
 			add(k+1, a)
 		}
 	}
