@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sort"
 
 	"github.com/relabel/relabel/transforms/knn"
 	"github.com/relabel/relabel/transforms/llc"
@@ -81,17 +82,18 @@ type Options struct {
 	OnPooled func(*mixture.Pooled)
 	// NewComponent, when set, builds one more mixture component for the
 	// candidates before the rounds (transforms/head's linear head, issue 32:
-	// head.Factory), from the candidates' features as the neighbours are
-	// searched in (standardised when Standardise is set; candidate c's row
-	// c), their keys and the dimension. Only Run reads it; nil adds nothing.
+	// head.Factory), from the candidates' features as given (not
+	// standardised), their keys and the dimension, the candidates in key
+	// order (as transforms/stages holds them; Component's indices are
+	// positions in that order). Only Run reads it; nil adds nothing.
 	NewComponent func(x []float32, keys []int64, d int) (Component, error)
 }
 
 // Component is called before each round r with the candidates' states of
-// the last round (the initial ones before round 0; candidate c at c) and
+// the last round (the initial ones before round 0), in key order, and
 // their neighbourhoods (neighbour: candidate c's neighbour j, j < k, as a
-// candidate index, -1 for none, and its weight), and returns one more
-// mixture component per candidate (states in candidate order) and its
+// key-order position, -1 for none, and its weight), and returns one more
+// mixture component per candidate (states in key order) and its
 // weight relative to the item's neighbours' total; nil states (weight 0):
 // none this round. Items that are not candidates get none: the component is
 // fitted and applied where the features travel (transforms/stages' exact and
@@ -220,24 +222,38 @@ func Run(d *Data, o Options, be Backends) (*Result, error) {
 			init.AppendFrom(&states, i)
 		}
 	}
+	// The component sees the candidates in key order, as the pipeline's
+	// rounds hold them (stages.Candidates), with their features as given:
+	// the sums of its fit run in the same order on the same bits there and
+	// here, whatever the input's order. hc[h] is the candidate index
+	// (into cands) at key-order position h, pos its inverse.
 	var comp Component
-	candOf := make([]int32, n) // item -> candidate index, -1: none
+	var hc, pos []int32
+	candOf := make([]int32, n) // item -> key-order position, -1: none
 	if o.NewComponent != nil {
+		hc = make([]int32, len(cands))
+		pos = make([]int32, len(cands))
+		for c := range hc {
+			hc[c] = int32(c)
+		}
+		sort.Slice(hc, func(a, b int) bool { return d.Keys[cands[hc[a]]] < d.Keys[cands[hc[b]]] })
 		for i := range candOf {
 			candOf[i] = -1
 		}
 		cx := make([]float32, 0, len(cands)*d.D)
 		ckeys := make([]int64, len(cands))
-		for c, i := range cands {
-			candOf[i] = int32(c)
-			ckeys[c] = d.Keys[i]
-			cx = append(cx, feats[i*d.D:(i+1)*d.D]...)
+		for h, c := range hc {
+			i := cands[c]
+			pos[c] = int32(h)
+			candOf[i] = int32(h)
+			ckeys[h] = d.Keys[i]
+			cx = append(cx, d.Features[i*d.D:(i+1)*d.D]...)
 		}
 		if comp, err = o.NewComponent(cx, ckeys, d.D); err != nil {
 			return nil, err
 		}
 	}
-	var candStates mixture.States
+	var candStates, headStates mixture.States
 	res := &Result{Candidates: cands}
 	for r := 0; r < o.Rounds; r++ {
 		candStates.Reset()
@@ -248,11 +264,18 @@ func Run(d *Data, o Options, be Backends) (*Result, error) {
 		var extra *mixture.States
 		var ew float64
 		if comp != nil {
-			cand := func(c, j int) (int, float64) {
-				i := cands[c]
-				return int(nb.Index[i*k+j]), nb.Weight[i*k+j]
+			headStates.Reset()
+			for _, c := range hc {
+				headStates.AppendFrom(&states, cands[c])
 			}
-			if extra, ew, err = comp(r, &candStates, k, cand); err != nil {
+			cand := func(h, j int) (int, float64) {
+				i := cands[hc[h]]
+				if c := nb.Index[i*k+j]; c >= 0 {
+					return int(pos[c]), nb.Weight[i*k+j]
+				}
+				return -1, nb.Weight[i*k+j]
+			}
+			if extra, ew, err = comp(r, &headStates, k, cand); err != nil {
 				return nil, err
 			}
 			if extra != nil {

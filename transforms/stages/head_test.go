@@ -19,7 +19,7 @@ import (
 // TestHeadPipeline: relabel run's rounds with the linear head (exact mode,
 // and sample mode where only candidates get the head's component) give the
 // states engine.Run gives with head.Factory, bit for bit, at 1 and at 3
-// workers. The blobs overlap (spread 1.2), so the fitted share stays above
+// workers, also where the input is not in key order. The blobs overlap (spread 1.2), so the fitted share stays above
 // head.OffShare for some rounds, and a fixed share keeps the head on in
 // every round; the fitted head switching off (head.OffShare) is covered
 // too, on well separated blobs of which each class has two, where a linear
@@ -52,10 +52,17 @@ func TestHeadPipeline(t *testing.T) {
 		cands  int // 0: exact mode
 	}
 	p, s := beam.NewPipelineWithRoot()
-	for _, cs := range []cse{{"fitted", 1.2, hp, 0}, {"fixed", 1.2, fixed, 0}, {"sample", 1.2, hp, 400}, {"off", 10, hp, 0}} {
+	for _, cs := range []cse{{"fitted", 1.2, hp, 0}, {"fixed", 1.2, fixed, 0}, {"sample", 1.2, hp, 400}, {"unsorted", 1.2, hp, 0}, {"off", 10, hp, 0}} {
 		rows, data, _ := noisyBlobs(n, c, d, batch, cs.spread, 21, sym)
-		if cs.name == "off" {
+		switch cs.name {
+		case "off":
 			rows, data, _ = noisyBlobs(n, 2*c, d, batch, cs.spread, 21, twoBlobs)
+		case "unsorted":
+			// Keys descending in input order: the engine's candidates (item
+			// order) and the pipeline's (key order) are in opposite orders.
+			for i := range data.Keys {
+				data.Keys[i] = int64(100000 - 3*i) // rows' IDs share the slice
+			}
 		}
 		var shares []float64
 		on := 0
