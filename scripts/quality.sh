@@ -11,9 +11,10 @@
 #   go test ./internal/quality -run TestExplore -explore pooled10/30/0/50split \
 #       -explore.without none -explore.only /pair- -v   # the gated split start
 # and issue 32's weak-neighbour check and linear head (docs/QUALITY.md, "Weak
-# neighbours"; the check needs python3-sklearn) with
-#   go test ./internal/quality -run TestWeak -weak -weak.variants headfit -v
-#   go test ./internal/quality -run TestHeadGrid -head headfit -v
+# neighbours"; the check needs python3-sklearn; the head is the default, --head
+# fit, so headoff is the variant without it) with
+#   go test ./internal/quality -run TestWeak -weak -weak.variants headoff -v
+#   go test ./internal/quality -run TestHeadGrid -head headoff -head.without none -v
 set -eu
 cd "$(dirname "$0")/.."
 exec go test ./internal/quality -quality -run '^TestQuality$' -timeout 4h -v "$@"

@@ -261,7 +261,10 @@ func TestNoiseEvalStrings(t *testing.T) {
 		t.Errorf(".i32 truth of string ids: exit %d, %q", code, errs)
 	}
 	out := filepath.Join(dir, "out")
-	qMust(t, "run", "--input", noisy, "--output", out, "--rounds", "3")
+	// Without the linear head: in three rounds on 300 rows it has not yet
+	// left the given labels it first learns (at the default ten rounds it
+	// cleans this set to 1.0, .957 without it); this test is the strings'.
+	qMust(t, "run", "--input", noisy, "--output", out, "--rounds", "3", "--head", "off")
 	e := qEvalJSON(t, "--output", out, "--truth", clean, "--input", noisy)
 
 	// The oracle: the noisy file's labels against the clean ones, by id.

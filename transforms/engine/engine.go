@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sort"
 
 	"github.com/relabel/relabel/transforms/knn"
 	"github.com/relabel/relabel/transforms/llc"
@@ -79,15 +80,26 @@ type Options struct {
 	// whether the gate takes it or not: the quality harness logs its
 	// Structure. It changes nothing.
 	OnPooled func(*mixture.Pooled)
-	// Component, when set, is called before each round r with the last
-	// round's states (the initial ones before round 0) and the
-	// neighbourhoods (neighbour: item i's neighbour j, j < k, as an item
-	// index, -1 for none, and its weight), and returns one more mixture
-	// component per item (states in item order) and its weight relative to
-	// the item's neighbours' total: transforms/head's linear head (issue
-	// 32). Only Run reads it; nil adds nothing.
-	Component func(r int, states *mixture.States, k int, neighbour func(i, j int) (int, float64)) (*mixture.States, float64, error)
+	// NewComponent, when set, builds one more mixture component for the
+	// candidates before the rounds (transforms/head's linear head, issue 32:
+	// head.Factory), from the candidates' features as given (not
+	// standardised), their keys and the dimension, the candidates in key
+	// order (as transforms/stages holds them; Component's indices are
+	// positions in that order). Only Run reads it; nil adds nothing.
+	NewComponent func(x []float32, keys []int64, d int) (Component, error)
 }
+
+// Component is called before each round r with the candidates' states of
+// the last round (the initial ones before round 0), in key order, and
+// their neighbourhoods (neighbour: candidate c's neighbour j, j < k, as a
+// key-order position, -1 for none, and its weight), and returns one more
+// mixture component per candidate (states in key order) and its
+// weight relative to the item's neighbours' total; nil states (weight 0):
+// none this round. Items that are not candidates get none: the component is
+// fitted and applied where the features travel (transforms/stages' exact and
+// sample modes carry the candidates' features only), and in exact mode every
+// item is a candidate.
+type Component func(r int, cand *mixture.States, k int, neighbour func(c, j int) (int, float64)) (*mixture.States, float64, error)
 
 // Validate checks every field: the options are complete (options.Options
 // resolves them), nothing here is defaulted.
@@ -210,7 +222,38 @@ func Run(d *Data, o Options, be Backends) (*Result, error) {
 			init.AppendFrom(&states, i)
 		}
 	}
-	var candStates mixture.States
+	// The component sees the candidates in key order, as the pipeline's
+	// rounds hold them (stages.Candidates), with their features as given:
+	// the sums of its fit run in the same order on the same bits there and
+	// here, whatever the input's order. hc[h] is the candidate index
+	// (into cands) at key-order position h, pos its inverse.
+	var comp Component
+	var hc, pos []int32
+	candOf := make([]int32, n) // item -> key-order position, -1: none
+	if o.NewComponent != nil {
+		hc = make([]int32, len(cands))
+		pos = make([]int32, len(cands))
+		for c := range hc {
+			hc[c] = int32(c)
+		}
+		sort.Slice(hc, func(a, b int) bool { return d.Keys[cands[hc[a]]] < d.Keys[cands[hc[b]]] })
+		for i := range candOf {
+			candOf[i] = -1
+		}
+		cx := make([]float32, 0, len(cands)*d.D)
+		ckeys := make([]int64, len(cands))
+		for h, c := range hc {
+			i := cands[c]
+			pos[c] = int32(h)
+			candOf[i] = int32(h)
+			ckeys[h] = d.Keys[i]
+			cx = append(cx, d.Features[i*d.D:(i+1)*d.D]...)
+		}
+		if comp, err = o.NewComponent(cx, ckeys, d.D); err != nil {
+			return nil, err
+		}
+	}
+	var candStates, headStates mixture.States
 	res := &Result{Candidates: cands}
 	for r := 0; r < o.Rounds; r++ {
 		candStates.Reset()
@@ -220,26 +263,29 @@ func Run(d *Data, o Options, be Backends) (*Result, error) {
 		k, slots := nb.K, nb.K
 		var extra *mixture.States
 		var ew float64
-		if o.Component != nil {
-			item := func(i, j int) (int, float64) {
-				if c := nb.Index[i*k+j]; c >= 0 {
-					return cands[c], nb.Weight[i*k+j]
-				}
-				return -1, 0
+		if comp != nil {
+			headStates.Reset()
+			for _, c := range hc {
+				headStates.AppendFrom(&states, cands[c])
 			}
-			if extra, ew, err = o.Component(r, &states, k, item); err != nil {
+			cand := func(h, j int) (int, float64) {
+				i := cands[hc[h]]
+				if c := nb.Index[i*k+j]; c >= 0 {
+					return int(pos[c]), nb.Weight[i*k+j]
+				}
+				return -1, nb.Weight[i*k+j]
+			}
+			if extra, ew, err = comp(r, &headStates, k, cand); err != nil {
 				return nil, err
 			}
-			slots++
+			if extra != nil {
+				slots++
+			}
 		}
 		b := Batch{N: n, K: slots, Own: &states, Init: &init,
 			Neighbour: func(i, j int) (*mixture.States, int, float64) {
 				if j == k {
-					s := 0.0
-					for _, w := range nb.Weight[i*k : (i+1)*k] {
-						s += w
-					}
-					return extra, i, ew * s
+					return ExtraSlot(extra, candOf[i], ew, nb.Weight[i*k:(i+1)*k])
 				}
 				if c := nb.Index[i*k+j]; c >= 0 {
 					return &candStates, int(c), nb.Weight[i*k+j]
@@ -259,6 +305,21 @@ func Run(d *Data, o Options, be Backends) (*Result, error) {
 	}
 	res.States = states
 	return res, nil
+}
+
+// ExtraSlot is the extra component's neighbour slot of an item that is
+// candidate c (-1: none) with neighbour weights nw: candidate c's state of
+// extra, weighted ew times the neighbours' total. Run and the pipeline's
+// rounds (transforms/stages) both call it, so they weigh it alike.
+func ExtraSlot(extra *mixture.States, c int32, ew float64, nw []float64) (*mixture.States, int, float64) {
+	if c < 0 {
+		return nil, 0, 0
+	}
+	s := 0.0
+	for _, w := range nw {
+		s += w
+	}
+	return extra, int(c), ew * s
 }
 
 // annotations counts an item's labels (unlabelled entries excluded).
