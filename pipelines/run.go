@@ -67,6 +67,9 @@ type Summary struct {
 	// ivfstages.PooledStart); nil where it was off (--pooled-iters 0,
 	// annotators).
 	Pooled *PooledSummary `json:"pooled,omitempty"`
+	// Head says what the linear head did; nil where it was off (--head
+	// off, ivf mode, annotators).
+	Head *HeadSummary `json:"head,omitempty"`
 }
 
 // MetaPooledStart is the summary option that records a run whose items
@@ -77,6 +80,22 @@ const (
 	MetaPooledStart = "pooled-start"
 	PooledStartOpen = "open"
 )
+
+// MetaHeadLast is the summary option that records a run whose linear head
+// still gave its component in the last round (value HeadLastOn; absent
+// otherwise): its posteriors depend on the head's fit, which is not kept.
+const (
+	MetaHeadLast = "head-last-round"
+	HeadLastOn   = "on"
+)
+
+// HeadSummary is what the linear head did (transforms/head): the rounds it
+// gave its component in, and whether it still did in the last one (false:
+// its fitted share fell under head.OffShare and it switched itself off).
+type HeadSummary struct {
+	Rounds int64 `json:"rounds"`
+	Last   bool  `json:"last_round"`
+}
 
 // PooledSummary is what the pooled start's fit decided, from its
 // counters: how many items it fitted, the fitted noise's structure
@@ -348,6 +367,12 @@ func summarise(ctx context.Context, fs blobio.FS, tmp string, plan *Plan, res be
 				// record (which keeps the options, not the summary)
 				// tells an incremental run (pipelines/lake).
 				sum.Options[MetaPooledStart] = PooledStartOpen
+			}
+		}
+		if plan.Head != "" && plan.Head != options.HeadOff {
+			sum.Head = &HeadSummary{Rounds: sum.Metrics["head_rounds"], Last: sum.Metrics["head_last"] > 0}
+			if sum.Head.Last {
+				sum.Options[MetaHeadLast] = HeadLastOn // as MetaPooledStart
 			}
 		}
 	}

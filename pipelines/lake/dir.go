@@ -129,7 +129,7 @@ type dirSummary struct {
 
 // runDirIncremental is RunDir's incremental path, called with the output's
 // lock held. done is false when the directory holds no finished output with
-// a manifest, or when the last run started from the pooled fit: RunDir then
+// a manifest, or when the last run needs a full one after it (fullAgain): RunDir then
 // makes a full run, recording the manifest. In the second case gone holds
 // the input files gone since the last run and their outputs, which the
 // full run lists and removes.
@@ -162,11 +162,11 @@ func runDirIncremental(ctx context.Context, s *pipelines.Session) (sum *pipeline
 			fsys.Remove(ctx, blobio.Join(out, name))
 		}
 	}
-	if pooledStarted(prev.Options) {
+	if why := fullAgain(prev.Options); why != "" {
 		// Every output file is relabelled again, so the output's own
 		// files are replaced, as an incremental run replaces them; the
 		// outputs of files gone since go, as updateDir removes them.
-		progress.Notef("--incremental: %s", pooledFull)
+		progress.Notef("--incremental: %s", why)
 		plan.Options.Overwrite = true
 		manifest, err := coverage(ctx, plan)
 		if err != nil {

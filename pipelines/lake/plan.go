@@ -90,18 +90,29 @@ func calibration(p *pipelines.Plan, last, opts map[string]string) (stages.Calibr
 	return cal, nil
 }
 
-// pooledFull says why an incremental run is a full one when the output's
-// last run started its items from the pooled fit (summary.json's pooled
-// section, the table run record's pooled-start option): the fit is not
-// kept, and new rows started from their given labels beside old rows
-// started from the fit would be relabelled under two models.
-const pooledFull = "the last run started from the pooled fit of the labels' class-level noise (pair-structured noise), which is not kept: this run relabels every row again"
+// pooledFull and headFull say why an incremental run is a full one: the
+// output's last run started its items from the pooled fit, or its linear
+// head still gave its component in the last round (a table's run record and
+// a directory's summary.json both keep that with the options). Neither fit
+// is kept, and engine.Update, which relabels the new rows, fits neither: new
+// rows relabelled without them beside old rows relabelled with them would be
+// under two models.
+const (
+	pooledFull = "the last run started from the pooled fit of the labels' class-level noise (pair-structured noise), which is not kept: this run relabels every row again"
+	headFull   = "the last run's linear head still weighed in at its last round (the neighbours are weak), and its fit is not kept: this run relabels every row again"
+)
 
-// pooledStarted says whether the run whose recorded options are last
-// started from the pooled fit (pipelines.MetaPooledStart): a table's run
-// record and a directory's summary.json both keep it with the options.
-func pooledStarted(last map[string]string) bool {
-	return last[pipelines.MetaPooledStart] == pipelines.PooledStartOpen
+// fullAgain returns why the run whose recorded options are last must be
+// followed by a full run rather than an incremental one ("" for none):
+// pipelines.MetaPooledStart, pipelines.MetaHeadLast.
+func fullAgain(last map[string]string) string {
+	switch {
+	case last[pipelines.MetaPooledStart] == pipelines.PooledStartOpen:
+		return pooledFull
+	case last[pipelines.MetaHeadLast] == pipelines.HeadLastOn:
+		return headFull
+	}
+	return ""
 }
 
 // sameOptions refuses an incremental run whose method options differ from

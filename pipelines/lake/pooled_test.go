@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/pipelines"
 	"github.com/relabel/relabel/pipelines/lake"
 	"github.com/relabel/relabel/schemas"
@@ -107,4 +108,48 @@ func TestLakeDirPooledFull(t *testing.T) {
 	if got := cleanByID(t, out); len(got) != total {
 		t.Fatalf("day 2: output holds %d rows, want %d", len(got), total)
 	}
+}
+
+// TestLakeHeadFull: a run whose linear head still gave its component in the
+// last round (a fixed share, which never switches itself off) records it
+// (summary.json's head section and the head-last-round option), and the
+// next --incremental run, which could not refit the head for the new rows,
+// relabels in full; for a table and for a directory lake.
+func TestLakeHeadFull(t *testing.T) {
+	ctx := ctxT(t)
+	days := digitsDays(t)
+	check := func(day int, sum *pipelines.Summary, total int) {
+		t.Helper()
+		if sum.Head == nil || !sum.Head.Last || sum.Head.Rounds != int64(lakeRounds) || sum.Options[pipelines.MetaHeadLast] != pipelines.HeadLastOn {
+			t.Fatalf("day %d: head %+v, option %q: want the head on in every round, recorded", day, sum.Head, sum.Options[pipelines.MetaHeadLast])
+		}
+		if lk := lake.Of(sum); lk == nil || lk.Incremental || lk.ScannedRows != int64(total) {
+			t.Fatalf("day %d: lake summary %+v, want a full run over %d rows", day, lk, total)
+		}
+	}
+	t.Run("table", func(t *testing.T) {
+		l := newTestLake(t)
+		cfg := l.incremental("ns.head")
+		cfg.Head = options.Some("0.2")
+		var total int
+		for day, r := range days[:2] {
+			total += r.Len()
+			check(day, l.appendAndRun(ctx, t, cfg, r), total)
+		}
+	})
+	t.Run("dir", func(t *testing.T) {
+		in, out := filepath.Join(t.TempDir(), "in"), filepath.Join(t.TempDir(), "out")
+		cfg := dirConfig(in, out)
+		cfg.Head = options.Some("0.2")
+		var total int
+		for day, r := range days[:2] {
+			writeDay(t, filepath.Join(in, fmt.Sprintf("day-%d.parquet", day)), r)
+			total += r.Len()
+			sum, err := runLake(ctx, cfg, embedded)
+			if err != nil {
+				t.Fatalf("day %d: %v", day, err)
+			}
+			check(day, sum, total)
+		}
+	})
 }

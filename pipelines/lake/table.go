@@ -66,8 +66,8 @@ func RunTable(ctx context.Context, cfg options.Options, exec pipelines.Executor)
 			progress.Notef("--incremental: output table %s covers no input snapshot yet: this first run is a full one", out.Name())
 		case last.InputTable != in.Table:
 			return nil, &options.Error{Flag: "output-table", Err: fmt.Errorf("%s: its last run covered input table %s, not %s", out.Name(), last.InputTable, in.Table)}
-		case pooledStarted(last.Options):
-			progress.Notef("--incremental: %s", pooledFull)
+		case fullAgain(last.Options) != "":
+			progress.Notef("--incremental: %s", fullAgain(last.Options))
 		default:
 			return runIncremental(ctx, cat, out, plan, in, last, t0)
 		}

@@ -147,6 +147,12 @@ func (f *headRoundFn) ProcessElement(ctx context.Context, _ int, items func(*Ite
 		}
 		carry.Carry = h.Carry()
 	}
+	if extra != nil {
+		headRounds.Inc(ctx, 1)
+		if f.Round == f.Rounds-1 {
+			headLast.Inc(ctx, 1)
+		}
+	}
 	for _, bt := range batches {
 		n, k := bt.Len(), bt.K
 		slots := k
@@ -174,6 +180,16 @@ func (f *headRoundFn) ProcessElement(ctx context.Context, _ int, items func(*Ite
 	emitCarry(carry)
 	return nil
 }
+
+// headRounds counts the rounds the head gave its component in
+// (summary.json's head section); headLast is 1 where it still did in the
+// last round: the head had not switched itself off (head.OffShare), so the
+// run's posteriors depend on it, and an incremental lake run, which fits no
+// head, relabels in full (pipelines/lake).
+var (
+	headRounds = beam.NewCounter("relabel", "head_rounds")
+	headLast   = beam.NewCounter("relabel", "head_last")
+)
 
 func keyCandidates(c Candidates) (int, Candidates) { return 0, c }
 func keyHeadCarry(c HeadCarry) (int, HeadCarry)    { return 0, c }
