@@ -1,6 +1,7 @@
 package lake_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -72,14 +73,7 @@ func TestLakeDirPooledFull(t *testing.T) {
 	in, out := filepath.Join(t.TempDir(), "in"), filepath.Join(t.TempDir(), "out")
 	days := pairDays(t)
 	cfg := dirConfig(in, out)
-	var total int
-	for day, r := range days[:2] {
-		writeDay(t, filepath.Join(in, fmt.Sprintf("day-%d.parquet", day)), r)
-		total += r.Len()
-		sum, err := runLake(ctx, cfg, embedded)
-		if err != nil {
-			t.Fatalf("day %d: %v", day, err)
-		}
+	total := dirDays(ctx, t, cfg, in, days[:2], func(day int, sum *pipelines.Summary, total int) {
 		lk := lake.Of(sum)
 		if sum.Pooled == nil || !sum.Pooled.Open || lk == nil || lk.Incremental || len(lk.Manifest) != day+1 || sum.Rows != int64(total) {
 			t.Fatalf("day %d: pooled %+v, lake %+v, rows %d: want a full run from the pooled start over %d rows", day, sum.Pooled, lk, sum.Rows, total)
@@ -87,7 +81,7 @@ func TestLakeDirPooledFull(t *testing.T) {
 		if got := cleanByID(t, out); len(got) != total {
 			t.Fatalf("day %d: output holds %d rows, want %d", day, len(got), total)
 		}
-	}
+	})
 	gonePath := filepath.Join(in, "day-0.parquet")
 	if err := os.Remove(gonePath); err != nil {
 		t.Fatal(err)
@@ -141,15 +135,24 @@ func TestLakeHeadFull(t *testing.T) {
 		in, out := filepath.Join(t.TempDir(), "in"), filepath.Join(t.TempDir(), "out")
 		cfg := dirConfig(in, out)
 		cfg.Head = options.Some("0.2")
-		var total int
-		for day, r := range days[:2] {
-			writeDay(t, filepath.Join(in, fmt.Sprintf("day-%d.parquet", day)), r)
-			total += r.Len()
-			sum, err := runLake(ctx, cfg, embedded)
-			if err != nil {
-				t.Fatalf("day %d: %v", day, err)
-			}
-			check(day, sum, total)
-		}
+		dirDays(ctx, t, cfg, in, days[:2], check)
 	})
+}
+
+// dirDays writes each of days as one more input file of a directory lake
+// (day-N.parquet under in), runs cfg after each, and hands check the
+// summary and the rows written so far; it returns their number.
+func dirDays(ctx context.Context, t *testing.T, cfg options.Options, in string, days []*schemas.Rows, check func(day int, sum *pipelines.Summary, total int)) int {
+	t.Helper()
+	var total int
+	for day, r := range days {
+		writeDay(t, filepath.Join(in, fmt.Sprintf("day-%d.parquet", day)), r)
+		total += r.Len()
+		sum, err := runLake(ctx, cfg, embedded)
+		if err != nil {
+			t.Fatalf("day %d: %v", day, err)
+		}
+		check(day, sum, total)
+	}
+	return total
 }
