@@ -3,12 +3,14 @@ package options
 import (
 	"fmt"
 	"runtime"
+	"strconv"
 
 	"github.com/relabel/relabel/io/annotio"
 	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/transforms/crowd"
 	"github.com/relabel/relabel/transforms/engine"
+	"github.com/relabel/relabel/transforms/head"
 	"github.com/relabel/relabel/transforms/knn"
 	"github.com/relabel/relabel/transforms/llc"
 	"github.com/relabel/relabel/transforms/mixture"
@@ -91,6 +93,12 @@ type Options struct {
 	PooledIters  Opt[int]
 	PooledWeight float64
 	PooledGate   float64
+	// Head is the linear head (transforms/head; issue 32): "fit" (its
+	// share fitted every round, head.Stack), "off", or a fixed share in
+	// (0, head.MaxShare]. Unset is DefaultHead in exact and sample modes
+	// and off where the run cannot fit it (ivf mode, annotator-aware runs:
+	// ResolveHead).
+	Head Opt[string]
 	// Temperature calibrates the output's probabilities (pi^(1/T)
 	// renormalised); unset ("auto", the default), T is fitted to the run's
 	// final states (mixture.AutoTemperature). MinConfidence changes a label
@@ -288,14 +296,15 @@ func (o *Options) WorkerCount() int { return o.Workers.Or(runtime.GOMAXPROCS(0))
 
 // Engine returns the in-process engine's options for c classes (the quality
 // harness, and tests comparing the engine with the pipeline): the values the
-// stages get, from the same resolution (Mixture, LLC, WorkerCount).
+// stages get, from the same resolution (Mixture, LLC, WorkerCount, and the
+// linear head of --head, DefaultHead unless given, as in exact mode).
 // Candidates is --candidates as given (0: every item).
 func (o *Options) Engine(c int) (engine.Options, error) {
 	m, err := o.Mixture(c)
 	if err != nil {
 		return engine.Options{}, err
 	}
-	return engine.Options{
+	eo := engine.Options{
 		K:           o.K,
 		Metric:      o.Metric,
 		Standardise: o.Standardise,
@@ -305,7 +314,83 @@ func (o *Options) Engine(c int) (engine.Options, error) {
 		Rounds:      o.Rounds,
 		Workers:     o.WorkerCount(),
 		Mixture:     m,
-	}, nil
+	}
+	hp, err := HeadParams(o.Head.Or(DefaultHead), o.Seed)
+	if err != nil {
+		return engine.Options{}, err
+	}
+	if hp != nil {
+		eo.NewComponent = head.Factory(*hp, c, m.C0, m.Smooth, nil)
+	}
+	return eo, nil
+}
+
+// Head's values: its share fitted every round, or none.
+const (
+	HeadFit = "fit"
+	HeadOff = "off"
+)
+
+// DefaultHead is --head's default in exact and sample modes (and the
+// in-process engine's): docs/QUALITY.md, "Weak neighbours", has the grid it
+// was chosen on.
+const DefaultHead = HeadFit
+
+// headFolds is the head's number of folds (HeadParams).
+const headFolds = 5
+
+// parseHead checks a --head value: fit, off, or a share in (0,
+// head.MaxShare].
+func parseHead(v string) error {
+	if v == HeadFit || v == HeadOff {
+		return nil
+	}
+	a, err := strconv.ParseFloat(v, 64)
+	if err != nil || !(a > 0 && a <= head.MaxShare) {
+		return fmt.Errorf("%q: want %s, %s or a share in (0, %s]", v, HeadFit, HeadOff, fmtF(head.MaxShare))
+	}
+	return nil
+}
+
+// ResolveHead resolves --head for a run in neighbour mode mode (exact,
+// sample or ivf), annotator-aware or not (crowd): unset is DefaultHead in
+// exact and sample modes and off in ivf mode and annotator-aware runs, whose
+// rounds (transforms/ivfstages, transforms/crowdstages) fit no head; a
+// value other than off given there is an error naming the flag, not
+// silently dropped.
+func (o *Options) ResolveHead(mode string, crowd bool) (string, error) {
+	if mode != NeighboursIVF && !crowd {
+		return o.Head.Or(DefaultHead), nil
+	}
+	if v := o.Head; v.Set && v.V != HeadOff {
+		where := "--neighbours ivf"
+		if crowd {
+			where = "annotator-aware runs"
+		}
+		return "", &Error{Flag: "head", Err: fmt.Errorf("%s: the linear head is fitted in exact and sample modes only, not in %s (give off, or leave it unset)", v.V, where)}
+	}
+	return HeadOff, nil
+}
+
+// HeadParams are the head's parameters for a resolved --head value v (nil:
+// off): five folds by a hash of (seed, id) and scikit-learn's
+// LogisticRegression default penalty (C = 1, the data README's logreg
+// peer), 100 L-BFGS iterations for the first fit and 10 warm-started ones
+// per round after it; Weight 0 (fitted) for fit, share/(1-share) for a
+// fixed share.
+func HeadParams(v string, seed uint64) (*head.Params, error) {
+	if err := parseHead(v); err != nil {
+		return nil, &Error{Flag: "head", Err: err}
+	}
+	if v == HeadOff {
+		return nil, nil
+	}
+	p := head.Params{Folds: headFolds, Lambda: 1, Iters: 100, WarmIters: 10, Seed: seed}
+	if v != HeadFit {
+		a, _ := strconv.ParseFloat(v, 64)
+		p.Weight = a / (1 - a)
+	}
+	return &p, nil
 }
 
 // Error is an invalid option value, named as the user gave it.

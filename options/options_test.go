@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"math"
 	"os"
 	"strings"
 	"testing"
@@ -196,5 +197,74 @@ func TestOptionsExplicitValues(t *testing.T) {
 		if _, err := parse(bad...); err == nil || !strings.Contains(err.Error(), "-"+strings.TrimPrefix(bad[0], "--")) {
 			t.Errorf("%s: %v, want a parse error naming the flag", strings.Join(bad, " "), err)
 		}
+	}
+}
+
+// TestHead: --head takes fit, off or a share in (0, head.MaxShare], and
+// rejects anything else naming the flag; unset it is DefaultHead in exact
+// and sample modes and off in ivf mode and annotator-aware runs, where an
+// explicit value other than off is an error naming the flag.
+func TestHead(t *testing.T) {
+	for _, v := range []string{"fit", "off", "0.5", "0.2"} {
+		o := Defaults()
+		fs := flag.NewFlagSet("run", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		o.Bind(fs)
+		if err := fs.Parse([]string{"--head=" + v}); err != nil {
+			t.Errorf("--head %s: %v", v, err)
+		}
+		if got, err := o.ResolveHead(NeighboursExact, false); err != nil || got != v {
+			t.Errorf("--head %s in exact mode: %q, %v", v, got, err)
+		}
+	}
+	for _, v := range []string{"0", "0.6", "on", "", "-1", "NaN"} {
+		o := Defaults()
+		fs := flag.NewFlagSet("run", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		o.Bind(fs)
+		if err := fs.Parse([]string{"--head=" + v}); err == nil || !strings.Contains(err.Error(), "head") {
+			t.Errorf("--head %q: accepted or not named (%v)", v, err)
+		}
+		if _, err := HeadParams(v, 1); err == nil || !strings.Contains(err.Error(), "--head") {
+			t.Errorf("HeadParams(%q): %v, want an error naming --head", v, err)
+		}
+	}
+	o := Defaults()
+	for _, mode := range []string{NeighboursExact, NeighboursSample} {
+		if got, err := o.ResolveHead(mode, false); err != nil || got != DefaultHead {
+			t.Errorf("unset, %s mode: %q, %v; want %s", mode, got, err, DefaultHead)
+		}
+	}
+	if got, err := o.ResolveHead(NeighboursIVF, false); err != nil || got != HeadOff {
+		t.Errorf("unset, ivf mode: %q, %v; want off", got, err)
+	}
+	if got, err := o.ResolveHead(NeighboursExact, true); err != nil || got != HeadOff {
+		t.Errorf("unset, annotators: %q, %v; want off", got, err)
+	}
+	for _, v := range []string{HeadFit, "0.2"} {
+		o.Head = Some(v)
+		for _, crowd := range []bool{false, true} {
+			mode := NeighboursIVF
+			if crowd {
+				mode = NeighboursExact
+			}
+			var oe *Error
+			if _, err := o.ResolveHead(mode, crowd); !errors.As(err, &oe) || oe.Flag != "head" {
+				t.Errorf("--head %s, %s mode, annotators %v: %v, want an error naming --head", v, mode, crowd, err)
+			}
+		}
+	}
+	o.Head = Some(HeadOff)
+	if got, err := o.ResolveHead(NeighboursIVF, false); err != nil || got != HeadOff {
+		t.Errorf("--head off, ivf mode: %q, %v", got, err)
+	}
+	if p, err := HeadParams("0.2", 3); err != nil || p == nil || math.Abs(p.Weight-0.25) > 1e-12 || p.Seed != 3 {
+		t.Errorf("HeadParams(0.2): %+v, %v; want weight .25 (a share of .2 of the neighbours' mass), seed 3", p, err)
+	}
+	if p, err := HeadParams(HeadFit, 3); err != nil || p == nil || p.Weight != 0 {
+		t.Errorf("HeadParams(fit): %+v, %v; want weight 0 (fitted)", p, err)
+	}
+	if p, err := HeadParams(HeadOff, 3); err != nil || p != nil {
+		t.Errorf("HeadParams(off): %+v, %v; want none", p, err)
 	}
 }

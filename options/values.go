@@ -234,3 +234,21 @@ func (v *namesValue) String() string {
 	}
 	return strings.Join(*v.p, ",")
 }
+
+// headValue is --head: fit, off or a share (parseHead), unset as empty.
+type headValue struct{ p *Opt[string] }
+
+func (v *headValue) Set(s string) error {
+	if err := parseHead(s); err != nil {
+		return err
+	}
+	*v.p = Some(s)
+	return nil
+}
+
+func (v *headValue) String() string {
+	if v.p == nil || !v.p.Set {
+		return ""
+	}
+	return v.p.V
+}

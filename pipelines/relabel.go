@@ -68,6 +68,9 @@ type Plan struct {
 	KeepIVF string
 	// Crowd is the annotator-aware part (crowd.go); nil without annotators.
 	Crowd *CrowdPlan
+	// Head is --head resolved (options.ResolveHead: off in ivf mode and
+	// annotator-aware runs).
+	Head string
 }
 
 // MakePlan scans the input (footers and schemas only, plus the label column
@@ -82,6 +85,9 @@ func MakePlan(ctx context.Context, cfg options.Options) (*Plan, error) {
 	if cfg.Input == "" {
 		p, err := makeLabelOnlyPlan(ctx, cfg)
 		if err != nil {
+			return nil, err
+		}
+		if err := p.resolveHead(); err != nil {
 			return nil, err
 		}
 		return p, p.resolvePooled()
@@ -182,6 +188,9 @@ func planShards(ctx context.Context, cfg options.Options, ro shardio.ReadOptions
 	if err := p.resolvePooled(); err != nil {
 		return nil, err
 	}
+	if err := p.resolveHead(); err != nil {
+		return nil, err
+	}
 	if err := checkPlan(ctx, p); err != nil {
 		return nil, err
 	}
@@ -229,7 +238,11 @@ func Build(s beam.Scope, plan *Plan, tmpDir string) {
 		} else {
 			// Rounds starts the items from the pooled fit first where
 			// plan.Mixture.PooledIters says so (stages.PooledStart).
-			items, pooled = stages.RoundsPooled(s, items, stages.RoundsParams{Rounds: o.Rounds, Workers: plan.Workers, Mixture: plan.Mixture})
+			rp := stages.RoundsParams{Rounds: o.Rounds, Workers: plan.Workers, Mixture: plan.Mixture, Head: plan.headParams()}
+			if rp.Head != nil {
+				rp.Features = stages.CandidateFeatures(s, rows, stats)
+			}
+			items, pooled = stages.RoundsPooled(s, items, rp)
 		}
 	}
 	stages.WritePooled(s, items, stages.WriteParams{
@@ -268,6 +281,9 @@ func (p *Plan) Recorded() map[string]string {
 	o.Classes, o.C0, o.N, o.EMIters = options.Some(m.C), options.Some(m.C0), options.Some(m.N), options.Some(m.EMIters)
 	o.Candidates, o.Neighbours = options.Some(p.Candidates), p.Mode
 	o.PooledIters = options.Some(m.PooledIters)
+	if p.Head != "" {
+		o.Head = options.Some(p.Head)
+	}
 	if p.Crowd != nil {
 		o.AnnotatorsColumn = p.Crowd.Column
 	}

@@ -3,13 +3,15 @@ package quality
 import (
 	"flag"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/relabel/relabel/options"
 )
 
 var (
-	headGrid        = flag.String("head", "", "TestHeadGrid: comma-separated variants (headW: the linear head with weight W; headfit: its weight fitted) to run beside the defaults over the dev grid")
+	headGrid        = flag.String("head", "", "TestHeadGrid: comma-separated variants (headoff: no head; headW: the linear head with weight W; headfit: its weight fitted) to run beside the defaults (whose --head is options.DefaultHead) over the dev grid")
 	headGridWithout = flag.String("head.without", "fashion_mnist_pca50", "TestHeadGrid: datasets left out (comma-separated; \"none\" keeps all)")
 	headGridOnly    = flag.String("head.only", "", "TestHeadGrid: only the cells whose name contains it")
 )
@@ -44,12 +46,14 @@ func TestHeadGrid(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		cpu0 := cpuTime()
 		base, dt, err := RunCell(c, options.Defaults())
+		baseCPU := cpuTime() - cpu0
 		if err != nil {
 			t.Fatal(err)
 		}
 		b := float64(base.CleanedAccuracy)
-		t.Logf("| %s | default | %.4f | | %.1fs |", c.Name(), b, dt.Seconds())
+		t.Logf("| %s | default | %.4f | | ECE %.3f | %.1fs | cpu %.1fs |", c.Name(), b, float64(base.ECE), dt.Seconds(), baseCPU.Seconds())
 		add := func(k int, acc float64) {
 			s := &sums[k]
 			s.all += acc
@@ -65,15 +69,17 @@ func TestHeadGrid(t *testing.T) {
 		add(0, b)
 		for k, v := range variants {
 			tweak, _ := headVariant(t, v, ds)
+			cpu0 := cpuTime()
 			rep, dt, err := RunCellEngine(c, options.Defaults(), tweak)
 			if err != nil {
 				t.Fatal(err)
 			}
+			cpu := cpuTime() - cpu0
 			if !rep.CleanedAccuracy.Valid() {
 				t.Fatalf("%s %s: no cleaned accuracy", c.Name(), v)
 			}
 			a := float64(rep.CleanedAccuracy)
-			t.Logf("| %s | %s | %.4f | %+.2f | %.1fs |", c.Name(), v, a, 100*(a-b), dt.Seconds())
+			t.Logf("| %s | %s | %.4f | %+.2f | ECE %.3f | %.1fs | cpu %.1fs, %.2f of the default's |", c.Name(), v, a, 100*(a-b), float64(rep.ECE), dt.Seconds(), cpu.Seconds(), cpu.Seconds()/baseCPU.Seconds())
 			add(k+1, a)
 		}
 	}
@@ -84,4 +90,15 @@ func TestHeadGrid(t *testing.T) {
 			t.Errorf("%s costs %s %.2f points (issue 32: at most 0.3)", name, s.worstCell, -100*s.worstOld)
 		}
 	}
+}
+
+// cpuTime is the process's CPU time so far (user + system, all threads):
+// the cost of a run on a shared machine, where wall time follows the other
+// jobs' load (each run also loads its cell, the same for every variant).
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -124,46 +124,46 @@ func runPeers(t *testing.T, py, tmp string, w *dataset, labels []int32, name str
 var weakVariants = flag.String("weak.variants", "", "TestWeak: comma-separated extra variants to run beside the defaults: headW, the linear head (transforms/head) with weight W")
 
 // headVariant returns the engine tweak of a variant name for the dataset
-// ds: "default" (nil), "headW" (transforms/head with weight W and
-// headParams' other fields), "headfit" (the weight fitted every round,
-// logged), or an error for an unknown name.
+// ds: "default" (nil: options.Defaults, whose --head is
+// options.DefaultHead), "headoff" (no head), "headW" (transforms/head
+// with weight W and options.HeadParams' other fields), "headfit" (the
+// weight fitted every round, logged), or an error for an unknown name.
 func headVariant(t *testing.T, name string, ds *dataset) (func(*engine.Options), error) {
-	if name == "default" {
+	switch name {
+	case "default":
 		return nil, nil
+	case "headoff":
+		return func(o *engine.Options) { o.NewComponent = nil }, nil
 	}
 	var w float64
 	if name != "headfit" {
 		if _, err := fmt.Sscanf(name, "head%g", &w); err != nil || w <= 0 {
-			return nil, fmt.Errorf("variant %q: want default, headfit (the head's weight fitted) or headW (W > 0 the head's weight)", name)
+			return nil, fmt.Errorf("variant %q: want default, headoff, headfit (the head's weight fitted) or headW (W > 0 the head's weight)", name)
 		}
 	}
-	p := headParams
+	hp, err := options.HeadParams(options.HeadFit, options.Defaults().Seed)
+	if err != nil {
+		return nil, err
+	}
+	p := *hp
 	p.Weight = w
 	if err := p.Validate(); err != nil {
 		return nil, fmt.Errorf("variant %q: %w", name, err)
 	}
 	return func(o *engine.Options) {
-		h, err := head.New(ds.x, ds.ids, ds.d, o.Mixture.C, p)
-		if err != nil {
-			t.Fatal(err)
-		}
+		var onWeight func(r int, w float64)
 		if t != nil && w == 0 {
 			var ws []string
-			h.OnWeight = func(r int, w float64) {
+			onWeight = func(r int, w float64) {
 				ws = append(ws, fmt.Sprintf("%.2f", w/(1+w)))
 				if r == o.Rounds-1 {
 					t.Logf("%s: the head's fitted share, rounds 1..%d: %s", ds.name, o.Rounds, strings.Join(ws, " "))
 				}
 			}
 		}
-		o.Component = h.Component(o.Mixture.C0, o.Mixture.Smooth)
+		o.NewComponent = head.Factory(p, o.Mixture.C, o.Mixture.C0, o.Mixture.Smooth, onWeight)
 	}, nil
 }
-
-// headParams are the head's settings in the harness: five folds and
-// scikit-learn's default penalty (C = 1), as the logreg peer; 100 L-BFGS
-// iterations for the first fit, 10 for each round's warm-started refit.
-var headParams = head.Params{Folds: 5, Lambda: 1, Iters: 100, WarmIters: 10, Seed: 1}
 
 // TestWeak is issue 32's weak-neighbour check: on every dev dataset with
 // .i32 labels for weakNoises, the features are made weak-neighbour

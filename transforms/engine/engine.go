@@ -79,15 +79,25 @@ type Options struct {
 	// whether the gate takes it or not: the quality harness logs its
 	// Structure. It changes nothing.
 	OnPooled func(*mixture.Pooled)
-	// Component, when set, is called before each round r with the last
-	// round's states (the initial ones before round 0) and the
-	// neighbourhoods (neighbour: item i's neighbour j, j < k, as an item
-	// index, -1 for none, and its weight), and returns one more mixture
-	// component per item (states in item order) and its weight relative to
-	// the item's neighbours' total: transforms/head's linear head (issue
-	// 32). Only Run reads it; nil adds nothing.
-	Component func(r int, states *mixture.States, k int, neighbour func(i, j int) (int, float64)) (*mixture.States, float64, error)
+	// NewComponent, when set, builds one more mixture component for the
+	// candidates before the rounds (transforms/head's linear head, issue 32:
+	// head.Factory), from the candidates' features as the neighbours are
+	// searched in (standardised when Standardise is set; candidate c's row
+	// c), their keys and the dimension. Only Run reads it; nil adds nothing.
+	NewComponent func(x []float32, keys []int64, d int) (Component, error)
 }
+
+// Component is called before each round r with the candidates' states of
+// the last round (the initial ones before round 0; candidate c at c) and
+// their neighbourhoods (neighbour: candidate c's neighbour j, j < k, as a
+// candidate index, -1 for none, and its weight), and returns one more
+// mixture component per candidate (states in candidate order) and its
+// weight relative to the item's neighbours' total; nil states (weight 0):
+// none this round. Items that are not candidates get none: the component is
+// fitted and applied where the features travel (transforms/stages' exact and
+// sample modes carry the candidates' features only), and in exact mode every
+// item is a candidate.
+type Component func(r int, cand *mixture.States, k int, neighbour func(c, j int) (int, float64)) (*mixture.States, float64, error)
 
 // Validate checks every field: the options are complete (options.Options
 // resolves them), nothing here is defaulted.
@@ -210,6 +220,23 @@ func Run(d *Data, o Options, be Backends) (*Result, error) {
 			init.AppendFrom(&states, i)
 		}
 	}
+	var comp Component
+	candOf := make([]int32, n) // item -> candidate index, -1: none
+	if o.NewComponent != nil {
+		for i := range candOf {
+			candOf[i] = -1
+		}
+		cx := make([]float32, 0, len(cands)*d.D)
+		ckeys := make([]int64, len(cands))
+		for c, i := range cands {
+			candOf[i] = int32(c)
+			ckeys[c] = d.Keys[i]
+			cx = append(cx, feats[i*d.D:(i+1)*d.D]...)
+		}
+		if comp, err = o.NewComponent(cx, ckeys, d.D); err != nil {
+			return nil, err
+		}
+	}
 	var candStates mixture.States
 	res := &Result{Candidates: cands}
 	for r := 0; r < o.Rounds; r++ {
@@ -220,26 +247,22 @@ func Run(d *Data, o Options, be Backends) (*Result, error) {
 		k, slots := nb.K, nb.K
 		var extra *mixture.States
 		var ew float64
-		if o.Component != nil {
-			item := func(i, j int) (int, float64) {
-				if c := nb.Index[i*k+j]; c >= 0 {
-					return cands[c], nb.Weight[i*k+j]
-				}
-				return -1, 0
+		if comp != nil {
+			cand := func(c, j int) (int, float64) {
+				i := cands[c]
+				return int(nb.Index[i*k+j]), nb.Weight[i*k+j]
 			}
-			if extra, ew, err = o.Component(r, &states, k, item); err != nil {
+			if extra, ew, err = comp(r, &candStates, k, cand); err != nil {
 				return nil, err
 			}
-			slots++
+			if extra != nil {
+				slots++
+			}
 		}
 		b := Batch{N: n, K: slots, Own: &states, Init: &init,
 			Neighbour: func(i, j int) (*mixture.States, int, float64) {
 				if j == k {
-					s := 0.0
-					for _, w := range nb.Weight[i*k : (i+1)*k] {
-						s += w
-					}
-					return extra, i, ew * s
+					return ExtraSlot(extra, candOf[i], ew, nb.Weight[i*k:(i+1)*k])
 				}
 				if c := nb.Index[i*k+j]; c >= 0 {
 					return &candStates, int(c), nb.Weight[i*k+j]
@@ -259,6 +282,21 @@ func Run(d *Data, o Options, be Backends) (*Result, error) {
 	}
 	res.States = states
 	return res, nil
+}
+
+// ExtraSlot is the extra component's neighbour slot of an item that is
+// candidate c (-1: none) with neighbour weights nw: candidate c's state of
+// extra, weighted ew times the neighbours' total. Run and the pipeline's
+// rounds (transforms/stages) both call it, so they weigh it alike.
+func ExtraSlot(extra *mixture.States, c int32, ew float64, nw []float64) (*mixture.States, int, float64) {
+	if c < 0 {
+		return nil, 0, 0
+	}
+	s := 0.0
+	for _, w := range nw {
+		s += w
+	}
+	return extra, int(c), ew * s
 }
 
 // annotations counts an item's labels (unlabelled entries excluded).

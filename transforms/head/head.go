@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
+	"sync"
 
 	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/gonum/optimize"
@@ -69,6 +71,9 @@ type Head struct {
 	order []int // order[r] is the item at row r
 	lo    []int
 	w     [][]float64 // per fold, (d+1) x c row-major; nil before the first fit
+	off   bool        // the fitted share fell under OffShare
+	// targets and probs are Round's buffers (n x c).
+	targets, probs []float64
 	// OnWeight, when set, is given each round's component weight (the
 	// quality harness logs the fitted ones).
 	OnWeight func(r int, w float64)
@@ -128,7 +133,7 @@ func mix(seed, key uint64) uint64 {
 // nothing to learn from) and writes to dst (n x c) every item's class
 // probabilities under the model fitted on the other folds.
 func (h *Head) OutOfFold(dst, targets []float64) error {
-	n, c, d1 := h.n, h.c, h.d+1
+	n, c := h.n, h.c
 	if len(targets) != n*c || len(dst) != n*c {
 		panic(fmt.Sprintf("head: %d targets, %d dst for %d x %d", len(targets), len(dst), n, c))
 	}
@@ -136,36 +141,56 @@ func (h *Head) OutOfFold(dst, targets []float64) error {
 	for r, i := range h.order {
 		copy(t.RawRowView(r), targets[i*c:(i+1)*c])
 	}
+	// The folds' fits are independent (each writes its own weights and its
+	// own items' rows of dst), so they run concurrently, at most GOMAXPROCS
+	// at once: the same bits whatever the schedule.
+	errs := make([]error, h.p.Folds)
+	sem := make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
+	var wg sync.WaitGroup
 	for f := range h.p.Folds {
-		lo, hi := h.lo[f], h.lo[f+1]
-		var parts []part
-		if lo > 0 {
-			parts = append(parts, part{h.x.Slice(0, lo, 0, d1).(*mat.Dense), t.Slice(0, lo, 0, c).(*mat.Dense)})
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			errs[f] = h.fold(f, dst, t)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// fold fits fold f's model on the other folds' rows of x and targets t (in
+// fold order) and writes its items' probabilities to dst.
+func (h *Head) fold(f int, dst []float64, t *mat.Dense) error {
+	n, c, d1 := h.n, h.c, h.d+1
+	lo, hi := h.lo[f], h.lo[f+1]
+	var parts []part
+	if lo > 0 {
+		parts = append(parts, part{h.x.Slice(0, lo, 0, d1).(*mat.Dense), t.Slice(0, lo, 0, c).(*mat.Dense)})
+	}
+	if hi < n {
+		parts = append(parts, part{h.x.Slice(hi, n, 0, d1).(*mat.Dense), t.Slice(hi, n, 0, c).(*mat.Dense)})
+	}
+	iters := h.p.WarmIters
+	if h.w[f] == nil {
+		h.w[f] = make([]float64, d1*c)
+		iters = h.p.Iters
+	}
+	if len(parts) > 0 {
+		w, err := fit(parts, h.w[f], h.d, c, h.p.Lambda, iters)
+		if err != nil {
+			return fmt.Errorf("head: fold %d: %w", f, err)
 		}
-		if hi < n {
-			parts = append(parts, part{h.x.Slice(hi, n, 0, d1).(*mat.Dense), t.Slice(hi, n, 0, c).(*mat.Dense)})
-		}
-		iters := h.p.WarmIters
-		if h.w[f] == nil {
-			h.w[f] = make([]float64, d1*c)
-			iters = h.p.Iters
-		}
-		if len(parts) > 0 {
-			w, err := fit(parts, h.w[f], h.d, c, h.p.Lambda, iters)
-			if err != nil {
-				return fmt.Errorf("head: fold %d: %w", f, err)
-			}
-			h.w[f] = w
-		}
-		if hi == lo {
-			continue
-		}
-		var z mat.Dense
-		z.Mul(h.x.Slice(lo, hi, 0, d1), mat.NewDense(d1, c, h.w[f]))
-		for r := lo; r < hi; r++ {
-			i := h.order[r]
-			softmax(dst[i*c:(i+1)*c], z.RawRowView(r-lo))
-		}
+		h.w[f] = w
+	}
+	if hi == lo {
+		return nil
+	}
+	z := make([]float64, (hi-lo)*c)
+	mulXW(z, h.x.Slice(lo, hi, 0, d1).(*mat.Dense), h.w[f], c)
+	for r := lo; r < hi; r++ {
+		i := h.order[r]
+		softmax(dst[i*c:(i+1)*c], z[(r-lo)*c:(r-lo+1)*c])
 	}
 	return nil
 }
@@ -180,22 +205,23 @@ type part struct{ x, t *mat.Dense }
 // (s_i = sum of t_i) from w0 with at most iters L-BFGS iterations.
 func fit(parts []part, w0 []float64, d, c int, lambda float64, iters int) ([]float64, error) {
 	d1 := d + 1
-	zs := make([]mat.Dense, len(parts))
-	var g mat.Dense
+	zs := make([][]float64, len(parts))
+	for k, p := range parts {
+		rows, _ := p.x.Dims()
+		zs[k] = make([]float64, rows*c)
+	}
+	g := make([]float64, d1*c)
 	fg := func(grad, w []float64) float64 {
-		wm := mat.NewDense(d1, c, w)
 		loss := 0.0
 		if grad != nil {
 			clear(grad)
 		}
-		gm := mat.NewDense(d1, c, grad)
 		for k, p := range parts {
-			z := &zs[k]
-			z.Reset()
-			z.Mul(p.x, wm)
-			rows, _ := z.Dims()
+			z := zs[k]
+			mulXW(z, p.x, w, c)
+			rows, _ := p.x.Dims()
 			for r := range rows {
-				zr, tr := z.RawRowView(r), p.t.RawRowView(r)
+				zr, tr := z[r*c:(r+1)*c], p.t.RawRowView(r)
 				s, dot := 0.0, 0.0
 				for j, v := range tr {
 					s += v
@@ -208,9 +234,10 @@ func fit(parts []part, w0 []float64, d, c int, lambda float64, iters int) ([]flo
 				}
 			}
 			if grad != nil {
-				g.Reset()
-				g.Mul(p.x.T(), z)
-				gm.Add(gm, &g)
+				mulXtZ(g, p.x, z, c)
+				for j, v := range g {
+					grad[j] += v
+				}
 			}
 		}
 		for j := 0; j < d*c; j++ { // the intercepts' row d is not penalised
@@ -236,6 +263,52 @@ func fit(parts []part, w0 []float64, d, c int, lambda float64, iters int) ([]flo
 	return res.X, nil
 }
 
+// mulXW sets z (rows x c, row-major) to x W, W (cols x c, row-major).
+// gonum's Dgemm does the same sums in the same order (each row's entry
+// accumulates x_rk W_k over k ascending, a zero x_rk skipped), but for a
+// product this thin (c columns, a few) it spends most of its time in a call
+// per x_rk; this loop is about twice as fast and gives the same bits
+// (TestKernels). The float64() conversions keep every product rounded
+// before the sum (no fused multiply-add), as the spec requires for
+// bit-identical results across architectures.
+func mulXW(z []float64, x *mat.Dense, w []float64, c int) {
+	rows, cols := x.Dims()
+	for r := range rows {
+		zr := z[r*c : (r+1)*c]
+		clear(zr)
+		for k, v := range x.RawRowView(r)[:cols] {
+			if v == 0 {
+				continue
+			}
+			wk := w[k*c : (k+1)*c]
+			zr := zr[:len(wk)] // no bounds checks in the loop
+			for j, wv := range wk {
+				zr[j] += float64(v * wv)
+			}
+		}
+	}
+}
+
+// mulXtZ sets g (cols x c, row-major) to x^T z, z (rows x c): rows
+// ascending, as gonum's Dgemm (mulXW says why by hand).
+func mulXtZ(g []float64, x *mat.Dense, z []float64, c int) {
+	rows, cols := x.Dims()
+	clear(g)
+	for r := range rows {
+		zr := z[r*c : (r+1)*c]
+		for k, v := range x.RawRowView(r)[:cols] {
+			if v == 0 {
+				continue
+			}
+			gk := g[k*c : (k+1)*c]
+			gk = gk[:len(zr)] // no bounds checks in the loop
+			for j, zv := range zr {
+				gk[j] += float64(v * zv)
+			}
+		}
+	}
+}
+
 // softmax writes softmax(z) to dst (which may be z) and returns
 // logsumexp(z).
 func softmax(dst, z []float64) float64 {
@@ -247,79 +320,170 @@ func softmax(dst, z []float64) float64 {
 	return mixture.NormExp(dst, top)
 }
 
-// Component is the engine hook (engine.Options.Component): before round r
-// it fits the head to the states' posteriors (pi, renormalised over the
-// kept classes) and returns, per item, the state of its out-of-fold class
-// probabilities (mixture.State.InitPosterior: the c0 most probable classes,
-// each with the smoothed identity row), and the component's weight: Weight,
-// or with Weight 0 the fitted share a (Stack) as a / (1 - a), a at most
-// MaxShare. OnWeight, when set, is given each round's weight.
-func (h *Head) Component(c0 int, smooth float64) func(r int, st *mixture.States, k int, neighbour func(i, j int) (int, float64)) (*mixture.States, float64, error) {
-	targets := make([]float64, h.n*h.c)
-	probs := make([]float64, h.n*h.c)
-	vote := make([]float64, h.n*h.c)
-	return func(r int, st *mixture.States, k int, neighbour func(i, j int) (int, float64)) (*mixture.States, float64, error) {
-		if st.Len() != h.n {
-			panic(fmt.Sprintf("head: %d states for %d items", st.Len(), h.n))
+// OffShare is the fitted share below which the head is switched off for
+// the rest of the run: no more fits, no component. A share a moves each
+// item's neighbourhood label distribution, and through it the item's pi, by
+// at most a of its mass; under 1% that is under the EM tolerance
+// (mixture.DefaultParams' EMTol, .01), the move the rounds already treat as
+// none. Once the neighbours have outvoted the head it has never come back on
+// the dev grid (letter idn-0.4's share: .46, .06, .00, ...), and refitting it
+// every round cost 2.5-7 times the engine time (docs/QUALITY.md), so off
+// stays off: the run is as deterministic as before, and as cheap as without
+// the head from that round on. A fixed Weight is never switched off.
+const OffShare = 0.01
+
+// Off reports whether the fitted share fell under OffShare: the head is no
+// longer fitted, and Round returns no component.
+func (h *Head) Off() bool { return h.off }
+
+// Carry is what a head keeps from one round to the next: each fold's last
+// weights (the warm start) and whether it is off. The pipeline's rounds
+// (transforms/stages) run in separate stages and hand it on; in process the
+// Head keeps it.
+type Carry struct {
+	Off bool
+	// W is per fold, (d+1) x c row-major; nil before the first fit.
+	W [][]float64
+}
+
+// Carry returns the head's state between rounds (its own slices).
+func (h *Head) Carry() Carry { return Carry{Off: h.off, W: h.w} }
+
+// Restore sets the head's state between rounds from a Carry of a head over
+// the same items and classes (Carry{}: as new).
+func (h *Head) Restore(c Carry) error {
+	h.off = c.Off
+	h.w = make([][]float64, h.p.Folds)
+	if c.W == nil {
+		return nil
+	}
+	if len(c.W) != h.p.Folds {
+		return fmt.Errorf("head: carry of %d folds, want %d", len(c.W), h.p.Folds)
+	}
+	for f, w := range c.W {
+		if w != nil && len(w) != (h.d+1)*h.c {
+			return fmt.Errorf("head: fold %d carries %d weights, want %d", f, len(w), (h.d+1)*h.c)
 		}
-		clear(targets)
-		for i := range h.n {
-			row := targets[i*h.c : (i+1)*h.c]
-			s := 0.0
-			for e := st.ItemOff[i]; e < st.ItemOff[i+1]; e++ {
-				row[st.Class[e]] = float64(st.Pi[e])
-				s += float64(st.Pi[e])
-			}
-			if s > 0 {
-				for j := range row {
-					row[j] /= s
-				}
-			}
-		}
-		if err := h.OutOfFold(probs, targets); err != nil {
-			return nil, 0, err
-		}
-		var out mixture.States
-		out.Reset()
-		var s mixture.State
-		for i := range h.n {
-			s.InitPosterior(probs[i*h.c:(i+1)*h.c], nil, 1, c0, smooth)
-			out.Append(&s)
-		}
-		w := h.p.Weight
-		if w == 0 {
-			// The neighbours' vote: their posteriors, weighted as in the
-			// mixture, with a little of every class so that no target class
-			// has probability 0 (the peers' kNN probabilities do the same).
-			for i := range h.n {
-				row := vote[i*h.c : (i+1)*h.c]
-				for j := range row {
-					row[j] = 1e-3
-				}
-				for j := range k {
-					at, wt := neighbour(i, j)
-					if at < 0 || wt <= 0 {
-						continue
-					}
-					for e := st.ItemOff[at]; e < st.ItemOff[at+1]; e++ {
-						row[st.Class[e]] += wt * float64(st.Pi[e])
-					}
-				}
-				s := 0.0
-				for _, v := range row {
-					s += v
-				}
-				for j := range row {
-					row[j] /= s
-				}
-			}
-			a := min(Stack(targets, probs, vote, h.c), MaxShare)
-			w = a / (1 - a)
-		}
+		h.w[f] = w
+	}
+	return nil
+}
+
+// Round is the head's part of round r: it fits the head to the states'
+// posteriors (st: the head's items in New's order; pi renormalised over
+// the kept classes) and returns, per item, the state of its out-of-fold
+// class probabilities (mixture.State.InitPosterior: the c0 most probable
+// classes, each with the smoothed identity row), and the component's weight
+// relative to the item's neighbours' total: Weight, or with Weight 0 the
+// fitted share a (Stack) as a / (1 - a), a at most MaxShare. neighbour(i,
+// j) is item i's neighbour j < k as an item index (-1 for none) and its
+// weight: the vote Stack weighs the head against. With Weight 0, a share
+// under OffShare switches the head off (OffShare says why): from then on
+// Round returns nil states and weight 0, and the round has no such
+// component. OnWeight, when set, is given each round's weight.
+func (h *Head) Round(r int, st *mixture.States, k int, neighbour func(i, j int) (int, float64), c0 int, smooth float64) (*mixture.States, float64, error) {
+	if st.Len() != h.n {
+		panic(fmt.Sprintf("head: %d states for %d items", st.Len(), h.n))
+	}
+	if h.off {
 		if h.OnWeight != nil {
-			h.OnWeight(r, w)
+			h.OnWeight(r, 0)
 		}
-		return &out, w, nil
+		return nil, 0, nil
+	}
+	if h.targets == nil {
+		h.targets = make([]float64, h.n*h.c)
+		h.probs = make([]float64, h.n*h.c)
+	}
+	targets, probs := h.targets, h.probs
+	clear(targets)
+	for i := range h.n {
+		row := targets[i*h.c : (i+1)*h.c]
+		s := 0.0
+		for e := st.ItemOff[i]; e < st.ItemOff[i+1]; e++ {
+			row[st.Class[e]] = float64(st.Pi[e])
+			s += float64(st.Pi[e])
+		}
+		if s > 0 {
+			for j := range row {
+				row[j] /= s
+			}
+		}
+	}
+	if err := h.OutOfFold(probs, targets); err != nil {
+		return nil, 0, err
+	}
+	w := h.p.Weight
+	if w == 0 {
+		// The neighbours' vote: their posteriors, weighted as in the
+		// mixture, with a little of every class so that no target class
+		// has probability 0 (the peers' kNN probabilities do the same).
+		vote := make([]float64, h.n*h.c)
+		for i := range h.n {
+			row := vote[i*h.c : (i+1)*h.c]
+			for j := range row {
+				row[j] = 1e-3
+			}
+			for j := range k {
+				at, wt := neighbour(i, j)
+				if at < 0 || wt <= 0 {
+					continue
+				}
+				for e := st.ItemOff[at]; e < st.ItemOff[at+1]; e++ {
+					row[st.Class[e]] += wt * float64(st.Pi[e])
+				}
+			}
+			s := 0.0
+			for _, v := range row {
+				s += v
+			}
+			for j := range row {
+				row[j] /= s
+			}
+		}
+		a := min(Stack(targets, probs, vote, h.c), MaxShare)
+		if a < OffShare {
+			h.off = true
+			if h.OnWeight != nil {
+				h.OnWeight(r, 0)
+			}
+			return nil, 0, nil
+		}
+		w = a / (1 - a)
+	}
+	var out mixture.States
+	out.Reset()
+	var s mixture.State
+	for i := range h.n {
+		s.InitPosterior(probs[i*h.c:(i+1)*h.c], nil, 1, c0, smooth)
+		out.Append(&s)
+	}
+	if h.OnWeight != nil {
+		h.OnWeight(r, w)
+	}
+	return &out, w, nil
+}
+
+// Component is Round as the engine's hook (engine.Component), with the
+// mixture's c0 and smoothing.
+func (h *Head) Component(c0 int, smooth float64) engine.Component {
+	return func(r int, st *mixture.States, k int, neighbour func(i, j int) (int, float64)) (*mixture.States, float64, error) {
+		return h.Round(r, st, k, neighbour, c0, smooth)
+	}
+}
+
+// Factory returns the engine's NewComponent for a head of params p over c
+// classes: a Head over the candidates' features as the engine searches
+// them, and its Component. onWeight, when not nil, becomes the head's
+// OnWeight.
+func Factory(p Params, c, c0 int, smooth float64, onWeight func(r int, w float64)) func(x []float32, keys []int64, d int) (engine.Component, error) {
+	return func(x []float32, keys []int64, d int) (engine.Component, error) {
+		h, err := New(x, keys, d, c, p)
+		if err != nil {
+			return nil, err
+		}
+		h.OnWeight = onWeight
+		return h.Component(c0, smooth), nil
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/relabel/relabel/internal/pool"
 	"github.com/relabel/relabel/internal/progress"
 	"github.com/relabel/relabel/transforms/engine"
+	"github.com/relabel/relabel/transforms/head"
 	"github.com/relabel/relabel/transforms/mixture"
 )
 
@@ -152,6 +153,14 @@ type RoundsParams struct {
 	// Mixture configures each round. Required: Mixture.C and a valid rest
 	// (mixture.Params.Validate), defaults already applied.
 	Mixture mixture.Params
+	// Head, when set, fits the linear head (transforms/head) before every
+	// round and adds its component to the candidates' mixtures
+	// (headRoundFn), as engine.Run does with head.Factory. Optional, nil:
+	// none (the graph is exactly the one without a head).
+	Head *head.Params
+	// Features is the candidates' features as given (CandidateFeatures).
+	// Required with Head, ignored without.
+	Features beam.PCollection
 }
 
 // Validate checks p, in the stage's terms.
@@ -166,13 +175,22 @@ func (p RoundsParams) Validate() error {
 	if err := p.Mixture.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("stages: Rounds: %w", err))
 	}
+	if p.Head != nil {
+		if err := p.Head.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("stages: Rounds: %w", err))
+		}
+		if !p.Features.IsValid() {
+			errs = append(errs, errors.New("stages: Rounds: a Head without the candidates' Features"))
+		}
+	}
 	return errors.Join(errs...)
 }
 
 // Rounds starts items from the pooled transition where p.Mixture says so
 // (PooledStart), then runs p.Rounds rounds over them (PCollection<Items>), each joining
 // every batch with the candidates' states of the previous round (one value,
-// under one key: roundFn says why not a side input).
+// under one key: roundFn says why not a side input), and with p.Head the
+// candidates' features and the head's carry too (headRoundFn).
 // Returns PCollection<Items> with final states. It panics on invalid p,
 // while the pipeline is built.
 func Rounds(s beam.Scope, items beam.PCollection, p RoundsParams) beam.PCollection {
@@ -188,6 +206,17 @@ func RoundsPooled(s beam.Scope, items beam.PCollection, p RoundsParams) (beam.PC
 		panic(err)
 	}
 	items, pooled := pooledStart(s, items, p.Mixture)
+	if p.Head != nil {
+		carry := beam.Create(s, HeadCarry{})
+		feats := beam.ParDo(s, keyCandidates, p.Features)
+		for r := 0; r < p.Rounds; r++ {
+			rs := s.Scope(fmt.Sprintf("round%02d", r))
+			cs := beam.Combine(rs, &candStatesFn{}, items)
+			in := beam.CoGroupByKey(rs, beam.ParDo(rs, keyItems, items), beam.ParDo(rs, keyCandStates, cs), feats, beam.ParDo(rs, keyHeadCarry, carry))
+			items, carry = beam.ParDo2(rs, &headRoundFn{Round: r, Rounds: p.Rounds, Mixture: p.Mixture, Workers: p.Workers, Head: *p.Head}, in)
+		}
+		return items, pooled
+	}
 	for r := 0; r < p.Rounds; r++ {
 		rs := s.Scope(fmt.Sprintf("round%02d", r))
 		cs := beam.Combine(rs, &candStatesFn{}, items)
