@@ -40,7 +40,7 @@ func buildIVF(s beam.Scope, plan *Plan, units, rows beam.PCollection) (items, po
 	blocks, pooled = ivfstages.PooledStart(s, blocks, plan.Mixture, ivfstages.Spill{Dir: plan.Spill})
 	// The embedded runner (the one that spills) runs all rounds in one
 	// stage when the blocks fit in memory (--local-rounds-mib).
-	size := ivfstages.LocalRoundsSize(plan.Rows, o.K, plan.Mixture)
+	size := ivfstages.LocalRoundsSize(plan.Rows, o.K, plan.Mixture, 0)
 	local := plan.Spill != "" && o.Rounds > 0 && size <= int64(o.LocalMiB)<<20
 	if local {
 		progress.Notef("ivf: all %d rounds in one stage, every block in memory (about %d MiB)", o.Rounds, max(size>>20, 1))
