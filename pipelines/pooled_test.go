@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -186,18 +187,50 @@ func TestPooledIVF(t *testing.T) {
 	if acc < vote+0.05 || acc < accOff+0.05 {
 		t.Errorf("ivf with the pooled start: accuracy %.4f, want 5 points above the vote's %.4f and the paper start's %.4f", acc, vote, accOff)
 	}
+	// The linear head (the default in the local rounds): at 3 workers the
+	// same bytes; the joined and shuffled rounds have none, and match the
+	// local rounds with --head off.
+	if sum.Options["head"] != options.HeadFit {
+		t.Errorf("ivf, local rounds: head %q recorded, want %s", sum.Options["head"], options.HeadFit)
+	}
+	headOff := func(o *options.Options) { o.Head = options.Some(options.HeadOff) }
+	offSum, offFiles, accHeadOff := run(func(o *options.Options) { spill(o); o.Workers = options.Some(1); headOff(o) })
+	if offSum.Options["head"] != options.HeadOff {
+		t.Errorf("ivf --head off: head %q recorded", offSum.Options["head"])
+	}
+	// (A head without the blocks' features fails the run: the local
+	// rounds' head checks every block has them; transforms/ivfstages'
+	// TestLocalRoundsHead checks its states against engine.Run's.)
+	t.Logf("ivf with the head %.4f, --head off %.4f", acc, accHeadOff)
+	// The files record the options, so compare what the states make.
+	if reflect.DeepEqual(sum.Transition, offSum.Transition) {
+		t.Error("ivf: the same posteriors with and without the head; it had no say")
+	}
+	_, got, _ := run(func(o *options.Options) { spill(o); o.Workers = options.Some(3) })
+	for f, b := range files {
+		if !bytes.Equal(b, got[f]) {
+			t.Errorf("3 workers, spilled, with the head: %s differs from the spilled run's at 1 worker", f)
+		}
+	}
 	for name, mod := range map[string]func(*options.Options){
-		"3 workers, spilled":                func(o *options.Options) { spill(o); o.Workers = options.Some(3) },
 		"3 workers, spilled, joined rounds": func(o *options.Options) { spill(o); o.Workers = options.Some(3); o.LocalMiB = 0 },
 		"1 worker, shuffled, in waves":      func(o *options.Options) { o.Workers = options.Some(1); o.WaveMiB = options.Some(1) },
 		"3 workers, shuffled, no waves":     func(o *options.Options) { o.Workers = options.Some(3); o.WaveMiB = options.Some(-1) },
 	} {
-		_, got, _ := run(mod)
-		for f, b := range files {
+		s, got, _ := run(func(o *options.Options) { mod(o); headOff(o) })
+		if s.Options["head"] != options.HeadOff {
+			t.Errorf("%s: head %q recorded, want off", name, s.Options["head"])
+		}
+		for f, b := range offFiles {
 			if !bytes.Equal(b, got[f]) {
-				t.Errorf("%s: %s differs from the spilled run's at 1 worker", name, f)
+				t.Errorf("%s: %s differs from the spilled run's at 1 worker with --head off", name, f)
 			}
 		}
+	}
+	// Unset, a join per round has no head (and says so); given, it is
+	// refused naming the flag.
+	if s, _, _ := run(func(o *options.Options) { spill(o); o.LocalMiB = 0 }); s.Options["head"] != options.HeadOff {
+		t.Errorf("joined rounds, --head unset: %q recorded, want off", s.Options["head"])
 	}
 }
 
