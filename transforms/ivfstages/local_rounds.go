@@ -139,6 +139,9 @@ func (f *localRoundsFn) ProcessElement(ctx context.Context, _ int64, iter func(*
 			if extra, ew, err = lh.round(r, bs, ext, cur, &f.Mixture); err != nil {
 				return fmt.Errorf("ivfstages: round %d: %w", r, err)
 			}
+			if lh.h.Off() {
+				progress.Notef("ivf: the linear head switched itself off in round %d of %d (its fitted share under %g)", r+1, f.Rounds, head.OffShare)
+			}
 		}
 		next := make([]mixture.States, len(bs))
 		var ran atomic.Int64
