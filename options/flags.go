@@ -272,7 +272,7 @@ var Flags = []Flag{
 	{Name: "pooled-gate", Group: GroupMethod, Record: Compared, Usage: "take the pooled start only where the fitted noise's structure is at least this: how much more of each class's flips go to one class than under symmetric noise, 0 for symmetric noise, 1 for pair flips, 0 with 2 classes; in [0,1] (0: always)",
 		bind: func(o *Options) flag.Value { return (*floatValue)(&o.PooledGate) }, check: inRange(0, 1, true, func(o *Options) float64 { return o.PooledGate })},
 	{Name: "head", Group: GroupMethod, Record: Compared, Usage: "the linear head: a softmax regression on the features, fitted out of fold (" + strconv.Itoa(headFolds) + " folds by a hash of seed and id) to the current posteriors, as one more mixture component beside the neighbours; " + HeadFit + ": its share of the neighbours' mass fitted every round (at most " + fmtF(head.MaxShare) + ", off for the rest of the run once under " + fmtF(head.OffShare) + "), " + HeadOff + ", or a fixed share in (0, " + fmtF(head.MaxShare) + "]",
-		Default: DefaultHead + " in exact and sample modes; off in ivf mode and with annotators, which do not fit it (given there: an error)",
+		Default: DefaultHead + " in exact and sample modes; off in ivf mode, where it is opt-in in the rounds in one stage (the embedded runner within --local-rounds-mib: its fits cost about 3 times the run there) and refused in the join per round (distributed runners, larger data) and with annotators, which do not fit it",
 		bind:    func(o *Options) flag.Value { return &headValue{p: &o.Head} }, check: func(o *Options) error {
 			if o.Head.Set {
 				return parseHead(o.Head.V)

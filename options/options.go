@@ -96,8 +96,8 @@ type Options struct {
 	// Head is the linear head (transforms/head; issue 32): "fit" (its
 	// share fitted every round, head.Stack), "off", or a fixed share in
 	// (0, head.MaxShare]. Unset is DefaultHead in exact and sample modes
-	// and off where the run cannot fit it (ivf mode, annotator-aware runs:
-	// ResolveHead).
+	// and ivf mode's local rounds, and off where the run cannot fit it (ivf
+	// mode's join per round, annotator-aware runs: ResolveHead).
 	Head Opt[string]
 	// Temperature calibrates the output's probabilities (pi^(1/T)
 	// renormalised); unset ("auto", the default), T is fitted to the run's
@@ -353,21 +353,33 @@ func parseHead(v string) error {
 }
 
 // ResolveHead resolves --head for a run in neighbour mode mode (exact,
-// sample or ivf), annotator-aware or not (crowd): unset is DefaultHead in
-// exact and sample modes and off in ivf mode and annotator-aware runs, whose
-// rounds (transforms/ivfstages, transforms/crowdstages) fit no head; a
-// value other than off given there is an error naming the flag, not
-// silently dropped.
-func (o *Options) ResolveHead(mode string, crowd bool) (string, error) {
-	if mode != NeighboursIVF && !crowd {
+// sample or ivf), annotator-aware or not (crowd); local says whether an ivf
+// run's rounds run in one stage with every block in memory, the head's
+// included (the embedded runner up to --local-rounds-mib:
+// transforms/ivfstages' local rounds, the only ivf rounds that fit it).
+// Unset is DefaultHead in exact and sample modes, and off in ivf mode: there
+// the head is opt-in (an explicit value is used in the local rounds), since
+// at the sizes ivf mode is for its fits dominate the run (fashion_mnist_pca50,
+// 70,000 rows: 2.8-3.3 times the wall time with it, for +2.3 points at 60%
+// symmetric noise and -0.06 at idn-0.4; docs/QUALITY.md part F), which would
+// break the run's parity with scikit-learn's neighbour graph alone
+// (BenchmarkVsSklearn). In ivf mode's join per round (Flink, Dataflow, or
+// beyond --local-rounds-mib) and annotator-aware runs, whose rounds fit no
+// head, a value other than off is an error naming the flag, not silently
+// dropped.
+func (o *Options) ResolveHead(mode string, local, crowd bool) (string, error) {
+	switch {
+	case !crowd && mode != NeighboursIVF:
 		return o.Head.Or(DefaultHead), nil
+	case !crowd && local:
+		return o.Head.Or(HeadOff), nil
 	}
 	if v := o.Head; v.Set && v.V != HeadOff {
-		where := "--neighbours ivf"
+		where := "--neighbours ivf with a join per round (a distributed runner, or the blocks and the head's features over --local-rounds-mib)"
 		if crowd {
 			where = "annotator-aware runs"
 		}
-		return "", &Error{Flag: "head", Err: fmt.Errorf("%s: the linear head is fitted in exact and sample modes only, not in %s (give off, or leave it unset)", v.V, where)}
+		return "", &Error{Flag: "head", Err: fmt.Errorf("%s: the linear head is fitted in exact and sample modes and in ivf mode's rounds in one stage only, not in %s (give off, or leave it unset)", v.V, where)}
 	}
 	return HeadOff, nil
 }

@@ -202,8 +202,9 @@ func TestOptionsExplicitValues(t *testing.T) {
 
 // TestHead: --head takes fit, off or a share in (0, head.MaxShare], and
 // rejects anything else naming the flag; unset it is DefaultHead in exact
-// and sample modes and off in ivf mode and annotator-aware runs, where an
-// explicit value other than off is an error naming the flag.
+// and sample modes and ivf mode's local rounds, and off in ivf mode's join
+// per round and annotator-aware runs, where an explicit value other than
+// off is an error naming the flag.
 func TestHead(t *testing.T) {
 	for _, v := range []string{"fit", "off", "0.5", "0.2"} {
 		o := Defaults()
@@ -213,7 +214,7 @@ func TestHead(t *testing.T) {
 		if err := fs.Parse([]string{"--head=" + v}); err != nil {
 			t.Errorf("--head %s: %v", v, err)
 		}
-		if got, err := o.ResolveHead(NeighboursExact, false); err != nil || got != v {
+		if got, err := o.ResolveHead(NeighboursExact, false, false); err != nil || got != v {
 			t.Errorf("--head %s in exact mode: %q, %v", v, got, err)
 		}
 	}
@@ -231,14 +232,20 @@ func TestHead(t *testing.T) {
 	}
 	o := Defaults()
 	for _, mode := range []string{NeighboursExact, NeighboursSample} {
-		if got, err := o.ResolveHead(mode, false); err != nil || got != DefaultHead {
+		if got, err := o.ResolveHead(mode, false, false); err != nil || got != DefaultHead {
 			t.Errorf("unset, %s mode: %q, %v; want %s", mode, got, err, DefaultHead)
 		}
 	}
-	if got, err := o.ResolveHead(NeighboursIVF, false); err != nil || got != HeadOff {
-		t.Errorf("unset, ivf mode: %q, %v; want off", got, err)
+	if got, err := o.ResolveHead(NeighboursIVF, false, false); err != nil || got != HeadOff {
+		t.Errorf("unset, ivf mode, a join per round: %q, %v; want off", got, err)
 	}
-	if got, err := o.ResolveHead(NeighboursExact, true); err != nil || got != HeadOff {
+	if got, err := o.ResolveHead(NeighboursIVF, true, false); err != nil || got != HeadOff {
+		t.Errorf("unset, ivf mode, local rounds: %q, %v; want off (opt-in there: its cost)", got, err)
+	}
+	if got, err := o.ResolveHead(NeighboursIVF, true, true); err != nil || got != HeadOff {
+		t.Errorf("unset, ivf mode, local rounds, annotators: %q, %v; want off", got, err)
+	}
+	if got, err := o.ResolveHead(NeighboursExact, false, true); err != nil || got != HeadOff {
 		t.Errorf("unset, annotators: %q, %v; want off", got, err)
 	}
 	for _, v := range []string{HeadFit, "0.2"} {
@@ -249,14 +256,19 @@ func TestHead(t *testing.T) {
 				mode = NeighboursExact
 			}
 			var oe *Error
-			if _, err := o.ResolveHead(mode, crowd); !errors.As(err, &oe) || oe.Flag != "head" {
+			if _, err := o.ResolveHead(mode, false, crowd); !errors.As(err, &oe) || oe.Flag != "head" {
 				t.Errorf("--head %s, %s mode, annotators %v: %v, want an error naming --head", v, mode, crowd, err)
 			}
 		}
+		if got, err := o.ResolveHead(NeighboursIVF, true, false); err != nil || got != v {
+			t.Errorf("--head %s, ivf mode, local rounds: %q, %v; want it as given", v, got, err)
+		}
 	}
 	o.Head = Some(HeadOff)
-	if got, err := o.ResolveHead(NeighboursIVF, false); err != nil || got != HeadOff {
-		t.Errorf("--head off, ivf mode: %q, %v", got, err)
+	for _, local := range []bool{false, true} {
+		if got, err := o.ResolveHead(NeighboursIVF, local, false); err != nil || got != HeadOff {
+			t.Errorf("--head off, ivf mode, local rounds %v: %q, %v", local, got, err)
+		}
 	}
 	if p, err := HeadParams("0.2", 3); err != nil || p == nil || math.Abs(p.Weight-0.25) > 1e-12 || p.Seed != 3 {
 		t.Errorf("HeadParams(0.2): %+v, %v; want weight .25 (a share of .2 of the neighbours' mass), seed 3", p, err)

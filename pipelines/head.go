@@ -3,19 +3,42 @@ package pipelines
 import (
 	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/transforms/head"
+	"github.com/relabel/relabel/transforms/ivfstages"
 )
 
 // resolveHead fixes --head for the plan's mode (options.ResolveHead): the
 // linear head is fitted in exact and sample modes' rounds
-// (stages.RoundsParams.Head); ivf mode and annotator-aware runs have none,
+// (stages.RoundsParams.Head) and in ivf mode's local rounds
+// (ivfstages.JoinRoundsParams.Head) where they hold the head too
+// (localRounds); ivf's join per round and annotator-aware runs have none,
 // and refuse an explicit value other than off, naming the flag.
 func (p *Plan) resolveHead() error {
-	v, err := p.Options.ResolveHead(p.Mode, p.Crowd != nil)
+	v, err := p.Options.ResolveHead(p.Mode, p.localRounds(true), p.Crowd != nil)
 	if err != nil {
 		return err
 	}
 	p.Head = v
 	return nil
+}
+
+// localRounds reports whether an ivf run's rounds run in one stage with
+// every block in memory (ivfstages.JoinRoundsParams.Local): on the embedded
+// runner (the one that spills: --spill-dir set, not none) when their
+// estimated size (ivfstages.LocalRoundsSize, with the head's features and
+// buffers when withHead) is within --local-rounds-mib.
+func (p *Plan) localRounds(withHead bool) bool {
+	o := &p.Options
+	if p.Mode != options.NeighboursIVF || o.Rounds <= 0 {
+		return false
+	}
+	if dir := o.SpillDir.Or(""); dir == "" || dir == "none" {
+		return false
+	}
+	d := 0
+	if withHead {
+		d = max(p.Read.D, 1)
+	}
+	return ivfstages.LocalRoundsSize(p.Rows, o.K, p.Mixture, d) <= int64(o.LocalMiB)<<20
 }
 
 // headParams is the head of the plan's rounds, nil for none.

@@ -17,9 +17,11 @@ import (
 // says (the default options.DefaultHead), records it in summary.json and
 // writes the same bytes at 1 and 3 workers; --head off and a fixed share
 // give other posteriors (the head has a say on these blobs in the first
-// rounds). In ivf mode the
-// head is off and recorded so unless asked for, and asking is refused,
-// naming the flag.
+// rounds). In ivf mode the head is the default where the rounds run in one
+// stage (spilled, within --local-rounds-mib: transforms/ivfstages' local
+// rounds); with a join per round (not spilled: a distributed runner, or
+// --local-rounds-mib 0) it is off and recorded so unless asked for, and
+// asking is refused, naming the flag.
 func TestHeadRun(t *testing.T) {
 	const n, c, d = 600, 5, 6
 	in := t.TempDir()
@@ -80,6 +82,25 @@ func TestHeadRun(t *testing.T) {
 	o.Head = options.Some(options.HeadOff)
 	if _, err := pipelines.MakePlan(ctx, o); err != nil {
 		t.Errorf("ivf mode with --head off: %v", err)
+	}
+	o.Head, o.SpillDir = options.Opt[string]{}, options.Some(t.TempDir())
+	for _, c := range []struct {
+		local int
+		want  string
+	}{{options.DefaultLocalRoundsMiB, options.HeadOff}, {0, options.HeadOff}} {
+		o.LocalMiB, o.Head = c.local, options.Opt[string]{}
+		plan, err := pipelines.MakePlan(ctx, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := plan.Recorded()["head"]; got != c.want {
+			t.Errorf("ivf mode, spilled, --local-rounds-mib %d: recorded head %q, want %q", c.local, got, c.want)
+		}
+		o.Head = options.Some("0.3")
+		_, err = pipelines.MakePlan(ctx, o)
+		if refused := errors.As(err, &oe) && oe.Flag == "head"; refused != (c.local == 0) {
+			t.Errorf("ivf mode, spilled, --local-rounds-mib %d, --head 0.3: %v", c.local, err)
+		}
 	}
 }
 

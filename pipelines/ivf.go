@@ -36,18 +36,28 @@ func buildIVF(s beam.Scope, plan *Plan, units, rows beam.PCollection) (items, po
 		Read:         plan.Read,
 		Spill:        ivfstages.Spill{Dir: plan.Spill},
 		Keep:         plan.KeepIVF,
+		Features:     plan.Head != "",
 	})
 	blocks, pooled = ivfstages.PooledStart(s, blocks, plan.Mixture, ivfstages.Spill{Dir: plan.Spill})
 	// The embedded runner (the one that spills) runs all rounds in one
-	// stage when the blocks fit in memory (--local-rounds-mib).
-	size := ivfstages.LocalRoundsSize(plan.Rows, o.K, plan.Mixture)
+	// stage when the blocks fit in memory (--local-rounds-mib), with the
+	// linear head where the plan resolved one (resolveHead: only there).
+	hp := plan.headParams()
+	headD := 0
+	if hp != nil {
+		headD = max(plan.Read.D, 1)
+	}
+	size := ivfstages.LocalRoundsSize(plan.Rows, o.K, plan.Mixture, headD)
 	local := plan.Spill != "" && o.Rounds > 0 && size <= int64(o.LocalMiB)<<20
+	if hp != nil && !local {
+		panic("pipelines: the linear head in ivf mode without the local rounds (resolveHead allows it only there)")
+	}
 	if local {
 		progress.Notef("ivf: all %d rounds in one stage, every block in memory (about %d MiB)", o.Rounds, max(size>>20, 1))
 	}
 	items = ivfstages.JoinRounds(s, blocks, ivfstages.JoinRoundsParams{
 		Rounds: o.Rounds, Workers: plan.Workers, Waves: ivfstages.RoundWaves(plan.Rows, o.K, plan.Mixture, wb),
-		Spill: ivfstages.Spill{Dir: plan.Spill}, Mixture: plan.Mixture, Local: local,
+		Spill: ivfstages.Spill{Dir: plan.Spill}, Mixture: plan.Mixture, Local: local, Head: hp,
 	})
 	return items, pooled
 }

@@ -178,6 +178,9 @@ func TestIVFSpill(t *testing.T) {
 	base.Rounds, base.L = 3, 50
 	base.Input, base.Neighbours = "../testdata/digits/noisy-idn-0.4-part-*.parquet", options.NeighboursIVF
 	base.Partitions, base.NProbe = options.Some(16), options.Some(4)
+	// The linear head runs in the local rounds only (TestPooledIVF covers
+	// it); here the rounds' transports are compared like with like.
+	base.Head = options.Some(options.HeadOff)
 	// run runs base into out, spilled to spillDir ("": in Prism's shuffle)
 	// with --local-rounds-mib local (< 0: its default), and reports whether
 	// the rounds ran in one stage (the run's note says so).

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -166,7 +167,8 @@ func TestPooledIVF(t *testing.T) {
 		})
 	}
 	spill := func(o *options.Options) { o.SpillDir = options.Some(t.TempDir()) }
-	sum, files, acc := run(func(o *options.Options) { spill(o); o.Workers = options.Some(1) })
+	headFit := func(o *options.Options) { o.Head = options.Some(options.HeadFit) }
+	sum, files, acc := run(func(o *options.Options) { spill(o); o.Workers = options.Some(1); headFit(o) })
 	if sum.Neighbours != options.NeighboursIVF {
 		t.Fatalf("ran %q neighbours, want ivf", sum.Neighbours)
 	}
@@ -180,24 +182,58 @@ func TestPooledIVF(t *testing.T) {
 	if exact.Pooled == nil || *exact.Pooled != *p {
 		t.Errorf("ivf's pooled fit %+v, exact mode's on the same graph %+v: want the same", p, exact.Pooled)
 	}
-	_, _, accOff := run(func(o *options.Options) { spill(o); o.PooledIters = options.Some(0) })
+	_, _, accOff := run(func(o *options.Options) { spill(o); o.PooledIters = options.Some(0); headFit(o) })
 	vote := voteAccuracy(rows, c, 10)
 	t.Logf("pair-0.45 blobs: ivf %.4f, exact %.4f, ivf --pooled-iters 0 %.4f, K=10 vote %.4f", acc, accExact, accOff, vote)
 	if acc < vote+0.05 || acc < accOff+0.05 {
 		t.Errorf("ivf with the pooled start: accuracy %.4f, want 5 points above the vote's %.4f and the paper start's %.4f", acc, vote, accOff)
 	}
+	// The linear head (opt-in in the local rounds, off unset: its cost at
+	// ivf mode's sizes): at 3 workers the same bytes; the joined and
+	// shuffled rounds have none, and match the local rounds with --head
+	// off, as the local rounds with --head unset do.
+	if sum.Options["head"] != options.HeadFit {
+		t.Errorf("ivf, local rounds: head %q recorded, want %s", sum.Options["head"], options.HeadFit)
+	}
+	headOff := func(o *options.Options) { o.Head = options.Some(options.HeadOff) }
+	offSum, offFiles, accHeadOff := run(func(o *options.Options) { spill(o); o.Workers = options.Some(1); headOff(o) })
+	if offSum.Options["head"] != options.HeadOff {
+		t.Errorf("ivf --head off: head %q recorded", offSum.Options["head"])
+	}
+	// (A head without the blocks' features fails the run: the local
+	// rounds' head checks every block has them; transforms/ivfstages'
+	// TestLocalRoundsHead checks its states against engine.Run's.)
+	t.Logf("ivf with the head %.4f, --head off %.4f", acc, accHeadOff)
+	// The files record the options, so compare what the states make.
+	if reflect.DeepEqual(sum.Transition, offSum.Transition) {
+		t.Error("ivf: the same posteriors with and without the head; it had no say")
+	}
+	_, got, _ := run(func(o *options.Options) { spill(o); o.Workers = options.Some(3); headFit(o) })
+	for f, b := range files {
+		if !bytes.Equal(b, got[f]) {
+			t.Errorf("3 workers, spilled, with the head: %s differs from the spilled run's at 1 worker", f)
+		}
+	}
 	for name, mod := range map[string]func(*options.Options){
-		"3 workers, spilled":                func(o *options.Options) { spill(o); o.Workers = options.Some(3) },
 		"3 workers, spilled, joined rounds": func(o *options.Options) { spill(o); o.Workers = options.Some(3); o.LocalMiB = 0 },
 		"1 worker, shuffled, in waves":      func(o *options.Options) { o.Workers = options.Some(1); o.WaveMiB = options.Some(1) },
 		"3 workers, shuffled, no waves":     func(o *options.Options) { o.Workers = options.Some(3); o.WaveMiB = options.Some(-1) },
+		"1 worker, spilled, --head unset":   func(o *options.Options) { spill(o); o.Workers = options.Some(1); o.Head = options.Opt[string]{} },
 	} {
-		_, got, _ := run(mod)
-		for f, b := range files {
+		s, got, _ := run(func(o *options.Options) { headOff(o); mod(o) })
+		if s.Options["head"] != options.HeadOff {
+			t.Errorf("%s: head %q recorded, want off", name, s.Options["head"])
+		}
+		for f, b := range offFiles {
 			if !bytes.Equal(b, got[f]) {
-				t.Errorf("%s: %s differs from the spilled run's at 1 worker", name, f)
+				t.Errorf("%s: %s differs from the spilled run's at 1 worker with --head off", name, f)
 			}
 		}
+	}
+	// Unset, a join per round has no head (and says so); given, it is
+	// refused naming the flag.
+	if s, _, _ := run(func(o *options.Options) { spill(o); o.LocalMiB = 0 }); s.Options["head"] != options.HeadOff {
+		t.Errorf("joined rounds, --head unset: %q recorded, want off", s.Options["head"])
 	}
 }
 

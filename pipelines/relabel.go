@@ -68,8 +68,8 @@ type Plan struct {
 	KeepIVF string
 	// Crowd is the annotator-aware part (crowd.go); nil without annotators.
 	Crowd *CrowdPlan
-	// Head is --head resolved (options.ResolveHead: off in ivf mode and
-	// annotator-aware runs).
+	// Head is --head resolved (options.ResolveHead: off in ivf mode's
+	// join per round and annotator-aware runs; resolveHead).
 	Head string
 }
 

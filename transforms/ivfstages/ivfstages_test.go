@@ -41,6 +41,9 @@ type fixture struct {
 	model   ivf.Model
 	nb      stages.NeighbourParams
 	rounds  int
+	// features keeps the items' features in the searched blocks (the
+	// linear head's).
+	features bool
 }
 
 func newFixture(t *testing.T, n, batch int) *fixture {
@@ -151,7 +154,7 @@ func iterOf[T any](vs []T) func(*T) bool {
 // search runs the search DoFn on every key, the parts in the given order.
 func (f *fixture) search(t *testing.T, parts map[int64][]Part, shuffle *rand.Rand) map[int64]Block {
 	t.Helper()
-	s := &searchFn{P: f.nb}
+	s := &searchFn{P: f.nb, Features: f.features}
 	if err := s.Setup(); err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/relabel/relabel/internal/pool"
 	"github.com/relabel/relabel/internal/progress"
 	"github.com/relabel/relabel/transforms/engine"
+	"github.com/relabel/relabel/transforms/head"
 	"github.com/relabel/relabel/transforms/mixture"
 )
 
@@ -277,6 +278,9 @@ type RoundConf struct {
 	Waves int
 	// Spill: see Spill and genRouted.
 	Spill Spill
+	// Head is the linear head of the local rounds (JoinRoundsParams.Head);
+	// nil: none.
+	Head *head.Params
 }
 
 // orderedRoundFn and orderedLastRoundFn are the rounds of a join in waves:
@@ -415,6 +419,12 @@ type JoinRoundsParams struct {
 	// when the blocks fit (LocalRoundsSize, LocalRoundsBytes). The results
 	// are the same. Optional, default false.
 	Local bool
+	// Head, when set, fits the linear head (transforms/head) every round,
+	// as engine.Run and the exact path's rounds do (localRoundsFn says
+	// how): only with Local, over blocks searched with Params.Features (a
+	// join per round has no place where every item's features and states
+	// meet). Optional, default nil: none.
+	Head *head.Params
 	// Mixture configures each round. Required: Mixture.C and a valid rest
 	// (mixture.Params.Validate), defaults already applied.
 	Mixture mixture.Params
@@ -434,6 +444,14 @@ func (p JoinRoundsParams) Validate() error {
 	}
 	if err := p.Mixture.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("ivfstages: JoinRounds: %w", err))
+	}
+	if p.Head != nil {
+		if !p.Local && p.Rounds > 0 {
+			errs = append(errs, fmt.Errorf("ivfstages: JoinRounds: the linear head runs in the local rounds only (Local)"))
+		}
+		if err := p.Head.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("ivfstages: JoinRounds: %w", err))
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -465,7 +483,7 @@ func JoinRounds(s beam.Scope, blocks beam.PCollection, jp JoinRoundsParams) beam
 		return rebatch(s, beam.ParDo(s, &unblockFn{}, blocks))
 	}
 	if jp.Local {
-		return localRounds(s, blocks, RoundConf{Rounds: rounds, Mixture: p, Workers: workers, Spill: sp})
+		return localRounds(s, blocks, RoundConf{Rounds: rounds, Mixture: p, Workers: workers, Spill: sp, Head: jp.Head})
 	}
 	own, asks := beam.ParDo2(s, &requestFn{}, blocks)
 	// Every stage that makes states keys them for the next round and splits

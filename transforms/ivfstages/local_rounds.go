@@ -16,6 +16,7 @@ import (
 	"github.com/relabel/relabel/internal/pool"
 	"github.com/relabel/relabel/internal/progress"
 	"github.com/relabel/relabel/transforms/engine"
+	"github.com/relabel/relabel/transforms/head"
 	"github.com/relabel/relabel/transforms/mixture"
 )
 
@@ -34,10 +35,25 @@ const LocalRoundsBytes = 1024 << 20
 // LocalRoundsSize estimates the memory localRoundsFn holds for rows items
 // with k neighbours: every block's items, neighbourhoods and weights, and
 // two rounds' states at their largest (c0 classes, rows of
-// p.MaxRowEntries entries).
-func LocalRoundsSize(rows int64, k int, p mixture.Params) int64 {
+// p.MaxRowEntries entries). With the linear head (headD, the feature
+// dimension, > 0; 0: none) each row adds localHeadRowBytes.
+func LocalRoundsSize(rows int64, k int, p mixture.Params, headD int) int64 {
 	perRow := 96 + 12*int64(k) + 2*maxPackedState(p)
+	if headD > 0 {
+		perRow += localHeadRowBytes(headD, k, p)
+	}
 	return max(rows, 1) * perRow
+}
+
+// localHeadRowBytes is what the linear head adds to LocalRoundsSize per
+// row of dimension d: the block's copy of its features (4 d), the head's
+// z-scored matrix with the intercept (8 (d+1)), its per-class buffers
+// (targets, probabilities, the neighbours' vote and the fold-ordered
+// targets: 4 x 8 c), the items' states gathered in key order and the
+// head's component states (2 states at their largest), and the item's
+// place in key order and its neighbours' (16 + 4 k).
+func localHeadRowBytes(d, k int, p mixture.Params) int64 {
+	return 4*int64(d) + 8*int64(d+1) + 32*int64(p.C) + 2*maxPackedState(p) + 16 + 4*int64(k)
 }
 
 // localRounds runs every round of JoinRounds in one DoFn (localRoundsFn)
@@ -95,15 +111,38 @@ func (f *localRoundsFn) ProcessElement(ctx context.Context, _ int64, iter func(*
 	for x := range bs {
 		rows += int64(bs[x].Len())
 	}
-	if len(bs) > 0 && LocalRoundsSize(rows, bs[0].K, f.Mixture) >= tightGCBytes {
+	headD := 0
+	if f.Head != nil && len(bs) > 0 {
+		headD = bs[0].D
+	}
+	if len(bs) > 0 && LocalRoundsSize(rows, bs[0].K, f.Mixture, headD) >= tightGCBytes {
 		defer tightenGC()()
+	}
+	var lh *localHead
+	if f.Head != nil && rows > 0 {
+		if lh, err = newLocalHead(bs, ext, *f.Head, f.Mixture.C); err != nil {
+			return err
+		}
 	}
 	cur := make([]mixture.States, len(bs))
 	for x := range bs {
 		cur[x], bs[x].State = bs[x].State, mixture.States{}
 	}
+	ranLast := int64(-1)
 	for r := range f.Rounds {
 		progress.RoundStarted(r, f.Rounds)
+		var extra *mixture.States
+		var ew float64
+		// A round after one where no item ran runs none either
+		// (engine.Run stops there): the head is not fitted for it.
+		if lh != nil && !lh.h.Off() && ranLast != 0 {
+			if extra, ew, err = lh.round(r, bs, ext, cur, &f.Mixture); err != nil {
+				return fmt.Errorf("ivfstages: round %d: %w", r, err)
+			}
+			if lh.h.Off() {
+				progress.Notef("ivf: the linear head switched itself off in round %d of %d (its fitted share under %g)", r+1, f.Rounds, head.OffShare)
+			}
+		}
 		next := make([]mixture.States, len(bs))
 		var ran atomic.Int64
 		// Blocks run on all cores, one block per goroutine at a time:
@@ -111,13 +150,27 @@ func (f *localRoundsFn) ProcessElement(ctx context.Context, _ int64, iter func(*
 		// would leave cores idle at every block's end.
 		pool.EachIndex(len(bs), f.Workers, func(x int) {
 			var n int
-			next[x], n = engine.RunRound(bs[x].batch(&cur[x], func(e int) (*mixture.States, int) {
+			b := bs[x].batch(&cur[x], func(e int) (*mixture.States, int) {
 				l := ext[x][e]
 				return &cur[l.block], int(l.item)
-			}), r, 1, &f.scratch, &f.Mixture)
+			})
+			if extra != nil {
+				// The head's component is one more neighbour slot, as
+				// engine.Run gives it (engine.ExtraSlot).
+				k, inner, at, w := b.K, b.Neighbour, lh.at[x], bs[x].Weight
+				b.K++
+				b.Neighbour = func(i, j int) (*mixture.States, int, float64) {
+					if j == k {
+						return engine.ExtraSlot(extra, at[i], ew, w[i*k:(i+1)*k])
+					}
+					return inner(i, j)
+				}
+			}
+			next[x], n = engine.RunRound(b, r, 1, &f.scratch, &f.Mixture)
 			ran.Add(int64(n))
 		})
 		itemRounds.Inc(ctx, ran.Load())
+		ranLast = ran.Load()
 		cur = next
 	}
 	// The blocks are packed (and spilled) on all cores, then emitted in
@@ -147,6 +200,83 @@ func (f *localRoundsFn) ProcessElement(ctx context.Context, _ int64, iter func(*
 		res[x] = unblocked{}
 	}
 	return nil
+}
+
+// localHead is the linear head of the local rounds (RoundConf.Head): one
+// transforms/head.Head over every block's own items, each once, in
+// ascending key order. The order is engine.Run's (its items, every one a
+// candidate in ivf mode, in key order as the pipeline reads them) and
+// fixes the head's sums (the moments, each fold's rows), so the fit does
+// not depend on how the runner grouped the blocks, and on the same
+// neighbour graph it is engine.Run's bit for bit (TestLocalRoundsHead).
+type localHead struct {
+	h *head.Head
+	// order[g] is item g (in key order) as block and item; at[x][i] is
+	// block x's item i's place in that order.
+	order []extLoc
+	at    [][]int32
+	k     int
+	st    mixture.States
+}
+
+func newLocalHead(bs []Block, ext [][]extLoc, p head.Params, c int) (*localHead, error) {
+	lh := &localHead{at: make([][]int32, len(bs)), k: bs[0].K}
+	d := bs[0].D
+	for x := range bs {
+		b := &bs[x]
+		if b.D != d || len(b.X) != b.Len()*d || d < 1 {
+			return nil, fmt.Errorf("ivfstages: block %d: %d features of dimension %d for %d items (the head needs every item's, dimension %d)", b.Key, len(b.X), b.D, b.Len(), d)
+		}
+		for i := range b.Keys {
+			lh.order = append(lh.order, extLoc{int32(x), int32(i)})
+		}
+	}
+	slices.SortFunc(lh.order, func(u, v extLoc) int {
+		return cmp.Compare(bs[u.block].Keys[u.item], bs[v.block].Keys[v.item])
+	})
+	keys := make([]int64, len(lh.order))
+	feats := make([]float32, 0, len(lh.order)*d)
+	for x := range bs {
+		lh.at[x] = make([]int32, bs[x].Len())
+	}
+	for g, l := range lh.order {
+		b := &bs[l.block]
+		keys[g] = b.Keys[l.item]
+		feats = append(feats, b.X[int(l.item)*d:int(l.item+1)*d]...)
+		lh.at[l.block][l.item] = int32(g)
+	}
+	for x := range bs { // in the head's own copy now
+		bs[x].X = nil
+	}
+	h, err := head.New(feats, keys, d, c, p)
+	if err != nil {
+		return nil, err
+	}
+	lh.h = h
+	return lh, nil
+}
+
+// round fits the head to the items' states cur (per block) and returns its
+// component (states in key order) and weight, as head.Head.Round does.
+func (lh *localHead) round(r int, bs []Block, ext [][]extLoc, cur []mixture.States, mp *mixture.Params) (*mixture.States, float64, error) {
+	lh.st.Reset()
+	for _, l := range lh.order {
+		lh.st.AppendFrom(&cur[l.block], int(l.item))
+	}
+	k := lh.k
+	return lh.h.Round(r, &lh.st, k, func(g, j int) (int, float64) {
+		l := lh.order[g]
+		b := &bs[l.block]
+		e := int(l.item)*k + j
+		switch c := b.Nbr[e]; {
+		case c >= 0:
+			return int(lh.at[l.block][c]), b.Weight[e]
+		case c != -1:
+			o := ext[l.block][-2-c]
+			return int(lh.at[o.block][o.item]), b.Weight[e]
+		}
+		return -1, 0
+	}, mp.C0, mp.Smooth)
 }
 
 // localRoundsGCPercent is the collector's target (GOGC) while the one-stage

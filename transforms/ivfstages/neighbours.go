@@ -47,6 +47,10 @@ type Params struct {
 	// where the partitioning is kept for ReadKept: the model, the moments and
 	// every row's probes (keep.go). Optional, default none.
 	Keep string
+	// Features keeps every item's features (as searched) in its block
+	// (Block.X), for the local rounds' linear head (JoinRoundsParams.Head):
+	// 4 D bytes a row more in every block. Optional, default off.
+	Features bool
 }
 
 // Waves is how many waves of at most waveBytes (0: DefaultWaveBytes;
@@ -128,7 +132,7 @@ func Neighbours(s beam.Scope, rows beam.PCollection, p Params) beam.PCollection 
 		ws := s.Scope(fmt.Sprintf("wave%02d", w))
 		parts := beam.ParDo(ws, &emitFn{Wave: w, Waves: waves, Spill: p.Spill}, probed, beam.SideInput{Input: model}, beam.SideInput{Input: dup}, beam.SideInput{Input: token})
 		var blocks beam.PCollection
-		blocks, token = beam.ParDo2(ws, &searchFn{P: p.Search, Spill: p.Spill}, beam.GroupByKey(ws, parts))
+		blocks, token = beam.ParDo2(ws, &searchFn{P: p.Search, Spill: p.Spill, Features: p.Features}, beam.GroupByKey(ws, parts))
 		all = append(all, blocks)
 	}
 	if len(all) == 1 {

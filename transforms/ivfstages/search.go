@@ -184,6 +184,9 @@ type searchFn struct {
 	P stages.NeighbourParams
 	// Spill: see Spill; the blocks go to a file each.
 	Spill Spill
+	// Features keeps the searched items' features in their block (Block.X)
+	// for the linear head (Params.Features).
+	Features bool
 
 	searcher knn.Searcher
 	coder    llc.Coder
@@ -374,6 +377,11 @@ func (f *searchFn) search(ws *searchWork, key int64, parts []Part) (Block, bool,
 		}
 		b.Labels = append(b.Labels, pt.storedLabels(s)...)
 		b.LabelOff = append(b.LabelOff, int32(len(b.Labels)))
+	}
+	if f.Features {
+		// The queries' features, in the block's item order: a copy, as
+		// the searcher's buffers are reused.
+		b.D, b.X = d, slices.Clone(q.Data)
 	}
 	idx, err := f.searcher.Index(cm, cids, f.P.Metric)
 	if err != nil {

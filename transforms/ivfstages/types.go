@@ -131,6 +131,12 @@ type Block struct {
 	DestKey  []int64
 	DestOff  []int32
 	DestItem []int32
+	// X holds the items' features as searched (standardised where the
+	// search standardises), item i's at X[i*D:(i+1)*D], for the linear head
+	// of the local rounds (JoinRoundsParams.Head); empty without it
+	// (Params.Features), so blocks carry them only where they are used.
+	D int
+	X []float32
 	// Init holds the initial states (only when the anchor option is on).
 	Init  mixture.States
 	State mixture.States
@@ -143,7 +149,7 @@ type Block struct {
 func (b *Block) Len() int { return len(b.Keys) }
 
 func encodeBlock(b Block) []byte {
-	w := wire.Writer{B: make([]byte, 0, 128+len(b.Keys)*(40+b.K*12)+len(b.State.Cat)*12)}
+	w := wire.Writer{B: make([]byte, 0, 128+len(b.Keys)*(40+b.K*12)+4*len(b.X)+len(b.State.Cat)*12)}
 	w.Varint(b.Key)
 	wire.Slice(&w, b.Keys)
 	w.Strings(b.Shards)
@@ -165,6 +171,8 @@ func encodeBlock(b Block) []byte {
 	wire.Slice(&w, b.DestKey)
 	wire.Slice(&w, b.DestOff)
 	wire.Slice(&w, b.DestItem)
+	w.Uvarint(uint64(b.D))
+	wire.Slice(&w, b.X)
 	putStatesPacked(&w, &b.Init)
 	putStatesPacked(&w, &b.State)
 	spillio.PutRef(&w, b.Spilled)
@@ -195,6 +203,8 @@ func decodeBlock(p []byte) (Block, error) {
 	b.DestKey = wire.ReadSlice[int64](&r)
 	b.DestOff = wire.ReadSlice[int32](&r)
 	b.DestItem = wire.ReadSlice[int32](&r)
+	b.D = int(r.Uvarint())
+	b.X = wire.ReadSlice[float32](&r)
 	var err1, err2 error
 	b.Init, err1 = getStatesPacked(&r)
 	b.State, err2 = getStatesPacked(&r)
