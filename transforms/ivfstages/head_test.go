@@ -2,7 +2,6 @@ package ivfstages
 
 import (
 	"context"
-	"maps"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -21,22 +20,7 @@ import (
 // the final states by key and each round's head weight.
 func headReference(t *testing.T, f *fixture, blocks map[int64]Block, hp head.Params) (map[int64]mixture.State, []float64) {
 	t.Helper()
-	type item struct {
-		b *Block
-		i int
-	}
-	at := map[int64]item{}
-	for _, key := range slices.Sorted(maps.Keys(blocks)) {
-		b := blocks[key]
-		for i, k := range b.Keys {
-			at[k] = item{&b, i}
-		}
-	}
-	keys := slices.Sorted(maps.Keys(at))
-	index := make(map[int64]int32, len(keys))
-	for x, k := range keys {
-		index[k] = int32(x)
-	}
+	at, keys, index := blockItems(blocks)
 	n, k, d := len(keys), at[keys[0]].b.K, at[keys[0]].b.D
 	mp := f.nb.Mixture
 	var states, init mixture.States

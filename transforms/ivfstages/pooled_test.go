@@ -15,20 +15,23 @@ import (
 	"github.com/relabel/relabel/transforms/stages"
 )
 
-// pooledReference is the in-process engine's view of searched blocks: the
-// items in key order (engine.Data, labels only) and their neighbourhoods
-// as the blocks found them (item indices; every item is a candidate).
-func pooledReference(t *testing.T, blocks map[int64]Block) (*engine.Data, *engine.Neighbourhoods, []int) {
-	t.Helper()
-	type item struct {
-		b *Block
-		i int
-	}
-	at := map[int64]item{}
+// ownItem is an item of a searched block: the block and its index there.
+type ownItem struct {
+	b *Block
+	i int
+}
+
+// blockItems maps every own item of the blocks to its block (at), and
+// returns their keys ascending (every item a candidate, in engine.Run's
+// order) and each key's index in that order: what the references to
+// engine.Run's view of the blocks (pooledReference, headReference) start
+// from.
+func blockItems(blocks map[int64]Block) (map[int64]ownItem, []int64, map[int64]int32) {
+	at := map[int64]ownItem{}
 	for _, key := range slices.Sorted(maps.Keys(blocks)) {
 		b := blocks[key]
 		for i, k := range b.Keys {
-			at[k] = item{&b, i}
+			at[k] = ownItem{&b, i}
 		}
 	}
 	keys := slices.Sorted(maps.Keys(at))
@@ -36,6 +39,15 @@ func pooledReference(t *testing.T, blocks map[int64]Block) (*engine.Data, *engin
 	for x, k := range keys {
 		index[k] = int32(x)
 	}
+	return at, keys, index
+}
+
+// pooledReference is the in-process engine's view of searched blocks: the
+// items in key order (engine.Data, labels only) and their neighbourhoods
+// as the blocks found them (item indices; every item is a candidate).
+func pooledReference(t *testing.T, blocks map[int64]Block) (*engine.Data, *engine.Neighbourhoods, []int) {
+	t.Helper()
+	at, keys, index := blockItems(blocks)
 	k := at[keys[0]].b.K
 	d := &engine.Data{Keys: keys, LabelOff: []int32{0}}
 	nb := &engine.Neighbourhoods{K: k, Index: make([]int32, 0, len(keys)*k)}
