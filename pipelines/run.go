@@ -440,7 +440,7 @@ func Execute(ctx context.Context, fs blobio.FS, plan *Plan, tmp, tok string, exe
 		return nil, 0, err
 	}
 	tRun := time.Since(t1)
-	faults.Point("pipeline-done")
+	faults.PointCtx(ctx, "pipeline-done")
 	progress.StageStarted("committing")
 	sum, err := summarise(ctx, fs, tmp, plan, res)
 	return sum, tRun, err

@@ -7,10 +7,12 @@
 package faults
 
 import (
+	"context"
 	"os"
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // Env is the environment variable naming the point to die at
@@ -45,6 +47,22 @@ func Point(name string) {
 	}
 	if rest, ok := strings.CutPrefix(p, TermPrefix); ok && rest == name {
 		syscall.Kill(os.Getpid(), syscall.SIGTERM)
+	}
+}
+
+// PointCtx is Point at a place the run stops at when ctx is done: with
+// TermPrefix + name it waits, after sending SIGTERM, until the signal's
+// handler has cancelled ctx (10 s at most), so that the stop is seen at
+// this point. Without the wait the signal's delivery races the next steps:
+// under load a run went on to commit before its handler ran, and exited 0
+// where a stop at that point exits 143 (TestRunStoppedAt, pipeline-done).
+func PointCtx(ctx context.Context, name string) {
+	Point(name)
+	if rest, ok := strings.CutPrefix(get(), TermPrefix); ok && rest == name {
+		select {
+		case <-ctx.Done():
+		case <-time.After(10 * time.Second):
+		}
 	}
 }
 
