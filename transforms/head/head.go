@@ -4,12 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"runtime"
-	"sync"
 
 	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/gonum/optimize"
 
+	"github.com/relabel/relabel/internal/pool"
 	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/mixture"
 )
@@ -142,21 +141,9 @@ func (h *Head) OutOfFold(dst, targets []float64) error {
 		copy(t.RawRowView(r), targets[i*c:(i+1)*c])
 	}
 	// The folds' fits are independent (each writes its own weights and its
-	// own items' rows of dst), so they run concurrently, at most GOMAXPROCS
-	// at once: the same bits whatever the schedule.
-	errs := make([]error, h.p.Folds)
-	sem := make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
-	var wg sync.WaitGroup
-	for f := range h.p.Folds {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			errs[f] = h.fold(f, dst, t)
-		}()
-	}
-	wg.Wait()
-	return errors.Join(errs...)
+	// own items' rows of dst), so they run concurrently on the shared pool
+	// (one fold at a time a goroutine): the same bits whatever the schedule.
+	return pool.EachIndexErr(h.p.Folds, 0, func(f int) error { return h.fold(f, dst, t) })
 }
 
 // fold fits fold f's model on the other folds' rows of x and targets t (in
