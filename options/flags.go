@@ -269,6 +269,8 @@ var Flags = []Flag{
 			}
 			return nil
 		}},
+	{Name: "pooled-tol", Group: GroupMethod, Record: Compared, Usage: "stop the pooled start's fit before --pooled-iters steps once a step moves no entry of its label transition by more than this, in [0,1) (0: all --pooled-iters steps)",
+		bind: func(o *Options) flag.Value { return (*floatValue)(&o.PooledTol) }, check: inRange(0, 1, false, func(o *Options) float64 { return o.PooledTol })},
 	{Name: "pooled-gate", Group: GroupMethod, Record: Compared, Usage: "take the pooled start only where the fitted noise's structure is at least this: how much more of each class's flips go to one class than under symmetric noise, 0 for symmetric noise, 1 for pair flips, 0 with 2 classes; in [0,1] (0: always)",
 		bind: func(o *Options) flag.Value { return (*floatValue)(&o.PooledGate) }, check: inRange(0, 1, true, func(o *Options) float64 { return o.PooledGate })},
 	{Name: "head", Group: GroupMethod, Record: Compared, Usage: "the linear head: a softmax regression on the features, fitted out of fold (" + strconv.Itoa(headFolds) + " folds by a hash of seed and id) to the current posteriors, as one more mixture component beside the neighbours; " + HeadFit + ": its share of the neighbours' mass fitted every round (at most " + fmtF(head.MaxShare) + ", off for the rest of the run once under " + fmtF(head.OffShare) + "), " + HeadOff + ", or a fixed share in (0, " + fmtF(head.MaxShare) + "]",

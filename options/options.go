@@ -90,7 +90,10 @@ type Options struct {
 	// PooledIters unset is mixture.DefaultPooledIters where the run can
 	// fit it (exact and sample modes, no annotators) and 0 elsewhere
 	// (pipelines.MakePlan); 0 given is the paper's start, everywhere.
-	PooledIters  Opt[int]
+	PooledIters Opt[int]
+	// PooledTol is mixture.Params.PooledTol: the fit stops before
+	// PooledIters steps once a step moves no transition entry by more.
+	PooledTol    float64
 	PooledWeight float64
 	PooledGate   float64
 	// Head is the linear head (transforms/head; issue 32): "fit" (its
@@ -164,6 +167,7 @@ func Defaults() Options {
 		AnnotationWeight: m.AnnotationWeight,
 		ActiveTol:        m.ActiveTol,
 		MinClassMass:     m.MinClassMass,
+		PooledTol:        m.PooledTol,
 		PooledWeight:     m.PooledWeight,
 		PooledGate:       m.PooledGate,
 		Seed:             1,
@@ -276,6 +280,7 @@ func (o *Options) Mixture(c int) (mixture.Params, error) {
 		ActiveTol:        o.ActiveTol,
 		MinClassMass:     o.MinClassMass,
 		PooledIters:      o.PooledIters.Or(mixture.DefaultPooledIters),
+		PooledTol:        o.PooledTol,
 		PooledWeight:     o.PooledWeight,
 		PooledSplit:      mixture.DefaultParams(c).PooledSplit,
 		PooledGate:       o.PooledGate,

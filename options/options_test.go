@@ -109,6 +109,10 @@ func TestOptionsExplicitValues(t *testing.T) {
 		{[]string{"--pooled-gate", "0"}, ""},
 		{[]string{"--pooled-gate", "1"}, ""},
 		{[]string{"--pooled-gate", "-0.1"}, "pooled-gate"},
+		{[]string{"--pooled-tol", "0"}, ""},
+		{[]string{"--pooled-tol", "0.5"}, ""},
+		{[]string{"--pooled-tol", "1"}, "pooled-tol"},
+		{[]string{"--pooled-tol", "-0.001"}, "pooled-tol"},
 	} {
 		name := strings.Join(tc.args, " ")
 		o, err := parse(tc.args...)
@@ -156,25 +160,25 @@ func TestOptionsExplicitValues(t *testing.T) {
 		}
 	}
 	// --pooled-iters: unset, the default (the plan turns it off where the
-	// run cannot fit it); 0 given is off, never the default; the weight
-	// and gate as given.
+	// run cannot fit it); 0 given is off, never the default; the weight,
+	// gate and tolerance as given (tolerance 0: every step).
 	for _, tc := range []struct {
-		args         []string
-		iters        int
-		weight, gate float64
+		args              []string
+		iters             int
+		weight, gate, tol float64
 	}{
-		{nil, mixture.DefaultPooledIters, 0.3, 0.5},
-		{[]string{"--pooled-iters", "0"}, 0, 0.3, 0.5},
-		{[]string{"--pooled-iters", "5", "--pooled-weight", "1", "--pooled-gate", "0"}, 5, 1, 0},
+		{nil, mixture.DefaultPooledIters, 0.3, 0.5, mixture.DefaultPooledTol},
+		{[]string{"--pooled-iters", "0"}, 0, 0.3, 0.5, mixture.DefaultPooledTol},
+		{[]string{"--pooled-iters", "5", "--pooled-weight", "1", "--pooled-gate", "0", "--pooled-tol", "0"}, 5, 1, 0, 0},
 	} {
 		o, err := parse(tc.args...)
 		if err != nil {
 			t.Fatal(err)
 		}
 		m, err := o.Mixture(10)
-		if err != nil || m.PooledIters != tc.iters || m.PooledWeight != tc.weight || m.PooledGate != tc.gate || !m.PooledSplit {
-			t.Errorf("%v: pooled iters %d, weight %g, gate %g, split %v (%v); want %d, %g, %g, split",
-				tc.args, m.PooledIters, m.PooledWeight, m.PooledGate, m.PooledSplit, err, tc.iters, tc.weight, tc.gate)
+		if err != nil || m.PooledIters != tc.iters || m.PooledWeight != tc.weight || m.PooledGate != tc.gate || !m.PooledSplit || m.PooledTol != tc.tol {
+			t.Errorf("%v: pooled iters %d, weight %g, gate %g, split %v, tol %g (%v); want %d, %g, %g, split, %g",
+				tc.args, m.PooledIters, m.PooledWeight, m.PooledGate, m.PooledSplit, m.PooledTol, err, tc.iters, tc.weight, tc.gate, tc.tol)
 		}
 	}
 	o, err := parse("--smooth", "0", "--c0", "3")

@@ -109,8 +109,16 @@ func TestPooledRun(t *testing.T) {
 	if p == nil || !p.Open || p.Fitted != n || p.Structure < p.Gate || p.Gate != 0.5 {
 		t.Fatalf("summary's pooled start %+v, want open, %d items fitted, structure >= gate .5", p, n)
 	}
-	if sum1.Options["pooled-iters"] != "30" {
-		t.Errorf("recorded pooled-iters %q, want 30", sum1.Options["pooled-iters"])
+	if sum1.Options["pooled-iters"] != "30" || sum1.Options["pooled-tol"] != "0.001" {
+		t.Errorf("recorded pooled-iters %q, pooled-tol %q; want 30, 0.001", sum1.Options["pooled-iters"], sum1.Options["pooled-tol"])
+	}
+	// The fit stops at --pooled-tol before its 30 steps, and says after how
+	// many; with --pooled-tol 0 it runs all 30.
+	if p.Iters < 2 || p.Iters >= 30 {
+		t.Errorf("pooled fit ran %d steps, want stopped by --pooled-tol within 2..29", p.Iters)
+	}
+	if all, _ := run(1, func(o *options.Options) { o.PooledTol = 0 }); all.Pooled == nil || all.Pooled.Iters != 30 {
+		t.Errorf("--pooled-tol 0: summary's pooled %+v, want 30 steps", all.Pooled)
 	}
 	_, files3 := run(3, nil)
 	for name, b := range files1 {

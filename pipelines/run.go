@@ -98,12 +98,14 @@ type HeadSummary struct {
 }
 
 // PooledSummary is what the pooled start's fit decided, from its
-// counters: how many items it fitted, the fitted noise's structure
+// counters: how many items it fitted, in how many EM steps (at most
+// --pooled-iters, fewer where --pooled-tol stopped it), the fitted noise's structure
 // (mixture.Pooled.Structure, to 1e-6), the gate it was held against and
 // whether the items started from it (Open) or from their given labels.
 // An incremental run reads it to know how the stored posteriors started.
 type PooledSummary struct {
 	Fitted    int64   `json:"fitted"`
+	Iters     int64   `json:"iters"`
 	Structure float64 `json:"structure"`
 	Gate      float64 `json:"gate"`
 	Open      bool    `json:"open"`
@@ -360,7 +362,7 @@ func summarise(ctx context.Context, fs blobio.FS, tmp string, plan *Plan, res be
 			}
 		}
 		if plan.Mixture.PooledIters > 0 && plan.Crowd == nil {
-			sum.Pooled = &PooledSummary{Fitted: sum.Metrics["pooled_fitted"], Structure: float64(sum.Metrics["pooled_structure_ppm"]) / 1e6,
+			sum.Pooled = &PooledSummary{Fitted: sum.Metrics["pooled_fitted"], Iters: sum.Metrics["pooled_iters"], Structure: float64(sum.Metrics["pooled_structure_ppm"]) / 1e6,
 				Gate: plan.Mixture.PooledGate, Open: sum.Metrics["pooled_open"] > 0}
 			if sum.Pooled.Open {
 				// Recorded with the options too, so that a table's run

@@ -66,8 +66,8 @@ func PooledInputsOf(d *Data, nb *Neighbourhoods, cands []int, seed uint64) Poole
 	return in
 }
 
-// FitPooledStart fits the pooled transition (p.PooledIters EM steps,
-// p.PooledSplit) over in and says whether the gate takes it
+// FitPooledStart fits the pooled transition (at most p.PooledIters EM
+// steps, stopping at p.PooledTol; p.PooledSplit) over in and says whether the gate takes it
 // (p.PooledGate 0: always; else Structure at or above the gate). The
 // model is nil where nothing is fitted: the pooled start off
 // (PooledIters 0), fewer than two classes, or no item.
@@ -77,7 +77,7 @@ func FitPooledStart(in *PooledInputs, p *mixture.Params) (m *mixture.Pooled, ope
 	}
 	m, _, err = mixture.FitPooled(mixture.PooledInput{N: in.Len(), K: in.K, C: p.C,
 		Labels: in.Labels, LabelOff: in.LabelOff, Index: in.Neigh,
-		NLabels: in.CandLabels, NLabelOff: in.CandOff, SplitOwn: p.PooledSplit}, p.PooledIters)
+		NLabels: in.CandLabels, NLabelOff: in.CandOff, SplitOwn: p.PooledSplit}, p.PooledIters, p.PooledTol)
 	if err != nil {
 		return nil, false, err
 	}

@@ -41,6 +41,9 @@ type Pooled struct {
 	// Prior is the class prior of the E step (half uniform, half fitted:
 	// EM's own class prior is self-reinforcing).
 	Prior []float64
+	// Iters is the number of EM steps the fit ran (at most its iters; fewer
+	// where tol stopped it).
+	Iters int
 }
 
 // PooledInput is what the fit reads: item i's given labels are
@@ -71,10 +74,16 @@ func (in *PooledInput) neighbourLabels(j int32) []int32 {
 	return in.Labels[in.LabelOff[j]:in.LabelOff[j+1]]
 }
 
-// FitPooled fits T by iters EM steps, starting from the soft vote of each
-// item's evidence, and returns the model and the posterior over clean classes
-// of every item (row-major n x C). Deterministic: sums run in item order.
-func FitPooled(in PooledInput, iters int) (*Pooled, []float64, error) {
+// FitPooled fits T by at most iters EM steps, starting from the soft vote
+// of each item's evidence, and returns the model and the posterior over
+// clean classes of every item (row-major n x C). With tol > 0 it stops
+// after the first step (past the first) whose M step moved no entry of T
+// (nor of TOwn) by more than tol, as Params.EMTol stops a round's EM on
+// its posteriors: EM's own log-likelihood is no test here, since the
+// half-fitted prior makes it a MAP objective that can dip by 1e-9 per item
+// near the optimum. tol 0 runs all iters steps. Deterministic: sums run in
+// item order, and the stop reads only those sums.
+func FitPooled(in PooledInput, iters int, tol float64) (*Pooled, []float64, error) {
 	rows := in.N
 	if in.NLabelOff != nil {
 		rows = len(in.NLabelOff) - 1
@@ -83,9 +92,9 @@ func FitPooled(in PooledInput, iters int) (*Pooled, []float64, error) {
 	for _, j := range in.Index {
 		bad = bad || int(j) >= rows
 	}
-	if in.C < 2 || in.K < 0 || len(in.LabelOff) != in.N+1 || len(in.Index) != in.N*in.K || iters < 1 || bad {
-		return nil, nil, fmt.Errorf("mixture: pooled fit: n %d, K %d, C %d, %d offsets, %d neighbours, %d iterations",
-			in.N, in.K, in.C, len(in.LabelOff), len(in.Index), iters)
+	if in.C < 2 || in.K < 0 || len(in.LabelOff) != in.N+1 || len(in.Index) != in.N*in.K || iters < 1 || bad || !(tol >= 0 && tol < 1) {
+		return nil, nil, fmt.Errorf("mixture: pooled fit: n %d, K %d, C %d, %d offsets, %d neighbours, %d iterations, tolerance %g",
+			in.N, in.K, in.C, len(in.LabelOff), len(in.Index), iters, tol)
 	}
 	c := in.C
 	// ev holds item i's evidence, its own labels and its neighbours' (a
@@ -146,8 +155,20 @@ func FitPooled(in PooledInput, iters int) (*Pooled, []float64, error) {
 		logOwn = make([]float64, c*c)
 	}
 	ll := make([]float64, in.N)
+	var prevT, prevOwn []float64
+	if tol > 0 {
+		prevT = make([]float64, c*c)
+		if ownM != nil {
+			prevOwn = make([]float64, c*c)
+		}
+	}
 	for it := 0; it < iters; it++ {
+		copy(prevT, m.T)
+		if ownM != nil {
+			copy(prevOwn, ownM.T)
+		}
 		m.mStep(&ev, post, in.N)
+		moved := maxMove(prevT, m.T)
 		for x, v := range m.T {
 			logT[x] = math.Log(v)
 		}
@@ -156,6 +177,7 @@ func FitPooled(in PooledInput, iters int) (*Pooled, []float64, error) {
 		}
 		if ownM != nil {
 			ownM.mStep(&own, post, in.N)
+			moved = max(moved, maxMove(prevOwn, ownM.T))
 			for x, v := range ownM.T {
 				logOwn[x] = math.Log(v)
 			}
@@ -176,12 +198,26 @@ func FitPooled(in PooledInput, iters int) (*Pooled, []float64, error) {
 		for _, v := range ll {
 			m.LogLik += v
 		}
+		m.Iters = it + 1
+		if tol > 0 && it > 0 && moved <= tol {
+			break
+		}
 	}
 	if ownM != nil {
 		m.TOwn = ownM.T
 		m.align(post, in.N)
 	}
 	return m, post, nil
+}
+
+// maxMove is the largest absolute change from prev to next (0 where prev
+// is nil: no tolerance, nothing kept).
+func maxMove(prev, next []float64) float64 {
+	d := 0.0
+	for x, v := range prev {
+		d = max(d, math.Abs(next[x]-v))
+	}
+	return d
 }
 
 // PooledScorer computes items' posteriors under a fitted Pooled, one item

@@ -71,7 +71,7 @@ func TestFitPooledPairNoise(t *testing.T) {
 			noisy++
 		}
 	}
-	m, post, err := FitPooled(in, 20)
+	m, post, err := FitPooled(in, 20, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,12 +121,12 @@ func TestFitPooledPairNoise(t *testing.T) {
 			}
 		}
 	}
-	_, again, _ := FitPooled(in, 20)
+	_, again, _ := FitPooled(in, 20, 0)
 	if !slices.Equal(post, again) {
 		t.Error("two fits of the same input differ")
 	}
 	// EM does not lower the likelihood of the evidence.
-	if first, _, _ := FitPooled(in, 1); !(m.LogLik >= first.LogLik && m.LogLik < 0) {
+	if first, _, _ := FitPooled(in, 1, 0); !(m.LogLik >= first.LogLik && m.LogLik < 0) {
 		t.Errorf("log-likelihood after 20 steps %g, after 1 %g: want higher, and negative", m.LogLik, first.LogLik)
 	}
 }
@@ -135,10 +135,10 @@ func TestFitPooledErrors(t *testing.T) {
 	_, in := pairNoiseSet(100, 4, 3, 0.2, 1)
 	bad := in
 	bad.Index = bad.Index[1:]
-	if _, _, err := FitPooled(bad, 5); err == nil {
+	if _, _, err := FitPooled(bad, 5, 0); err == nil {
 		t.Error("short neighbour index: no error")
 	}
-	if _, _, err := FitPooled(in, 0); err == nil {
+	if _, _, err := FitPooled(in, 0, 0); err == nil {
 		t.Error("0 iterations: no error")
 	}
 	p := DefaultParams(4)
@@ -157,6 +157,62 @@ func TestFitPooledErrors(t *testing.T) {
 	p.PooledWeight = 0.5
 	if err := p.Validate(); err != nil {
 		t.Errorf("pooled start, weight .5: %v", err)
+	}
+}
+
+// TestFitPooledTol: the tolerance stops the fit once a step moves no
+// transition entry by more than it, with a model within about that of the
+// full fit's; tol 0 runs every step, the same bits as before the tolerance
+// existed (the fit of iters steps is the fit of the first iters of more).
+func TestFitPooledTol(t *testing.T) {
+	for _, split := range []bool{false, true} {
+		_, in := pairNoiseSet(3000, 5, 8, 0.4, 3)
+		in.SplitOwn = split
+		full, _, err := FitPooled(in, 60, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if full.Iters != 60 {
+			t.Errorf("split %v, tol 0: %d steps, want all 60", split, full.Iters)
+		}
+		early, _, err := FitPooled(in, 60, 1e-3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if early.Iters < 2 || early.Iters >= 60 {
+			t.Fatalf("split %v, tol 1e-3: %d steps, want it to stop between 2 and 59", split, early.Iters)
+		}
+		// The stopped fit is the fixed-step fit of as many steps, bit for bit.
+		same, _, _ := FitPooled(in, early.Iters, 0)
+		if !slices.Equal(same.T, early.T) || !slices.Equal(same.TOwn, early.TOwn) || same.LogLik != early.LogLik {
+			t.Errorf("split %v: tol-stopped fit after %d steps differs from a %d-step fit", split, early.Iters, early.Iters)
+		}
+		// One more step would have moved no entry by more than the tolerance
+		// (that is why it stopped), and it lands near the full fit.
+		next, _, _ := FitPooled(in, early.Iters-1, 0)
+		moved := max(maxMove(next.T, early.T), maxMove(next.TOwn, early.TOwn))
+		if moved > 1e-3 {
+			t.Errorf("split %v: stopped after a step that moved an entry by %g > 1e-3", split, moved)
+		}
+		if d := max(maxMove(full.T, early.T), maxMove(full.TOwn, early.TOwn)); d > 2e-2 {
+			t.Errorf("split %v: stopped fit %g from the full fit's transition, want within 2e-2", split, d)
+		}
+	}
+	_, in := pairNoiseSet(100, 4, 3, 0.2, 1)
+	for _, tol := range []float64{-1e-3, 1, math.NaN()} {
+		if _, _, err := FitPooled(in, 5, tol); err == nil {
+			t.Errorf("tolerance %g: no error", tol)
+		}
+	}
+	p := DefaultParams(4)
+	if p.PooledTol != DefaultPooledTol {
+		t.Errorf("default pooled tolerance %g, want %g", p.PooledTol, DefaultPooledTol)
+	}
+	for _, tol := range []float64{-0.1, 1, math.NaN()} {
+		p.PooledTol = tol
+		if err := p.Validate(); err == nil {
+			t.Errorf("pooled tolerance %g: no error", tol)
+		}
 	}
 }
 
@@ -253,7 +309,7 @@ func confusedPairSet(n, c, k int, rate, confuse float64, seed uint64) (truth []i
 func TestFitPooledSplit(t *testing.T) {
 	const n, c, k, rate, confuse = 3600, 6, 10, 0.3, 0.2 // n a multiple of c (see confusedPairSet)
 	truth, in := confusedPairSet(n, c, k, rate, confuse, 11)
-	one, _, err := FitPooled(in, 20)
+	one, _, err := FitPooled(in, 20, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +317,7 @@ func TestFitPooledSplit(t *testing.T) {
 		t.Fatal("one-matrix fit has TOwn")
 	}
 	in.SplitOwn = true
-	split, post, err := FitPooled(in, 20)
+	split, post, err := FitPooled(in, 20, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -396,7 +452,7 @@ func TestPooledScorer(t *testing.T) {
 	_, in := pairNoiseSet(n, c, k, 0.3, 7)
 	for _, split := range []bool{false, true} {
 		in.SplitOwn = split
-		m, post, err := FitPooled(in, 10)
+		m, post, err := FitPooled(in, 10, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -420,7 +476,7 @@ func TestPooledScorer(t *testing.T) {
 		}
 		sep := in
 		sep.NLabels, sep.NLabelOff = append([]int32(nil), in.Labels...), append([]int32(nil), in.LabelOff...)
-		m2, _, err := FitPooled(sep, 10)
+		m2, _, err := FitPooled(sep, 10, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -429,7 +485,7 @@ func TestPooledScorer(t *testing.T) {
 		}
 		sep.Index = append([]int32(nil), in.Index...)
 		sep.Index[0] = int32(n) // past NLabelOff's rows
-		if _, _, err := FitPooled(sep, 10); err == nil {
+		if _, _, err := FitPooled(sep, 10, 0); err == nil {
 			t.Errorf("split %v: a neighbour past the label table: no error", split)
 		}
 	}
@@ -444,7 +500,7 @@ func TestFitPooledCores(t *testing.T) {
 	in.SplitOwn = true
 	fit := func(procs int) (*Pooled, []float64) {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
-		m, post, err := FitPooled(in, 30)
+		m, post, err := FitPooled(in, 30, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -475,7 +531,7 @@ func BenchmarkFitPooled(b *testing.B) {
 	in.SplitOwn = true
 	b.ResetTimer()
 	for range b.N {
-		if _, _, err := FitPooled(in, DefaultPooledIters); err != nil {
+		if _, _, err := FitPooled(in, DefaultPooledIters, DefaultPooledTol); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -94,6 +94,10 @@ type Params struct {
 	// (transforms/stages.PooledStart), the engine in process, by one rule
 	// (engine.PooledInputs): the same items, in the same order.
 	PooledIters int
+	// PooledTol stops the pooled fit before PooledIters steps once a step
+	// moved no entry of its transitions by more than this (FitPooled;
+	// DefaultPooledTol). 0 runs all PooledIters steps. In [0, 1).
+	PooledTol float64
 	// PooledWeight is the share of the pooled posterior in that start, the
 	// rest the given labels' (in (0, 1]; used when PooledIters > 0).
 	PooledWeight float64
@@ -144,6 +148,7 @@ func DefaultParams(c int) Params {
 		MaxRowEntries:    DefaultMaxRowEntries(c0),
 		MinClassMass:     0.01,
 		PooledIters:      DefaultPooledIters,
+		PooledTol:        DefaultPooledTol,
 		PooledWeight:     0.3,
 		PooledSplit:      true,
 		PooledGate:       0.5,
@@ -154,6 +159,18 @@ func DefaultParams(c int) Params {
 // fit reaches its optimum on satellite pair-0.45 (10 steps stop short of
 // it; docs/QUALITY.md).
 const DefaultPooledIters = 30
+
+// DefaultPooledTol is PooledTol's default: stop the pooled fit once a step
+// moves no transition entry by more than 1e-3. Where the fitted noise is
+// unstructured (idn, sym) the fit settles in 5-8 steps and the other 20-odd
+// were spent only to keep the gate shut (about half a second of fashion's
+// run, docs/PERFORMANCE.md); where it is structured, the entries still
+// move by 1e-2 a step while the fit climbs (satellite pair-0.45 until step
+// 29), so the cells the start exists for keep their steps
+// (docs/QUALITY.md). A thousandth of a probability is far below what the
+// start's posterior (weighted PooledWeight, refined by the rounds) can
+// tell apart.
+const DefaultPooledTol = 1e-3
 
 // PooledSampleCap bounds the items the pooled fit reads: past it, the
 // items with the smallest hash of (seed, key) (engine.PooledInputs). The
@@ -248,6 +265,9 @@ func (p Params) Validate() error {
 	}
 	if !(p.PooledGate >= 0 && p.PooledGate <= 1) {
 		errs = append(errs, fmt.Errorf("pooled gate = %g, want in [0, 1]", p.PooledGate))
+	}
+	if !(p.PooledTol >= 0 && p.PooledTol < 1) {
+		errs = append(errs, fmt.Errorf("pooled tolerance = %g, want in [0, 1)", p.PooledTol))
 	}
 	if p.PooledIters < 0 || p.PooledIters > 0 && !(p.PooledWeight > 0 && p.PooledWeight <= 1) {
 		errs = append(errs, fmt.Errorf("pooled iterations = %d, weight %g, want >= 0 and a weight in (0, 1]", p.PooledIters, p.PooledWeight))

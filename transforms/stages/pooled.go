@@ -244,8 +244,9 @@ func decodePooledModel(b []byte) (PooledModel, error) {
 // pooledFitFn fits the pooled transition over the gathered inputs
 // (engine.FitPooledStart, the engine's own call) and emits the outcome.
 // It counts what it decided (summary.json's metrics): pooled_fitted
-// items, pooled_open (1 where the gate took the start) and
-// pooled_structure_ppm (Pooled.Structure in millionths).
+// items, pooled_iters (the EM steps run, mixture.Params.PooledTol),
+// pooled_open (1 where the gate took the start) and pooled_structure_ppm
+// (Pooled.Structure in millionths).
 type pooledFitFn struct {
 	Mixture mixture.Params
 }
@@ -264,6 +265,7 @@ func (f *pooledFitFn) ProcessElement(ctx context.Context, g PooledGather, emit f
 		out.Fitted, out.Structure = in.Len(), m.Structure()
 		out.C, out.T, out.TOwn, out.Prior = m.C, m.T, m.TOwn, m.Prior
 		pooledFitted.Inc(ctx, int64(in.Len()))
+		pooledIters.Inc(ctx, int64(m.Iters))
 		pooledStructure.Inc(ctx, int64(math.Round(out.Structure*1e6)))
 	}
 	if open {
@@ -276,6 +278,7 @@ func (f *pooledFitFn) ProcessElement(ctx context.Context, g PooledGather, emit f
 
 var (
 	pooledFitted    = beam.NewCounter("relabel", "pooled_fitted")
+	pooledIters     = beam.NewCounter("relabel", "pooled_iters")
 	pooledOpen      = beam.NewCounter("relabel", "pooled_open")
 	pooledStructure = beam.NewCounter("relabel", "pooled_structure_ppm")
 )
