@@ -258,7 +258,7 @@ var Flags = []Flag{
 		}},
 	{Name: "min-confidence", Group: GroupMethod, Record: Compared, Usage: "change a label only where the calibrated clean_prob is at least this, in [0,1] (0: always take the most probable class)",
 		bind: func(o *Options) flag.Value { return (*floatValue)(&o.MinConfidence) }, check: inRange(0, 1, true, func(o *Options) float64 { return o.MinConfidence })},
-	{Name: "pooled-iters", Group: GroupMethod, Record: Compared, Usage: "EM steps of the pooled start: one class-level label transition fitted over every item's labels and its neighbours' (at most " + strconv.Itoa(mixture.PooledSampleCap) + " items, by a hash of seed and id), from which items start where the fitted noise is structured (--pooled-gate); 0: every item starts from its given labels (the paper's)",
+	{Name: "pooled-iters", Group: GroupMethod, Record: Compared, Usage: "most EM steps of the pooled start (--pooled-tol stops it sooner): one class-level label transition fitted over every item's labels and its neighbours' (at most " + strconv.Itoa(mixture.PooledSampleCap) + " items, by a hash of seed and id), from which items start where the fitted noise is structured (--pooled-gate); 0: every item starts from its given labels (the paper's)",
 		Default: fmt.Sprintf("%d; off with annotators, which do not fit it (given there: an error)", mixture.DefaultPooledIters),
 		bind:    func(o *Options) flag.Value { return &optInt{p: &o.PooledIters} }, check: atLeast(0, func(o *Options) Opt[int] { return o.PooledIters })},
 	{Name: "pooled-weight", Group: GroupMethod, Record: Compared, Usage: "share of the pooled posterior in an item's start (the rest its given labels'), in (0,1]",
