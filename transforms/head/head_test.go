@@ -189,13 +189,8 @@ func TestComponent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var st mixture.States
-	st.Reset()
+	st := givenStates(given, c)
 	var s mixture.State
-	for i := range n {
-		s.Init(given[i:i+1], c, 2, 0.1)
-		st.Append(&s)
-	}
 	comp := h.Component(2, 0.1)
 	for r := range 2 {
 		out, w, err := comp(r, &st, 0, nil)
@@ -285,13 +280,7 @@ func TestOff(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var st mixture.States
-	st.Reset()
-	var s mixture.State
-	for i := range n {
-		s.Init(given[i:i+1], c, 2, 0.1)
-		st.Append(&s)
-	}
+	st := givenStates(given, c)
 	var shares []float64
 	h.OnWeight = func(_ int, w float64) { shares = append(shares, w/(1+w)) }
 	offAt := -1
@@ -397,4 +386,17 @@ func TestKernels(t *testing.T) {
 			t.Errorf("%v: x^T z differs from gonum's", sz)
 		}
 	}
+}
+
+// givenStates is every item's round-0 state from its given label (c0 2,
+// smoothing .1), as the rounds start without the pooled fit.
+func givenStates(given []int32, c int) mixture.States {
+	var st mixture.States
+	st.Reset()
+	var s mixture.State
+	for i := range given {
+		s.Init(given[i:i+1], c, 2, 0.1)
+		st.Append(&s)
+	}
+	return st
 }
