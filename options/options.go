@@ -96,6 +96,9 @@ type Options struct {
 	PooledTol    float64
 	PooledWeight float64
 	PooledGate   float64
+	// GivenLabel is how the output reads each item's given label
+	// (engine.Options.Given).
+	GivenLabel engine.GivenModel
 	// Head is the linear head (transforms/head; issue 32): "fit" (its
 	// share fitted every round, head.Stack), "off", or a fixed share in
 	// (0, head.MaxShare]. Unset is DefaultHead in exact and sample modes
@@ -319,6 +322,7 @@ func (o *Options) Engine(c int) (engine.Options, error) {
 		Rounds:      o.Rounds,
 		Workers:     o.WorkerCount(),
 		Mixture:     m,
+		Given:       o.GivenLabel == engine.GivenBayes,
 	}
 	hp, err := HeadParams(o.Head.Or(DefaultHead), o.Seed)
 	if err != nil {

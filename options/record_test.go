@@ -21,7 +21,7 @@ var other = map[string]string{
 	"em-variant": "code", "draws": "iid", "smooth": "0.2", "anchor": "0.7", "annotation-weight": "0.4",
 	"active-tol": "0.05", "temperature": "0.5", "min-confidence": "0.6", "seed": "9",
 	"k": "7", "metric": "cosine", "no-standardise": "true", "weights": "uniform",
-	"llc-lambda": "0.3", "llc-sigma": "2.5", "pooled-iters": "0", "pooled-weight": "0.5", "pooled-gate": "0", "pooled-tol": "0", "head": "0.3",
+	"llc-lambda": "0.3", "llc-sigma": "2.5", "pooled-iters": "0", "pooled-weight": "0.5", "pooled-gate": "0", "pooled-tol": "0", "head": "0.3", "given-label": "bayes",
 	"annotations": "a.parquet", "annotators-column": "who", "crowd-iters": "4",
 	"annotator-prior": "3", "neighbour-prior": "0.3", "class-balance": "0.3",
 }

@@ -153,7 +153,7 @@ func BenchmarkFashionPipelineVsEngine(b *testing.B) {
 
 // readEngineData reads every unit of the plan with shardio, as the pipeline's
 // reader does, into the engine's in-memory form; keys are the ids in row order.
-func readEngineData(b *testing.B, plan *pipelines.Plan) (*engine.Data, []int64) {
+func readEngineData(b testing.TB, plan *pipelines.Plan) (*engine.Data, []int64) {
 	b.Helper()
 	d := &engine.Data{LabelOff: []int32{0}}
 	for _, u := range plan.Units {
@@ -174,7 +174,7 @@ func readEngineData(b *testing.B, plan *pipelines.Plan) (*engine.Data, []int64) 
 }
 
 // readCleanLabels reads id -> clean_label from an Arrow IPC output file.
-func readCleanLabels(b *testing.B, path string) map[int64]int32 {
+func readCleanLabels(b testing.TB, path string) map[int64]int32 {
 	b.Helper()
 	f, err := os.Open(path)
 	if err != nil {

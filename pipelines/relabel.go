@@ -2,6 +2,7 @@ package pipelines
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/schemas"
+	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/mixture"
 	"github.com/relabel/relabel/transforms/stages"
 )
@@ -191,6 +193,9 @@ func planShards(ctx context.Context, cfg options.Options, ro shardio.ReadOptions
 	if err := p.resolveHead(); err != nil {
 		return nil, err
 	}
+	if err := p.resolveGiven(); err != nil {
+		return nil, err
+	}
 	if err := checkPlan(ctx, p); err != nil {
 		return nil, err
 	}
@@ -212,6 +217,27 @@ func (p *Plan) resolvePooled() error {
 		return &options.Error{Flag: "pooled-iters", Err: fmt.Errorf("%d: the pooled start is fitted in runs without annotators only, not in annotator-aware runs (give 0, or leave it unset)", it.V)}
 	}
 	p.Mixture.PooledIters = 0
+	return nil
+}
+
+// resolveGiven refuses --given-label bayes where the run's stages do not
+// fit the model: ivf mode (its rounds hold no join of every item with the
+// candidates' final states) and annotator-aware runs (an item's several
+// labels are read by the annotators' model), naming the flag; an
+// explicit --temperature beside it is refused too, since the model's
+// posteriors are not tempered.
+func (p *Plan) resolveGiven() error {
+	if p.Options.GivenLabel != engine.GivenBayes {
+		return nil
+	}
+	switch {
+	case p.Mode == options.NeighboursIVF:
+		return &options.Error{Flag: "given-label", Err: errors.New("bayes: exact and sample modes only (--neighbours exact or sample), not ivf mode")}
+	case p.Crowd != nil:
+		return &options.Error{Flag: "given-label", Err: errors.New("bayes: runs with one label per item only, not annotator-aware runs")}
+	case p.Options.Temperature.Set:
+		return &options.Error{Flag: "temperature", Err: errors.New("not with --given-label bayes, whose posteriors are probabilities already")}
+	}
 	return nil
 }
 
@@ -243,6 +269,9 @@ func Build(s beam.Scope, plan *Plan, tmpDir string) {
 				rp.Features = stages.CandidateFeatures(s, rows, stats)
 			}
 			items, pooled = stages.RoundsPooled(s, items, rp)
+			if o.GivenLabel == engine.GivenBayes {
+				items = stages.Given(s, items, stages.GivenParams{C: plan.C, C0: plan.Mixture.C0, Seed: o.Seed, Workers: plan.Workers})
+			}
 		}
 	}
 	stages.WritePooled(s, items, stages.WriteParams{
@@ -259,6 +288,10 @@ func (p *Plan) Calibration() stages.Calibration {
 		return p.Crowd.calibration(&p.Options)
 	}
 	t := p.Options.Temperature
+	if p.Options.GivenLabel == engine.GivenBayes {
+		// The given-label model's posteriors are probabilities already.
+		return stages.Calibration{Temperature: 1, MinConfidence: p.Options.MinConfidence}
+	}
 	return stages.Calibration{Temperature: t.V, Auto: !t.Set, MinConfidence: p.Options.MinConfidence}
 }
 

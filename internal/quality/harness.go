@@ -220,6 +220,10 @@ func RunCellEngine(cell Cell, opts options.Options, tweak func(*engine.Options))
 		caldump(filepath.Join(d, fmt.Sprintf("%s-mu%g.tsv", strings.ReplaceAll(cell.Name(), "/", "__"), opts.Mu)), ds.truth, g.single, &res.States)
 	}
 	cal := stages.Calibration{Temperature: opts.Temperature.V, Auto: !opts.Temperature.Set, MinConfidence: opts.MinConfidence}
+	if res.Given != nil {
+		// The given-label model's posteriors are probabilities already.
+		cal.Temperature, cal.Auto = 1, false
+	}
 	cal = resolve(cal, &res.States, g.labels, g.off, tOwn, ds.c)
 	in := Inputs(ds.c, ds.truth, g.single, &res.States, cal)
 	if g.multi {

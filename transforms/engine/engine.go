@@ -87,6 +87,12 @@ type Options struct {
 	// order (as transforms/stages holds them; Component's indices are
 	// positions in that order). Only Run reads it; nil adds nothing.
 	NewComponent func(x []float32, keys []int64, d int) (Component, error)
+	// Given reads each item's given label through the class-level
+	// transition fitted after the rounds (mixture.GivenFit) against its
+	// neighbours' final posteriors, in a run whose items mostly carry one
+	// label: Result.Given and Result.States then hold that model and its
+	// posteriors. Off, the final states are the output.
+	Given bool
 }
 
 // Component is called before each round r with the candidates' states of
@@ -151,6 +157,9 @@ type Result struct {
 	// ItemRounds counts the item-rounds that ran (mixture.Params.ActiveTol
 	// skips settled items).
 	ItemRounds int64
+	// Given is the given-label model (Options.Given), nil when it did not
+	// run; States then hold its posteriors.
+	Given *mixture.GivenFit
 }
 
 // Backends are the kernels the engine calls; nil fields get the CPU ones.
@@ -304,7 +313,70 @@ func Run(d *Data, o Options, be Backends) (*Result, error) {
 		}
 	}
 	res.States = states
+	if o.Given && singleLabelled(d) {
+		k := nb.K
+		b := GivenBatch{N: n, K: k, Own: &states,
+			Neighbour: func(i, j int) (*mixture.States, int, float64) {
+				if c := nb.Index[i*k+j]; c >= 0 {
+					return &states, cands[c], nb.Weight[i*k+j]
+				}
+				return nil, 0, 0
+			},
+			Key:   func(i int) int64 { return d.Keys[i] },
+			Given: func(i int) int32 { return GivenOf(d.Labels[d.LabelOff[i]:d.LabelOff[i+1]]) },
+		}
+		if res.Given, err = FitGivenBatch(b, o.Mixture.C, o.Mixture.Seed, o.Workers); err != nil {
+			return nil, err
+		}
+		res.States = GivenStates(b, res.Given, o.Mixture.C0, o.Workers)
+	}
 	return res, nil
+}
+
+// singleLabelled reports whether at most half of d's labelled items carry
+// several annotations: the given-label model reads one label per item, and
+// where most items have several, their own mixture already identifies how
+// reliable those are.
+func singleLabelled(d *Data) bool {
+	var labelled, multi int
+	for i := 0; i < d.Len(); i++ {
+		switch a := annotations(d.Labels[d.LabelOff[i]:d.LabelOff[i+1]]); {
+		case a > 1:
+			multi++
+			labelled++
+		case a == 1:
+			labelled++
+		}
+	}
+	return labelled > 0 && 2*multi <= labelled
+}
+
+// GivenOf is an item's given label: its one label, the most frequent of
+// several (the smallest class of equal counts), or -1 when unlabelled.
+func GivenOf(labels []int32) int32 {
+	var counts map[int32]int
+	best := int32(-1)
+	for _, l := range labels {
+		if l < 0 {
+			continue
+		}
+		if best < 0 {
+			best = l
+			continue
+		}
+		if counts == nil {
+			counts = map[int32]int{}
+			for _, m := range labels {
+				if m >= 0 {
+					counts[m]++
+				}
+			}
+		}
+		if counts[l] > counts[best] || (counts[l] == counts[best] && l < best) {
+			best = l
+		}
+	}
+	return best
 }
 
 // ExtraSlot is the extra component's neighbour slot of an item that is

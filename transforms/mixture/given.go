@@ -1,0 +1,233 @@
+package mixture
+
+import (
+	"fmt"
+	"math"
+	"slices"
+)
+
+// The given-label model reads an item's given label as what it is: one noisy
+// draw through a class-level transition A(c, g) = p(given label g | clean
+// class c), not one vote among its neighbours'. The clean-label posterior of
+// item i is then Bayes' rule on two independent pieces of evidence:
+//
+//	p_i(c) ∝ e_i(c) A(c, g_i)
+//
+// where e_i is the neighbours' evidence, the weighted mean of the item's
+// neighbours' final posteriors (the item's own state is left out: it already
+// holds its given label, and counting that label twice is what makes
+// relabelling overwrite correct labels on clean data). Where the fitted A says
+// a class's labels are 99% right, overturning one needs evidence 99 times
+// stronger than for keeping it; where it says 40% of them are wrong, much
+// less. A is fitted by EM over every item (or a seeded sample of them); for
+// a fixed e its log-likelihood, sum_i log sum_c e_i(c) A(c, g_i), is concave
+// in A, so EM finds its maximum whatever the start.
+//
+// The scale of e is not identified by the given labels (a flat e with A near
+// the identity predicts them as well as a sharp e with a noisy A), so it is
+// chosen from the model's own output instead: the temperature at which the
+// neighbours' tempered posteriors best predict each item's own clean label
+// (the argmax of its final state), from GivenTemperatures.
+
+// GivenTemperatures are the neighbour temperatures GivenFit chooses from.
+var GivenTemperatures = []float64{0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.7, 1}
+
+// givenFloor is the share of an item's evidence spread over every class, so
+// that a label no neighbour holds keeps a nonzero posterior.
+const givenFloor = 1e-6
+
+// GivenIters is the number of EM steps of the transition's fit.
+const GivenIters = 30
+
+// Evidence is an item's neighbours' evidence over clean classes: Class in
+// ascending order, P summing to 1.
+type Evidence struct {
+	Class []int32
+	P     []float64
+}
+
+// Reset empties e, keeping its storage.
+func (e *Evidence) Reset() { e.Class, e.P = e.Class[:0], e.P[:0] }
+
+// GivenScratch is reusable room for NeighbourEvidence.
+type GivenScratch struct{ src, q []float32 }
+
+// NeighbourEvidence sets e to the weighted mean of the neighbours' posteriors
+// (neigh[j] weighted w[j]), each tempered at t (Temper); neighbours of weight
+// 0 or with an empty state add nothing, and an item without any gets an
+// empty e. The sums run in neighbour order.
+func NeighbourEvidence(e *Evidence, neigh []State, w []float64, t float64, s *GivenScratch) {
+	e.Reset()
+	var ws float64
+	for j := range neigh {
+		n := &neigh[j]
+		if w[j] <= 0 || n.Len() == 0 {
+			continue
+		}
+		s.src = s.src[:0]
+		for _, p := range n.Pi {
+			s.src = append(s.src, float32(p))
+		}
+		s.q = Temper(s.q, s.src, t)
+		for k, c := range n.Class {
+			at, found := slices.BinarySearch(e.Class, c)
+			if !found {
+				e.Class = slices.Insert(e.Class, at, c)
+				e.P = slices.Insert(e.P, at, 0)
+			}
+			e.P[at] += w[j] * float64(s.q[k])
+		}
+		ws += w[j]
+	}
+	if ws > 0 {
+		for k := range e.P {
+			e.P[k] /= ws
+		}
+	}
+}
+
+// Mass is e's mass on class c (0 where absent).
+func (e *Evidence) Mass(c int32) float64 {
+	if at, ok := slices.BinarySearch(e.Class, c); ok {
+		return e.P[at]
+	}
+	return 0
+}
+
+// GivenScore adds to score[j] the log-likelihood of an item's own clean
+// label own (the argmax of its final state) under its neighbours' evidence
+// at GivenTemperatures[j], ev[j]. GivenFit's temperature maximises the sum
+// over items.
+func GivenScore(score []float64, ev []Evidence, own int32) {
+	for j := range ev {
+		score[j] += math.Log(givenFloor + ev[j].Mass(own))
+	}
+}
+
+// GivenTemperature is the temperature of the largest score (the smallest
+// of equal ones).
+func GivenTemperature(score []float64) float64 {
+	best := 0
+	for j, v := range score {
+		if v > score[best] {
+			best = j
+		}
+	}
+	return GivenTemperatures[best]
+}
+
+// GivenFit is the fitted given-label model.
+type GivenFit struct {
+	// C is the number of classes.
+	C int
+	// T is the neighbours' temperature.
+	T float64
+	// A is row-major C x C: A[c*C+g] = p(given label g | clean class c).
+	A []float64
+	// LogLik is the given labels' log-likelihood under the fit.
+	LogLik float64
+	// Items is the number of labelled items the fit read.
+	Items int
+}
+
+// FitGiven fits A by GivenIters EM steps over the items' evidence at
+// temperature t (ev[i]) and given labels (given[i]; negative: unlabelled,
+// skipped), starting from 80% right labels, with one pseudo-count spread
+// over each row. Sums run in item order: the same inputs give the same
+// bits.
+func FitGiven(ev []Evidence, given []int32, c int, t float64) (*GivenFit, error) {
+	if c < 2 || len(ev) != len(given) {
+		return nil, fmt.Errorf("mixture: given-label fit: C = %d, %d evidence rows, %d labels", c, len(ev), len(given))
+	}
+	f := &GivenFit{C: c, T: t, A: make([]float64, c*c)}
+	for k := range c {
+		for l := range c {
+			if k == l {
+				f.A[k*c+l] = 0.8
+			} else {
+				f.A[k*c+l] = 0.2 / float64(c-1)
+			}
+		}
+	}
+	next := make([]float64, c*c)
+	var p []float64
+	for it := 0; it < GivenIters; it++ {
+		clear(next)
+		f.LogLik, f.Items = 0, 0
+		for i := range ev {
+			g := given[i]
+			if g < 0 || int(g) >= c {
+				continue
+			}
+			var lik float64
+			p, lik = f.posterior(p, &ev[i], g)
+			f.LogLik += math.Log(lik)
+			f.Items++
+			for k, x := range f.support(&ev[i], g) {
+				next[int(x)*c+int(g)] += p[k]
+			}
+		}
+		for k := range c {
+			row := next[k*c : (k+1)*c]
+			s := 0.0
+			for l := range row {
+				row[l] += 1 / float64(c)
+				s += row[l]
+			}
+			for l := range row {
+				f.A[k*c+l] = row[l] / s
+			}
+		}
+	}
+	return f, nil
+}
+
+// support is the classes an item's posterior covers: its evidence's and
+// its given label.
+func (f *GivenFit) support(e *Evidence, g int32) []int32 {
+	if _, ok := slices.BinarySearch(e.Class, g); ok {
+		return e.Class
+	}
+	at, _ := slices.BinarySearch(e.Class, g)
+	s := make([]int32, 0, len(e.Class)+1)
+	s = append(s, e.Class[:at]...)
+	s = append(s, g)
+	return append(s, e.Class[at:]...)
+}
+
+// posterior writes into p the posterior over support(e, g) and returns it
+// with the likelihood of the given label.
+func (f *GivenFit) posterior(p []float64, e *Evidence, g int32) ([]float64, float64) {
+	c := f.C
+	sup := f.support(e, g)
+	p = p[:0]
+	var s float64
+	for _, x := range sup {
+		v := (e.Mass(x)*(1-givenFloor) + givenFloor/float64(c)) * f.A[int(x)*c+int(g)]
+		p = append(p, v)
+		s += v
+	}
+	for k := range p {
+		p[k] /= s
+	}
+	return p, s
+}
+
+// Posterior sets dst to an item's clean-label posterior (its classes most
+// probable first, at most c0 of them, renormalised) from its neighbours'
+// evidence and its given label g; an unlabelled item (g < 0) gets its
+// evidence alone.
+func (f *GivenFit) Posterior(dst *State, e *Evidence, g int32, c0 int) {
+	dst.Reset()
+	if g < 0 || int(g) >= f.C {
+		for k, x := range e.Class {
+			dst.add(x, e.P[k])
+		}
+	} else {
+		p, _ := f.posterior(nil, e, g)
+		for k, x := range f.support(e, g) {
+			dst.add(x, p[k])
+		}
+	}
+	dst.Truncate(c0, 0)
+}
