@@ -186,11 +186,13 @@ func Markdown(w io.Writer, rs []Result, m Meta) error {
 	b.WriteString("\nCalibration and conservative relabelling (issue 16): `clean_prob` is the calibrated posterior " +
 		"(`--temperature`, default auto: fitted per run without labels, mixture.AutoTemperature); with `--min-confidence T` a label changes only where `clean_prob` ≥ T. " +
 		"Means over all cells of the labels changed (share of items), the precision of the changes (share fixing a " +
-		"wrong given label; over the cells with a change at T), their recall (share of wrong given labels changed) and the accuracy of the result:\n\n")
+		"wrong given label; over the cells with a change at T), their recall (share of wrong given labels changed; over the cells with one) and the accuracy of the result:\n\n")
 	b.WriteString("| T | changed | precision | recall | accuracy |\n|---:|---:|---:|---:|---:|\n")
 	for j, t := range evaluate.ConfidenceThresholds {
 		var ch, p, rc, a float64
-		k, kp := 0, 0 // cells; cells with a change at t (precision is undefined without)
+		// cells; cells with a change at t (precision is undefined without);
+		// cells with a wrong given label (recall is undefined without)
+		k, kp, kr := 0, 0, 0
 		for _, r := range rs {
 			if j >= len(r.Report.ByConfidence) {
 				continue
@@ -201,7 +203,10 @@ func Markdown(w io.Writer, rs []Result, m Meta) error {
 				p += pr
 				kp++
 			}
-			rc += float64(c.Recall)
+			if rv := float64(c.Recall); !math.IsNaN(rv) {
+				rc += rv
+				kr++
+			}
 			a += float64(c.Accuracy)
 			k++
 		}
@@ -209,7 +214,7 @@ func Markdown(w io.Writer, rs []Result, m Meta) error {
 			continue
 		}
 		kf := float64(k)
-		fmt.Fprintf(&b, "| %.2f | %s | %s | %s | %s |\n", t, acc(ch/kf), acc(p/float64(kp)), acc(rc/kf), acc(a/kf))
+		fmt.Fprintf(&b, "| %.2f | %s | %s | %s | %s |\n", t, acc(ch/kf), acc(p/float64(kp)), acc(rc/float64(kr)), acc(a/kf))
 	}
 	worst, worstCell := 0.0, ""
 	for _, r := range rs {
@@ -218,9 +223,11 @@ func Markdown(w io.Writer, rs []Result, m Meta) error {
 		}
 	}
 	fmt.Fprintf(&b, "\nWorst ECE of `clean_prob`: %s (%s), target ≤ %.2f on every cell: **%s**.\n", acc(worst), worstCell, TargetECE, met(worst <= TargetECE))
-	b.WriteString("\n### Targets of issue 4\n\n")
-	for _, line := range TargetLines(rs) {
-		fmt.Fprintf(&b, "- %s\n", line)
+	if tl := TargetLines(rs); len(tl) > 0 {
+		b.WriteString("\n### Targets of issue 4\n\n")
+		for _, line := range tl {
+			fmt.Fprintf(&b, "- %s\n", line)
+		}
 	}
 	if hl := HighNoiseLines(rs); len(hl) > 0 {
 		b.WriteString("\n### Targets of issue 32 (high noise)\n\n")
