@@ -3,6 +3,8 @@ package quality
 import (
 	"math"
 	"math/rand/v2"
+	"os"
+	"os/exec"
 	"slices"
 	"testing"
 )
@@ -184,6 +186,46 @@ func TestCleanlabREADME(t *testing.T) {
 		// The bound catches a broken port, not that offset.
 		if math.Abs(d) > 0.015 {
 			t.Errorf("%s: cleanlab kNN %.4f, the README's %.3f", cell.Name(), got, cell.Peers.Cleanlab)
+		}
+	}
+}
+
+// TestCleanlabPeerWeak checks the Go port against scripts/peer_weak.py's
+// numpy one on sklearn_digits idn-0.4 and sym-0.4: the same neighbours
+// (no distance ties on digits), the same flags, so the same accuracy to the
+// last item. It needs ../shared/data and a python3 with scikit-learn
+// (Debian: python3-sklearn; RELABEL_PYTHON names another) and skips
+// without them, and with -short (the script's logistic-regression peer
+// takes seconds to minutes).
+func TestCleanlabPeerWeak(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs scripts/peer_weak.py")
+	}
+	needData(t)
+	py := ""
+	for _, p := range []string{os.Getenv("RELABEL_PYTHON"), "python3", "/usr/bin/python3"} {
+		if p != "" && exec.Command(p, "-c", "import sklearn").Run() == nil {
+			py = p
+			break
+		}
+	}
+	if py == "" {
+		t.Skip("no python3 with scikit-learn: this test runs scripts/peer_weak.py")
+	}
+	for _, cell := range Only(devGrid(t), "sklearn_digits/idn-0.4", "sklearn_digits/sym-0.4") {
+		ds, err := loadDataset(cell.Dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, err := loadGiven(cell, ds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := runPeers(t, py, t.TempDir(), ds, g.single, cell.Noise)
+		got := agreeFrac(g.cleanlab(ds), ds.truth)
+		t.Logf("%s: cleanlab kNN Go %.6f, peer_weak.py %.6f", cell.Name(), got, p.CleanlabKNN)
+		if math.Abs(got-p.CleanlabKNN) > 0.5/float64(ds.n) {
+			t.Errorf("%s: cleanlab kNN %.6f in Go, %.6f in peer_weak.py", cell.Name(), got, p.CleanlabKNN)
 		}
 	}
 }
