@@ -22,11 +22,12 @@ import (
 // --truth-output, are also written to a separate file. relabel eval
 // (eval.go) scores a cleaned output against them.
 
-const noiseUsage = `Usage: relabel noise --input CLEAN --output NOISY --kind sym|pair|idn|annotators [options]
+const noiseUsage = `Usage: relabel noise --input CLEAN --output NOISY --kind sym|pair|idn|perm|multi|mixed|annotators [options]
 
 Writes a noisy copy of a clean dataset: the same rows, ids and features, with
-the label column replaced by noisy labels (--kind sym, pair, idn), or by a
-"labels" column of --annotators simulated annotations (--kind annotators).
+the label column replaced by noisy labels (--kind sym, pair, idn, perm, multi,
+mixed), or by a "labels" column of --annotators simulated annotations (--kind
+annotators).
 The true labels are not written into the noisy file: the clean input is the
 truth (give it to relabel eval --truth), and --truth-output writes them to a
 separate file as well. The output depends only on the input rows and --seed.
@@ -42,8 +43,9 @@ func noiseCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	input := fs.String("input", "", "the clean dataset: a Parquet or Arrow IPC file, or a glob of shards, whose label column holds the true labels (required)")
 	output := fs.String("output", "", "the noisy file to write (required)")
 	format := fs.String("format", "", "output format: parquet or arrow (default: from the --output extension, .arrow/.ipc/.feather for arrow, else parquet)")
-	kindName := fs.String("kind", "", "noise: sym (flip to a uniformly random other class), pair (flip c to c+1 mod C), idn (instance-dependent, Xia et al. 2020) or annotators (required)")
-	rate := fs.Float64("rate", -1, "flip probability (the mean per-row rate for idn) in [0,1] (required for sym, pair, idn)")
+	kindName := fs.String("kind", "", "noise: sym (flip to a uniformly random other class), pair (flip c to c+1 mod C), idn (instance-dependent, Xia et al. 2020), perm (flip c to perm(c), a derangement of the classes drawn from --seed), multi (flip c to one of --targets other classes drawn from --seed, rate/targets each), mixed (pair flips on half the classes, drawn from --seed, symmetric on the rest) or annotators (required)")
+	rate := fs.Float64("rate", -1, "flip probability (the mean per-row rate for idn) in [0,1] (required for every kind but annotators)")
+	targets := fs.Int("targets", noise.DefaultTargets, "multi: number of classes each class flips to, in [1, C-1]")
 	rateStd := fs.Float64("rate-std", noise.DefaultRateStd, "idn: standard deviation of the per-row flip rate")
 	sharpness := fs.Float64("sharpness", noise.DefaultSharpness, "idn: scale of the flip-target logits")
 	annotators := fs.Int("annotators", 5, "annotators: number of simulated annotators")
@@ -66,7 +68,10 @@ func noiseCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return usageError{err}
 	}
-	p := noise.Params{Kind: kind, Rate: *rate, RateStd: *rateStd, Sharpness: *sharpness, Seed: *seed}
+	p := noise.Params{Kind: kind, Rate: *rate, RateStd: *rateStd, Sharpness: *sharpness, Targets: *targets, Seed: *seed}
+	if kind == noise.Multi && *targets < 1 {
+		return usageError{fmt.Errorf("--targets %d, want >= 1", *targets)}
+	}
 	if kind == noise.Annotators {
 		if *annotators < 1 {
 			return usageError{fmt.Errorf("--annotators %d, want >= 1", *annotators)}
@@ -92,6 +97,9 @@ func noiseCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	clean, err := readClean(ctx, *input, cols, *classes)
 	if err != nil {
 		return err
+	}
+	if kind == noise.Multi && *targets > clean.c-1 {
+		return usageError{fmt.Errorf("--targets %d, want at most C-1 = %d for %d classes", *targets, clean.c-1, clean.c)}
 	}
 	ds := noise.Dataset{D: clean.d, C: clean.c}
 	for _, r := range clean.rows {

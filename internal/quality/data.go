@@ -24,9 +24,9 @@ import (
 // README's peers use it.
 const VoteK = 10
 
-// NoiseSeed seeds the noise the harness generates (the pair-flip and
-// symmetric cells that have no file in the data folder), so that every run of
-// the grid scores the same labels.
+// NoiseSeed seeds the noise the harness generates (every cell that has no
+// file in the data folder), so that every run of the grid scores the same
+// labels.
 const NoiseSeed = 1
 
 // Peers are the data README's reference accuracies for one cell.
@@ -175,11 +175,21 @@ type given struct {
 
 	voteOnce sync.Once
 	knn      []int32
+
+	cleanlabOnce sync.Once
+	cl           []int32
 }
 
 func (g *given) vote(ds *dataset) []int32 {
 	g.voteOnce.Do(func() { g.knn = ds.vote(g.single) })
 	return g.knn
+}
+
+// cleanlab is CleanlabKNN of the (single) given labels over the baseline's
+// neighbours, computed once.
+func (g *given) cleanlab(ds *dataset) []int32 {
+	g.cleanlabOnce.Do(func() { g.cl = CleanlabKNN(g.single, ds.neighbours(), VoteK, ds.c) })
+	return g.cl
 }
 
 // cache holds what has been loaded, by absolute folder and by cell.

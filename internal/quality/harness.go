@@ -53,6 +53,54 @@ func (c Cell) Target() bool {
 // 45% pair-flip noise, where a vote of the neighbours' labels fails.
 func (c Cell) HighNoise() bool { return c.Noise == "sym-0.6" || c.Noise == "pair-0.45" }
 
+// GeneratedNoise is a cell of noise the harness generates on every dataset
+// with transforms/noise at NoiseSeed.
+type GeneratedNoise struct {
+	Name   string
+	Params noise.Params
+}
+
+// StructuredRate is the flip rate of the partly structured cells (perm,
+// multi, mixed): as heavy as the pair-0.45 cells, where a vote of the
+// neighbours fails as soon as the flips concentrate on few classes.
+const StructuredRate = 0.45
+
+// GeneratedNoises are the cells of the grid made on every dataset from its
+// truth alone (beyond pair-0.3 and sym-0.2): the clean labels themselves
+// ("clean": noise at rate 0, the given labels are the truth), low noise of
+// each kind (sym, pair, idn at 0.05 to 0.2), where most datasets people have
+// are and where cleaning must not do harm, and partly structured noise
+// (perm, multi with 2 targets, mixed) at StructuredRate.
+var GeneratedNoises = []GeneratedNoise{
+	{"clean", noise.Params{Kind: noise.Symmetric, Rate: 0, Seed: NoiseSeed}},
+	{"sym-0.05", noise.Params{Kind: noise.Symmetric, Rate: 0.05, Seed: NoiseSeed}},
+	{"sym-0.1", noise.Params{Kind: noise.Symmetric, Rate: 0.1, Seed: NoiseSeed}},
+	{"pair-0.1", noise.Params{Kind: noise.PairFlip, Rate: 0.1, Seed: NoiseSeed}},
+	{"pair-0.2", noise.Params{Kind: noise.PairFlip, Rate: 0.2, Seed: NoiseSeed}},
+	{"idn-0.1", noise.Params{Kind: noise.InstanceDependent, Rate: 0.1, Seed: NoiseSeed}},
+	{"idn-0.2", noise.Params{Kind: noise.InstanceDependent, Rate: 0.2, Seed: NoiseSeed}},
+	{"perm-0.45", noise.Params{Kind: noise.Perm, Rate: StructuredRate, Seed: NoiseSeed}},
+	{"multi-0.45", noise.Params{Kind: noise.Multi, Rate: StructuredRate, Targets: 2, Seed: NoiseSeed}},
+	{"mixed-0.45", noise.Params{Kind: noise.Mixed, Rate: StructuredRate, Seed: NoiseSeed}},
+}
+
+// Clean reports whether the cell's given labels are the truth.
+func (c Cell) Clean() bool { return c.Noise == "clean" }
+
+// LowNoise reports whether the cell has noise of 0.05 to 0.2 (sym, pair,
+// idn), where cleaning must keep up with the best of doing nothing, the kNN
+// vote and cleanlab.
+func (c Cell) LowNoise() bool {
+	return slices.Contains([]string{"sym-0.05", "sym-0.1", "sym-0.2", "pair-0.1", "pair-0.2", "idn-0.1", "idn-0.2"}, c.Noise)
+}
+
+// Structured reports whether the cell has partly structured noise (perm,
+// multi, mixed).
+func (c Cell) Structured() bool {
+	k, _, _ := strings.Cut(c.Noise, "-")
+	return k == "perm" || k == "multi" || k == "mixed"
+}
+
 // Annotators reports whether the cell has several labels per item.
 func (c Cell) Annotators() bool { return strings.HasPrefix(c.Noise, "annotators") }
 
@@ -62,8 +110,8 @@ func (c Cell) Annotators() bool { return strings.HasPrefix(c.Noise, "annotators"
 // (.arrow, else .i32), pair-flip noise at 0.3 and symmetric noise at 0.2
 // generated here with NoiseSeed, the high-noise cells of issue 32
 // (noisy-sym-0.6 and noisy-pair-0.45, .parquet else .i32; generated here with
-// NoiseSeed for a dataset without the files, fashion_mnist_pca50), and
-// annotators-5.parquet where present.
+// NoiseSeed for a dataset without the files, fashion_mnist_pca50),
+// annotators-5.parquet where present, and then the GeneratedNoises cells.
 func DevGrid(dataDir string) ([]Cell, error) {
 	peers, err := ReadPeers(dataDir)
 	if err != nil {
@@ -125,6 +173,9 @@ func DevGrid(dataDir string) ([]Cell, error) {
 		if f := firstFile(s.dir, "annotators-5.parquet"); f != "" {
 			add("annotators-5", f, noise.Params{})
 		}
+		for _, g := range GeneratedNoises {
+			add(g.Name, "", g.Params)
+		}
 	}
 	if len(cells) == 0 {
 		return nil, fmt.Errorf("quality: no dataset folder with a clean.parquet in %s", dataDir)
@@ -158,11 +209,12 @@ func Without(cells []Cell, datasets ...string) []Cell {
 	return out
 }
 
-// Only returns the cells whose noise is one of noises ("idn-0.4", ...).
-func Only(cells []Cell, noises ...string) []Cell {
+// Only returns the cells whose noise ("idn-0.4", ...) or name
+// ("letter/clean") is one of names.
+func Only(cells []Cell, names ...string) []Cell {
 	var out []Cell
 	for _, c := range cells {
-		if slices.Contains(noises, c.Noise) {
+		if slices.Contains(names, c.Noise) || slices.Contains(names, c.Name()) {
 			out = append(out, c)
 		}
 	}
@@ -229,7 +281,7 @@ func RunCellEngine(cell Cell, opts options.Options, tweak func(*engine.Options))
 	if g.multi {
 		in.Given, in.GivenMulti, in.GivenOffsets = nil, g.labels, g.off
 	}
-	in.Baselines = []evaluate.Baseline{{Name: "knn", Labels: g.vote(ds)}}
+	in.Baselines = []evaluate.Baseline{{Name: "knn", Labels: g.vote(ds)}, {Name: "cleanlab", Labels: g.cleanlab(ds)}}
 	rep, err := evaluate.Evaluate(in)
 	if err != nil {
 		return rep, dt, fmt.Errorf("quality: %s: %w", cell.Name(), err)
@@ -301,9 +353,24 @@ type Result struct {
 func (r Result) Cleaned() float64 { return float64(r.Report.CleanedAccuracy) }
 
 // KNN is the measured kNN-vote accuracy.
-func (r Result) KNN() float64 {
+func (r Result) KNN() float64 { return r.baseline("knn") }
+
+// Cleanlab is the measured accuracy of cleanlab on out-of-sample kNN
+// probabilities (CleanlabKNN), NaN where the report has none.
+func (r Result) Cleanlab() float64 { return r.baseline("cleanlab") }
+
+// Given is the accuracy of the given labels (their majority vote with
+// annotators): the peer that does nothing.
+func (r Result) Given() float64 { return float64(r.Report.NoisyAccuracy) }
+
+// Changed is the share of items whose label relabel changed.
+func (r Result) Changed() float64 {
+	return float64(r.Report.Flagged) / float64(max(r.Report.Items, 1))
+}
+
+func (r Result) baseline(name string) float64 {
 	for _, b := range r.Report.Baselines {
-		if b.Name == "knn" {
+		if b.Name == name {
 			return float64(b.Accuracy)
 		}
 	}

@@ -28,12 +28,16 @@ import (
 var (
 	quality        = flag.Bool("quality", false, "run the quality benchmark over the whole dev grid and write docs/QUALITY.md (slow: see docs/QUALITY.md for its time)")
 	dataDir        = flag.String("data", filepath.Join("..", "..", "..", "shared", "data"), "the dev data folder (its README.md lists the peers)")
-	qualityOut     = flag.String("quality-out", filepath.Join("..", "..", "docs", "QUALITY.md"), "the file whose generated section -quality rewrites")
+	qualityOut     = flag.String("quality-out", defaultQualityOut, "the file whose generated section -quality rewrites (created with that section alone when absent)")
 	without        = flag.String("without", "", "comma-separated datasets -quality leaves out (e.g. fashion_mnist_pca50 for a quick look)")
+	qualityOnly    = flag.String("quality-only", "", "comma-separated noises (clean,sym-0.1) or cells (letter/pair-0.2) -quality runs, the others left out")
 	sweep          = flag.Bool("sweep", false, "run the parameter sweep of docs/QUALITY.md (TestSweep; slow)")
 	sweepPendigits = flag.Bool("sweep.pendigits", false, "TestSweep: add pendigits' idn-0.4 and sym-0.4 cells")
 	sweepOnly      = flag.String("sweep.only", "", "TestSweep: run only the variants whose names contain one of these comma-separated words")
 )
+
+// defaultQualityOut is docs/QUALITY.md from the package's folder.
+var defaultQualityOut = filepath.Join("..", "..", "docs", "QUALITY.md")
 
 // QualityCommand is the command docs/QUALITY.md says reproduces it.
 const QualityCommand = "go test ./internal/quality -quality -run Quality -timeout 4h -v   # or scripts/quality.sh"
@@ -51,13 +55,21 @@ func TestQuality(t *testing.T) {
 	if *without != "" {
 		cells = Without(cells, strings.Split(*without, ",")...)
 	}
+	if *qualityOnly != "" {
+		cells = Only(cells, strings.Split(*qualityOnly, ",")...)
+	}
+	if len(cells) == 0 {
+		t.Fatalf("-without %q -quality-only %q leave no cell", *without, *qualityOnly)
+	}
 	t0 := time.Now()
 	rs, err := Run(cells, options.Defaults(), &testWriter{t: t})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range rs {
-		if !r.Report.CleanedAccuracy.Valid() || !r.Report.F1.Valid() || !r.Report.AUC.Valid() || !r.Report.ECE.Valid() {
+		// Detection (F1, AUC) needs a wrong given label: a clean cell has none.
+		detect := r.Report.GivenWrong == 0 || (r.Report.F1.Valid() && r.Report.AUC.Valid())
+		if !r.Report.CleanedAccuracy.Valid() || !detect || !r.Report.ECE.Valid() {
 			t.Errorf("%s: a metric is undefined: %+v", r.Cell.Name(), r.Report)
 		}
 		if !math.IsNaN(r.Cell.Peers.KNN) && math.Abs(r.KNN()-r.Cell.Peers.KNN) > 0.005 {
@@ -72,8 +84,14 @@ func TestQuality(t *testing.T) {
 		delete(opts, k)
 	}
 	cmd := QualityCommand
+	if *qualityOnly != "" {
+		cmd = strings.Replace(cmd, "-v", "-v -quality-only "+*qualityOnly, 1)
+	}
 	if *without != "" {
 		cmd = strings.Replace(cmd, "-v", "-v -without "+*without, 1)
+	}
+	if *qualityOut != defaultQualityOut {
+		cmd = strings.Replace(cmd, "-v", "-v -quality-out "+*qualityOut, 1)
 	}
 	var md bytes.Buffer
 	if err := Markdown(&md, rs, Meta{Command: cmd, Options: opts, Elapsed: time.Since(t0), Procs: runtime.GOMAXPROCS(0)}); err != nil {
@@ -153,12 +171,19 @@ func TestDevData(t *testing.T) {
 			targets++
 		}
 	}
-	want := []string{
-		"sklearn_digits/idn-0.4", "sklearn_digits/sym-0.4", "sklearn_digits/pair-0.3", "sklearn_digits/sym-0.2", "sklearn_digits/sym-0.6", "sklearn_digits/pair-0.45", "sklearn_digits/annotators-5",
-		"satellite/idn-0.4", "satellite/sym-0.4", "satellite/pair-0.3", "satellite/sym-0.2", "satellite/sym-0.6", "satellite/pair-0.45",
-		"pendigits/idn-0.4", "pendigits/sym-0.4", "pendigits/pair-0.3", "pendigits/sym-0.2", "pendigits/sym-0.6", "pendigits/pair-0.45",
-		"letter/idn-0.4", "letter/sym-0.4", "letter/pair-0.3", "letter/sym-0.2", "letter/sym-0.6", "letter/pair-0.45", "letter/annotators-5",
-		"fashion_mnist_pca50/idn-0.4", "fashion_mnist_pca50/sym-0.4", "fashion_mnist_pca50/pair-0.3", "fashion_mnist_pca50/sym-0.2", "fashion_mnist_pca50/sym-0.6", "fashion_mnist_pca50/pair-0.45",
+	gen := func(ds string) []string {
+		return []string{ds + "/clean", ds + "/sym-0.05", ds + "/sym-0.1", ds + "/pair-0.1", ds + "/pair-0.2", ds + "/idn-0.1", ds + "/idn-0.2",
+			ds + "/perm-0.45", ds + "/multi-0.45", ds + "/mixed-0.45"}
+	}
+	var want []string
+	for _, block := range [][]string{
+		{"sklearn_digits/idn-0.4", "sklearn_digits/sym-0.4", "sklearn_digits/pair-0.3", "sklearn_digits/sym-0.2", "sklearn_digits/sym-0.6", "sklearn_digits/pair-0.45", "sklearn_digits/annotators-5"},
+		{"satellite/idn-0.4", "satellite/sym-0.4", "satellite/pair-0.3", "satellite/sym-0.2", "satellite/sym-0.6", "satellite/pair-0.45"},
+		{"pendigits/idn-0.4", "pendigits/sym-0.4", "pendigits/pair-0.3", "pendigits/sym-0.2", "pendigits/sym-0.6", "pendigits/pair-0.45"},
+		{"letter/idn-0.4", "letter/sym-0.4", "letter/pair-0.3", "letter/sym-0.2", "letter/sym-0.6", "letter/pair-0.45", "letter/annotators-5"},
+		{"fashion_mnist_pca50/idn-0.4", "fashion_mnist_pca50/sym-0.4", "fashion_mnist_pca50/pair-0.3", "fashion_mnist_pca50/sym-0.2", "fashion_mnist_pca50/sym-0.6", "fashion_mnist_pca50/pair-0.45"},
+	} {
+		want = append(append(want, block...), gen(strings.Split(block[0], "/")[0])...)
 	}
 	if strings.Join(names, " ") != strings.Join(want, " ") {
 		t.Errorf("DevGrid cells\n %v\nwant\n %v", names, want)
@@ -166,8 +191,20 @@ func TestDevData(t *testing.T) {
 	if targets != 10 {
 		t.Errorf("%d target cells, want 10", targets)
 	}
-	if got := Without(cells, "fashion_mnist_pca50"); len(got) != len(want)-6 {
-		t.Errorf("Without fashion: %d cells, want %d", len(got), len(want)-6)
+	if got := Without(cells, "fashion_mnist_pca50"); len(got) != len(want)-16 {
+		t.Errorf("Without fashion: %d cells, want %d", len(got), len(want)-16)
+	}
+	if got := Only(cells, "clean", "letter/perm-0.45"); len(got) != 6 || got[4].Name() != "letter/perm-0.45" {
+		t.Errorf("Only clean and letter/perm-0.45: %d cells", len(got))
+	}
+	clean, low, structured := 0, 0, 0
+	for _, c := range cells {
+		clean += btoi(c.Clean())
+		low += btoi(c.LowNoise())
+		structured += btoi(c.Structured())
+	}
+	if clean != 5 || low != 35 || structured != 15 {
+		t.Errorf("%d clean, %d low-noise, %d structured cells; want 5, 35, 15", clean, low, structured)
 	}
 	high := 0
 	for _, c := range cells {
@@ -205,6 +242,14 @@ func TestDevData(t *testing.T) {
 		{"sklearn_digits/sym-0.2", 0.8, 0.05},
 		{"sklearn_digits/sym-0.6", 0.406, 0.0005},
 		{"sklearn_digits/pair-0.45", 0.558, 0.0005},
+		{"sklearn_digits/clean", 1, 0},
+		{"sklearn_digits/sym-0.05", 0.95, 0.03},
+		{"sklearn_digits/pair-0.2", 0.8, 0.05},
+		// Per-row rates ~ N(0.1, 0.1) truncated to [0,1] have mean .129.
+		{"sklearn_digits/idn-0.1", 0.871, 0.04},
+		{"sklearn_digits/perm-0.45", 0.55, 0.06},
+		{"sklearn_digits/multi-0.45", 0.55, 0.06},
+		{"sklearn_digits/mixed-0.45", 0.55, 0.06},
 	} {
 		g, err := loadGiven(byName[tc.cell], ds)
 		if err != nil {
@@ -276,7 +321,11 @@ func TestSynthetic(t *testing.T) {
 	for _, c := range cells {
 		names = append(names, c.Name())
 	}
-	if got, want := strings.Join(names, " "), "blobs/sym-0.4 blobs/pair-0.3 blobs/sym-0.2 blobs/sym-0.6 blobs/pair-0.45 blobs/annotators-5"; got != want {
+	want := "blobs/sym-0.4 blobs/pair-0.3 blobs/sym-0.2 blobs/sym-0.6 blobs/pair-0.45 blobs/annotators-5"
+	for _, g := range GeneratedNoises {
+		want += " blobs/" + g.Name
+	}
+	if got := strings.Join(names, " "); got != want {
 		t.Fatalf("cells %q, want %q", got, want)
 	}
 	if p := cells[0].Peers; p.KNN != 0.9 || p.Cleanlab != 0.92 || !cells[0].Target() || cells[1].Target() {
@@ -320,7 +369,10 @@ func TestSynthetic(t *testing.T) {
 	}
 	for _, want := range []string{"    CMD\n", "--k=10 --mu=0.5", "| blobs | sym-0.4 | 600 |", "| blobs | annotators-5 | 600 |",
 		"Mean cleaned accuracy over the 1 idn-0.4 and sym-0.4 cells", "blobs/annotators-5: relabel",
-		"### Targets of issue 32", "blobs/pair-0.45: relabel", "blobs/sym-0.6: relabel"} {
+		"### Targets of issue 32", "blobs/pair-0.45: relabel", "blobs/sym-0.6: relabel",
+		"cleanlab kNN (ours)", "| blobs | clean | 600 | 1.0000 |", "| blobs | mixed-0.45 | 600 |", "### Targets of issue 44 (do no harm)",
+		"Clean labels, share relabel changed, target ≤ 0.50% on every dataset (1 cells): worst blobs/clean",
+		"Partly structured noise (perm, multi, mixed), relabel minus the best peer, target ≥ +5.0 points on every cell (3 cells)"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md.String())
 		}
@@ -401,6 +453,13 @@ func writeSynthetic(t *testing.T, dir string, n, d, c int) {
 	if err := os.WriteFile(filepath.Join(filepath.Dir(dir), "README.md"), []byte(readme), 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func binomTol(p float64, n int) float64 { return 4.5*math.Sqrt(p*(1-p)/float64(n)) + 1/float64(n) }

@@ -37,6 +37,7 @@ type NoiseMean struct {
 	Noise               string
 	Cells               int
 	Noisy, KNN, Relabel float64
+	Cleanlab, Changed   float64 // CleanlabKNN's accuracy; share of labels relabel changed
 	NoFeatures          float64 // annotators: mean of Result.NoFeatures; NaN otherwise
 	F1, AUC, ECE        float64
 	Time                time.Duration
@@ -79,6 +80,8 @@ func Summarise(rs []Result) Summary {
 		m.Cells++
 		m.Noisy += float64(r.Report.NoisyAccuracy)
 		m.KNN += r.KNN()
+		m.Cleanlab += r.Cleanlab()
+		m.Changed += r.Changed()
 		m.Relabel += r.Cleaned()
 		m.F1 += float64(r.Report.F1)
 		m.AUC += float64(r.Report.AUC)
@@ -108,6 +111,7 @@ func Summarise(rs []Result) Summary {
 		m := &s.ByNoise[i]
 		k := float64(m.Cells)
 		m.Noisy, m.KNN, m.Relabel, m.NoFeatures = m.Noisy/k, m.KNN/k, m.Relabel/k, m.NoFeatures/k
+		m.Cleanlab, m.Changed = m.Cleanlab/k, m.Changed/k
 		m.F1, m.AUC, m.ECE = m.F1/k, m.AUC/k, m.ECE/k
 	}
 	if s.TargetCells == 0 {
@@ -148,41 +152,47 @@ func Markdown(w io.Writer, rs []Result, m Meta) error {
 	fmt.Fprintf(&b, "%d cells, %s engine time, %s wall in all (GOMAXPROCS %d, shared machine: times are indicative).\n\n",
 		s.Cells, s.Time.Round(time.Second), m.Elapsed.Round(time.Second), m.Procs)
 	b.WriteString("Accuracies are of the cleaned labels against the truth. *kNN vote*: K = 10 majority vote of the given\n" +
-		"labels on z-scored features, measured here on the same labels; *README* figures are the data README's\n" +
+		"labels on z-scored features, measured here on the same labels; *cleanlab kNN (ours)*: cleanlab's\n" +
+		"find_label_issues (its defaults, ported to Go from scripts/peer_weak.py) on the out-of-sample vote\n" +
+		"fractions, flagged labels replaced by the vote, measured here; *README* figures are the data README's\n" +
 		"(kNN, cleanlab 2.9 on out-of-sample kNN probabilities and, for the high-noise cells, on cross-validated\n" +
 		"logistic-regression probabilities: *logreg*). *Δ best* = relabel minus the best of the measured kNN vote and\n" +
-		"the README's peers, in points. F1: `changed` as a detector of wrong given labels; AUC: 1 − `given_label_prob`\n" +
+		"the README's peers, in points; for the generated cells from clean to mixed-0.45 the best also counts the\n" +
+		"given labels (doing nothing) and cleanlab kNN (ours). *changed*: share of labels relabel changed.\n" +
+		"F1: `changed` as a detector of wrong given labels; AUC: 1 − `given_label_prob`\n" +
 		"ranking them; ECE: calibration of `clean_prob` (15 bins). For annotators-5 the noisy column is the majority\n" +
 		"vote of the five annotations and *no features* is relabel with mu = 1 (each item's mixture is its own\n" +
 		"annotations' state alone: the method without neighbours, hence without features).\n\n")
-	b.WriteString("| dataset | noise | n | noisy | kNN vote | kNN (README) | cleanlab (README) | logreg (README) | no features | relabel | Δ best | F1 | AUC | ECE | time |\n")
-	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| dataset | noise | n | noisy | kNN vote | cleanlab kNN (ours) | kNN (README) | cleanlab (README) | logreg (README) | no features | relabel | Δ best | changed | F1 | AUC | ECE | time |\n")
+	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range rs {
 		nf := nan
 		if r.NoFeatures != nil {
 			nf = float64(r.NoFeatures.CleanedAccuracy)
 		}
-		best := bestPeer(r)
-		fmt.Fprintf(&b, "| %s | %s | %d | %s | %s | %s | %s | %s | %s | **%s** | %s | %s | %s | %s | %.1fs |\n",
-			r.Cell.Dataset, r.Cell.Noise, r.Report.Items, acc(float64(r.Report.NoisyAccuracy)), acc(r.KNN()),
+		best := rowBest(r)
+		fmt.Fprintf(&b, "| %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | **%s** | %s | %s | %s | %s | %s | %.1fs |\n",
+			r.Cell.Dataset, r.Cell.Noise, r.Report.Items, acc(float64(r.Report.NoisyAccuracy)), acc(r.KNN()), acc(r.Cleanlab()),
 			acc(r.Cell.Peers.KNN), acc(r.Cell.Peers.Cleanlab), acc(r.Cell.Peers.Logreg), acc(nf), acc(r.Cleaned()),
-			points(100*(r.Cleaned()-best)), acc(float64(r.Report.F1)), acc(float64(r.Report.AUC)), acc(float64(r.Report.ECE)),
+			points(100*(r.Cleaned()-best)), share(r.Changed()), acc(float64(r.Report.F1)), acc(float64(r.Report.AUC)), acc(float64(r.Report.ECE)),
 			r.Time.Seconds())
 	}
-	b.WriteString("\nMeans per noise:\n\n| noise | cells | noisy | kNN vote | no features | relabel | F1 | AUC | ECE | time |\n")
-	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("\nMeans per noise:\n\n| noise | cells | noisy | kNN vote | cleanlab kNN (ours) | no features | relabel | changed | F1 | AUC | ECE | time |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, n := range s.ByNoise {
-		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %.0fs |\n", n.Noise, n.Cells, acc(n.Noisy), acc(n.KNN),
-			acc(n.NoFeatures), acc(n.Relabel), acc(n.F1), acc(n.AUC), acc(n.ECE), n.Time.Seconds())
+		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %.0fs |\n", n.Noise, n.Cells, acc(n.Noisy), acc(n.KNN),
+			acc(n.Cleanlab), acc(n.NoFeatures), acc(n.Relabel), share(n.Changed), acc(n.F1), acc(n.AUC), acc(n.ECE), n.Time.Seconds())
 	}
 	b.WriteString("\nCalibration and conservative relabelling (issue 16): `clean_prob` is the calibrated posterior " +
 		"(`--temperature`, default auto: fitted per run without labels, mixture.AutoTemperature); with `--min-confidence T` a label changes only where `clean_prob` ≥ T. " +
 		"Means over all cells of the labels changed (share of items), the precision of the changes (share fixing a " +
-		"wrong given label; over the cells with a change at T), their recall (share of wrong given labels changed) and the accuracy of the result:\n\n")
+		"wrong given label; over the cells with a change at T), their recall (share of wrong given labels changed; over the cells with one) and the accuracy of the result:\n\n")
 	b.WriteString("| T | changed | precision | recall | accuracy |\n|---:|---:|---:|---:|---:|\n")
 	for j, t := range evaluate.ConfidenceThresholds {
 		var ch, p, rc, a float64
-		k, kp := 0, 0 // cells; cells with a change at t (precision is undefined without)
+		// cells; cells with a change at t (precision is undefined without);
+		// cells with a wrong given label (recall is undefined without)
+		k, kp, kr := 0, 0, 0
 		for _, r := range rs {
 			if j >= len(r.Report.ByConfidence) {
 				continue
@@ -193,7 +203,10 @@ func Markdown(w io.Writer, rs []Result, m Meta) error {
 				p += pr
 				kp++
 			}
-			rc += float64(c.Recall)
+			if rv := float64(c.Recall); !math.IsNaN(rv) {
+				rc += rv
+				kr++
+			}
 			a += float64(c.Accuracy)
 			k++
 		}
@@ -201,7 +214,7 @@ func Markdown(w io.Writer, rs []Result, m Meta) error {
 			continue
 		}
 		kf := float64(k)
-		fmt.Fprintf(&b, "| %.2f | %s | %s | %s | %s |\n", t, acc(ch/kf), acc(p/float64(kp)), acc(rc/kf), acc(a/kf))
+		fmt.Fprintf(&b, "| %.2f | %s | %s | %s | %s |\n", t, acc(ch/kf), acc(p/float64(kp)), acc(rc/float64(kr)), acc(a/kf))
 	}
 	worst, worstCell := 0.0, ""
 	for _, r := range rs {
@@ -210,13 +223,21 @@ func Markdown(w io.Writer, rs []Result, m Meta) error {
 		}
 	}
 	fmt.Fprintf(&b, "\nWorst ECE of `clean_prob`: %s (%s), target ≤ %.2f on every cell: **%s**.\n", acc(worst), worstCell, TargetECE, met(worst <= TargetECE))
-	b.WriteString("\n### Targets of issue 4\n\n")
-	for _, line := range TargetLines(rs) {
-		fmt.Fprintf(&b, "- %s\n", line)
+	if tl := TargetLines(rs); len(tl) > 0 {
+		b.WriteString("\n### Targets of issue 4\n\n")
+		for _, line := range tl {
+			fmt.Fprintf(&b, "- %s\n", line)
+		}
 	}
 	if hl := HighNoiseLines(rs); len(hl) > 0 {
 		b.WriteString("\n### Targets of issue 32 (high noise)\n\n")
 		for _, line := range hl {
+			fmt.Fprintf(&b, "- %s\n", line)
+		}
+	}
+	if dl := DoNoHarmLines(rs); len(dl) > 0 {
+		b.WriteString("\n### Targets of issue 44 (do no harm)\n\n")
+		for _, line := range dl {
 			fmt.Fprintf(&b, "- %s\n", line)
 		}
 	}
@@ -332,6 +353,14 @@ func acc(v float64) string {
 	}
 	s := fmt.Sprintf("%.4f", v)
 	return strings.TrimPrefix(s, "0")
+}
+
+// share prints a fraction of items as a percentage (1.23%).
+func share(v float64) string {
+	if math.IsNaN(v) {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f%%", 100*v)
 }
 
 func points(v float64) string {

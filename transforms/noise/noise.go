@@ -95,6 +95,15 @@ const (
 	InstanceDependent
 	// Annotators gives every row one label per simulated annotator.
 	Annotators
+	// Perm flips a label c with probability Rate to perm[c], a seeded
+	// derangement of the classes; see PermLabels.
+	Perm
+	// Multi flips a label c with probability Rate to one of Targets seeded
+	// other classes, Rate/Targets each; see MultiLabels.
+	Multi
+	// Mixed flips with probability Rate as PairFlip on a seeded half of the
+	// classes and as Symmetric on the rest; see MixedLabels.
+	Mixed
 )
 
 var kindNames = map[Kind]string{
@@ -102,6 +111,9 @@ var kindNames = map[Kind]string{
 	PairFlip:          "pair",
 	InstanceDependent: "idn",
 	Annotators:        "annotators",
+	Perm:              "perm",
+	Multi:             "multi",
+	Mixed:             "mixed",
 }
 
 func (k Kind) String() string {
@@ -111,15 +123,16 @@ func (k Kind) String() string {
 	return fmt.Sprintf("Kind(%d)", int(k))
 }
 
-// ParseKind reads the names String writes ("sym", "pair", "idn",
-// "annotators"), as the CLI and the data file names spell them.
+// ParseKind reads the names String writes ("sym", "pair", "idn", "perm",
+// "multi", "mixed", "annotators"), as the CLI and the data file names spell
+// them.
 func ParseKind(s string) (Kind, error) {
 	for k, name := range kindNames {
 		if s == name {
 			return k, nil
 		}
 	}
-	return 0, fmt.Errorf("noise: unknown kind %q (want sym, pair, idn or annotators)", s)
+	return 0, fmt.Errorf("noise: unknown kind %q (want sym, pair, idn, perm, multi, mixed or annotators)", s)
 }
 
 // Params selects and configures one noise model for Generate.
@@ -127,8 +140,7 @@ type Params struct {
 	// Kind is the noise model. Required.
 	Kind Kind
 	// Rate is the flip probability (the mean per-row rate for
-	// InstanceDependent). Required for Symmetric, PairFlip, InstanceDependent;
-	// in [0,1].
+	// InstanceDependent). Required for every kind but Annotators; in [0,1].
 	Rate float64
 	// RateStd is the standard deviation of InstanceDependent's per-row flip
 	// rate before truncation to [0,1]. Optional, default 0.1 (Xia et al.).
@@ -139,6 +151,9 @@ type Params struct {
 	// Accuracies holds one accuracy in [0,1] per simulated annotator.
 	// Required for Annotators; see Spread.
 	Accuracies []float64
+	// Targets is the number of classes each class flips to under Multi, in
+	// [1, C-1]. Optional, default DefaultTargets.
+	Targets int
 	// Seed selects the random streams. Optional, default 0.
 	Seed uint64
 }
@@ -172,6 +187,16 @@ func Generate(ds Dataset, p Params) (Noisy, error) {
 			sharp = DefaultSharpness
 		}
 		out.Labels, err = InstanceDependentLabels(ds, p.Rate, std, sharp, p.Seed)
+	case Perm:
+		out.Labels, err = PermLabels(ds, p.Rate, p.Seed)
+	case Multi:
+		targets := p.Targets
+		if targets == 0 {
+			targets = DefaultTargets
+		}
+		out.Labels, err = MultiLabels(ds, p.Rate, targets, p.Seed)
+	case Mixed:
+		out.Labels, err = MixedLabels(ds, p.Rate, p.Seed)
 	case Annotators:
 		out.Labels, out.Offsets, err = AnnotatorLabels(ds, p.Accuracies, p.Seed)
 	default:

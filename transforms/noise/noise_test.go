@@ -280,6 +280,9 @@ func TestDeterminism(t *testing.T) {
 		{Kind: PairFlip, Rate: 0.4},
 		{Kind: InstanceDependent, Rate: 0.4},
 		{Kind: Annotators, Accuracies: []float64{0.6, 0.7, 0.8}},
+		{Kind: Perm, Rate: 0.4},
+		{Kind: Multi, Rate: 0.4},
+		{Kind: Mixed, Rate: 0.4},
 	} {
 		t.Run(p.Kind.String(), func(t *testing.T) {
 			gen := func(ds Dataset, seed uint64) []int32 {
@@ -384,7 +387,7 @@ func TestSpread(t *testing.T) {
 }
 
 func TestKindNames(t *testing.T) {
-	for _, k := range []Kind{Symmetric, PairFlip, InstanceDependent, Annotators} {
+	for _, k := range []Kind{Symmetric, PairFlip, InstanceDependent, Annotators, Perm, Multi, Mixed} {
 		got, err := ParseKind(k.String())
 		if err != nil || got != k {
 			t.Errorf("ParseKind(%q) = %v, %v; want %v", k.String(), got, err, k)
