@@ -190,6 +190,7 @@ func tokenError(err error, secret string) string {
 var (
 	htmlTag    = regexp.MustCompile(`(?s)<(script|style)[^>]*>.*?</(script|style)>|<[^>]*>`)
 	whiteSpace = regexp.MustCompile(`\s+`)
+	ansiEscape = regexp.MustCompile(`\x1b\[[0-9;?]*[ -/]*[@-~]`)
 )
 
 // sanitise makes text from a remote server fit for one line of a message:
@@ -199,6 +200,7 @@ var (
 func sanitise(text, secret string) string {
 	text = strings.ToValidUTF8(text, "?")
 	text = htmlTag.ReplaceAllString(text, " ")
+	text = ansiEscape.ReplaceAllString(text, "")
 	text = html.UnescapeString(text)
 	if secret != "" {
 		text = strings.ReplaceAll(text, secret, "REDACTED")

@@ -30,7 +30,12 @@ func Redact(s string) string {
 	if !strings.Contains(s, "@") && !secretPair.MatchString(s) {
 		return s // nothing to take out: the string as given, unescaped
 	}
-	if u, err := url.Parse(s); err == nil && (u.Scheme != "" || u.Host != "") && !strings.Contains(u.Path, "@") && !strings.Contains(u.Opaque, "@") {
+	u, err := url.Parse(s)
+	// The parsed form is trusted only where it accounts for every "@": a
+	// password holding "/", "?" or "#" would otherwise be taken for the
+	// start of a path, query or fragment and partly shown.
+	ats := strings.Count(s, "@")
+	if err == nil && (u.Scheme != "" || u.Host != "") && (ats == 0 || ats == 1 && u.User != nil) {
 		if u.User != nil {
 			u.User = url.User(redacted)
 		}
