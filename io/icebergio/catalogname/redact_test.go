@@ -14,13 +14,13 @@ func TestRedact(t *testing.T) {
 		{"http://alice:hunter22@10.0.0.1:8181/", "hunter22", "10.0.0.1:8181"},
 		{"http://alice@cat.example.com/", "alice", "cat.example.com"},
 		{"rest://u:hunter22@h/x", "hunter22", "h/x"},
-		{"https://u:hun ter22@h/x", "ter22", "h/x"},          // a space: does not parse
-		{"https://u:hun/ter22@h/x", "ter22", "h/x"},          // a "/" in the password
-		{"https://u:hun?ter22@h/x", "ter22", "h/x"},          // a "?"
-		{"https://u:hun#ter22@h/x", "ter22", "h/x"},          // a "#"
-		{"https://u:hun%zzter22@h/x", "ter22", "h/x"},        // a bad escape
-		{"https://u:p@ss:hunter22@h/x", "hunter22", "h/x"},   // two "@"
-		{"u:hunter22@h:8181", "hunter22", "h:8181"},          // no scheme
+		{"https://u:hun ter22@h/x", "ter22", "h/x"},        // a space: does not parse
+		{"https://u:hun/ter22@h/x", "ter22", "h/x"},        // a "/" in the password
+		{"https://u:hun?ter22@h/x", "ter22", "h/x"},        // a "?"
+		{"https://u:hun#ter22@h/x", "ter22", "h/x"},        // a "#"
+		{"https://u:hun%zzter22@h/x", "ter22", "h/x"},      // a bad escape
+		{"https://u:p@ss:hunter22@h/x", "hunter22", "h/x"}, // two "@"
+		{"u:hunter22@h:8181", "hunter22", "h:8181"},        // no scheme
 		{"https://h/x?token=hunter22&name=a", "hunter22", "name=a"},
 		{"https://h/x?client_secret=hunter22", "hunter22", "h/x"},
 		{"https://h/x?X-Goog-Signature=hunter22", "hunter22", "h/x"},
