@@ -204,7 +204,7 @@ func TestReportOutRefused(t *testing.T) {
 	}
 	for _, out := range []string{summary, filepath.Join(dir, ".", "summary.json")} {
 		var stdout, stderr bytes.Buffer
-		if err := reportCmd(context.Background(), []string{dir, "--out", out, "--overwrite"}, &stdout, &stderr); err == nil || !strings.Contains(err.Error(), "which the report reads") {
+		if err := reportCmd(context.Background(), []string{dir, "--out", out, "--overwrite"}, &stdout, &stderr); err == nil || !strings.Contains(err.Error(), "which the report reads, is never replaced") {
 			t.Errorf("--out %s --overwrite: %v, want a refusal", out, err)
 		}
 	}

@@ -357,7 +357,7 @@ func (r *Report) SaveTo(ctx context.Context, out string, overwrite bool) (string
 		if ok, err := isReport(ctx, fs, out); err != nil {
 			return "", err
 		} else if !ok {
-			return "", fmt.Errorf("reportio: %s is a file of the output directory %s, which the report reads; it is left as it is (write the page outside it, or as %s)", out, dir, blobio.Join(dir, FileName))
+			return "", fmt.Errorf("reportio: %s %w: a file of the output directory %s, which the report reads, is never replaced, --overwrite or not (write the page outside it, or as %s)", out, ErrExists, dir, blobio.Join(dir, FileName))
 		}
 	}
 	if exists && !overwrite {
