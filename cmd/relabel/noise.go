@@ -84,6 +84,9 @@ func noiseCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return usageError{err}
 	}
+	if err := checkWrites(ctx, "noise", *input, []namedPath{{"output", *output}, {"truth-output", *truthOut}}); err != nil {
+		return err
+	}
 	for _, path := range []string{*output, *truthOut} {
 		if path == "" || *overwrite {
 			continue
@@ -264,4 +267,39 @@ func agree(a, b []int32) float64 {
 		}
 	}
 	return float64(same) / float64(max(len(a), 1))
+}
+
+// namedPath is a path a command writes and the flag that named it.
+type namedPath struct{ flag, path string }
+
+// checkWrites refuses, as bad flag values (exit 2), outputs of command cmd
+// that would replace one of its inputs (the files inputPattern matches),
+// however spelled: through symbolic or hard links, "..", a file:// prefix;
+// outputs that name one file twice; and an existing output that is not a
+// regular file (a link, FIFO, device or directory), which --overwrite
+// never replaces. An empty path is no output.
+func checkWrites(ctx context.Context, cmd, inputPattern string, outs []namedPath) error {
+	var ins []string
+	if fsys, err := blobio.For(inputPattern); err == nil {
+		ins, _ = fsys.Glob(ctx, inputPattern) // a bad pattern fails when read, with its own message
+	}
+	for i, o := range outs {
+		if o.path == "" {
+			continue
+		}
+		for _, in := range ins {
+			if blobio.SameFile(o.path, in) || blobio.Canonical(o.path) == blobio.Canonical(in) {
+				return usageError{fmt.Errorf("--%s %s is the input %s: relabel %s never writes over its input; choose another file", o.flag, o.path, in, cmd)}
+			}
+		}
+		for _, p := range outs[:i] {
+			if p.path != "" && (blobio.SameFile(o.path, p.path) || blobio.Canonical(o.path) == blobio.Canonical(p.path)) {
+				return usageError{fmt.Errorf("--%s %s and --%s %s are one file: give each its own", p.flag, p.path, o.flag, o.path)}
+			}
+		}
+		if err := blobio.NotRegular(o.path); err != nil {
+			return usageError{fmt.Errorf("--%s %w", o.flag, err)}
+		}
+	}
+	return nil
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/relabel/relabel/internal/atexit"
 	"github.com/relabel/relabel/internal/progress"
+	"github.com/relabel/relabel/io/icebergio/catalogname"
 	"github.com/relabel/relabel/io/reportio"
 	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/pipelines"
@@ -193,6 +194,10 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	o := f.opts
+	// Credentials in clear are refused before anything is opened or sent.
+	if err := catalogname.CheckCredentials(o.Lake.Catalog, os.Getenv); err != nil {
+		return usageError{&options.Error{Flag: "catalog", Err: err}}
+	}
 	ro := runners.FromFlags()
 	if ro.Runner == "direct" {
 		ro.Runner = runners.Prism
@@ -211,6 +216,11 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	if err := checkUsable(&o, o.SpillDir.Set); err != nil {
 		return err
+	}
+	if dir := o.SpillDir.Or(""); o.SpillDir.Set && dir != "" && dir != "none" && !strings.Contains(dir, "://") {
+		if err := probeWritable(dir); err != nil {
+			return usageError{fmt.Errorf("--spill-dir %s: relabel cannot write there: %v", dir, err)}
+		}
 	}
 	if spill == "" {
 		spill = "none"
@@ -373,4 +383,15 @@ func printLake(w io.Writer, sum *pipelines.Summary) {
 	}
 	fmt.Fprintf(w, "relabel: %s; %d rows relabelled, %d labels changed; committed snapshot %d of %s covering %s snapshot %d\n",
 		kind, sum.Rows, sum.Changed, l.OutputSnapshot, l.OutputTable, l.InputTable, l.InputSnapshot)
+}
+
+// probeWritable checks that files can be made in dir by making and removing
+// an empty directory there: the spill files of a run come much later, and a
+// directory relabel cannot write is a bad flag value, found up front.
+func probeWritable(dir string) error {
+	d, err := os.MkdirTemp(dir, ".relabel-probe-")
+	if err != nil {
+		return err
+	}
+	return os.Remove(d)
 }

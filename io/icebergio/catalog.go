@@ -60,6 +60,9 @@ type Catalog struct {
 	name string
 	cat  catalog.Catalog
 	db   *sql.DB
+	// props are a SQL catalog's file IO properties, for reading the
+	// metadata of tables filed under other catalog names.
+	props iceberg.Properties
 
 	mu           sync.Mutex
 	scratch      string // CatalogOptions.Scratch, or a temporary directory once needed
@@ -83,6 +86,8 @@ func OpenCatalog(ctx context.Context, uri string, opts CatalogOptions) (*Catalog
 	if catalogname.IsREST(uri) {
 		return openREST(ctx, uri, path, name, opts)
 	}
+	// Messages name the catalog by its URI, never with a credential in it.
+	uri = catalogname.Redact(uri)
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("icebergio: catalog %s: %w", uri, err)
 	}
@@ -95,13 +100,21 @@ func OpenCatalog(ctx context.Context, uri string, opts CatalogOptions) (*Catalog
 		return nil, fmt.Errorf("icebergio: catalog %s: %w", uri, err)
 	}
 
-	// WAL and a busy timeout let several relabel processes share one catalog
-	// file: a writer waits for another's short catalog transaction instead of
-	// failing with "database is locked". They are DSN parameters so that every
-	// pooled connection gets them (iceberg-go's NewCatalog leaves the
-	// connection settings to the caller). The _pragma form is modernc.org/sqlite's,
-	// the driver sqliteshim picks on linux, darwin and windows.
-	dsn := "file:" + path + "?_pragma=busy_timeout(30000)&_pragma=journal_mode(WAL)"
+	// A busy timeout lets several relabel processes share one catalog file:
+	// a writer waits for another's short catalog transaction instead of
+	// failing with "database is locked". A catalog file relabel creates is
+	// put in WAL mode as well (readers then never wait on a writer); one
+	// that exists keeps the journal mode its owner chose, since WAL mode
+	// persists in the file and changes what its other writers (and
+	// their backups, which must then copy the -wal file too) see. They are
+	// DSN parameters so that every pooled connection gets them (iceberg-go's
+	// NewCatalog leaves the connection settings to the caller). The _pragma
+	// form is modernc.org/sqlite's, the driver sqliteshim picks on linux,
+	// darwin and windows.
+	dsn := "file:" + path + "?_pragma=busy_timeout(30000)"
+	if st, err := os.Stat(path); err != nil || st.Size() == 0 {
+		dsn += "&_pragma=journal_mode(WAL)"
+	}
 	db, err := sql.Open(sqliteshim.ShimName, dsn)
 	if err != nil {
 		return nil, fmt.Errorf("icebergio: catalog %s: %w", uri, err)
@@ -127,7 +140,7 @@ func OpenCatalog(ctx context.Context, uri string, opts CatalogOptions) (*Catalog
 		return nil, fmt.Errorf("icebergio: catalog %s: %w", uri, err)
 	}
 	removeDeadScratch()
-	return &Catalog{uri: uri, name: name, cat: cat, db: db, scratch: opts.Scratch,
+	return &Catalog{uri: uri, name: name, cat: cat, db: db, props: props, scratch: opts.Scratch,
 		scannedFiles: map[string]scannedFile{}, scannedNames: map[string]bool{}}, nil
 }
 
@@ -147,7 +160,9 @@ func warehouseURI(wh string) (string, error) {
 	return "file://" + filepath.ToSlash(abs), nil
 }
 
-// URI is the catalog's URI as given to OpenCatalog.
+// URI is the catalog's URI as given to OpenCatalog, with any userinfo or
+// credential-like query value redacted (catalogname.Redact): the form
+// messages name it by.
 func (c *Catalog) URI() string { return c.uri }
 
 // Close releases the catalog's connections and removes its
@@ -263,4 +278,77 @@ func (c *Catalog) filedElsewhere(ctx context.Context, name string) ([]string, er
 	}
 	slices.Sort(other)
 	return other, nil
+}
+
+// tablesAt lists the tables of the catalog, other than self, whose location
+// is loc or lies under it: tables whose files share a directory tree with
+// self's, which orphan clean-up must then leave alone. For a SQL catalog
+// every catalog name in the file counts (two catalog names may share one
+// warehouse); a table whose location cannot be read counts as shared.
+func (c *Catalog) tablesAt(ctx context.Context, self table.Identifier, loc string) ([]string, error) {
+	loc = strings.TrimSuffix(loc, "/")
+	under := func(l string) bool {
+		l = strings.TrimSuffix(l, "/")
+		return l == loc || strings.HasPrefix(l, loc+"/")
+	}
+	var out []string
+	if c.db == nil {
+		byName, err := c.listTables(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, name := range byName[c.name] {
+			ident, err := ParseIdent(name)
+			if err != nil || slices.Equal(ident, self) {
+				continue
+			}
+			tbl, err := c.cat.LoadTable(ctx, ident)
+			if err != nil {
+				return nil, fmt.Errorf("table %s: %w", name, err)
+			}
+			if under(tbl.Location()) {
+				out = append(out, name)
+			}
+		}
+		return out, nil
+	}
+	rows, err := c.db.QueryContext(ctx, "SELECT catalog_name, table_namespace, table_name, metadata_location FROM iceberg_tables")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	type entry struct{ cat, name, meta string }
+	var entries []entry
+	selfNS, selfName := strings.Join(self[:len(self)-1], "."), self[len(self)-1]
+	for rows.Next() {
+		var cn, ns, tn string
+		var meta sql.NullString
+		if err := rows.Scan(&cn, &ns, &tn, &meta); err != nil {
+			return nil, err
+		}
+		if cn == c.name && ns == selfNS && tn == selfName {
+			continue
+		}
+		entries = append(entries, entry{cn, ns + "." + tn, meta.String})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	for _, e := range entries {
+		shown := e.name
+		if e.cat != c.name {
+			shown = fmt.Sprintf("%s (catalog name %q)", e.name, e.cat)
+		}
+		if e.meta == "" {
+			continue // created, never committed: no files
+		}
+		tbl, err := table.NewFromLocation(ctx, nil, e.meta, iceio.LoadFSFunc(c.props, e.meta), nil)
+		if err != nil {
+			return nil, fmt.Errorf("table %s: metadata %s: %w", shown, e.meta, err)
+		}
+		if under(tbl.Location()) {
+			out = append(out, shown)
+		}
+	}
+	return out, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -59,7 +60,7 @@ type Commit struct {
 	// Mode is how the rows combine with the table's. Optional, default Append.
 	Mode Mode
 	// Files are Parquet data files with the table's columns that the caller
-	// wrote (for example with shardio.WriteShard under DataDir), as local
+	// wrote (for example with shardio.WriteShard in a RunDir), as local
 	// paths or file:// / gs:// URIs. They are added as they are; their column
 	// statistics are read from their footers. Exactly one of Files and
 	// Records is required.
@@ -259,9 +260,9 @@ func (o *Output) LastRun() (r Run, ok bool, err error) {
 // does not match the table's columns, an error while writing) also commits
 // nothing: the catalog's pointer to the table's metadata moves only at the
 // end, in one catalog transaction. Data files iceberg-go wrote before a failure
-// are left unreferenced under the table's location, never read; a later
-// successful commit removes them, and a killed run's, once older than
-// OrphanAge (removeOrphans).
+// are left unreferenced under the table's location, never read; files of a
+// killed run in its RunDir are removed by a later successful commit once
+// older than OrphanAge (removeOrphans).
 func (o *Output) Commit(ctx context.Context, c Commit) (int64, error) {
 	if err := c.Run.validate(); err != nil {
 		return 0, fmt.Errorf("icebergio: output table %s: %w", o.name, err)
@@ -341,19 +342,68 @@ func (o *Output) Commit(ctx context.Context, c Commit) (int64, error) {
 	return o.SnapshotID(), nil
 }
 
-// OrphanAge is how old a file under an output table's data location that no
-// snapshot references must be before a commit removes it: what a killed run
-// or a failed commit left (a run that fails removes its own files; one that is
-// killed cannot). Three days, Iceberg's own default for removing orphan files:
-// far longer than a run, so a concurrent run's files, not yet committed, are
-// never taken for orphans.
+// OrphanAge is how old a file in one of the output table's run directories
+// (RunDir) that no snapshot references must be before a commit removes it:
+// what a killed run or a failed commit left (a run that fails removes its
+// own files; one that is killed cannot). Three days, Iceberg's own default
+// for removing orphan files: far longer than a run, so a concurrent run's
+// files, not yet committed, are never taken for orphans.
 const OrphanAge = 72 * time.Hour
 
-// removeOrphans removes, after a commit, the files under the table's data
-// location that no snapshot references (iceberg-go's DeleteOrphanFiles) and
-// that are older than OrphanAge, except the ivf state files relabel's
-// snapshot summaries reference (SummaryState), which no manifest lists. It is
-// housekeeping: its failure does not fail the commit, which has happened.
+// runDirPrefix starts the name of every run directory relabel makes under
+// an output table's data location.
+const runDirPrefix = "relabel-"
+
+// runToken is what a run directory's name may carry after the table's
+// UUID: a run's token (pipelines.NewToken's hex).
+var runToken = regexp.MustCompile(`^[0-9a-z]{8,64}$`)
+
+// RunDir returns the directory, under the output table's data location,
+// where the run named by token writes the data files it commits (and its
+// kept state): relabel-<table UUID>-<token>. The name is what orphan
+// clean-up goes by: it removes files only in directories so named for this
+// table's UUID, so files relabel did not write (another writer's, or
+// another table's sharing the location, relabel's own included) are never
+// touched. token is a run's token (lower-case letters and digits, 8 to 64).
+func (o *Output) RunDir(token string) (string, error) {
+	if !runToken.MatchString(token) {
+		return "", fmt.Errorf("icebergio: output table %s: run token %q: want 8 to 64 lower-case letters and digits", o.name, token)
+	}
+	return blobio.Join(o.DataDir(), o.runDirPrefix()+token), nil
+}
+
+// runDirPrefix is the start of the names of this table's run directories.
+func (o *Output) runDirPrefix() string {
+	return runDirPrefix + o.tbl.Metadata().TableUUID().String() + "-"
+}
+
+// ownOrphan reports whether p, a file no snapshot references (as a reader
+// path), is one relabel wrote for this table: a file inside one of its run
+// directories (RunDir), directly under the data location.
+func (o *Output) ownOrphan(p string) bool {
+	rel, ok := strings.CutPrefix(p, o.DataDir()+"/")
+	if !ok {
+		return false
+	}
+	dir, file, ok := strings.Cut(rel, "/")
+	if !ok || file == "" || strings.HasPrefix(file, "../") || strings.Contains("/"+file+"/", "/../") {
+		return false
+	}
+	tok, ok := strings.CutPrefix(dir, o.runDirPrefix())
+	return ok && runToken.MatchString(tok)
+}
+
+// removeOrphans removes, after a commit, the files relabel wrote into this
+// table's run directories (RunDir) that no snapshot references (iceberg-go's
+// orphan planning, a dry run) and that are older than OrphanAge, except the
+// ivf state files relabel's snapshot summaries reference (SummaryState),
+// which no manifest lists. Nothing else under the location is a candidate:
+// not another writer's files, nor those of another table sharing the
+// location (a location set by hand, two catalogs sharing a warehouse), whose
+// run directories carry their own table's UUID. When the catalog holds
+// another table at or under this table's location, nothing is removed at
+// all. It is housekeeping: its failure does not fail the commit, which has
+// happened.
 func (o *Output) removeOrphans(ctx context.Context) {
 	keep := map[string]bool{}
 	for _, s := range o.tbl.Metadata().Snapshots() {
@@ -361,22 +411,40 @@ func (o *Output) removeOrphans(ctx context.Context) {
 			keep[filepath.Clean(Task{Path: s.Summary.Properties[SummaryState]}.ReaderPath())] = true
 		}
 	}
-	_, err := o.tbl.DeleteOrphanFiles(ctx,
+	res, err := o.tbl.DeleteOrphanFiles(ctx,
 		table.WithLocation(strings.TrimSuffix(o.tbl.Location(), "/")+"/data"),
 		table.WithFilesOlderThan(OrphanAge),
-		table.WithDeleteFunc(func(uri string) error {
-			p := Task{Path: uri}.ReaderPath()
-			if keep[filepath.Clean(p)] {
-				return nil
-			}
-			fs, err := blobio.For(p)
-			if err != nil {
-				return err
-			}
-			return fs.Remove(ctx, p)
-		}))
+		table.WithDryRun(true))
 	if err != nil {
-		progress.Notef("output table %s: removing files older than %s that no snapshot references: %v", o.name, OrphanAge, err)
+		progress.Notef("output table %s: listing files older than %s that no snapshot references: %v", o.name, OrphanAge, err)
+		return
+	}
+	var remove []string
+	for _, uri := range res.OrphanFileLocations {
+		p := Task{Path: uri}.ReaderPath()
+		if !keep[filepath.Clean(p)] && o.ownOrphan(p) {
+			remove = append(remove, p)
+		}
+	}
+	if len(remove) == 0 {
+		return
+	}
+	if other, err := o.cat.tablesAt(ctx, o.ident, o.tbl.Location()); err != nil || len(other) > 0 {
+		why := fmt.Sprintf("the catalog also holds %s at or under its location %s", strings.Join(other, ", "), o.tbl.Location())
+		if err != nil {
+			why = fmt.Sprintf("the catalog's other tables' locations could not be listed: %v", err)
+		}
+		progress.Notef("output table %s: %d files older than %s that no snapshot references are left in place: %s", o.name, len(remove), OrphanAge, why)
+		return
+	}
+	for _, p := range remove {
+		fs, err := blobio.For(p)
+		if err == nil {
+			err = fs.Remove(ctx, p)
+		}
+		if err != nil {
+			progress.Notef("output table %s: removing %s, which no snapshot references: %v", o.name, p, err)
+		}
 	}
 }
 

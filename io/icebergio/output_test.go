@@ -278,10 +278,12 @@ func TestFailedCommitCommitsNothing(t *testing.T) {
 	}
 }
 
-// TestCommitRemovesOrphans: what a killed run left under the data location
+// TestCommitRemovesOrphans: what a killed run left in its run directory
 // (files no snapshot references) is removed by the next commit once older
 // than OrphanAge; younger ones (a concurrent run's), committed files, old
-// snapshots' files (time travel) and the kept ivf state stay.
+// snapshots' files (time travel), the kept ivf state, and old unreferenced
+// files outside the table's run directories (another writer's, a run
+// directory of another table) stay.
 func TestCommitRemovesOrphans(t *testing.T) {
 	ctx := context.Background()
 	days := digitsDays(t)
@@ -290,9 +292,16 @@ func TestCommitRemovesOrphans(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	runDir := func(tok string) string {
+		d, err := out.RunDir(tok)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
 	data := out.DataDir()
-	first := writeOutputFile(t, filepath.Join(data, "relabel-run1"), "a.parquet", cleaned(days[0], 0))
-	state := filepath.Join(data, "relabel-run1", "ivf.state")
+	first := writeOutputFile(t, runDir("00000001"), "a.parquet", cleaned(days[0], 0))
+	state := filepath.Join(runDir("00000001"), "ivf.state")
 	if err := os.WriteFile(state, []byte("state"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -301,22 +310,31 @@ func TestCommitRemovesOrphans(t *testing.T) {
 	if _, err := out.Commit(ctx, Commit{Run: r, Mode: Replace, Files: []string{first}}); err != nil {
 		t.Fatal(err)
 	}
-	dead := writeOutputFile(t, filepath.Join(data, "relabel-killed"), "a.parquet", cleaned(days[1], 0))
-	young := writeOutputFile(t, filepath.Join(data, "relabel-running"), "a.parquet", cleaned(days[1], 0))
+	dead := writeOutputFile(t, runDir("0000dead"), "a.parquet", cleaned(days[1], 0))
+	young := writeOutputFile(t, runDir("0000001e"), "a.parquet", cleaned(days[1], 0))
+	foreign := writeOutputFile(t, data, "00000-0-foreign.parquet", cleaned(days[1], 0))
+	otherTable := writeOutputFile(t, filepath.Join(data, "relabel-00000000-0000-0000-0000-000000000000-0000dead"), "a.parquet", cleaned(days[1], 0))
+	oldStyle := writeOutputFile(t, filepath.Join(data, "relabel-0000dead"), "a.parquet", cleaned(days[1], 0))
 	old := time.Now().Add(-OrphanAge - time.Hour)
-	for _, f := range []string{first, state, dead} {
+	for _, f := range []string{first, state, dead, foreign, otherTable, oldStyle} {
 		if err := os.Chtimes(f, old, old); err != nil {
 			t.Fatal(err)
 		}
 	}
-	second := writeOutputFile(t, filepath.Join(data, "relabel-run2"), "a.parquet", cleaned(days[2], 0))
+	second := writeOutputFile(t, runDir("00000002"), "a.parquet", cleaned(days[2], 0))
 	if _, err := out.Commit(ctx, Commit{Run: testRun(2, 0), Mode: Replace, Files: []string{second}}); err != nil {
 		t.Fatal(err)
 	}
-	for f, want := range map[string]bool{first: true, state: true, dead: false, young: true, second: true} {
+	for f, want := range map[string]bool{first: true, state: true, dead: false, young: true, second: true,
+		foreign: true, otherTable: true, oldStyle: true} {
 		_, err := os.Stat(f)
 		if got := err == nil; got != want {
 			t.Errorf("%s: exists %t, want %t", f, got, want)
+		}
+	}
+	for _, tok := range []string{"", "x", "../../etc", "ABCDEF12", strings.Repeat("a", 65)} {
+		if d, err := out.RunDir(tok); err == nil {
+			t.Errorf("RunDir(%q) = %s, want an error", tok, d)
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"math"
 	"os"
 	"slices"
@@ -343,9 +344,21 @@ func (r *Report) SaveTo(ctx context.Context, out string, overwrite bool) (string
 	if isDir(out) {
 		return "", fmt.Errorf("reportio: %s is a directory: give the page's file name (such as %s)", out, blobio.Join(out, FileName))
 	}
+	if stream, err := streamTarget(out); err != nil {
+		return "", err
+	} else if stream {
+		return out, writeStream(out, buf.Bytes())
+	}
 	exists, err := fs.Exists(ctx, out)
 	if err != nil {
 		return "", fmt.Errorf("reportio: %w", err)
+	}
+	if exists && !own && within(out, dir) {
+		if ok, err := isReport(ctx, fs, out); err != nil {
+			return "", err
+		} else if !ok {
+			return "", fmt.Errorf("reportio: %s %w: a file of the output directory %s, which the report reads, is never replaced, --overwrite or not (write the page outside it, or as %s)", out, ErrExists, dir, blobio.Join(dir, FileName))
+		}
 	}
 	if exists && !overwrite {
 		if !own {
@@ -415,6 +428,49 @@ func isReport(ctx context.Context, fs blobio.FS, path string) (bool, error) {
 
 // isDir reports whether a local path is a directory (object stores have
 // none).
+// streamTarget reports whether out is a FIFO or a character device (a
+// terminal, /dev/null, a pipe a reader waits on), which the page is written
+// into as a stream, as a shell's redirection would: it is never replaced. A
+// symbolic link, or any other file that is not regular, is refused: the
+// page would replace the link (as root, /dev/stdout itself) or a device.
+func streamTarget(out string) (bool, error) {
+	if strings.Contains(out, "://") && !strings.HasPrefix(out, "file://") {
+		return false, nil
+	}
+	st, err := os.Lstat(strings.TrimPrefix(out, "file://"))
+	if err != nil || st.Mode().IsRegular() {
+		return false, nil
+	}
+	m := st.Mode()
+	if m&(iofs.ModeNamedPipe|iofs.ModeCharDevice) != 0 {
+		return true, nil
+	}
+	return false, fmt.Errorf("reportio: %s is %s: relabel report replaces only regular files and writes into FIFOs and terminals; give the file a link points to, or - for standard output", out, blobio.FileKind(m))
+}
+
+// writeStream writes b into the FIFO or character device out.
+func writeStream(out string, b []byte) error {
+	f, err := os.OpenFile(strings.TrimPrefix(out, "file://"), os.O_WRONLY, 0)
+	if err != nil {
+		return fmt.Errorf("reportio: %w", err)
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return fmt.Errorf("reportio: writing %s: %w", out, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("reportio: writing %s: %w", out, err)
+	}
+	return nil
+}
+
+// within reports whether path lies in directory dir (at any depth), after
+// symbolic links.
+func within(path, dir string) bool {
+	p, d := blobio.Canonical(path), strings.TrimSuffix(blobio.Canonical(dir), "/")
+	return strings.HasPrefix(p, d+"/")
+}
+
 func isDir(path string) bool {
 	if strings.Contains(path, "://") {
 		return false

@@ -173,9 +173,14 @@ func fullIVFState(ctx context.Context, fs blobio.FS, dir string, plan *pipelines
 	return keepIVFState(ctx, fs, dir, st)
 }
 
-// makeRunDir makes a run's own directory under the output table's data location.
+// makeRunDir makes a run's own directory under the output table's data
+// location (icebergio's RunDir: the only place whose unreferenced files a
+// later commit's orphan clean-up may remove).
 func makeRunDir(ctx context.Context, out *icebergio.Output, tok string) (blobio.FS, string, error) {
-	dir := blobio.Join(out.DataDir(), "relabel-"+tok)
+	dir, err := out.RunDir(tok)
+	if err != nil {
+		return nil, "", err
+	}
 	fs, err := blobio.For(dir)
 	if err != nil {
 		return nil, "", err

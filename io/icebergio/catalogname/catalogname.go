@@ -65,10 +65,10 @@ func ParseCatalogURI(uri, name string) (path, catName string, err error) {
 	if ok && IsREST(uri) {
 		u, err := url.Parse(uri)
 		if err != nil || u.Host == "" {
-			return "", "", fmt.Errorf("icebergio: catalog %q: want %s://HOST[:PORT][/PATH] (a REST catalog)", uri, scheme)
+			return "", "", fmt.Errorf("icebergio: catalog %q: want %s://HOST[:PORT][/PATH] (a REST catalog)", Redact(uri), scheme)
 		}
 		if u.User != nil {
-			return "", "", fmt.Errorf("icebergio: catalog %q: credentials do not go in the URI (they would show in process lists and logs): set %s or %s", u.Redacted(), EnvCatalogToken, EnvCatalogCredential)
+			return "", "", fmt.Errorf("icebergio: catalog %q: credentials do not go in the URI (they would show in process lists and logs): set %s or %s", Redact(uri), EnvCatalogToken, EnvCatalogCredential)
 		}
 		if scheme == RESTScheme {
 			u.Scheme = "https"
@@ -81,29 +81,29 @@ func ParseCatalogURI(uri, name string) (path, catName string, err error) {
 		return u.String(), name, nil
 	}
 	if !ok || scheme != SQLiteScheme || rest == "" {
-		return "", "", fmt.Errorf("icebergio: catalog %q: want sqlite:///path/to/catalog.db (optionally ?name=CATALOG), or a REST catalog's rest://, https:// or http:// URL", uri)
+		return "", "", fmt.Errorf("icebergio: catalog %q: want sqlite:///path/to/catalog.db (optionally ?name=CATALOG), or a REST catalog's rest://, https:// or http:// URL", Redact(uri))
 	}
 	path, query, hasQuery := strings.Cut(rest, "?")
 	if path == "" {
-		return "", "", fmt.Errorf("icebergio: catalog %q: no catalog file path: want sqlite:///path/to/catalog.db", uri)
+		return "", "", fmt.Errorf("icebergio: catalog %q: no catalog file path: want sqlite:///path/to/catalog.db", Redact(uri))
 	}
 	if hasQuery {
 		q, err := url.ParseQuery(query)
 		if err != nil {
-			return "", "", fmt.Errorf("icebergio: catalog %q: %w", uri, err)
+			return "", "", fmt.Errorf("icebergio: catalog %q: %w", Redact(uri), err)
 		}
 		for k := range q {
 			if k != "name" {
-				return "", "", fmt.Errorf("icebergio: catalog %q: unknown parameter %q (known: name)", uri, k)
+				return "", "", fmt.Errorf("icebergio: catalog %q: unknown parameter %q (known: name)", Redact(uri), k)
 			}
 		}
 		if _, given := q["name"]; given {
 			uriName := q.Get("name")
 			if err := CheckName("catalog name", uriName); err != nil {
-				return "", "", fmt.Errorf("icebergio: catalog %q: %w", uri, err)
+				return "", "", fmt.Errorf("icebergio: catalog %q: %w", Redact(uri), err)
 			}
 			if name != "" && name != uriName {
-				return "", "", fmt.Errorf("icebergio: catalog %q names catalog %q, but catalog name %q was given: give one", uri, uriName, name)
+				return "", "", fmt.Errorf("icebergio: catalog %q names catalog %q, but catalog name %q was given: give one", Redact(uri), uriName, name)
 			}
 			name = uriName
 		}
