@@ -31,6 +31,7 @@ var (
 	qualityOut     = flag.String("quality-out", defaultQualityOut, "the file whose generated section -quality rewrites (created with that section alone when absent)")
 	without        = flag.String("without", "", "comma-separated datasets -quality leaves out (e.g. fashion_mnist_pca50 for a quick look)")
 	qualityOnly    = flag.String("quality-only", "", "comma-separated noises (clean,sym-0.1) or cells (letter/pair-0.2) -quality runs, the others left out")
+	qualityFlags   = flag.String("quality-flags", "", "relabel run flags -quality runs with instead of the defaults, space-separated (e.g. '--given-label bayes')")
 	sweep          = flag.Bool("sweep", false, "run the parameter sweep of docs/QUALITY.md (TestSweep; slow)")
 	sweepPendigits = flag.Bool("sweep.pendigits", false, "TestSweep: add pendigits' idn-0.4 and sym-0.4 cells")
 	sweepOnly      = flag.String("sweep.only", "", "TestSweep: run only the variants whose names contain one of these comma-separated words")
@@ -61,8 +62,16 @@ func TestQuality(t *testing.T) {
 	if len(cells) == 0 {
 		t.Fatalf("-without %q -quality-only %q leave no cell", *without, *qualityOnly)
 	}
+	d := options.Defaults()
+	if *qualityFlags != "" {
+		fs := flag.NewFlagSet("relabel", flag.ContinueOnError)
+		d.Bind(fs)
+		if err := fs.Parse(strings.Fields(*qualityFlags)); err != nil {
+			t.Fatalf("-quality-flags: %v", err)
+		}
+	}
 	t0 := time.Now()
-	rs, err := Run(cells, options.Defaults(), &testWriter{t: t})
+	rs, err := Run(cells, d, &testWriter{t: t})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +85,6 @@ func TestQuality(t *testing.T) {
 			t.Errorf("%s: kNN vote %.4f, the data README's %.3f", r.Cell.Name(), r.KNN(), r.Cell.Peers.KNN)
 		}
 	}
-	d := options.Defaults()
 	opts := d.FlagValues(options.GroupMethod, options.GroupNeighbours)
 	// The pipeline's neighbour modes, which the in-process engine (exact
 	// neighbours) does not have.
@@ -89,6 +97,9 @@ func TestQuality(t *testing.T) {
 	}
 	if *without != "" {
 		cmd = strings.Replace(cmd, "-v", "-v -without "+*without, 1)
+	}
+	if *qualityFlags != "" {
+		cmd = strings.Replace(cmd, "-v", "-v -quality-flags '"+*qualityFlags+"'", 1)
 	}
 	if *qualityOut != defaultQualityOut {
 		cmd = strings.Replace(cmd, "-v", "-v -quality-out "+*qualityOut, 1)
