@@ -11,6 +11,7 @@ import (
 	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/pipelines"
+	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/stages"
 )
 
@@ -100,6 +101,7 @@ func calibration(p *pipelines.Plan, last, opts map[string]string) (stages.Calibr
 const (
 	pooledFull = "the last run started from the pooled fit of the labels' class-level noise (pair-structured noise), which is not kept: this run relabels every row again"
 	headFull   = "the last run's linear head still weighed in at its last round (the neighbours are weak), and its fit is not kept: this run relabels every row again"
+	givenFull  = "the last run read the given labels through its fitted label transition (--given-label bayes), which is not kept: this run relabels every row again"
 )
 
 // fullAgain returns why the run whose recorded options are last must be
@@ -111,6 +113,8 @@ func fullAgain(last map[string]string) string {
 		return pooledFull
 	case last[pipelines.MetaHeadLast] == pipelines.HeadLastOn:
 		return headFull
+	case last["given-label"] == engine.GivenBayes.String():
+		return givenFull
 	}
 	return ""
 }
