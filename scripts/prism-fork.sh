@@ -49,7 +49,7 @@ if [ "${1:-}" = "--diff" ]; then
 	# The patches: the difference between the pristine copy and the checked-in one.
 	mkdir -p "$tmp/b"
 	cp -r "$dst/." "$tmp/b/"
-	(cd "$tmp" && diff -ruN a b) || true
+	(cd "$tmp" && diff -ruN a b | sed -E 's/^(---|\+\+\+) ([^\t]+)\t.*/\1 \2/') || true
 	exit 0
 fi
 rm -rf "$dst"

@@ -18,6 +18,7 @@ package internal
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -34,7 +35,6 @@ import (
 	"github.com/relabel/relabel/runners/internal/prism/internal/worker"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/protobuf/encoding/prototext"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/moby/moby/api/pkg/stdcopy"
@@ -69,7 +69,11 @@ func runEnvironment(ctx context.Context, j *jobservices.Job, env string, wk *wor
 			return err
 		}
 		go func() {
-			externalEnvironment(ctx, ep, wk)
+			// relabel: a worker pool that cannot start the worker fails the
+			// job, with the reason, instead of panicking the process.
+			if err := externalEnvironment(ctx, ep, wk); err != nil {
+				failEnvironment(j, env, err)
+			}
 			logger.Debug("environment stopped", slog.String("job", j.String()))
 		}()
 		return nil
@@ -87,13 +91,25 @@ func runEnvironment(ctx context.Context, j *jobservices.Job, env string, wk *wor
 			return err
 		}
 		go func() {
-			processEnvironment(ctx, logger, pp, wk)
+			// relabel: a command that cannot start, or that ends while the
+			// job runs, fails the job instead of leaving it waiting forever.
+			if err := processEnvironment(ctx, logger, pp, wk); err != nil {
+				failEnvironment(j, env, err)
+			}
 			logger.Debug("environment stopped", slog.String("job", j.String()))
 		}()
 		return nil
 	default:
 		return fmt.Errorf("environment %v with urn %v unimplemented", env, e.GetUrn())
 	}
+}
+
+// failEnvironment fails job j because environment env cannot provide its
+// worker (relabel).
+func failEnvironment(j *jobservices.Job, env string, err error) {
+	err = fmt.Errorf("environment %v: %w", env, err)
+	j.Failed(err)
+	j.CancelFn(err)
 }
 
 func selectAnyOfEnv(ap *pipepb.AnyOfEnvironmentPayload) *pipepb.Environment {
@@ -123,10 +139,15 @@ func selectAnyOfEnv(ap *pipepb.AnyOfEnvironmentPayload) *pipepb.Environment {
 	return envs[0]
 }
 
-func externalEnvironment(ctx context.Context, ep *pipepb.ExternalPayload, wk *worker.W) {
+// externalEnvironment asks the worker pool to start the worker, then waits for
+// the job to end and asks the pool to stop it. relabel: it returns an error
+// where upstream panics (the pool unreachable, or refusing the worker), and
+// bounds the StartWorker call.
+func externalEnvironment(ctx context.Context, ep *pipepb.ExternalPayload, wk *worker.W) error {
+	defer wk.Stop()
 	conn, err := grpc.Dial(ep.GetEndpoint().GetUrl(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
-		panic(fmt.Sprintf("unable to dial sdk worker pool %v: %v", ep.GetEndpoint().GetUrl(), err))
+		return fmt.Errorf("unable to dial the SDK worker pool at %v: %w", ep.GetEndpoint().GetUrl(), err)
 	}
 	defer conn.Close()
 	pool := fnpb.NewBeamFnExternalWorkerPoolClient(conn)
@@ -138,8 +159,10 @@ func externalEnvironment(ctx context.Context, ep *pipepb.ExternalPayload, wk *wo
 	// Use a background context for these workers to avoid pre-mature
 	// cancelation issues when starting them.
 	bgContext := context.Background()
+	startCtx, cancel := context.WithTimeout(bgContext, startWorkerTimeout)
+	defer cancel()
 
-	resp, err := pool.StartWorker(bgContext, &fnpb.StartWorkerRequest{
+	resp, err := pool.StartWorker(startCtx, &fnpb.StartWorkerRequest{
 		WorkerId:          wk.ID,
 		ControlEndpoint:   endpoint,
 		LoggingEndpoint:   endpoint,
@@ -148,8 +171,11 @@ func externalEnvironment(ctx context.Context, ep *pipepb.ExternalPayload, wk *wo
 		Params:            ep.GetParams(),
 	})
 
-	if str := resp.GetError(); err != nil || str != "" {
-		panic(fmt.Sprintf("unable to start sdk worker %v error: %v, resp: %v", ep.GetEndpoint().GetUrl(), err, prototext.Format(resp)))
+	if err != nil {
+		return fmt.Errorf("the SDK worker pool at %v did not start a worker (is it running, and is the address right?): %w", ep.GetEndpoint().GetUrl(), err)
+	}
+	if str := resp.GetError(); str != "" {
+		return fmt.Errorf("the SDK worker pool at %v refused to start a worker: %v", ep.GetEndpoint().GetUrl(), str)
 	}
 
 	// Job processing happens here, but orchestrated by other goroutines
@@ -159,11 +185,17 @@ func externalEnvironment(ctx context.Context, ep *pipepb.ExternalPayload, wk *wo
 
 	// Previous context cancelled so we need a new one
 	// for this request.
-	pool.StopWorker(bgContext, &fnpb.StopWorkerRequest{
+	stopCtx, cancelStop := context.WithTimeout(bgContext, startWorkerTimeout)
+	defer cancelStop()
+	pool.StopWorker(stopCtx, &fnpb.StopWorkerRequest{
 		WorkerId: wk.ID,
 	})
-	wk.Stop()
+	return nil
 }
+
+// startWorkerTimeout bounds a worker pool's StartWorker and StopWorker calls
+// (relabel; upstream waits forever).
+const startWorkerTimeout = 2 * time.Minute
 
 func dockerEnvironment(ctx context.Context, logger *slog.Logger, dp *pipepb.DockerPayload, wk *worker.W, artifactEndpoint string) error {
 	logger = logger.With("worker_id", wk.ID, "image", dp.GetContainerImage())
@@ -312,7 +344,10 @@ func dockerEnvironment(ctx context.Context, logger *slog.Logger, dp *pipepb.Dock
 	return nil
 }
 
-func processEnvironment(ctx context.Context, logger *slog.Logger, pp *pipepb.ProcessPayload, wk *worker.W) {
+// processEnvironment runs the environment's command until the job ends.
+// relabel: it returns an error when the command cannot start or ends while the
+// job still runs (no worker is left to run it); upstream only logs these.
+func processEnvironment(ctx context.Context, logger *slog.Logger, pp *pipepb.ProcessPayload, wk *worker.W) error {
 	defer wk.Stop()
 
 	cmd := exec.CommandContext(ctx, pp.GetCommand(), "--id='"+wk.ID+"'", "--provision_endpoint="+wk.Endpoint())
@@ -328,11 +363,19 @@ func processEnvironment(ctx context.Context, logger *slog.Logger, pp *pipepb.Pro
 	}
 	if err := cmd.Start(); err != nil {
 		logger.Error("process failed to start", "error", err)
-		return
+		return fmt.Errorf("the PROCESS environment's command %q did not start: %w", pp.GetCommand(), err)
 	}
 	// Job processing happens here, but orchestrated by other goroutines
 	// This call blocks until the context is cancelled, or the command exits.
-	if err := cmd.Wait(); err != nil {
+	err := cmd.Wait()
+	if err != nil {
 		logger.Error("process failed while running", "error", err)
 	}
+	if ctx.Err() != nil {
+		return nil // the job ended first: the command was stopped
+	}
+	if err == nil {
+		err = errors.New("exit status 0")
+	}
+	return fmt.Errorf("the PROCESS environment's command %q ended while the job was running, leaving it no worker: %w", pp.GetCommand(), err)
 }

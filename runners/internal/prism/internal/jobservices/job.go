@@ -213,7 +213,14 @@ func (j *Job) WaitForCleanUp() {
 // Failed indicates that the job completed unsuccessfully.
 func (j *Job) Failed(err error) {
 	slog.Error("job failed", slog.Any("job", j), slog.Any("error", err))
-	j.failureErr = err
+	// relabel: the first failure is the cause; later ones (the cancellation
+	// it caused) do not replace it, and the write is under the lock its
+	// reader (GetMessageStream) holds.
+	j.streamCond.L.Lock()
+	if j.failureErr == nil {
+		j.failureErr = err
+	}
+	j.streamCond.L.Unlock()
 	j.sendState(jobpb.JobState_FAILED)
 	j.CancelFn(fmt.Errorf("jobFailed %v: %w", j, err))
 }

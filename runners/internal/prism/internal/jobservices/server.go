@@ -67,11 +67,19 @@ type Server struct {
 }
 
 // NewServer acquires the indicated port.
+//
+// relabel: on loopback only (127.0.0.1), never on every interface as
+// upstream's ":port" does; use NewServerOn for another listener.
 func NewServer(port int, execute func(*Job)) *Server {
-	lis, err := net.Listen("tcp", fmt.Sprintf(":%d", port))
+	lis, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", fmt.Sprint(port)))
 	if err != nil {
 		panic(fmt.Sprintf("failed to listen: %v", err))
 	}
+	return NewServerOn(lis, execute)
+}
+
+// NewServerOn serves on lis (relabel: the caller picks the address).
+func NewServerOn(lis net.Listener, execute func(*Job)) *Server {
 	s := &Server{
 		lis:     lis,
 		jobs:    make(map[string]*Job),
@@ -102,9 +110,10 @@ func (s *Server) getJob(id string) *Job {
 	return s.jobs[id]
 }
 
+// Endpoint is the address the server listens on (relabel: the listener's
+// own address, not "localhost:PORT", which may resolve elsewhere).
 func (s *Server) Endpoint() string {
-	_, port, _ := net.SplitHostPort(s.lis.Addr().String())
-	return fmt.Sprintf("localhost:%v", port)
+	return s.lis.Addr().String()
 }
 
 // Serve serves on the started listener. Blocks.
@@ -115,6 +124,13 @@ func (s *Server) Serve() {
 // Stop the GRPC server.
 func (s *Server) Stop() {
 	s.server.GracefulStop()
+}
+
+// Close stops the GRPC server at once, ending open streams, and closes the
+// listener (relabel: the embedded runner's server lives for one job).
+func (s *Server) Close() {
+	s.server.Stop()
+	s.lis.Close()
 }
 
 // IdleShutdown allows the server to call the cancelFn if there have been no active jobs

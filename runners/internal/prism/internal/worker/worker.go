@@ -721,9 +721,9 @@ type MultiplexW struct {
 
 // NewMultiplexW instantiates a new FnAPI server for multiplexing FnAPI requests to a W.
 func NewMultiplexW(lis net.Listener, g *grpc.Server, logger *slog.Logger) *MultiplexW {
-	_, p, _ := net.SplitHostPort(lis.Addr().String())
 	mw := &MultiplexW{
-		endpoint: "localhost:" + p,
+		// relabel: the listener's own address (upstream: "localhost:PORT").
+		endpoint: lis.Addr().String(),
 		logger:   logger,
 		pool:     make(map[string]*W),
 		wg:       make(map[string]*sync.WaitGroup),
