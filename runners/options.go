@@ -13,7 +13,7 @@ import (
 
 // Runner names accepted in Options.Runner.
 const (
-	Prism     = "prism"     // Beam's Prism, in this process unless Endpoint is set
+	Prism     = "prism"     // Beam's Prism, in this process (on 127.0.0.1) unless Endpoint is set
 	Universal = "universal" // any portable Beam job server (Job API)
 	Flink     = "flink"     // Flink's Beam job server: universal under another name
 	Dataflow  = "dataflow"  // Google Cloud Dataflow
@@ -78,6 +78,12 @@ type Options struct {
 	// default DefaultTimeout. On timeout Run returns an error; a job on a
 	// remote cluster may still be running there and must be cancelled there.
 	Timeout time.Duration
+
+	// WorkerToken is the shared secret of an EXTERNAL worker pool (`relabel
+	// worker --token-file`), sent with every StartWorker request. Optional,
+	// default the file RELABEL_WORKER_TOKEN_FILE names, else
+	// RELABEL_WORKER_TOKEN; used only with EXTERNAL.
+	WorkerToken string
 
 	// Dataflow holds the Dataflow settings; used only with runner dataflow.
 	Dataflow DataflowOptions
@@ -200,6 +206,9 @@ func (o Options) Validate() error {
 	case External:
 		if _, port, err := net.SplitHostPort(o.EnvironmentConfig); err != nil || port == "" {
 			bad("environment_type EXTERNAL needs --environment_config=HOST:PORT of the worker pool, got %q", o.EnvironmentConfig)
+		}
+		if _, err := o.workerToken(); err != nil {
+			bad("environment_type EXTERNAL: %v", err)
 		}
 	}
 

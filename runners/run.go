@@ -16,9 +16,6 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners/dataflow"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners/flink"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners/prism"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners/universal"
 	"golang.org/x/oauth2/google"
 )
 
@@ -39,11 +36,17 @@ const (
 // process-wide flags, which Run sets.
 var runMu sync.Mutex
 
-// executors are Beam's entry points, per runner name.
+// workerToken is the EXTERNAL worker pool's token for the Run holding runMu
+// ("" none), which executePortable adds to the pipeline.
+var workerToken string
+
+// executors are the entry points, per runner name: Beam's for Dataflow, and
+// for the portable runners relabel's own submission (portable.go), whose
+// embedded Prism listens on loopback only and which leaves no file behind.
 var executors = map[string]func(context.Context, *beam.Pipeline) (beam.PipelineResult, error){
-	Prism:     prism.Execute,
-	Universal: universal.Execute,
-	Flink:     flink.Execute,
+	Prism:     executePrism,
+	Universal: executeUniversal,
+	Flink:     executeUniversal, // Beam's flink runner is universal under another name
 	Dataflow:  dataflow.Execute,
 }
 
@@ -69,6 +72,13 @@ func Run(ctx context.Context, p *beam.Pipeline, o Options) (beam.PipelineResult,
 
 	if o.Endpoint != "" {
 		if err := checkEndpoint(ctx, o.Endpoint); err != nil {
+			return nil, err
+		}
+	}
+	if o.IsPrism() && o.Endpoint == "" && o.environment() == External {
+		// The embedded runner dials the pool itself: check it answers
+		// before the worker binary is staged (tens of seconds).
+		if err := checkDial(ctx, o.EnvironmentConfig, "the worker pool", "is `relabel worker` running there, and is --environment_config right?"); err != nil {
 			return nil, err
 		}
 	}
@@ -127,12 +137,17 @@ func Run(ctx context.Context, p *beam.Pipeline, o Options) (beam.PipelineResult,
 // checkEndpoint dials the job server once, briefly, so that a wrong address
 // fails in seconds with one line instead of Beam's two-minute dial.
 func checkEndpoint(ctx context.Context, endpoint string) error {
+	return checkDial(ctx, endpoint, "job server", "is the job server running, and is the address right?")
+}
+
+// checkDial dials what at addr once, briefly; the error says hint.
+func checkDial(ctx context.Context, addr, what, hint string) error {
 	ctx, cancel := context.WithTimeout(ctx, dialTimeout)
 	defer cancel()
 	var d net.Dialer
-	c, err := d.DialContext(ctx, "tcp", endpoint)
+	c, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
-		return fmt.Errorf("runners: job server at %s is unreachable (is the job server running, and is the address right?): %s", endpoint, oneLine(err))
+		return fmt.Errorf("runners: %s at %s is unreachable (%s): %s", what, addr, hint, oneLine(err))
 	}
 	c.Close()
 	return nil
@@ -220,6 +235,14 @@ func setFlags(o Options) error {
 		{"machine_type", ""}, // Beam's alias, which would win over an empty worker_machine_type
 		{"max_num_workers", strconv.Itoa(d.MaxWorkers)},
 		{"dry_run", strconv.FormatBool(d.DryRun)},
+	}
+	workerToken = ""
+	if env == External {
+		t, err := o.workerToken() // checked by Validate
+		if err != nil {
+			return err
+		}
+		workerToken = t
 	}
 	for _, v := range values {
 		if flag.Lookup(v.name) == nil {

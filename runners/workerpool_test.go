@@ -116,12 +116,15 @@ func TestRelabelOnWorkerPool(t *testing.T) {
 			} else {
 				compareOutputs(t, filepath.Join(embedded, "o"), filepath.Join(external, "o"))
 			}
-			// The launcher's temporary directory: the embedded run's spill
-			// directory is gone, and the external run made none. (Beam's
-			// universal runner leaves a beamloopbackworker-* directory of
-			// its own there.)
-			if left, _ := filepath.Glob(filepath.Join(launcherTmp, "relabel-spill-*")); len(left) > 0 {
-				t.Errorf("the launcher's temporary directory holds spill directories after the runs: %v", left)
+			// The launcher's temporary directory is empty: the embedded
+			// run's spill directory is gone, the external run made none, and
+			// neither left Beam's beamloopbackworker-* (issue 47).
+			if left, _ := os.ReadDir(launcherTmp); len(left) > 0 {
+				var names []string
+				for _, e := range left {
+					names = append(names, e.Name())
+				}
+				t.Errorf("the launcher's temporary directory holds %v after the runs; want it empty", names)
 			}
 		})
 	}

@@ -3,8 +3,9 @@
 // embedded Prism runner by default), `relabel noise` writes a noisy copy of a
 // clean dataset, `relabel eval` scores cleaned output against the truth,
 // `relabel report` writes report.html for an output, `relabel synth` writes a
-// synthetic dataset for scale runs. One file per command (run.go, noise.go,
-// eval.go, report.go, synth.go); this one dispatches and holds what they
+// synthetic dataset for scale runs, `relabel worker` serves a Beam worker
+// pool. One file per command (run.go, noise.go, eval.go, report.go, synth.go,
+// worker.go); this one dispatches and holds what they
 // share. Files are read and written through io/ (shardio, resultio,
 // reportio): the only Arrow here is the allocator eval hands resultio.
 package main
@@ -38,13 +39,19 @@ Usage:
   relabel eval  --output DIR --truth FILE [options]   score cleaned output against the truth
   relabel report DIR [--out FILE] [--top N]          write report.html for an output directory
   relabel synth --output DIR [options]               write a synthetic dataset (for scale runs)
+  relabel worker [--listen HOST:PORT] [options]       serve a Beam worker pool (EXTERNAL environment)
   relabel version
+  relabel help                                        this text (also -h, --help)
+
+Each command's options: relabel COMMAND -h.
 `
 
 func main() {
 	// Beam re-executes this binary as an SDK worker on non-LOOPBACK
 	// environments with its own flags (--worker, --id, ...): let Beam take over.
-	if len(os.Args) > 1 && strings.HasPrefix(os.Args[1], "--") {
+	// A help flag is relabel's, not Beam's (whose flag set would list its
+	// ~100 flags and none of the commands).
+	if len(os.Args) > 1 && strings.HasPrefix(os.Args[1], "--") && !isHelp(os.Args[1]) {
 		flag.Parse()
 		beam.Init()
 		os.Exit(0)
@@ -124,7 +131,7 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	case "version":
 		fmt.Fprintln(stdout, "relabel", version())
 		return 0
-	case "-h", "--help", "help":
+	case "-h", "-help", "--h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0
 	default:
@@ -155,6 +162,15 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	fmt.Fprintf(stderr, "relabel %s: %s\n", args[0], progress.Safe(oneLine(err)))
 	return 1
+}
+
+// isHelp reports whether arg asks for relabel's usage.
+func isHelp(arg string) bool {
+	switch arg {
+	case "-h", "-help", "--h", "--help", "help":
+		return true
+	}
+	return false
 }
 
 type usageError struct{ error }
