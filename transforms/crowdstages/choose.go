@@ -52,8 +52,8 @@ func mergeEvidence(a, b crowd.Evidence) crowd.Evidence {
 
 // chosenFn gives a final batch the posteriors of the chosen model: as they
 // are for the annotators' model; else one E step of the vote or the pool
-// (with features, from the neighbours' final posteriors), spilled as
-// generation Gen.
+// (with features, from the neighbours' final posteriors), spilled into
+// generation Gen, the last (removed with the spill directory).
 type chosenFn struct {
 	Params crowd.Params
 	Gen    int
@@ -119,7 +119,7 @@ func (f *chosenFn) step(b Batch, mm, vm modelMsg, ev crowd.Evidence, cm *candMsg
 		}
 		m.Posterior(next.Post[i*C:(i+1)*C], pr, ann, lab, &f.w)
 	}
-	if err := put(f.Spill, f.Gen, &next); err != nil {
+	if err := putAs(f.Spill, f.Gen, "c", &next); err != nil {
 		return err
 	}
 	emit(next)
@@ -137,7 +137,7 @@ func choose(s beam.Scope, final, fm, vm beam.PCollection, p crowd.Params, withNe
 	s = s.Scope("choose model")
 	scores := beam.ParDo(s, &scoreFn{}, final, beam.SideInput{Input: fm}, beam.SideInput{Input: vm})
 	ev := beam.Combine(s, mergeEvidence, scores)
-	f := chosenFn{Params: p, Gen: p.Iterations + 1, Spill: sp}
+	f := chosenFn{Params: p, Gen: p.Iterations, Spill: sp}
 	if withNeighbours {
 		cp := beam.Combine(s, &candPostsFn{C: p.C, Gen: p.Iterations, Spill: sp}, final)
 		return beam.ParDo(s, &chosenNbFn{chosenFn: f}, final, beam.SideInput{Input: fm}, beam.SideInput{Input: vm}, beam.SideInput{Input: ev}, beam.SideInput{Input: cp}), ev
