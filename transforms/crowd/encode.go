@@ -12,6 +12,8 @@ func (s *Stats) MarshalBinary() ([]byte, error) {
 	var w wire.Writer
 	w.Uvarint(uint64(s.C))
 	w.Varint(s.Items)
+	w.Varint(s.Pairs)
+	w.Varint(s.Agree)
 	wire.Slice(&w, s.Class)
 	keys := s.Annotators()
 	given := make([]int64, len(keys))
@@ -43,6 +45,8 @@ func (s *Stats) UnmarshalBinary(b []byte) error {
 	}
 	*s = *NewStats(C)
 	s.Items = r.Varint()
+	s.Pairs = r.Varint()
+	s.Agree = r.Varint()
 	s.Class = wire.ReadSlice[int64](&r)
 	keys := wire.ReadSlice[int64](&r)
 	given := wire.ReadSlice[int64](&r)

@@ -131,8 +131,17 @@ func NeighbourPrior(dst []float64, m *Model, lambda float64, index []int32, weig
 
 // Result is a fitted model and every item's posterior.
 type Result struct {
-	// Model is estimated from the final posteriors.
+	// Model is the annotators' model, estimated from its EM's final
+	// posteriors: it describes the annotators (Summarise) whichever model
+	// the posteriors are from.
 	Model *Model
+	// Vote is EstimateVote from the soft majority vote's statistics, Pooled
+	// is Model.Pool.
+	Vote, Pooled *Model
+	// Evidence weighs the two on held-out labels, and Choice is its
+	// verdict: the model Posterior is from.
+	Evidence Evidence
+	Choice   Choice
 	// Posterior is n x C, row-major.
 	Posterior []float64
 }
@@ -162,8 +171,14 @@ func Fit(it *Items, nb *Neighbours, p Params) (*Result, error) {
 	}
 	var w Scratch
 	prior := make([]float64, C)
+	s0 := stats(it, cur, C)
+	vote := EstimateVote(s0, p)
 	for r := 0; r < p.Iterations; r++ {
-		m := Estimate(stats(it, cur, C), p)
+		s := s0
+		if r > 0 {
+			s = stats(it, cur, C)
+		}
+		m := Estimate(s, p)
 		post := func(j int32) []float64 { return cur[int(j)*C : int(j+1)*C] }
 		for i := 0; i < n; i++ {
 			ann, lab := it.Item(i)
@@ -176,7 +191,37 @@ func Fit(it *Items, nb *Neighbours, p Params) (*Result, error) {
 		}
 		cur, next = next, cur
 	}
-	return &Result{Model: Estimate(stats(it, cur, C), p), Posterior: cur}, nil
+	s := s0
+	if p.Iterations > 0 {
+		s = stats(it, cur, C)
+	}
+	res := &Result{Model: Estimate(s, p), Vote: vote, Posterior: cur}
+	res.Pooled = res.Model.Pool()
+	for i := 0; i < n; i++ {
+		ann, lab := it.Item(i)
+		if len(lab) >= 2 {
+			res.Evidence.Add([numChoices]float64{vote.HeldOut(ann, lab, nil, &w), res.Pooled.HeldOut(ann, lab, nil, &w),
+				res.Model.HeldOut(ann, lab, cur[i*C:(i+1)*C], &w)})
+		}
+	}
+	if res.Choice = res.Evidence.Choice(); res.Choice != Annotators {
+		m := vote
+		if res.Choice == Pooled {
+			m = res.Pooled
+		}
+		post := func(j int32) []float64 { return cur[int(j)*C : int(j+1)*C] }
+		for i := 0; i < n; i++ {
+			ann, lab := it.Item(i)
+			var pr []float64
+			if nb != nil {
+				NeighbourPrior(prior, m, p.NeighbourWeight, nb.Index[i*nb.K:(i+1)*nb.K], nb.Weight[i*nb.K:(i+1)*nb.K], post)
+				pr = prior
+			}
+			m.Posterior(next[i*C:(i+1)*C], pr, ann, lab, &w)
+		}
+		res.Posterior = next
+	}
+	return res, nil
 }
 
 func stats(it *Items, post []float64, C int) *Stats {

@@ -73,23 +73,16 @@ type Annotator struct {
 	// Skill is q_a, its accuracy shrunk toward the pool's (Model.Accuracy).
 	Skill float64
 
-	inv  []float64 // 1 / (Row[c] + Strength)
-	diag []float64 // mu_a(c, c); nil: the pooled diagonal (Skill = Accuracy)
+	inv      []float64 // 1 / (Row[c] + Strength)
+	diag     []float64 // mu_a(c, c); nil: the pooled diagonal (Skill = Accuracy)
+	right, n float64   // counts(): its expected right labels and labels
 }
 
 // Estimate is the M step: the model that maximises the posterior given the
 // expected counts s.
 func Estimate(s *Stats, p Params) *Model {
 	C := s.C
-	m := &Model{C: C, Strength: p.Strength, Prior: make([]float64, C), Pooled: make([]float64, C*C), index: map[int64]int{}}
-	var tot float64
-	for c, v := range s.Class {
-		m.Prior[c] = float64(v)/One + p.ClassPrior
-		tot += m.Prior[c]
-	}
-	for c := range m.Prior {
-		m.Prior[c] = (1-p.ClassBalance)*m.Prior[c]/tot + p.ClassBalance/float64(C)
-	}
+	m := &Model{C: C, Strength: p.Strength, Prior: classPrior(s, p), Pooled: make([]float64, C*C), index: map[int64]int{}}
 	for _, a := range s.Annotators() {
 		an := Annotator{Key: a, Given: s.Given(a), Row: make([]float64, C)}
 		s.Cells(a, func(c, l int32, q int64) {
@@ -147,18 +140,22 @@ func Estimate(s *Stats, p Params) *Model {
 // labels and of labels.
 func (m *Model) skillCounts(fn func(right, n float64)) {
 	for i := range m.Annotators {
-		an := &m.Annotators[i]
-		var d, n float64
-		for k, l := range an.Labels {
-			for e := an.Off[k]; e < an.Off[k+1]; e++ {
-				if an.Class[e] == l {
-					d += an.Count[e]
-				}
-				n += an.Count[e]
-			}
-		}
-		fn(d, n)
+		fn(m.Annotators[i].counts())
 	}
+}
+
+// counts are the annotator's expected numbers of right labels and of
+// labels.
+func (an *Annotator) counts() (right, n float64) {
+	for k, l := range an.Labels {
+		for e := an.Off[k]; e < an.Off[k+1]; e++ {
+			if an.Class[e] == l {
+				right += an.Count[e]
+			}
+			n += an.Count[e]
+		}
+	}
+	return right, n
 }
 
 func cmpInt64(a, b int64) int {
@@ -200,6 +197,7 @@ func (m *Model) finish() {
 			an.inv[c] = 1 / (r + m.Strength)
 		}
 		an.diag = m.skillDiag(an.diag[:0], an.Skill)
+		an.right, an.n = an.counts()
 	}
 }
 
@@ -224,16 +222,26 @@ func (m *Model) Mean(dst []float64, a int64, l int32) {
 }
 
 func (m *Model) mean(dst []float64, an *Annotator, l int32) {
+	if an == nil {
+		m.meanDiag(dst, nil, l)
+		return
+	}
+	m.meanDiag(dst, an.diag, l)
+}
+
+// meanDiag sets dst to column l of the one-coin matrix of diagonal diag
+// (nil: the pooled matrix).
+func (m *Model) meanDiag(dst, diag []float64, l int32) {
 	C := m.C
-	if an == nil || an.diag == nil {
+	if diag == nil {
 		copy(dst, m.pooledT[int(l)*C:(int(l)+1)*C])
 		return
 	}
 	et := m.errT[int(l)*C : (int(l)+1)*C]
 	for c := range dst {
-		dst[c] = (1 - an.diag[c]) * et[c]
+		dst[c] = (1 - diag[c]) * et[c]
 	}
-	dst[l] = an.diag[l]
+	dst[l] = diag[l]
 }
 
 // Annotator returns annotator a's part of the model, nil for an annotator
@@ -283,8 +291,8 @@ func (m *Model) Matrix(a int64) []float64 {
 	return out
 }
 
-// Scratch is reusable workspace for Posterior.
-type Scratch struct{ col []float64 }
+// Scratch is reusable workspace for Posterior and HeldOut.
+type Scratch struct{ col, lcol, tot, own, diag []float64 }
 
 // Posterior is the E step for one item: dst[c] is proportional to
 // prior[c] * prod_k pi_{ann[k]}(c, lab[k]), normalised. A nil prior means

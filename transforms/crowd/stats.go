@@ -27,7 +27,11 @@ type Stats struct {
 	Items int64
 	// Class[c] is the summed posterior of class c.
 	Class []int64
-	ann   map[int64]*annStats
+	// Pairs counts the ordered pairs of labels given to one item, Agree
+	// those of equal labels: how often two labels of an item agree, the one
+	// thing a crowd's labels say about its accuracy without a model (Vote).
+	Pairs, Agree int64
+	ann          map[int64]*annStats
 }
 
 // annStats are one annotator's counts: N_a(c, l) in units of 1/One, at
@@ -75,6 +79,8 @@ func (s *Stats) Add(post []float64, ann []int64, lab []int32) {
 		panic(fmt.Sprintf("crowd: Stats.Add: %d posteriors for C = %d, %d annotators for %d labels", len(post), s.C, len(ann), len(lab)))
 	}
 	s.Items++
+	s.Pairs += int64(len(lab)) * int64(len(lab)-1)
+	s.Agree += agreeing(lab)
 	var qs [DenseClasses]int64
 	q := qs[:0]
 	if s.C > DenseClasses {
@@ -96,12 +102,36 @@ func (s *Stats) Add(post []float64, ann []int64, lab []int32) {
 	}
 }
 
+// agreeing is the number of ordered pairs of equal labels in lab.
+func agreeing(lab []int32) int64 {
+	if len(lab) < 2 {
+		return 0
+	}
+	l := lab
+	if !slices.IsSorted(l) {
+		l = slices.Clone(lab)
+		slices.Sort(l)
+	}
+	var n int64
+	for i := 0; i < len(l); {
+		j := i + 1
+		for j < len(l) && l[j] == l[i] {
+			j++
+		}
+		n += int64(j-i) * int64(j-i-1)
+		i = j
+	}
+	return n
+}
+
 // Merge adds o into s.
 func (s *Stats) Merge(o *Stats) {
 	if o.C != s.C {
 		panic(fmt.Sprintf("crowd: Stats.Merge: C = %d and %d", s.C, o.C))
 	}
 	s.Items += o.Items
+	s.Pairs += o.Pairs
+	s.Agree += o.Agree
 	for c, v := range o.Class {
 		s.Class[c] += v
 	}

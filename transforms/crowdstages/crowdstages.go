@@ -109,10 +109,10 @@ func WithFeatures(s beam.Scope, items, anns beam.PCollection, p Params) beam.PCo
 }
 
 func finish(s beam.Scope, batches, anns beam.PCollection, p Params, withNeighbours bool) beam.PCollection {
-	final, model := rounds(s, batches, p.Crowd, withNeighbours, p.Spill)
+	final, model, ev := rounds(s, batches, p.Crowd, withNeighbours, p.Spill)
 	if p.TmpDir != "" {
 		names := beam.Combine(s, &namesFn{}, beam.DropKey(s, anns))
-		beam.ParDo0(s, &writeAnnotatorsFn{TmpDir: p.TmpDir, Format: p.Format, Kind: p.AnnotatorKind, Params: p.Crowd}, model, beam.SideInput{Input: names})
+		beam.ParDo0(s, &writeAnnotatorsFn{TmpDir: p.TmpDir, Format: p.Format, Kind: p.AnnotatorKind, Params: p.Crowd}, model, beam.SideInput{Input: names}, beam.SideInput{Input: ev})
 	}
 	return beam.ParDo(s, &toItemsFn{C0: p.C0}, final)
 }

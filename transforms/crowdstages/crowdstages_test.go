@@ -436,3 +436,59 @@ func TestLabelOnlyStringIDs(t *testing.T) {
 		seen[id] = true
 	}
 }
+
+// TestLabelOnlySingleLabel: with one label per item no model beyond the
+// vote is identified; the pipeline chooses the vote, as crowd.Fit does,
+// keeps every given label, writes Fit's posteriors bit for bit and says so
+// in the annotators report.
+func TestLabelOnlySingleLabel(t *testing.T) {
+	const iterations = 4
+	cr := crowd.Simulate(300, testC, 3, testAnnotators(), 16)
+	var it crowd.Items
+	it.Off = []int32{0}
+	for i := 0; i < cr.Items.Len(); i++ {
+		a, l := cr.Items.Item(i)
+		it.Annotator = append(it.Annotator, a[i%len(a)])
+		it.Label = append(it.Label, l[i%len(l)])
+		it.Off = append(it.Off, int32(len(it.Label)))
+	}
+	cr.Items = it
+	in, out := t.TempDir(), t.TempDir()
+	writeShards(t, in, flatten(cr), 2, false)
+	if err := runLabelOnly(t, filepath.Join(in, "*.parquet"), out, schemas.IDInt64, iterations); err != nil {
+		t.Fatal(err)
+	}
+	o, err := resultio.ReadOutput(context.Background(), out, memory.DefaultAllocator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := crowd.Fit(&it, nil, crowdP(iterations))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Choice != crowd.Vote {
+		t.Errorf("in memory: chose %v, want vote", res.Choice)
+	}
+	if o.Len() != it.Len() {
+		t.Fatalf("%d output rows, want %d", o.Len(), it.Len())
+	}
+	for r := 0; r < o.Len(); r++ {
+		i := int(o.IDs[r] - 1000)
+		post := res.Posterior[i*testC : (i+1)*testC]
+		best := 0
+		for c := range post {
+			if post[c] > post[best] {
+				best = c
+			}
+		}
+		if o.Clean[r] != int32(best) || o.CleanProb[r] != float32(post[best]) {
+			t.Errorf("id %d: clean %d (%v), in memory %d (%v)", o.IDs[r], o.Clean[r], o.CleanProb[r], best, float32(post[best]))
+		}
+		if _, lab := it.Item(i); o.Clean[r] != lab[0] || o.Changed[r] {
+			t.Errorf("id %d: clean %d, the only label %d (changed %v)", o.IDs[r], o.Clean[r], lab[0], o.Changed[r])
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(out, "annotators.arrow.report.json")); err != nil || !strings.Contains(string(b), `"model":"vote"`) || !strings.Contains(string(b), `"items_scored":0`) {
+		t.Errorf("report %s (%v), want the vote on no scored item", b, err)
+	}
+}

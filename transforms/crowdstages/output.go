@@ -72,6 +72,33 @@ type AnnotatorsReport struct {
 	MinLabels int `json:"min_labels"`
 	// Strength is the prior's weight, in labels, of the final model.
 	Strength float64 `json:"prior_strength"`
+	// Model is the model the items' posteriors come from (crowd.Choice:
+	// vote, pooled or annotators), chosen by held-out labels; Choice says
+	// on what evidence.
+	Model  string       `json:"model"`
+	Choice ChoiceReport `json:"choice"`
+}
+
+// ChoiceReport is the evidence behind AnnotatorsReport.Model
+// (crowd.Evidence): over the items with at least two labels, how many nats
+// the pool gains over the vote and the annotators' model over the pool in
+// predicting each held-out label from the item's others, with their
+// standard errors. A step is taken where its gain exceeds its standard
+// error; with no item of two labels the vote keeps the labels.
+type ChoiceReport struct {
+	Items          int64   `json:"items_scored"`
+	PooledGain     float64 `json:"pooled_over_vote_nats"`
+	PooledSE       float64 `json:"pooled_over_vote_se"`
+	AnnotatorsGain float64 `json:"annotators_over_pooled_nats"`
+	AnnotatorsSE   float64 `json:"annotators_over_pooled_se"`
+}
+
+// Report describes e for the summary.
+func Report(e crowd.Evidence) (string, ChoiceReport) {
+	r := ChoiceReport{Items: e.Items}
+	r.PooledGain, r.PooledSE = e.Gain(crowd.Pooled)
+	r.AnnotatorsGain, r.AnnotatorsSE = e.Gain(crowd.Annotators)
+	return e.Choice().String(), r
 }
 
 // AnnotatorsName is the annotators file's name in format f.
@@ -86,7 +113,7 @@ type writeAnnotatorsFn struct {
 	Params crowd.Params
 }
 
-func (f *writeAnnotatorsFn) ProcessElement(ctx context.Context, mm modelMsg, names Names) error {
+func (f *writeAnnotatorsFn) ProcessElement(ctx context.Context, mm modelMsg, names Names, ev crowd.Evidence) error {
 	pm, err := mm.get()
 	if err != nil {
 		return err
@@ -105,6 +132,7 @@ func (f *writeAnnotatorsFn) ProcessElement(ctx context.Context, mm modelMsg, nam
 		return err
 	}
 	rep := AnnotatorsReport{File: name, Annotators: len(rows), Strength: m.Strength, MinLabels: f.Params.FlagLabels}
+	rep.Model, rep.Choice = Report(ev)
 	for _, r := range rows {
 		if r.Spammer {
 			rep.Spammers++
@@ -150,5 +178,5 @@ func Summaries(m *crowd.Model, p crowd.Params, names Names) []annotio.AnnotatorR
 func init() {
 	register.DoFn2x1[Batch, func(stages.Items), error](&toItemsFn{})
 	register.Emitter1[stages.Items]()
-	register.DoFn3x1[context.Context, modelMsg, Names, error](&writeAnnotatorsFn{})
+	register.DoFn4x1[context.Context, modelMsg, Names, crowd.Evidence, error](&writeAnnotatorsFn{})
 }

@@ -167,12 +167,9 @@ func (f *eStepNbFn) ProcessElement(b Batch, mm modelMsg, cm candMsg, emit func(B
 	if cp.C != C {
 		return fmt.Errorf("crowdstages: candidate posteriors of %d classes, want %d", cp.C, C)
 	}
-	ncand := int32(len(cp.Post) / C)
 	post := func(j int32) []float64 { return cp.Post[int(j)*C : int(j+1)*C] }
-	for _, j := range b.Neigh {
-		if j >= ncand {
-			return fmt.Errorf("crowdstages: %s rows %d..: neighbour %d of %d candidates", b.Shard, b.Offset, j, ncand)
-		}
+	if err := checkNeighbours(b, cp); err != nil {
+		return err
 	}
 	if len(f.prior) != C {
 		f.prior = make([]float64, C)
@@ -192,6 +189,18 @@ func (f *eStepNbFn) ProcessElement(b Batch, mm modelMsg, cm candMsg, emit func(B
 	return nil
 }
 
+// checkNeighbours reports a neighbour of b that is not among cp's
+// candidates.
+func checkNeighbours(b Batch, cp *CandPosts) error {
+	ncand := int32(len(cp.Post) / b.C)
+	for _, j := range b.Neigh {
+		if j >= ncand {
+			return fmt.Errorf("crowdstages: %s rows %d..: neighbour %d of %d candidates", b.Shard, b.Offset, j, ncand)
+		}
+	}
+	return nil
+}
+
 func init() {
 	register.Combiner3[crowd.Stats, Batch, crowd.Stats](&statsFn{})
 	register.DoFn2x1[crowd.Stats, func(modelMsg), error](&estimateFn{})
@@ -202,17 +211,23 @@ func init() {
 }
 
 // rounds runs p.Iterations EM iterations over batches (PCollection<Batch>,
-// spilled as generation 0 when sp is on) and returns the final batches and
-// the final model (singleton PCollection<modelMsg>, estimated from the
-// final posteriors). withNeighbours chooses the neighbour prior.
-func rounds(s beam.Scope, batches beam.PCollection, p crowd.Params, withNeighbours bool, sp spillio.Dir) (beam.PCollection, beam.PCollection) {
-	model := func(s beam.Scope, b beam.PCollection, r int) beam.PCollection {
+// spilled as generation 0 when sp is on), weighs the models the labels
+// support (choose) and returns the final batches with the chosen model's
+// posteriors, the annotators' final model (singleton PCollection<modelMsg>,
+// estimated from its EM's final posteriors) and the evidence (singleton
+// PCollection<crowd.Evidence>). withNeighbours chooses the neighbour prior.
+func rounds(s beam.Scope, batches beam.PCollection, p crowd.Params, withNeighbours bool, sp spillio.Dir) (beam.PCollection, beam.PCollection, beam.PCollection) {
+	model := func(s beam.Scope, b beam.PCollection, r int) (beam.PCollection, beam.PCollection) {
 		st := beam.Combine(s, &statsFn{C: p.C}, b)
-		return beam.ParDo(s, &estimateFn{Params: p, Round: r, Spill: sp}, st)
+		return st, beam.ParDo(s, &estimateFn{Params: p, Round: r, Spill: sp}, st)
 	}
+	var first beam.PCollection // the join's statistics: the soft majority vote's
 	for r := 0; r < p.Iterations; r++ {
 		rs := s.Scope(fmt.Sprintf("iteration %d", r+1))
-		m := model(rs, batches, r)
+		st, m := model(rs, batches, r)
+		if r == 0 {
+			first = st
+		}
 		if withNeighbours {
 			cp := beam.Combine(rs, &candPostsFn{C: p.C, Gen: r, Spill: sp}, batches)
 			batches = beam.ParDo(rs, &eStepNbFn{Params: p, Round: r + 1, Spill: sp}, batches, beam.SideInput{Input: m}, beam.SideInput{Input: cp})
@@ -220,5 +235,11 @@ func rounds(s beam.Scope, batches beam.PCollection, p crowd.Params, withNeighbou
 			batches = beam.ParDo(rs, &eStepFn{Params: p, Round: r + 1, Spill: sp}, batches, beam.SideInput{Input: m})
 		}
 	}
-	return batches, model(s.Scope("final model"), batches, p.Iterations)
+	st, fm := model(s.Scope("final model"), batches, p.Iterations)
+	if p.Iterations == 0 {
+		first = st
+	}
+	vm := beam.ParDo(s.Scope("vote"), &voteFn{Params: p}, first)
+	final, ev := choose(s, batches, fm, vm, p, withNeighbours, sp)
+	return final, fm, ev
 }

@@ -40,13 +40,18 @@ import (
 
 // put writes b into generation gen of s and replaces it by a reference
 // (Shard and Offset stay, for errors); nothing when s is off.
-func put(s spillio.Dir, gen int, b *Batch) error {
+func put(s spillio.Dir, gen int, b *Batch) error { return putAs(s, gen, "b", b) }
+
+// putAs is put with the file's name starting with prefix: the chosen
+// model's batches (prefix "c") join the last generation beside the ones
+// they are computed from, which a retried bundle may still read.
+func putAs(s spillio.Dir, gen int, prefix string, b *Batch) error {
 	if !s.On() {
 		return nil
 	}
 	h := fnv.New64a()
 	h.Write([]byte(b.Shard))
-	refs, err := s.Write(gen, fmt.Sprintf("b%016x-%x", h.Sum64(), b.Offset), encodeBatch(*b))
+	refs, err := s.Write(gen, fmt.Sprintf("%s%016x-%x", prefix, h.Sum64(), b.Offset), encodeBatch(*b))
 	if err != nil {
 		return fmt.Errorf("crowdstages: spill: %s rows %d..: %w", b.Shard, b.Offset, err)
 	}

@@ -1,6 +1,7 @@
 package crowdstages
 
 import (
+	"fmt"
 	"reflect"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -219,7 +220,30 @@ func decodeModel(b []byte) (crowd.Model, error) {
 	return m, err
 }
 
+func encodeEvidence(e crowd.Evidence) []byte {
+	var w wire.Writer
+	w.Varint(e.Items)
+	wire.Slice(&w, e.Score[:])
+	wire.Slice(&w, e.Square[:])
+	return w.B
+}
+func decodeEvidence(b []byte) (crowd.Evidence, error) {
+	r := wire.Reader{B: b}
+	e := crowd.Evidence{Items: r.Varint()}
+	sc, sq := wire.ReadSlice[int64](&r), wire.ReadSlice[int64](&r)
+	if err := r.Err(); err != nil {
+		return e, err
+	}
+	if len(sc) != len(e.Score) || len(sq) != len(e.Square) {
+		return e, fmt.Errorf("crowdstages: decoding evidence: %d and %d scores, want %d", len(sc), len(sq), len(e.Score))
+	}
+	copy(e.Score[:], sc)
+	copy(e.Square[:], sq)
+	return e, nil
+}
+
 func init() {
+	beam.RegisterCoder(reflect.TypeOf(crowd.Evidence{}), encodeEvidence, decodeEvidence)
 	beam.RegisterCoder(reflect.TypeOf(AnnRows{}), encodeAnnRows, decodeAnnRows)
 	beam.RegisterCoder(reflect.TypeOf(ItemRefs{}), encodeItemRefs, decodeItemRefs)
 	beam.RegisterCoder(reflect.TypeOf(ItemAnns{}), encodeItemAnns, decodeItemAnns)

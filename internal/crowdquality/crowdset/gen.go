@@ -59,6 +59,11 @@ var Gens = []Gen{
 	// Dawid-Skene was made for.
 	{Name: "g_few_busy", N: 3000, C: 5, Annotators: 20, MinLabels: 3, MaxLabels: 5,
 		Spam: .2, Adversary: .15, Confuser: .4, AccLo: .55, AccHi: .9, Seed: 6},
+	// Many labels per item from hundreds of like annotators with a handful
+	// of labels each: the majority vote is nearly right, and a confusion
+	// matrix per annotator, fitted to six labels, overfits.
+	{Name: "g_light_annotators", N: 600, C: 4, Annotators: 800, MinLabels: 7, MaxLabels: 11,
+		Spam: .05, AccLo: .55, AccHi: .75, Seed: 8},
 	// Half the items with one label, Zipf activity over thousands.
 	{Name: "g_single_label", N: 6000, C: 20, ClassSkew: 1, Annotators: 3000, Activity: 1.2, MinLabels: 1, MaxLabels: 2,
 		Spam: .15, Adversary: .03, Confuser: .15, AccLo: .5, AccHi: .9, Seed: 7},
