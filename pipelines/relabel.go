@@ -109,6 +109,11 @@ func planShards(ctx context.Context, cfg options.Options, ro shardio.ReadOptions
 	in := shards[0].Input
 	p := &Plan{Options: cfg, Shards: shards, Skipped: skipped, LabelKind: in.LabelKind, IDKind: in.IDKind}
 	ro.D = shards[0].D
+	if !cfg.Standardise {
+		// Raw features go straight into float32 distances: a finite value
+		// whose square overflows is bad input, named where it is read.
+		ro.MaxAbsFeature = shardio.MaxAbsForDistances(ro.D)
+	}
 	switch {
 	case in.LabelKind == schemas.LabelString && cfg.ClassNames != nil:
 		names := append([]string(nil), cfg.ClassNames...)

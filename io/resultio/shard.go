@@ -2,10 +2,13 @@ package resultio
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"path"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
@@ -52,14 +55,39 @@ func WriteShard(ctx context.Context, dir, name string, batches []*schemas.Cleane
 	return nil
 }
 
+// MaxNameBytes is the longest file name relabel derives from an input's
+// name, with every suffix it appends (ReportSuffix included): the limit of
+// common file systems (ext4, XFS, APFS, NTFS in UTF-16 units).
+const MaxNameBytes = 255
+
+// nameHashLen is the number of hex digits of the input name's hash a shortened
+// output name ends with: 64 bits, so distinct long names do not collide in
+// practice.
+const nameHashLen = 16
+
 // OutputName is the output file name of an input shard: the same base name with
-// the output format's extension.
+// the output format's extension. A name that, with ReportSuffix, would exceed
+// MaxNameBytes (an input name of about 240 bytes or more) is shortened: its
+// base cut at a character boundary and followed by "-" and a hash of the
+// input's whole base name, so the name stays deterministic and distinct long
+// names stay distinct. Shorter names are unchanged.
 func OutputName(input string, f shardio.Format) string {
-	base := path.Base(strings.ReplaceAll(input, "\\", "/"))
+	full := path.Base(strings.ReplaceAll(input, "\\", "/"))
+	base := full
 	if i := strings.LastIndex(base, "."); i > 0 {
 		base = base[:i]
 	}
-	return base + f.Ext()
+	ext := f.Ext()
+	if len(base)+len(ext)+len(ReportSuffix) <= MaxNameBytes {
+		return base + ext
+	}
+	sum := sha256.Sum256([]byte(full))
+	tag := "-" + hex.EncodeToString(sum[:])[:nameHashLen]
+	keep := MaxNameBytes - len(ReportSuffix) - len(ext) - len(tag)
+	for keep > 0 && !utf8.RuneStart(base[keep]) {
+		keep--
+	}
+	return base[:keep] + tag + ext
 }
 
 // ShardReport is what writing one shard tells the summary.

@@ -108,6 +108,8 @@ func TestBadInput(t *testing.T) {
 		{"float64 feature overflowing float32", jsonFile("a.parquet", Parquet, sch(i64, arrow.Field{Name: "features", Type: arrow.FixedSizeListOf(2, arrow.PrimitiveTypes.Float64)}, lab),
 			`[{"id": 0, "features": [1, 2], "label": 0}, {"id": 1, "features": [1, 1e300], "label": 0}]`), "*", ReadOptions{Classes: 10},
 			`shardio: DIR/a.parquet row 1 column "features": 1e+300 at dimension 1 overflows float32`},
+		{"feature beyond MaxAbsFeature", rowsFile("a.parquet", Parquet, withFeature(9, 2, -1e37), schemas.LabelInt32, nil), "*", ReadOptions{Classes: 10, MaxAbsFeature: MaxAbsForDistances(4)},
+			`shardio: DIR/a.parquet row 9 column "features": -1e+37 at dimension 2: features are used unscaled (--no-standardise) and must lie within ±4.61e+18 at dimension 4, or squared distances overflow float32`},
 		{"null feature row", jsonFile("a.parquet", Parquet, good, `[{"id": 0, "features": [1,2,3,4], "label": 0}, {"id": 1, "features": null, "label": 0}]`), "*", ReadOptions{Classes: 10},
 			`shardio: DIR/a.parquet row 1 column "features": null feature row`},
 		{"null feature value", jsonFile("a.arrow", ArrowFile, good, `[{"id": 0, "features": [1,2,null,4], "label": 0}]`), "*", ReadOptions{Classes: 10},

@@ -64,6 +64,9 @@ func readUnit(ctx context.Context, u Unit, opts ReadOptions) (*schemas.Rows, err
 	if err := readFeatures(r, u, c.in, c.chunks[1], n, d); err != nil {
 		return nil, err
 	}
+	if err := checkMagnitude(r, u, c.in.FeaturesName, opts.MaxAbsFeature); err != nil {
+		return nil, err
+	}
 	if err := readLabels(r, u, c.in, c.chunks[2], n, classes); err != nil {
 		return nil, err
 	}
@@ -449,6 +452,22 @@ func readFeatures(r *schemas.Rows, u Unit, in schemas.Input, chunks []arrow.Arra
 		}
 	}
 	r.D = d
+	return nil
+}
+
+// checkMagnitude is an error naming the first feature of r larger than max
+// in absolute value (none when max <= 0): a finite value that would still
+// make a float32 distance overflow, which the neighbour search could only
+// report without naming the file or row.
+func checkMagnitude(r *schemas.Rows, u Unit, col string, max float32) error {
+	if max <= 0 {
+		return nil
+	}
+	for i, x := range r.Features {
+		if x > max || x < -max {
+			return rowError(u.Path, u.Offset+int64(i/r.D), col, "%g at dimension %d: features are used unscaled (--no-standardise) and must lie within ±%.3g at dimension %d, or squared distances overflow float32", x, i%r.D, max, r.D)
+		}
+	}
 	return nil
 }
 

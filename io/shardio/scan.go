@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -39,6 +40,20 @@ type ReadOptions struct {
 	// Mem allocates the Arrow buffers read. Optional, default
 	// memory.DefaultAllocator. Not serialized.
 	Mem memory.Allocator `json:"-"`
+	// MaxAbsFeature, when > 0, is the largest absolute feature value
+	// ReadUnit accepts; a larger one is an error naming the row. Optional,
+	// default 0: any finite value. Features used unscaled in float32
+	// distances set it to MaxAbsForDistances(D), so that no squared
+	// distance overflows.
+	MaxAbsFeature float32 `json:",omitempty"`
+}
+
+// MaxAbsForDistances is the largest feature magnitude for which every
+// squared Euclidean distance (and every squared norm and dot product) of
+// d-dimensional float32 vectors stays finite in float32: d terms of at
+// most (2m)^2 each sum to at most MaxFloat32.
+func MaxAbsForDistances(d int) float32 {
+	return float32(math.Sqrt(math.MaxFloat32 / (4 * float64(max(d, 1)))))
 }
 
 func (o *ReadOptions) mem() memory.Allocator {

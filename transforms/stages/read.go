@@ -18,13 +18,14 @@ type readFn struct {
 	Columns    schemas.Columns
 	D, Classes int
 	ClassNames []string
+	MaxAbs     float32
 	// Again marks a second read of the same units (ReadAgain): not counted
 	// in rows_read, not logged.
 	Again bool
 }
 
 func (f *readFn) ProcessElement(ctx context.Context, u shardio.Unit, emit func(schemas.Rows)) error {
-	opts := shardio.ReadOptions{Columns: f.Columns, D: f.D, Classes: f.Classes, ClassNames: f.ClassNames}
+	opts := shardio.ReadOptions{Columns: f.Columns, D: f.D, Classes: f.Classes, ClassNames: f.ClassNames, MaxAbsFeature: f.MaxAbs}
 	r, err := shardio.ReadUnit(ctx, u, opts)
 	if err != nil {
 		return err
@@ -47,7 +48,7 @@ func init() {
 // Read reads the units (PCollection<shardio.Unit>) into PCollection<schemas.Rows>.
 func Read(s beam.Scope, units beam.PCollection, opts shardio.ReadOptions) beam.PCollection {
 	s = s.Scope("relabel.Read")
-	return beam.ParDo(s, &readFn{Columns: opts.Columns, D: opts.D, Classes: opts.Classes, ClassNames: opts.ClassNames}, units)
+	return beam.ParDo(s, &readFn{Columns: opts.Columns, D: opts.D, Classes: opts.Classes, ClassNames: opts.ClassNames, MaxAbs: opts.MaxAbsFeature}, units)
 }
 
 // ReadAgain is Read for a second pass over the same units, for a stage that
@@ -57,5 +58,5 @@ func Read(s beam.Scope, units beam.PCollection, opts shardio.ReadOptions) beam.P
 // several copies over.
 func ReadAgain(s beam.Scope, units beam.PCollection, opts shardio.ReadOptions) beam.PCollection {
 	s = s.Scope("relabel.ReadAgain")
-	return beam.ParDo(s, &readFn{Columns: opts.Columns, D: opts.D, Classes: opts.Classes, ClassNames: opts.ClassNames, Again: true}, units)
+	return beam.ParDo(s, &readFn{Columns: opts.Columns, D: opts.D, Classes: opts.Classes, ClassNames: opts.ClassNames, MaxAbs: opts.MaxAbsFeature, Again: true}, units)
 }
