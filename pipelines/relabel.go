@@ -151,12 +151,6 @@ func planShards(ctx context.Context, cfg options.Options, ro shardio.ReadOptions
 	if p.C < 1 {
 		return nil, fmt.Errorf("relabel: %s: no labelled rows, so no class set (give --classes)", cfg.Input)
 	}
-	if p.C == 1 {
-		// Refused rather than run: with one class no label can be wrong,
-		// and a run that kept every label would report a cleaning that
-		// never looked.
-		return nil, &options.Error{Flag: "input", Err: fmt.Errorf("%s: every labelled row is in one class, so no label can be found wrong: relabelling needs at least 2 classes (give --classes N, or --class-names for string labels, when the data has classes its labels do not show)", cfg.Input)}
-	}
 	p.Read = ro
 	p.IDColumn = ro.Columns.ID
 	seen := map[string]string{}
@@ -171,6 +165,12 @@ func planShards(ctx context.Context, cfg options.Options, ro shardio.ReadOptions
 	}
 	if p.Rows >= 0 && p.Rows < 2 {
 		return nil, fmt.Errorf("relabel: %s: %d row(s): relabelling needs at least 2 rows (an item's labels come from its neighbours)", cfg.Input, p.Rows)
+	}
+	if p.C == 1 {
+		// Refused rather than run: with one class no label can be wrong,
+		// and a run that kept every label would report a cleaning that
+		// never looked.
+		return nil, &options.Error{Flag: "input", Err: fmt.Errorf("%s: every labelled row is in one class, so no label can be found wrong: relabelling needs at least 2 classes (give --classes N, or --class-names for string labels, when the data has classes its labels do not show)", cfg.Input)}
 	}
 	p.Mode = cfg.NeighbourMode(p.Rows)
 	if p.Mixture, err = cfg.Mixture(p.C); err != nil {
