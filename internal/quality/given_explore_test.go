@@ -164,8 +164,6 @@ func harmSave(t *testing.T, path string, r *harmRun) {
 	}
 }
 
-
-
 // rule maps a run to output labels and confidences.
 type rule struct {
 	name string
