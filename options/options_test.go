@@ -12,36 +12,39 @@ import (
 	"github.com/relabel/relabel/transforms/mixture"
 )
 
-var updateREADME = flag.Bool("update-readme", false, "rewrite README.md's options table from Flags")
+var updateDoc = flag.Bool("update-doc", false, "rewrite docs/OPTIONS.md's options table from Flags")
 
 const (
-	tableBegin = "<!-- options table: generated from options.Flags by TestREADMEOptions; go test ./options -run TestREADMEOptions -update-readme -->\n"
+	tableBegin = "<!-- options table: generated from options.Flags by TestOptionsDoc; go test ./options -run TestOptionsDoc -update-doc -->\n"
 	tableEnd   = "<!-- options table: end -->"
 )
 
-// TestREADMEOptions: README's options table is the one Flags renders.
-func TestREADMEOptions(t *testing.T) {
-	b, err := os.ReadFile("../README.md")
+// optionsDoc is the manual's options page, from the package's folder.
+const optionsDoc = "../docs/OPTIONS.md"
+
+// TestOptionsDoc: the manual's options table is the one Flags renders.
+func TestOptionsDoc(t *testing.T) {
+	b, err := os.ReadFile(optionsDoc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := string(b)
 	i, j := strings.Index(s, tableBegin), strings.Index(s, tableEnd)
 	if i < 0 || j < i {
-		t.Fatalf("README.md has no generated options table (markers %q ... %q)", tableBegin, tableEnd)
+		t.Fatalf("%s has no generated options table (markers %q ... %q)", optionsDoc, tableBegin, tableEnd)
 	}
 	want := OptionsTable()
 	got := s[i+len(tableBegin) : j]
 	if got == want {
 		return
 	}
-	if *updateREADME {
-		if err := os.WriteFile("../README.md", []byte(s[:i+len(tableBegin)]+want+s[j:]), 0o644); err != nil {
+	if *updateDoc {
+		if err := os.WriteFile(optionsDoc, []byte(s[:i+len(tableBegin)]+want+s[j:]), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		return
 	}
-	t.Errorf("README.md's options table differs from options.Flags; rerun with -update-readme.\nwant:\n%s", want)
+	t.Errorf("%s's options table differs from options.Flags; rerun with -update-doc.\nwant:\n%s", optionsDoc, want)
 }
 
 // TestOptionsExplicitValues: an explicit value is used as given or rejected

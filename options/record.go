@@ -7,8 +7,8 @@ import (
 	"strings"
 )
 
-// OptionsTable renders Flags as README's options table (Markdown), one table
-// per group: README shows exactly this (TestREADMEOptions).
+// OptionsTable renders Flags as the manual's options table (Markdown), one table
+// per group: docs/OPTIONS.md shows exactly this (TestOptionsDoc).
 func OptionsTable() string {
 	var b strings.Builder
 	for _, g := range Groups {
