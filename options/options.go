@@ -86,7 +86,7 @@ type Options struct {
 	ActiveTol        float64
 	MinClassMass     float64
 	// PooledIters, PooledWeight and PooledGate configure the pooled start
-	// (mixture.Params.PooledIters, PooledWeight, PooledGate; issue 32).
+	// (mixture.Params.PooledIters, PooledWeight, PooledGate).
 	// PooledIters unset is mixture.DefaultPooledIters where the run can
 	// fit it (exact and sample modes, no annotators) and 0 elsewhere
 	// (pipelines.MakePlan); 0 given is the paper's start, everywhere.
@@ -99,7 +99,7 @@ type Options struct {
 	// GivenLabel is how the output reads each item's given label
 	// (engine.Options.Given).
 	GivenLabel engine.GivenModel
-	// Head is the linear head (transforms/head; issue 32): "fit" (its
+	// Head is the linear head (transforms/head): "fit" (its
 	// share fitted every round, head.Stack), "off", or a fixed share in
 	// (0, head.MaxShare]. Unset is DefaultHead in exact and sample modes
 	// and ivf mode's local rounds, and off where the run cannot fit it (ivf

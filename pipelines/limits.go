@@ -11,7 +11,7 @@ import (
 	"github.com/relabel/relabel/schemas"
 )
 
-// Bounds on what options may ask of an input (issue 35): each refused value
+// Bounds on what options may ask of an input: each refused value
 // is an options.Error naming its flag (exit 2), before anything runs, instead
 // of a run that grows for minutes and dies out of memory.
 const (

@@ -9,7 +9,7 @@ import (
 
 // The bulk coders. Beam's default coder for a struct holding []float32 encodes
 // one float at a time (86 s against 6 s for 2,000 x 64k floats through a
-// Reshuffle, measured in issue 3), so Rows and Cleaned are encoded here as
+// Reshuffle), so Rows and Cleaned are encoded here as
 // whole slices of little-endian bytes (package wire). Register them with
 //
 //	beam.RegisterCoder(reflect.TypeOf(schemas.Rows{}), schemas.EncodeRows, schemas.DecodeRows)

@@ -1,6 +1,6 @@
 // Package atexit holds the clean-ups a process must still run when it exits
 // at once: relabel's second SIGINT or SIGTERM exits without waiting for the
-// stopped pipeline to return (issue 35), but must still leave nothing the run
+// stopped pipeline to return, but must still leave nothing the run
 // created (its temporary directory, lock, spill directory, and the output
 // directory it made). Each clean-up is registered where its path is made and
 // runs exactly once: on the normal path (Hook.Run, deferred as before) or

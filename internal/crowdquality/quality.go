@@ -274,11 +274,11 @@ func (r Row) Best() float64 {
 	return r.Crowd
 }
 
-// Targets checks issues 17's, 33's and 48's targets; it returns what is
-// missed. Issues 33 and 48: on every set, generated ones included, the
+// Targets checks the crowd targets; it returns what is missed. Label
+// only: on every set, generated ones included, the
 // label-only accuracy is at least max(MV, Dawid-Skene) - 0.5 point, and
-// where no item has two labels at least the given labels'. Issue 17: with
-// features above Dawid-Skene, CROWDLAB and relabel with ids ignored; the
+// where no item has two labels at least the given labels'. With
+// features: above Dawid-Skene, CROWDLAB and relabel with ids ignored; the
 // mean of the shared label-only sets above Dawid-Skene's.
 func Targets(rows []Row) []string {
 	var miss []string

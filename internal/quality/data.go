@@ -35,7 +35,7 @@ type Peers struct {
 	// with flagged labels replaced by the kNN argmax; NaN when not listed.
 	KNN, Cleanlab float64
 	// Logreg is cleanlab on cross-validated logistic-regression
-	// probabilities (the linear model's cleaning, issue 32): the README lists
+	// probabilities (the linear model's cleaning): the data README lists
 	// it for the high-noise cells only; NaN elsewhere.
 	Logreg float64
 }

@@ -1,4 +1,4 @@
-// Package quality is relabel's quality benchmark (issue 4): it runs the
+// Package quality is relabel's quality benchmark: it runs the
 // relabelling engine in process (transforms/engine, the same rounds the Beam
 // pipeline runs, without its I/O) over a grid of noisy datasets with known
 // truth, scores every cell with transforms/evaluate against the baselines a

@@ -43,13 +43,13 @@ type Cell struct {
 // Name is "dataset/noise".
 func (c Cell) Name() string { return c.Dataset + "/" + c.Noise }
 
-// Target reports whether the cell is one of issue 4's accuracy targets: the
+// Target reports whether the cell is one of the grid's accuracy target cells: the
 // idn-0.4 and sym-0.4 files, whose cleanlab figures the README lists.
 func (c Cell) Target() bool {
 	return (c.Noise == "idn-0.4" || c.Noise == "sym-0.4") && !math.IsNaN(c.Peers.Cleanlab)
 }
 
-// HighNoise reports whether the cell is one of issue 32's: 60% symmetric or
+// HighNoise reports whether the cell is a high-noise cell: 60% symmetric or
 // 45% pair-flip noise, where a vote of the neighbours' labels fails.
 func (c Cell) HighNoise() bool { return c.Noise == "sym-0.6" || c.Noise == "pair-0.45" }
 
@@ -104,7 +104,7 @@ func (c Cell) Structured() bool {
 // Annotators reports whether the cell has several labels per item.
 func (c Cell) Annotators() bool { return strings.HasPrefix(c.Noise, "annotators") }
 
-// DevGrid returns the grid of issue 4 over dataDir (../shared/data): for
+// DevGrid returns the dev grid over dataDir (../shared/data): for
 // every dataset folder with a clean.parquet, smallest first, the
 // noisy-idn-0.4 labels (.parquet, else .i32), the noisy-sym-0.4 labels
 // (.arrow, else .i32), pair-flip noise at 0.3 and symmetric noise at 0.2

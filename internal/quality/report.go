@@ -16,7 +16,7 @@ import (
 	"github.com/relabel/relabel/transforms/mixture"
 )
 
-// Issue 4's targets, in accuracy points (1 point = 0.01).
+// The 40%-noise targets, in accuracy points (1 point = 0.01).
 const (
 	// TargetMargin is how far the mean cleaned accuracy over the target
 	// cells must be above the cleanlab mean.
@@ -43,7 +43,7 @@ type NoiseMean struct {
 	Time                time.Duration
 }
 
-// Summary is what the targets of issue 4 read off a run of the grid.
+// Summary is what the 40%-noise targets read off a run of the grid.
 type Summary struct {
 	Cells int
 	// Mean is the mean cleaned accuracy over all cells.
@@ -245,10 +245,10 @@ func Markdown(w io.Writer, rs []Result, m Meta) error {
 	return err
 }
 
-// TargetECE is issue 16's bound on every cell's expected calibration error.
+// TargetECE is the bound on every cell's expected calibration error.
 const TargetECE = 0.05
 
-// TargetLines states each target of issue 4 with its measured value and
+// TargetLines states each 40%-noise target with its measured value and
 // whether it is met.
 func TargetLines(rs []Result) []string {
 	s := Summarise(rs)
@@ -275,7 +275,7 @@ func TargetLines(rs []Result) []string {
 	return out
 }
 
-// Issue 32's targets, in accuracy points.
+// The high-noise targets, in accuracy points.
 const (
 	// TargetPairGap is how far a pair-0.45 cell may be below relabel's
 	// idn-0.4 result on the same dataset.
@@ -283,7 +283,7 @@ const (
 	// TargetPairPeers is how far a pair-0.45 cell must be above the best
 	// peer.
 	TargetPairPeers = 10.0
-	// ReferenceTargetMean is the idn/sym-0.4 mean before issue 32
+	// ReferenceTargetMean is the idn/sym-0.4 mean before the pooled start and the head
 	// (docs/QUALITY.md), which it must keep within TargetNoRegression.
 	ReferenceTargetMean = 0.9391
 	TargetNoRegression  = 0.1
@@ -299,7 +299,7 @@ func bestPeer(r Result) float64 {
 	return b
 }
 
-// HighNoiseLines states each target of issue 32 that the results cover: the
+// HighNoiseLines states each high-noise target that the results cover: the
 // pair-0.45 cells against relabel's idn-0.4 result on their dataset and
 // against the best peer, the sym-0.6 cells against the best peer, and the
 // idn/sym-0.4 mean against its reference.

@@ -1,5 +1,5 @@
 // Package weak turns a dev dataset's features into weak-neighbour features
-// for issue 32's check (docs/QUALITY.md, "Weak neighbours"): features on
+// for the weak-neighbour check (docs/QUALITY.md, "Weak neighbours"): features on
 // which a linear model on the features stays strong while Euclidean
 // neighbours become weak, as with text embeddings, where much of the
 // variance is topic and style that says nothing about the class. The

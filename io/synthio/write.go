@@ -102,7 +102,7 @@ func Write(ctx context.Context, dir string, g *synth.Generator, o Options) ([]st
 		return nil, fmt.Errorf("synthio: creating %s: %w", dir, err)
 	}
 	// A failed or cancelled write removes the files it wrote, and the
-	// directory when it made it: nothing half-made is left (issue 35).
+	// directory when it made it: nothing half-made is left.
 	done := false
 	defer func() {
 		if done {

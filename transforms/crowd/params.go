@@ -77,8 +77,8 @@ type Params struct {
 	// ClassBalance is the share of the class prior that is uniform, the rest
 	// being the estimate sum_i T_i(c) / n. EM's estimate alone is
 	// self-reinforcing (a class that takes the uncertain items grows, and so
-	// takes more); a small uniform share stops the drift. A large one (0.5
-	// until issue 33) costs dearly where classes are skewed: on a generated
+	// takes more); a small uniform share stops the drift. A large one (0.5)
+	// costs dearly where classes are skewed: on a generated
 	// crowd whose largest class holds three items in four it took label-only
 	// accuracy from .87 to .56 (docs/QUALITY_CROWD.md). In [0,1]. Default
 	// DefaultClassBalance.

@@ -1,5 +1,5 @@
 // Package evaluate measures cleaned labels against ground truth, as the
-// command `relabel eval` reports them (issue 4): accuracy of the given and of
+// command `relabel eval` reports them: accuracy of the given and of
 // the cleaned labels, how well `changed` detects the truly wrong given labels
 // (precision, recall, F1), how well given_label_prob ranks them (ROC AUC), and
 // how calibrated clean_prob is (expected calibration error). It also computes

@@ -8,7 +8,7 @@ import (
 )
 
 // Pooled is the class-level transition every item shares, estimated by
-// empirical Bayes over the whole dataset (issue 32): the labels of an item
+// empirical Bayes over the whole dataset: the labels of an item
 // and of its K neighbours are treated as noisy labels of the item's clean
 // class, drawn through one C x C matrix T(c, l) = p(label l | clean class c),
 // and T is fitted by EM as Dawid and Skene (1979) fit an annotator's

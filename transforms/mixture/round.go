@@ -71,8 +71,8 @@ type Params struct {
 	// MinClassMass leaves out of EM's class set the classes whose share of
 	// the item's mixture (own, neighbours and anchor, by weight) is below
 	// it; the heaviest class always stays. Each state keeps C0 classes, so
-	// a neighbourhood's union runs to most of C (15 of 20 on issue 14's
-	// million-row data), nearly all of it stray mass that EM fits for
+	// a neighbourhood's union runs to most of C (15 of 20 on a
+	// million-row synthetic input), nearly all of it stray mass that EM fits for
 	// nothing: the E and M steps cost O(classes) per count vector. At the
 	// default 0.01 a class gets at most one of the L = 100 systematic
 	// draws; on the dev grid it leaves the mean within .0001 and every cell
@@ -83,7 +83,7 @@ type Params struct {
 	// PooledIters, when > 0, starts every item from its posterior under the
 	// pooled class-level transition (FitPooled, that many EM steps over the
 	// given labels of the item and its neighbours) instead of its given
-	// label (issue 32): the structure every item's noise shares, which one
+	// label: the structure every item's noise shares, which one
 	// neighbourhood cannot identify, is estimated once over the whole
 	// dataset. 0 is the paper's method (start from the given label). The
 	// default, DefaultPooledIters with PooledWeight .3, PooledSplit and

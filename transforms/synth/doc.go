@@ -1,5 +1,5 @@
 // Package synth generates labelled embeddings for scale runs, deterministically
-// from a seed, so that 10^6-row inputs need not be stored (issue 6). Each class
+// from a seed, so that 10^6-row inputs need not be stored. Each class
 // is a Gaussian cluster: a mean, a random low-rank spread (embeddings of one
 // class vary along a few directions, not isotropically: kNN on isotropic
 // 64-dimensional Gaussians is a needle-in-haystack case no embedding looks

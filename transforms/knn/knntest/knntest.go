@@ -358,7 +358,7 @@ func (s Shape) String() string {
 // search and a plain SGEMM of the same shape are measured against.
 func (s Shape) Flops() float64 { return 2 * float64(s.B) * float64(s.S) * float64(s.D) }
 
-// BenchShapes are the shapes of issue 2's speed targets: the relabelling's
+// BenchShapes are the shapes the kNN's speed is judged at: the relabelling's
 // batch against a 16k candidate set at three embedding widths.
 var BenchShapes = []Shape{
 	{B: 4096, S: 16384, D: 512, K: 10},
