@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -289,5 +290,117 @@ func TestAnnotatorsTooFew(t *testing.T) {
 	writeAnnotators(t, dir2, f, shardio.Parquet, schemas.IDInt64, rows, func(a *AnnotatorsSummary) { a.MinLabels, a.TooFew = minLabels, tooFew+1 })
 	if _, err := Build(context.Background(), dir2, Options{}); err == nil || !strings.Contains(err.Error(), "too few labels") {
 		t.Errorf("too_few disagreeing with the file: err %v", err)
+	}
+}
+
+// TestAnnotatorsModelChoice: the model summary.json says the posteriors
+// come from, and the held-out comparisons behind it, are on the page (a
+// card, a table of the two comparisons with whether each passed one
+// standard error) and in the terminal report; a summary that records no
+// choice shows none.
+func TestAnnotatorsModelChoice(t *testing.T) {
+	f := randomFixture(9, 4, 100, []shardio.Format{shardio.Parquet}, nil, false, false)
+	rows := annotatorRows(11, 30, 4, false, false)
+	for _, tc := range []struct {
+		name   string
+		model  string
+		choice *ChoiceSummary
+		// want are the table's rows (name, gain, se, beyond), nil for no
+		// table; text is the terminal line, "" for none.
+		want [][4]string
+		text string
+	}{
+		{name: "annotators", model: "annotators",
+			choice: &ChoiceSummary{Items: 2665, PooledGain: 1528.44, PooledSE: 74.21, AnnotatorsGain: 3186.9, AnnotatorsSE: 92.06},
+			want:   [][4]string{{"pooled over vote", "1528.4", "74.2", "yes"}, {"annotators over pooled", "3186.9", "92.1", "yes"}},
+			text:   "Model: annotators, chosen from the held-out labels of 2,665 items (pooled over vote 1528.4 ± 74.2 nats; annotators over pooled 3186.9 ± 92.1 nats)."},
+		{name: "pooled, annotators within noise", model: "pooled",
+			choice: &ChoiceSummary{Items: 600, PooledGain: 12, PooledSE: 3, AnnotatorsGain: -4.5, AnnotatorsSE: 6},
+			want:   [][4]string{{"pooled over vote", "12.0", "3.0", "yes"}, {"annotators over pooled", "-4.5", "6.0", "no"}},
+			text:   "Model: pooled, chosen from the held-out labels of 600 items (pooled over vote 12.0 ± 3.0 nats; annotators over pooled -4.5 ± 6.0 nats)."},
+		{name: "vote, one label per item", model: "vote", choice: &ChoiceSummary{},
+			text: "Model: vote: no item has two labels, so every label is kept as given."},
+		{name: "no choice recorded"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeAnnotators(t, dir, f, shardio.Parquet, schemas.IDInt64, rows, func(a *AnnotatorsSummary) { a.Model, a.Choice = tc.model, tc.choice })
+			r, err := Build(context.Background(), dir, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var page, text bytes.Buffer
+			if err := r.Render(&page); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.Text(&text, 3); err != nil {
+				t.Fatal(err)
+			}
+			body := page.String()
+			card := `<b id="annotators-model">` + tc.model + `</b>`
+			if got := strings.Contains(body, card); got != (tc.choice != nil) {
+				t.Errorf("page has the model card %q: %v, want %v", card, got, tc.choice != nil)
+			}
+			i := strings.Index(body, `<table id="annotators-choice"`)
+			if (i >= 0) != (tc.want != nil) {
+				t.Fatalf("page has the choice table: %v, want %v", i >= 0, tc.want != nil)
+			}
+			if i >= 0 {
+				table := body[i : i+strings.Index(body[i:], "</table>")]
+				var got [][4]string
+				cell := regexp.MustCompile(`<tr><td class="l">([^<]*)</td><td>([^<]*)</td><td>([^<]*)</td><td class="l">([^<]*)</td></tr>`)
+				for _, m := range cell.FindAllStringSubmatch(table, -1) {
+					got = append(got, [4]string{m[1], m[2], m[3], m[4]})
+				}
+				if !slices.Equal(got, tc.want) {
+					t.Errorf("choice table %q, want %q", got, tc.want)
+				}
+				if scored := `<span id="annotators-scored">` + count(tc.choice.Items) + `</span>`; !strings.Contains(body, scored) {
+					t.Errorf("page lacks %q", scored)
+				}
+			}
+			if tc.choice != nil && tc.choice.Items == 0 && !strings.Contains(body, "no item has two labels") {
+				t.Errorf("page does not say that no item has two labels")
+			}
+			if tc.choice == nil && strings.Contains(body, "annotators-choice-note") {
+				t.Errorf("a summary without a choice shows one")
+			}
+			if tc.text == "" {
+				if strings.Contains(text.String(), "Model:") {
+					t.Errorf("terminal report names a model none was recorded:\n%s", text.String())
+				}
+			} else if !strings.Contains(text.String(), tc.text) {
+				t.Errorf("terminal report lacks %q:\n%s", tc.text, text.String())
+			}
+		})
+	}
+}
+
+// TestAnnotatorsModelChoiceErrors: a model the runs do not choose, a model
+// without its evidence and negative evidence are errors naming
+// summary.json.
+func TestAnnotatorsModelChoiceErrors(t *testing.T) {
+	f := randomFixture(10, 3, 50, []shardio.Format{shardio.Parquet}, nil, false, false)
+	rows := annotatorRows(12, 20, 3, false, false)
+	for _, tc := range []struct {
+		name   string
+		model  string
+		choice *ChoiceSummary
+		want   string
+	}{
+		{"unknown model", "dawid-skene", &ChoiceSummary{Items: 3}, `annotators model "dawid-skene", want one of vote, pooled, annotators`},
+		{"evidence without a model", "", &ChoiceSummary{Items: 3}, `annotators model "", want one of`},
+		{"model without evidence", "pooled", nil, `annotators model "pooled" without its evidence`},
+		{"negative standard error", "vote", &ChoiceSummary{Items: 3, PooledSE: -1}, "negative items or standard error"},
+		{"negative items", "vote", &ChoiceSummary{Items: -1}, "negative items or standard error"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeAnnotators(t, dir, f, shardio.Parquet, schemas.IDInt64, rows, func(a *AnnotatorsSummary) { a.Model, a.Choice = tc.model, tc.choice })
+			_, err := Build(context.Background(), dir, Options{})
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "summary.json") {
+				t.Errorf("Build = %v, want an error naming summary.json and containing %q", err, tc.want)
+			}
+		})
 	}
 }

@@ -119,7 +119,37 @@ func (r *Report) classTable() ([]ClassRow, string) {
 type annView struct {
 	*AnnotatorsReport
 	Rows []annRowView
+	// Steps are the held-out comparisons behind Model, simpler model first;
+	// nil where the summary records no choice or no item was scored.
+	Steps []choiceStep
 }
+
+// choiceStep is one comparison of a richer annotator model with the next
+// simpler one on held-out labels.
+type choiceStep struct {
+	Name, Gain, SE string
+	// Beyond: the gain exceeds one standard error, the run's bar for the
+	// richer model.
+	Beyond bool
+}
+
+// choiceSteps lists c's two comparisons, as the terminal report and the
+// page word them.
+func choiceSteps(c *ChoiceSummary) []choiceStep {
+	if c == nil || c.Items == 0 {
+		return nil
+	}
+	step := func(name string, gain, se float64) choiceStep {
+		return choiceStep{Name: name, Gain: nats(gain), SE: nats(se), Beyond: gain > se}
+	}
+	return []choiceStep{
+		step("pooled over vote", c.PooledGain, c.PooledSE),
+		step("annotators over pooled", c.AnnotatorsGain, c.AnnotatorsSE),
+	}
+}
+
+// nats formats a held-out log-likelihood difference with one decimal.
+func nats(x float64) string { return strconv.FormatFloat(x, 'f', 1, 64) }
 
 type annRowView struct {
 	AnnotatorRow
@@ -382,7 +412,7 @@ func short2(x float64) string {
 }
 
 func annotatorsView(a *AnnotatorsReport) *annView {
-	v := &annView{AnnotatorsReport: a}
+	v := &annView{AnnotatorsReport: a, Steps: choiceSteps(a.Choice)}
 	for _, r := range a.Rows {
 		rv := annRowView{AnnotatorRow: r}
 		if r.Anonymous {

@@ -83,6 +83,11 @@ func ReadSummary(ctx context.Context, dir string) (*Summary, error) {
 	if a := s.Annotators; a != nil && (a.File == "" || a.File != blobio.Base(a.File) || a.File == "." || a.File == "..") {
 		return nil, fmt.Errorf("reportio: %s: annotators file %q, want a file name beside the shards", path, a.File)
 	}
+	if a := s.Annotators; a != nil {
+		if msg := a.check(); msg != "" {
+			return nil, fmt.Errorf("reportio: %s: %s", path, msg)
+		}
+	}
 	for _, sh := range s.Shards {
 		// A shard is a file beside summary.json: a hand-edited summary
 		// cannot point the report at other files (../../etc/passwd).

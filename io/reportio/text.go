@@ -35,7 +35,22 @@ func (r *Report) Text(w io.Writer, n int) error {
 		if a.TooFew > 0 {
 			fmt.Fprintf(&b, "; %s gave fewer than %s labels, not enough labels to judge", plain(a.TooFew), plain(a.MinLabels))
 		}
-		fmt.Fprintf(&b, " (%s has every annotator).\n\n", progress.Safe(a.File))
+		fmt.Fprintf(&b, " (%s has every annotator).\n", progress.Safe(a.File))
+		if c := a.Choice; c != nil {
+			if steps := choiceSteps(c); steps != nil {
+				fmt.Fprintf(&b, "Model: %s, chosen from the held-out labels of %s items (", progress.Safe(a.Model), plain(c.Items))
+				for i, s := range steps {
+					if i > 0 {
+						fmt.Fprintf(&b, "; ")
+					}
+					fmt.Fprintf(&b, "%s %s ± %s nats", s.Name, s.Gain, s.SE)
+				}
+				fmt.Fprintf(&b, ").\n")
+			} else {
+				fmt.Fprintf(&b, "Model: %s: no item has two labels, so every label is kept as given.\n", progress.Safe(a.Model))
+			}
+		}
+		fmt.Fprintf(&b, "\n")
 	}
 
 	classes := make([]ClassRow, 0, len(r.Classes))

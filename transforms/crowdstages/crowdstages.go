@@ -66,10 +66,13 @@ func ReadAnnotations(s beam.Scope, units beam.PCollection, opts annotio.Options,
 
 // ReadItemAnnotators reads the annotators list column of item units
 // (PCollection<shardio.Unit>) with their labels into
-// PCollection<KV<int, AnnRows>>, keyed by bucket among buckets.
+// PCollection<KV<int, AnnRows>>, keyed by bucket among buckets. opts are
+// the items' read options (stages.Read's), MaxAbsFeature included: a unit
+// is checked as the items' read checks it.
 func ReadItemAnnotators(s beam.Scope, units beam.PCollection, opts shardio.ReadOptions, column string, buckets int) beam.PCollection {
 	s = s.Scope("crowd.ReadItemAnnotators")
-	return beam.ParDo(s, &itemAnnFn{Columns: opts.Columns, D: opts.D, Classes: opts.Classes, ClassNames: opts.ClassNames, Column: column, Buckets: max(buckets, 1)}, units)
+	return beam.ParDo(s, &itemAnnFn{Columns: opts.Columns, D: opts.D, Classes: opts.Classes, ClassNames: opts.ClassNames, MaxAbs: opts.MaxAbsFeature,
+		Column: column, Buckets: max(buckets, 1)}, units)
 }
 
 // LabelOnly relabels from annotations alone. anns: PCollection<KV<int,

@@ -2,11 +2,13 @@ package crowdstages
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -490,5 +492,69 @@ func TestLabelOnlySingleLabel(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(out, "annotators.arrow.report.json")); err != nil || !strings.Contains(string(b), `"model":"vote"`) || !strings.Contains(string(b), `"items_scored":0`) {
 		t.Errorf("report %s (%v), want the vote on no scored item", b, err)
+	}
+}
+
+// TestLabelOnlyPooledChoice: 1500 one-coin annotators of like skill with
+// about three labels each, seven labels per item: the held-out labels
+// choose the pool (crowd.Fit does, checked first, so that the pipeline's
+// pooled E step is what is compared), and the pipeline writes Fit's
+// posteriors bit for bit and records the pooled model and its evidence in
+// the annotators report.
+func TestLabelOnlyPooledChoice(t *testing.T) {
+	const iterations = 6
+	ann := make([]crowd.SimAnnotator, 1500)
+	for a := range ann {
+		ann[a] = crowd.SimAnnotator{Kind: crowd.Expert, Acc: .6 + .1*float64(a%11)/10}
+	}
+	cr := crowd.Simulate(600, testC, 7, ann, 20)
+	it := cr.Items
+	it.Annotator, it.Label = slices.Clone(it.Annotator), slices.Clone(it.Label)
+	it.Sort()
+	res, err := crowd.Fit(&it, nil, crowdP(iterations))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Choice != crowd.Pooled {
+		g1, s1 := res.Evidence.Gain(crowd.Pooled)
+		g2, s2 := res.Evidence.Gain(crowd.Annotators)
+		t.Fatalf("in memory: chose %v (pool over vote %.1f ± %.1f, annotators over pool %.1f ± %.1f), want the pool", res.Choice, g1, s1, g2, s2)
+	}
+	in, out := t.TempDir(), t.TempDir()
+	writeShards(t, in, flatten(cr), 2, false)
+	if err := runLabelOnly(t, filepath.Join(in, "*.parquet"), out, schemas.IDInt64, iterations); err != nil {
+		t.Fatal(err)
+	}
+	o, err := resultio.ReadOutput(context.Background(), out, memory.DefaultAllocator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Len() != it.Len() {
+		t.Fatalf("%d output rows, want %d", o.Len(), it.Len())
+	}
+	for r := 0; r < o.Len(); r++ {
+		i := int(o.IDs[r] - 1000)
+		post := res.Posterior[i*testC : (i+1)*testC]
+		best := 0
+		for c := range post {
+			if post[c] > post[best] {
+				best = c
+			}
+		}
+		if o.Clean[r] != int32(best) || o.CleanProb[r] != float32(post[best]) {
+			t.Errorf("id %d: clean %d (%v), in memory %d (%v)", o.IDs[r], o.Clean[r], o.CleanProb[r], best, float32(post[best]))
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(out, "annotators.arrow.report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep AnnotatorsReport
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	model, want := Report(res.Evidence)
+	if rep.Model != "pooled" || rep.Model != model || rep.Choice != want {
+		t.Errorf("report: model %q, evidence %+v; in memory %q, %+v", rep.Model, rep.Choice, model, want)
 	}
 }

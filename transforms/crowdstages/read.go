@@ -75,15 +75,20 @@ func (f *readAnnFn) ProcessElement(ctx context.Context, u annotio.Unit, emit fun
 // column, into AnnRows by bucket: each labelled entry of an item's labels
 // list is an annotation by the annotator at the same position.
 type itemAnnFn struct {
+	// The serializable part of shardio.ReadOptions, as the items' own read
+	// has it: the same unit is refused here for what it is refused there
+	// (MaxAbs: features whose squared distances overflow float32 unscaled),
+	// whichever read reaches it first.
 	Columns    schemas.Columns
 	D, Classes int
 	ClassNames []string
+	MaxAbs     float32
 	Column     string
 	Buckets    int
 }
 
 func (f *itemAnnFn) ProcessElement(ctx context.Context, u shardio.Unit, emit func(int, AnnRows)) error {
-	r, err := shardio.ReadUnit(ctx, u, shardio.ReadOptions{Columns: f.Columns, D: f.D, Classes: f.Classes, ClassNames: f.ClassNames})
+	r, err := shardio.ReadUnit(ctx, u, shardio.ReadOptions{Columns: f.Columns, D: f.D, Classes: f.Classes, ClassNames: f.ClassNames, MaxAbsFeature: f.MaxAbs})
 	if err != nil {
 		return err
 	}
