@@ -215,7 +215,9 @@ func (s *Session) Full(ctx context.Context, exec Executor, finish func(*Summary)
 // KeptFitName is the file a lake run keeps its rounds' fits in, beside its
 // output (pipelines/lake writes it from what Plan.KeepFit gathered): in an
 // output directory, committed with the shards; in a table's run directory.
-const KeptFitName = ".relabel-fit"
+// Not a dot file: the output's .relabel names are a run's passing files
+// (its lock, journal and temporary directory), this one stays.
+const KeptFitName = "relabel-fit.state"
 
 // FullKeeping is Full for a run that keeps its rounds' fits (Plan.KeepFit)
 // for the incremental runs after it: the pipeline keeps them in a

@@ -81,14 +81,16 @@ func readFit(ctx context.Context, path string) (*stages.Kept, error) {
 }
 
 // keepFit writes what the pipeline's rounds kept in the directory kept
-// (stages.ReadKept) as the fit file in dir, and returns its name in dir
-// (none where the rounds kept nothing: no head, no pooled fit).
+// (stages.ReadKept) as the fit file in dir, and returns its name in dir:
+// none where no kept fit applies (no head, or one that switched itself
+// off; no pooled fit, or one its gate did not take), as the posteriors
+// then depend on neither.
 func keepFit(ctx context.Context, kept, dir string) ([]string, error) {
 	k, err := stages.ReadKept(ctx, kept)
 	if err != nil {
 		return nil, fmt.Errorf("relabel: --incremental: %w", err)
 	}
-	if k.Head == nil && k.Pooled == nil {
+	if keptHead(k) == nil && k.Transition() == nil {
 		return nil, nil
 	}
 	b, err := encodeFit(k)
