@@ -57,7 +57,7 @@ func buildIVF(s beam.Scope, plan *Plan, units, rows beam.PCollection) (items, po
 	}
 	items = ivfstages.JoinRounds(s, blocks, ivfstages.JoinRoundsParams{
 		Rounds: o.Rounds, Workers: plan.Workers, Waves: ivfstages.RoundWaves(plan.Rows, o.K, plan.Mixture, wb),
-		Spill: ivfstages.Spill{Dir: plan.Spill}, Mixture: plan.Mixture, Local: local, Head: hp,
+		Spill: ivfstages.Spill{Dir: plan.Spill}, Mixture: plan.Mixture, Local: local, Head: hp, Keep: plan.KeepFit,
 	})
 	return items, pooled
 }

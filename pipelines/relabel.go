@@ -68,6 +68,12 @@ type Plan struct {
 	// keep the partitioning they fitted (ivfstages.Params.Keep): a table
 	// run with --incremental keeps it for the next runs. Empty: none.
 	KeepIVF string
+	// KeepFit, when set, is a directory where the pipeline's rounds keep
+	// what they fitted besides the neighbours (stages.ReadKept: the linear
+	// head's last fit, the pooled start's transition): a lake run with
+	// --incremental keeps them for the next runs, which give them to the
+	// rows they relabel. Empty: none.
+	KeepFit string
 	// Crowd is the annotator-aware part (crowd.go); nil without annotators.
 	Crowd *CrowdPlan
 	// Head is --head resolved (options.ResolveHead: off in ivf mode's
@@ -275,7 +281,7 @@ func Build(s beam.Scope, plan *Plan, tmpDir string) {
 		} else {
 			// Rounds starts the items from the pooled fit first where
 			// plan.Mixture.PooledIters says so (stages.PooledStart).
-			rp := stages.RoundsParams{Rounds: o.Rounds, Workers: plan.Workers, Mixture: plan.Mixture, Head: plan.headParams()}
+			rp := stages.RoundsParams{Rounds: o.Rounds, Workers: plan.Workers, Mixture: plan.Mixture, Head: plan.headParams(), Keep: plan.KeepFit}
 			if rp.Head != nil {
 				rp.Features = stages.CandidateFeatures(s, rows, stats)
 			}
@@ -284,6 +290,9 @@ func Build(s beam.Scope, plan *Plan, tmpDir string) {
 				items = stages.Given(s, items, stages.GivenParams{C: plan.C, C0: plan.Mixture.C0, Seed: o.Seed, Workers: plan.Workers})
 			}
 		}
+	}
+	if plan.KeepFit != "" && pooled.IsValid() {
+		stages.KeepPooled(s, pooled, plan.KeepFit)
 	}
 	stages.WritePooled(s, items, stages.WriteParams{
 		TmpDir: tmpDir, Format: o.Format,

@@ -73,9 +73,10 @@ type Summary struct {
 }
 
 // MetaPooledStart is the summary option that records a run whose items
-// started from the pooled fit (value PooledStartOpen; absent otherwise).
-// The fit is not kept, so an incremental run cannot start new rows from
-// it: pipelines/lake relabels everything again instead.
+// started from the pooled fit (value PooledStartOpen; absent otherwise):
+// an incremental lake run starts the rows it relabels from the same fit,
+// which the full run kept (Plan.KeepFit), and relabels everything again
+// where it was not kept (pipelines/lake).
 const (
 	MetaPooledStart = "pooled-start"
 	PooledStartOpen = "open"
@@ -83,7 +84,8 @@ const (
 
 // MetaHeadLast is the summary option that records a run whose linear head
 // still gave its component in the last round (value HeadLastOn; absent
-// otherwise): its posteriors depend on the head's fit, which is not kept.
+// otherwise): its posteriors depend on the head's fit, which an
+// incremental lake run needs kept, as MetaPooledStart's.
 const (
 	MetaHeadLast = "head-last-round"
 	HeadLastOn   = "on"
@@ -207,6 +209,23 @@ func (s *Session) Close() {
 // and commits it: the rest of Run after Open. finish, when not nil, adds
 // to the summary before it is written (the lake's manifest).
 func (s *Session) Full(ctx context.Context, exec Executor, finish func(*Summary)) (*Summary, error) {
+	return s.FullKeeping(ctx, exec, finish, nil)
+}
+
+// KeptFitName is the file a lake run keeps its rounds' fits in, beside its
+// output (pipelines/lake writes it from what Plan.KeepFit gathered): in an
+// output directory, committed with the shards; in a table's run directory.
+// Not a dot file: the output's .relabel names are a run's passing files
+// (its lock, journal and temporary directory), this one stays.
+const KeptFitName = "relabel-fit.state"
+
+// FullKeeping is Full for a run that keeps its rounds' fits (Plan.KeepFit)
+// for the incremental runs after it: the pipeline keeps them in a
+// directory of the run's temporary directory, and keep, given that
+// directory (stages.ReadKept reads it) and the temporary directory, writes
+// what the output keeps of them (KeptFitName) there and returns the names
+// to commit with the shards. keep nil: Full.
+func (s *Session) FullKeeping(ctx context.Context, exec Executor, finish func(*Summary), keep func(ctx context.Context, kept, tmp string) ([]string, error)) (*Summary, error) {
 	plan, fs := s.Plan, s.FS
 	cfg := plan.Options
 	removeStaleTemps(ctx, fs, cfg.Output)
@@ -237,6 +256,12 @@ func (s *Session) Full(ctx context.Context, exec Executor, finish func(*Summary)
 		return nil, err
 	}
 	defer rmTmp.Run()
+	if keep != nil {
+		plan.KeepFit = blobio.Join(tmp, "fit-kept")
+		if err := fs.MkdirAll(ctx, plan.KeepFit); err != nil {
+			return nil, fmt.Errorf("relabel: creating %s: %w", plan.KeepFit, err)
+		}
+	}
 	tPlan := time.Since(s.Start)
 	sum, tRun, err := Execute(ctx, fs, plan, tmp, s.token, exec)
 	if err != nil {
@@ -245,12 +270,19 @@ func (s *Session) Full(ctx context.Context, exec Executor, finish func(*Summary)
 	if finish != nil {
 		finish(sum)
 	}
+	var kept []string
+	if keep != nil {
+		if kept, err = keep(ctx, plan.KeepFit, tmp); err != nil {
+			return nil, err
+		}
+		stages.RemoveKept(ctx, plan.KeepFit)
+	}
 	sum.Timings = map[string]float64{
 		"plan":     tPlan.Seconds(),
 		"pipeline": tRun.Seconds(),
 		"total":    time.Since(s.Start).Seconds(),
 	}
-	if err := s.Publish(ctx, tmp, plan.written(ctx, fs, tmp, files), sum); err != nil {
+	if err := s.Publish(ctx, tmp, append(plan.written(ctx, fs, tmp, files), kept...), sum); err != nil {
 		return nil, err
 	}
 	rmTmp.Run()
@@ -409,6 +441,10 @@ func RemoveTemp(ctx context.Context, fs blobio.FS, tmp string, plan *Plan) {
 	}
 	fs.Remove(ctx, blobio.Join(tmp, summaryName))
 	fs.Remove(ctx, blobio.Join(tmp, journalName))
+	fs.Remove(ctx, blobio.Join(tmp, KeptFitName))
+	if plan.KeepFit != "" {
+		stages.RemoveKept(ctx, plan.KeepFit)
+	}
 	fs.Remove(ctx, tmp)
 }
 

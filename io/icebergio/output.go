@@ -396,8 +396,8 @@ func (o *Output) ownOrphan(p string) bool {
 // removeOrphans removes, after a commit, the files relabel wrote into this
 // table's run directories (RunDir) that no snapshot references (iceberg-go's
 // orphan planning, a dry run) and that are older than OrphanAge, except the
-// ivf state files relabel's snapshot summaries reference (SummaryState),
-// which no manifest lists. Nothing else under the location is a candidate:
+// ivf state and fit files relabel's snapshot summaries reference
+// (SummaryState, SummaryFit), which no manifest lists. Nothing else under the location is a candidate:
 // not another writer's files, nor those of another table sharing the
 // location (a location set by hand, two catalogs sharing a warehouse), whose
 // run directories carry their own table's UUID. When the catalog holds
@@ -407,8 +407,13 @@ func (o *Output) ownOrphan(p string) bool {
 func (o *Output) removeOrphans(ctx context.Context) {
 	keep := map[string]bool{}
 	for _, s := range o.tbl.Metadata().Snapshots() {
-		if s.Summary != nil && s.Summary.Properties[SummaryState] != "" {
-			keep[filepath.Clean(Task{Path: s.Summary.Properties[SummaryState]}.ReaderPath())] = true
+		if s.Summary == nil {
+			continue
+		}
+		for _, key := range []string{SummaryState, SummaryFit} {
+			if f := s.Summary.Properties[key]; f != "" {
+				keep[filepath.Clean(Task{Path: f}.ReaderPath())] = true
+			}
 		}
 	}
 	res, err := o.tbl.DeleteOrphanFiles(ctx,

@@ -21,6 +21,7 @@ const (
 	SummarySeed            = schemas.MetaSeed
 	SummaryOptionPrefix    = schemas.MetaOptionPrefix
 	SummaryState           = "relabel.state-file"
+	SummaryFit             = "relabel.fit-file"
 	summaryIncrementalFlag = "relabel.incremental"
 )
 
@@ -48,6 +49,12 @@ type Run struct {
 	// ivf partitioning of the rows), as a path relabel's readers open.
 	// Optional: snapshots written before relabel kept one have none.
 	State string
+	// Fit is a file holding what the run's rounds fitted (relabel's linear
+	// head and pooled start), which the next incremental runs apply to the
+	// rows they relabel, as a path relabel's readers open. Optional: a run
+	// that fitted neither, or one written before relabel kept them, has
+	// none.
+	Fit string
 }
 
 func (r Run) validate() error {
@@ -80,6 +87,9 @@ func (r Run) properties() iceberg.Properties {
 	if r.State != "" {
 		p[SummaryState] = r.State
 	}
+	if r.Fit != "" {
+		p[SummaryFit] = r.Fit
+	}
 	return p
 }
 
@@ -108,6 +118,7 @@ func runFromSummary(snapID int64, p iceberg.Properties) (r Run, ok bool, err err
 	r.InputTable = p[SummaryInputTable]
 	r.Version = p[SummaryVersion]
 	r.State = p[SummaryState]
+	r.Fit = p[SummaryFit]
 	r.Options = map[string]string{}
 	for k, v := range maps.All(p) {
 		if name, ok := strings.CutPrefix(k, SummaryOptionPrefix); ok {

@@ -74,7 +74,8 @@ func fullLake(plan *pipelines.Plan, manifest []ManifestFile) *Summary {
 // half done, compares the input files with the manifest of the output's
 // summary.json (planDir) and relabels what is new, changed or gone
 // (updateDir); with no manifest to start from it is a full run
-// (pipelines.Session.Full) that records one.
+// (pipelines.Session.FullKeeping) that records one and keeps its rounds'
+// fits (fit.go).
 func RunDir(ctx context.Context, cfg options.Options, exec pipelines.Executor) (*pipelines.Summary, error) {
 	if !cfg.Lake.Incremental || cfg.Lake.OutputTable != "" {
 		return nil, errors.New("relabel: lake.RunDir is for --incremental runs into an output directory")
@@ -99,12 +100,22 @@ func RunDir(ctx context.Context, cfg options.Options, exec pipelines.Executor) (
 	} else if manifest, err = coverage(ctx, plan); err != nil {
 		return nil, err
 	}
-	sum, err = s.Full(ctx, exec, func(sum *pipelines.Summary) {
-		lk := fullLake(plan, manifest)
+	var lk *Summary
+	sum, err = s.FullKeeping(ctx, exec, func(sum *pipelines.Summary) {
+		lk = fullLake(plan, manifest)
 		if gone != nil {
 			lk.GoneFiles, lk.RemovedOutputs, lk.RemovedFiles = gone.GoneFiles, gone.RemovedOutputs, len(gone.RemovedOutputs)
 		}
 		sum.Lake = lk
+	}, func(ctx context.Context, kept, tmp string) ([]string, error) {
+		// The rounds' fits, for the incremental runs after this one
+		// (fit.go): committed with the shards, named in the manifest's
+		// section.
+		names, err := keepFit(ctx, kept, tmp)
+		if len(names) > 0 {
+			lk.Fit = names[0]
+		}
+		return names, err
 	})
 	if err != nil || gone == nil {
 		return sum, err
@@ -128,11 +139,13 @@ type dirSummary struct {
 }
 
 // runDirIncremental is RunDir's incremental path, called with the output's
-// lock held. done is false when the directory holds no finished output with
-// a manifest, or when the last run needs a full one after it (fullAgain): RunDir then
-// makes a full run, recording the manifest. In the second case gone holds
-// the input files gone since the last run and their outputs, which the
-// full run lists and removes.
+// lock held. Nothing new, changed or gone: nothing to do, whatever the last
+// run fitted. done is false when the directory holds no finished output
+// with a manifest, or when something is new and the last run's posteriors
+// need a fit it did not keep (fullAgain): RunDir then makes a full run,
+// recording the manifest and keeping the fits. In the second case gone
+// holds the input files gone since the last run and their outputs, which
+// the full run lists and removes.
 func runDirIncremental(ctx context.Context, s *pipelines.Session) (sum *pipelines.Summary, done bool, gone *Summary, err error) {
 	plan, fsys := s.Plan, s.FS
 	cfg := plan.Options
@@ -162,20 +175,38 @@ func runDirIncremental(ctx context.Context, s *pipelines.Session) (sum *pipeline
 			fsys.Remove(ctx, blobio.Join(out, name))
 		}
 	}
-	if why := fullAgain(prev.Options); why != "" {
+	manifest, err := coverage(ctx, plan)
+	if err != nil {
+		return nil, true, nil, err
+	}
+	lake, newPath := planDir(prev.Lake.Manifest, manifest)
+	opts := plan.Recorded()
+	base := &pipelines.Summary{
+		Version: pipelines.Version, Input: cfg.Input, Output: out, Classes: plan.C, ClassNames: plan.ClassNames,
+		Neighbours: incrementalMode(&cfg, plan.Rows), Device: plan.Device, Options: opts, Lake: lake,
+	}
+	if len(newPath) == 0 && len(lake.GoneFiles) == 0 {
+		// Whatever the last run fitted: nothing to relabel.
+		lake.NothingNew = true
+		lake.Manifest = nil
+		progress.Notef("--incremental: no input file of %s is new, changed or gone since %s was written; nothing changed", cfg.Input, out)
+		base.Timings = map[string]float64{"total": time.Since(s.Start).Seconds()}
+		return base, true, nil, nil
+	}
+	var fit *stages.Kept
+	if prev.Lake.Fit != "" {
+		if fit, err = readFit(ctx, blobio.Join(out, prev.Lake.Fit)); err != nil {
+			progress.Notef("--incremental: the fits the last run kept are not read (%v)", err)
+		}
+	}
+	if why := fullAgain(prev.Options, fit, plan.Read.D, plan.C); why != "" {
 		// Every output file is relabelled again, so the output's own
 		// files are replaced, as an incremental run replaces them; the
 		// outputs of files gone since go, as updateDir removes them.
 		progress.Notef("--incremental: %s", why)
 		plan.Options.Overwrite = true
-		manifest, err := coverage(ctx, plan)
-		if err != nil {
-			return nil, true, nil, err
-		}
-		gone, _ = planDir(prev.Lake.Manifest, manifest)
-		return nil, false, gone, nil
+		return nil, false, lake, nil
 	}
-	opts := plan.Recorded()
 	if err := sameOptions(prev.Options, opts); err != nil {
 		return nil, true, nil, err
 	}
@@ -183,23 +214,12 @@ func runDirIncremental(ctx context.Context, s *pipelines.Session) (sum *pipeline
 	if err != nil {
 		return nil, true, nil, err
 	}
-	manifest, err := coverage(ctx, plan)
-	if err != nil {
-		return nil, true, nil, err
+	// The kept fits stay the full run's (fit.go): the new summary names
+	// the same file (and records how the posteriors were made: updateDir).
+	if fit != nil {
+		lake.Fit = prev.Lake.Fit
 	}
-	lake, newPath := planDir(prev.Lake.Manifest, manifest)
-	base := &pipelines.Summary{
-		Version: pipelines.Version, Input: cfg.Input, Output: out, Classes: plan.C, ClassNames: plan.ClassNames,
-		Neighbours: incrementalMode(&cfg, plan.Rows), Device: plan.Device, Options: opts, Lake: lake,
-	}
-	if len(newPath) == 0 && len(lake.GoneFiles) == 0 {
-		lake.NothingNew = true
-		lake.Manifest = nil
-		progress.Notef("--incremental: no input file of %s is new, changed or gone since %s was written; nothing changed", cfg.Input, out)
-		base.Timings = map[string]float64{"total": time.Since(s.Start).Seconds()}
-		return base, true, nil, nil
-	}
-	sum, err = updateDir(ctx, s, cal, &prev, base, lake, newPath)
+	sum, err = updateDir(ctx, s, cal, fit, &prev, base, lake, newPath)
 	return sum, true, nil, err
 }
 
@@ -217,7 +237,7 @@ func (s *dirSummary) lists(name string) bool {
 // input row, relabels the new ones (updateIncremental), writes the output
 // shards that change, the other shards' reports and summary.json into a
 // temporary directory, and commits them as a plain run does (pipelines/commit.go).
-func updateDir(ctx context.Context, sess *pipelines.Session, cal stages.Calibration, prev *dirSummary, sum *pipelines.Summary, lake *Summary, newPath map[string]bool) (*pipelines.Summary, error) {
+func updateDir(ctx context.Context, sess *pipelines.Session, cal stages.Calibration, fit *stages.Kept, prev *dirSummary, sum *pipelines.Summary, lake *Summary, newPath map[string]bool) (*pipelines.Summary, error) {
 	plan, fsys, t0 := sess.Plan, sess.FS, sess.Start
 	cfg := plan.Options
 	out := cfg.Output
@@ -258,7 +278,7 @@ func updateDir(ctx context.Context, sess *pipelines.Session, cal stages.Calibrat
 		posts = append(posts, p)
 		postOf[s.Path] = p
 	}
-	u, err := storedUpdate(d, posts, nil, plan, cal, cfg.Device, cfg.Input, t0, lake)
+	u, err := storedUpdate(d, posts, nil, fit, plan, cal, cfg.Device, cfg.Input, t0, lake)
 	if err != nil {
 		return nil, err
 	}
@@ -270,6 +290,7 @@ func updateDir(ctx context.Context, sess *pipelines.Session, cal stages.Calibrat
 		prevReport[sh.Output] = sh
 	}
 	meta := schemas.Metadata(pipelines.Version, cfg.Seed, sum.Options, plan.ClassNames)
+	carryFit(prev.Options, sum.Options)
 	so := resultio.ShardOptions{Format: cfg.Format, Meta: meta, LabelKind: plan.LabelKind, ClassNames: plan.ClassNames, IDKind: plan.IDKind}
 	var files []string
 	for _, f := range planDirFiles(plan.Shards, d, postOf, u, cfg.Format) {

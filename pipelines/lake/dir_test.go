@@ -359,10 +359,6 @@ func TestLakeDirRefusesChangedOptions(t *testing.T) {
 	days := digitsDays(t)
 	cfg := dirConfig(in, out)
 	cfg.Rounds = 2
-	// In two rounds the head has not switched itself off yet, and a run
-	// after one whose head was on in its last round is a full one
-	// (TestLakeHeadFull), which takes any options.
-	cfg.Head = options.Some(options.HeadOff)
 	writeDay(t, filepath.Join(in, "day-0.parquet"), days[0])
 	if _, err := runLake(ctx, cfg, embedded); err != nil {
 		t.Fatal(err)

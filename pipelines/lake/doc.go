@@ -4,7 +4,8 @@
 // executes, the way iceberg-go's table compaction separates PlanCompaction
 // from its execution: plan.go decides from the stored state alone which
 // rows are new, which files are rewritten or removed, whether the options
-// allow an incremental run and which calibration is kept; table.go and
+// allow an incremental run and which calibration is kept (fit.go: which
+// fits of the full run are kept and applied); table.go and
 // dir.go read the rows, run the update (update.go: search.go's neighbours,
 // the stored states, engine.Update's rounds), write (write.go) and commit
 // (an Iceberg snapshot, or pipelines.Session's directory protocol). A

@@ -1,26 +1,85 @@
 package lake
 
 import (
+	"context"
+	"path/filepath"
+	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/relabel/relabel/pipelines"
+	"github.com/relabel/relabel/transforms/head"
+	"github.com/relabel/relabel/transforms/stages"
 )
 
-// TestFullAgain: a run whose fits are not kept is followed by a full run,
-// with the reason said; a run without them is not.
+// TestFullAgain: a run whose posteriors need a fit it did not keep (or kept
+// for another input) is followed by a full run, with the reason said; one
+// whose fits are kept, or that needed none, is not.
 func TestFullAgain(t *testing.T) {
+	const d, c = 4, 3
+	hd := &head.Fit{Folds: 2, D: d, C: c, Mean: make([]float64, d), SD: make([]float64, d), W: [][]float64{make([]float64, (d+1)*c), make([]float64, (d+1)*c)}, Weight: 0.3}
+	pooled := &stages.PooledModel{Open: true, C: c, T: make([]float64, c*c), Prior: make([]float64, c)}
+	both := &stages.Kept{Head: hd, Pooled: pooled}
+	offHead := &stages.Kept{Head: &head.Fit{Folds: 2, D: d, C: c, Mean: hd.Mean, SD: hd.SD, Off: true}}
+	wideHead := &stages.Kept{Head: &head.Fit{Folds: 2, D: d + 1, C: c, Off: false, Weight: 0.3}}
+	openPooled := map[string]string{pipelines.MetaPooledStart: pipelines.PooledStartOpen}
+	headLast := map[string]string{pipelines.MetaHeadLast: pipelines.HeadLastOn}
 	for _, tc := range []struct {
 		name string
 		last map[string]string
+		kept *stages.Kept
 		want string
 	}{
-		{"plain", map[string]string{"given-label": "vote"}, ""},
-		{"pooled start", map[string]string{pipelines.MetaPooledStart: pipelines.PooledStartOpen}, pooledFull},
-		{"head", map[string]string{pipelines.MetaHeadLast: pipelines.HeadLastOn}, headFull},
-		{"given-label bayes", map[string]string{"given-label": "bayes"}, givenFull},
+		{"plain", map[string]string{"given-label": "vote"}, nil, ""},
+		{"pooled start, not kept", openPooled, nil, pooledFull},
+		{"pooled start, kept", openPooled, both, ""},
+		{"pooled start, kept closed", openPooled, &stages.Kept{Pooled: &stages.PooledModel{C: c}}, pooledFull},
+		{"head, not kept", headLast, nil, headFull},
+		{"head, kept", headLast, both, ""},
+		{"head, kept off", headLast, offHead, headFull},
+		{"head off at the end, nothing kept", map[string]string{}, offHead, ""},
+		{"head of another dimension", map[string]string{}, wideHead, "dimension 5"},
+		{"given-label bayes", map[string]string{"given-label": "bayes"}, both, givenFull},
 	} {
-		if got := fullAgain(tc.last); got != tc.want {
+		got := fullAgain(tc.last, tc.kept, d, c)
+		if tc.want == "" && got != "" || tc.want != "" && !strings.Contains(got, tc.want) {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestFitFile: the fit file reads back what was kept; a damaged one, one of
+// another version, or another file, is refused with what is wrong.
+func TestFitFile(t *testing.T) {
+	const d, c = 3, 2
+	k := &stages.Kept{
+		Head:   &head.Fit{Folds: 2, Seed: 7, D: d, C: c, Mean: []float64{1, 2, 3}, SD: []float64{1, 1, 2}, W: [][]float64{{1, 2, 3, 4, 5, 6, 7, 8}, {8, 7, 6, 5, 4, 3, 2, 1}}, Weight: 0.25},
+		Pooled: &stages.PooledModel{Open: true, Fitted: 10, Structure: 0.5, C: c, T: []float64{0.9, 0.1, 0.2, 0.8}, Prior: []float64{0.5, 0.5}},
+	}
+	b, err := encodeFit(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := decodeFit(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, k) {
+		t.Errorf("read back %+v, want %+v", got, k)
+	}
+	for name, bad := range map[string][]byte{
+		"truncated":       b[:len(b)-3],
+		"another version": append(append([]byte(fitMagic), fitVersion+1), b[len(fitMagic)+1:]...),
+		"another file":    []byte("relabel ivf-state\n..."),
+	} {
+		if _, err := decodeFit(bad); err == nil {
+			t.Errorf("%s: taken", name)
+		}
+	}
+	// keepFit writes what the stages kept, and nothing when they kept nothing.
+	ctx := context.Background()
+	dir := t.TempDir()
+	if names, err := keepFit(ctx, filepath.Join(dir, "none"), dir); err != nil || len(names) != 0 {
+		t.Errorf("nothing kept: %v, %v; want no file", names, err)
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/pipelines"
-	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/stages"
 )
 
@@ -89,34 +88,6 @@ func calibration(p *pipelines.Plan, last, opts map[string]string) (stages.Calibr
 	}
 	opts[stages.MetaCalibratedTemperature] = strconv.FormatFloat(cal.Temperature, 'g', -1, 64)
 	return cal, nil
-}
-
-// pooledFull and headFull say why an incremental run is a full one: the
-// output's last run started its items from the pooled fit, or its linear
-// head still gave its component in the last round (a table's run record and
-// a directory's summary.json both keep that with the options). Neither fit
-// is kept, and engine.Update, which relabels the new rows, fits neither: new
-// rows relabelled without them beside old rows relabelled with them would be
-// under two models.
-const (
-	pooledFull = "the last run started from the pooled fit of the labels' class-level noise (pair-structured noise), which is not kept: this run relabels every row again"
-	headFull   = "the last run's linear head still weighed in at its last round (the neighbours are weak), and its fit is not kept: this run relabels every row again"
-	givenFull  = "the last run read the given labels through its fitted label transition (--given-label bayes), which is not kept: this run relabels every row again"
-)
-
-// fullAgain returns why the run whose recorded options are last must be
-// followed by a full run rather than an incremental one ("" for none):
-// pipelines.MetaPooledStart, pipelines.MetaHeadLast.
-func fullAgain(last map[string]string) string {
-	switch {
-	case last[pipelines.MetaPooledStart] == pipelines.PooledStartOpen:
-		return pooledFull
-	case last[pipelines.MetaHeadLast] == pipelines.HeadLastOn:
-		return headFull
-	case last["given-label"] == engine.GivenBayes.String():
-		return givenFull
-	}
-	return ""
 }
 
 // sameOptions refuses an incremental run whose method options differ from

@@ -36,6 +36,13 @@ type Summary struct {
 	// KeptPartitioning: the ivf partitioning the last run kept served this
 	// one (only the new rows were probed; state.go).
 	KeptPartitioning bool `json:"kept_partitioning,omitempty"`
+	// Fit is the file beside the output that keeps the full run's fits
+	// (the linear head's, the pooled start's) for the incremental runs
+	// (fit.go): a table's path, a directory's name in it; "" where none
+	// was kept. KeptFit: this incremental run gave them to the rows it
+	// relabelled.
+	Fit     string `json:"fit,omitempty"`
+	KeptFit bool   `json:"kept_fit,omitempty"`
 	// RemovedFiles/AddedFiles: output data files the commit replaced/added
 	// (in a directory: the output shards removed because their input files
 	// are gone / the shards written).

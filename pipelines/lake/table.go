@@ -18,6 +18,7 @@ import (
 	"github.com/relabel/relabel/pipelines"
 	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/transforms/ivfstages"
+	"github.com/relabel/relabel/transforms/stages"
 )
 
 // RunTable is a run with --output-table: the pipeline writes Parquet files
@@ -66,10 +67,8 @@ func RunTable(ctx context.Context, cfg options.Options, exec pipelines.Executor)
 			progress.Notef("--incremental: output table %s covers no input snapshot yet: this first run is a full one", out.Name())
 		case last.InputTable != in.Table:
 			return nil, &options.Error{Flag: "output-table", Err: fmt.Errorf("%s: its last run covered input table %s, not %s", out.Name(), last.InputTable, in.Table)}
-		case fullAgain(last.Options) != "":
-			progress.Notef("--incremental: %s", fullAgain(last.Options))
 		default:
-			return runIncremental(ctx, cat, out, plan, in, last, t0)
+			return runIncremental(ctx, cat, out, plan, in, last, exec, t0)
 		}
 	}
 	return fullTable(ctx, out, plan, in, exec, t0)
@@ -96,12 +95,19 @@ func fullTable(ctx context.Context, out *icebergio.Output, plan *pipelines.Plan,
 		files = append(files, blobio.Join(tmp, resultio.OutputName(s.Path, shardio.Parquet)))
 	}
 	// Under --incremental the pipeline's ivf stages keep the partitioning
-	// they fitted, for the next runs (fullIVFState).
+	// they fitted, and its rounds what they fitted, for the next runs
+	// (fullIVFState, keepFit).
 	keep := cfg.Lake.Incremental && plan.Mode == options.NeighboursIVF
 	if keep {
 		plan.KeepIVF = blobio.Join(tmp, "ivf-kept")
 		if err := fs.MkdirAll(ctx, plan.KeepIVF); err != nil {
 			return nil, fmt.Errorf("relabel: creating %s: %w", plan.KeepIVF, err)
+		}
+	}
+	if cfg.Lake.Incremental {
+		plan.KeepFit = blobio.Join(tmp, "fit-kept")
+		if err := fs.MkdirAll(ctx, plan.KeepFit); err != nil {
+			return nil, fmt.Errorf("relabel: creating %s: %w", plan.KeepFit, err)
 		}
 	}
 	committed := false
@@ -136,9 +142,21 @@ func fullTable(ctx context.Context, out *icebergio.Output, plan *pipelines.Plan,
 		ivfstages.RemoveKept(ctx, plan.KeepIVF)
 		tState = time.Since(t1)
 	}
+	var fitPath string
+	if plan.KeepFit != "" {
+		names, err := keepFit(ctx, plan.KeepFit, tmp)
+		if err != nil {
+			return nil, err
+		}
+		stages.RemoveKept(ctx, plan.KeepFit)
+		if len(names) > 0 {
+			fitPath = blobio.Join(tmp, names[0])
+			lake.Fit = fitPath
+		}
+	}
 	faults.Point("table-commit")
 	run := runRecord(plan, in, 0, sum.Options)
-	run.State = statePath
+	run.State, run.Fit = statePath, fitPath
 	snap, err := out.Commit(ctx, icebergio.Commit{Run: run, Mode: icebergio.Replace, Files: files})
 	if err != nil {
 		return nil, err
@@ -203,12 +221,27 @@ func runRecord(plan *pipelines.Plan, in *icebergio.InputPlan, from int64, opts m
 }
 
 // runIncremental is RunTable's incremental path, once the output table
-// covers a snapshot of the input table (last).
-func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.Output, plan *pipelines.Plan, full *icebergio.InputPlan, last icebergio.Run, t0 time.Time) (*pipelines.Summary, error) {
+// covers a snapshot of the input table (last): nothing to do when nothing
+// was appended, whatever the last run fitted; a full run (fullTable) when
+// the last run's posteriors need a fit it did not keep (fullAgain); else
+// the update.
+func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.Output, plan *pipelines.Plan, full *icebergio.InputPlan, last icebergio.Run, exec pipelines.Executor, t0 time.Time) (*pipelines.Summary, error) {
 	cfg := plan.Options
 	app, err := cat.PlanAppendedSince(ctx, full.Table, last.InputSnapshotID)
 	if err != nil {
 		return nil, err
+	}
+	var fit *stages.Kept
+	if len(app.Tasks) > 0 {
+		if last.Fit != "" {
+			if fit, err = readFit(ctx, last.Fit); err != nil {
+				progress.Notef("--incremental: the fits the last run kept are not read (%v)", err)
+			}
+		}
+		if why := fullAgain(last.Options, fit, plan.Read.D, plan.C); why != "" {
+			progress.Notef("--incremental: %s", why)
+			return fullTable(ctx, out, plan, full, exec, t0)
+		}
 	}
 	plan.Mode = incrementalMode(&cfg, plan.Rows)
 	sum := &pipelines.Summary{
@@ -257,7 +290,7 @@ func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.
 	if lake.NewFiles != len(app.Tasks) {
 		return nil, fmt.Errorf("relabel: input table %s: %d appended files planned, %d found among the snapshot's files", full.Table, len(app.Tasks), lake.NewFiles)
 	}
-	u, err := storedUpdate(d, posts, kept, plan, cal, cfg.Device, fmt.Sprintf("input table %s", full.Table), t0, lake)
+	u, err := storedUpdate(d, posts, kept, fit, plan, cal, cfg.Device, fmt.Sprintf("input table %s", full.Table), t0, lake)
 	if err != nil {
 		return nil, err
 	}
@@ -312,8 +345,14 @@ func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.
 	}
 	tCommit := time.Now()
 	faults.Point("table-commit")
+	// The kept fits stay the full run's: this snapshot names the same file
+	// and records how the posteriors were made, for the next run.
+	carryFit(last.Options, sum.Options)
+	if fit != nil {
+		lake.Fit = last.Fit
+	}
 	run := runRecord(plan, app, last.InputSnapshotID, sum.Options)
-	run.State = statePath
+	run.State, run.Fit = statePath, lake.Fit
 	snap, err := out.Commit(ctx, icebergio.Commit{Run: run, Mode: icebergio.Rewrite, Files: files, Remove: remove})
 	if err != nil {
 		return nil, err

@@ -59,6 +59,9 @@ import (
 //     their stored posteriors instead gives them up to twice the rounds, and
 //     on the digits test drifted 0.5 point from a full run, against 0.0 this
 //     way), with every other row's state fixed at its stored posterior.
+//     Where the full run started its items from the pooled fit, or gave
+//     them the linear head's component, the rows start from the fit it
+//     kept and get the kept head's component in every round (fit.go).
 //     The output stores only posteriors (pi), so an old row's
 //     state is rebuilt as its posterior with the label-smoothed identity
 //     transition rows of the initialisation (METHOD.md "Initialisation").
@@ -159,6 +162,8 @@ type incResult struct {
 	// extends the one the last run kept.
 	state *ivfState
 	kept  bool
+	// keptFit: the kept fits (fit.go) were applied to the affected rows.
+	keptFit bool
 }
 
 // update is a finished incremental update and what it started from.
@@ -258,10 +263,11 @@ func (u *update) storedRows(p *resultio.Posteriors) (rs []int, touched bool) {
 // (posts) and runs the update (search, then rounds over the affected rows):
 // the part that the table and the directory lake share. It fills lake's
 // counts; tPlan is the time since t0 until the update starts.
-// kept is the ivf state the last run kept, nil when none.
+// kept is the ivf state the last run kept, nil when none; fit the fits it
+// kept (fit.go), nil when none.
 // cal is the calibration the stored posteriors were made with
 // (calibration, plan.go).
-func storedUpdate(d *incData, posts []*resultio.Posteriors, kept *ivfState, plan *pipelines.Plan, cal stages.Calibration, device, input string, t0 time.Time, lake *Summary) (*update, error) {
+func storedUpdate(d *incData, posts []*resultio.Posteriors, kept *ivfState, fit *stages.Kept, plan *pipelines.Plan, cal stages.Calibration, device, input string, t0 time.Time, lake *Summary) (*update, error) {
 	stored, keyRow, err := storedStates(d, posts, plan, cal, input)
 	if err != nil {
 		return nil, err
@@ -273,20 +279,21 @@ func storedUpdate(d *incData, posts []*resultio.Posteriors, kept *ivfState, plan
 		return nil, err
 	}
 	t1 := time.Now()
-	if u.res, err = updateIncremental(d, stored, kept, keyRow, plan, searcher, coder); err != nil {
+	if u.res, err = updateIncremental(d, stored, kept, fit, keyRow, plan, searcher, coder); err != nil {
 		return nil, err
 	}
 	lake.NewRows, lake.Rescored, lake.Searched = int64(len(u.res.affected)-u.res.rescored), int64(u.res.rescored), int64(u.res.searched)
-	lake.KeptPartitioning = u.res.kept
+	lake.KeptPartitioning, lake.KeptFit = u.res.kept, u.res.keptFit
 	u.tRun = time.Since(t1)
 	faults.Point("pipeline-done")
 	return u, nil
 }
 
 // updateIncremental runs steps 2-4 on d, with old rows' states rebuilt from
-// their stored posteriors (stored), and the ivf partitioning the last run
-// kept (nil: none; state.go). keyRow is the row of each id key.
-func updateIncremental(d *incData, stored *storedPosts, kept *ivfState, keyRow map[int64]int, plan *pipelines.Plan, searcher knn.Searcher, coder llc.Coder) (*incResult, error) {
+// their stored posteriors (stored), the ivf partitioning the last run
+// kept (nil: none; state.go) and the fits it kept (nil: none; fit.go).
+// keyRow is the row of each id key.
+func updateIncremental(d *incData, stored *storedPosts, kept *ivfState, fit *stages.Kept, keyRow map[int64]int, plan *pipelines.Plan, searcher knn.Searcher, coder llc.Coder) (*incResult, error) {
 	o := &plan.Options
 	eo, err := o.Engine(plan.C)
 	if err != nil {
@@ -373,6 +380,7 @@ func updateIncremental(d *incData, stored *storedPosts, kept *ivfState, keyRow m
 		Key:      func(a int) uint64 { return uint64(d.keys[r.affected[a]]) },
 		Progress: func(round int) { progress.RoundStarted(round, eo.Rounds) },
 	}
+	r.keptFit = applyFit(&up, fit, d, r.affected, nb, &eo.Mixture)
 	r.states, r.itemRounds = up.Run(eo.Rounds, eo.Workers, nil, &eo.Mixture)
 	lap("rounds")
 	return r, nil

@@ -31,6 +31,19 @@ type Update struct {
 	Weight []float64
 	// Fixed are the states of the neighbours that do not run.
 	Fixed *mixture.States
+	// Start, when set, starts item i from a fitted pooled transition (the
+	// one the run that made the Fixed states started its items from), with
+	// the given labels of its neighbours: NeighbourLabels(i, j) is item
+	// i's neighbour j's (ok false: none). Nil: item i starts from its own
+	// labels (mixture.State.Init).
+	Start           *PooledStarter
+	NeighbourLabels func(i, j int) ([]int32, bool)
+	// Extra, when set, is one more mixture component per item (item i's
+	// state at i: a kept linear head's, transforms/head.Fit), weighted
+	// ExtraWeight times the item's neighbours' total in every round
+	// (ExtraSlot), as Run weighs a Component's.
+	Extra       *mixture.States
+	ExtraWeight float64
 	// Progress, if set, is called as each round starts.
 	Progress func(round int)
 }
@@ -42,7 +55,11 @@ func (u *Update) Run(rounds, workers int, scratch *pool.Scratch[RoundScratch], p
 	states.Reset()
 	var st mixture.State
 	for i := 0; i < u.N; i++ {
-		st.Init(u.Labels(i), p.C, p.C0, p.Smooth)
+		if u.Start != nil {
+			u.Start.Start(&st, u.Labels(i), u.K, func(j int) ([]int32, bool) { return u.NeighbourLabels(i, j) })
+		} else {
+			st.Init(u.Labels(i), p.C, p.C0, p.Smooth)
+		}
 		states.Append(&st) // packing quantizes, as Run's states are
 	}
 	if p.UsesInit() {
@@ -57,8 +74,15 @@ func (u *Update) Run(rounds, workers int, scratch *pool.Scratch[RoundScratch], p
 			u.Progress(r)
 		}
 		own := states
-		b := Batch{N: u.N, K: u.K, Own: &own, Init: &init,
+		slots := u.K
+		if u.Extra != nil {
+			slots++
+		}
+		b := Batch{N: u.N, K: slots, Own: &own, Init: &init,
 			Neighbour: func(i, j int) (*mixture.States, int, float64) {
+				if j == u.K {
+					return ExtraSlot(u.Extra, int32(i), u.ExtraWeight, u.Weight[i*u.K:(i+1)*u.K])
+				}
 				switch at := u.Src[i*u.K+j]; {
 				case at == NoNeighbour:
 					return nil, 0, 0

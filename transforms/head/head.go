@@ -71,6 +71,10 @@ type Head struct {
 	lo    []int
 	w     [][]float64 // per fold, (d+1) x c row-major; nil before the first fit
 	off   bool        // the fitted share fell under OffShare
+	// mean and sd z-scored the features (Fit keeps them); weight is the
+	// component weight of the last Round (0: none).
+	mean, sd []float64
+	weight   float64
 	// targets and probs are Round's buffers (n x c).
 	targets, probs []float64
 	// OnWeight, when set, is given each round's component weight (the
@@ -108,6 +112,7 @@ func New(x []float32, keys []int64, d, c int, p Params) (*Head, error) {
 		at[f]++
 	}
 	mean, sd := engine.Moments(x, n, d)
+	h.mean, h.sd = mean, sd
 	h.x = mat.NewDense(n, d+1, nil)
 	for r, i := range h.order {
 		row := h.x.RawRowView(r)
@@ -372,6 +377,7 @@ func (h *Head) Round(r int, st *mixture.States, k int, neighbour func(i, j int) 
 	if st.Len() != h.n {
 		panic(fmt.Sprintf("head: %d states for %d items", st.Len(), h.n))
 	}
+	h.weight = 0
 	if h.off {
 		if h.OnWeight != nil {
 			h.OnWeight(r, 0)
@@ -448,6 +454,7 @@ func (h *Head) Round(r int, st *mixture.States, k int, neighbour func(i, j int) 
 	if h.OnWeight != nil {
 		h.OnWeight(r, w)
 	}
+	h.weight = w
 	return &out, w, nil
 }
 

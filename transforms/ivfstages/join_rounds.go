@@ -279,8 +279,9 @@ type RoundConf struct {
 	// Spill: see Spill and genRouted.
 	Spill Spill
 	// Head is the linear head of the local rounds (JoinRoundsParams.Head);
-	// nil: none.
+	// nil: none. Keep: JoinRoundsParams.Keep.
 	Head *head.Params
+	Keep string
 }
 
 // orderedRoundFn and orderedLastRoundFn are the rounds of a join in waves:
@@ -425,6 +426,11 @@ type JoinRoundsParams struct {
 	// join per round has no place where every item's features and states
 	// meet). Optional, default nil: none.
 	Head *head.Params
+	// Keep, when set with Head, is a directory (a blobio path every worker
+	// can write) where the local rounds keep the head's fit after the last
+	// round, for stages.ReadKept (an incremental lake run gives it to the
+	// rows it relabels). Optional, default "": nothing kept.
+	Keep string
 	// Mixture configures each round. Required: Mixture.C and a valid rest
 	// (mixture.Params.Validate), defaults already applied.
 	Mixture mixture.Params
@@ -483,7 +489,7 @@ func JoinRounds(s beam.Scope, blocks beam.PCollection, jp JoinRoundsParams) beam
 		return rebatch(s, beam.ParDo(s, &unblockFn{}, blocks))
 	}
 	if jp.Local {
-		return localRounds(s, blocks, RoundConf{Rounds: rounds, Mixture: p, Workers: workers, Spill: sp, Head: jp.Head})
+		return localRounds(s, blocks, RoundConf{Rounds: rounds, Mixture: p, Workers: workers, Spill: sp, Head: jp.Head, Keep: jp.Keep})
 	}
 	own, asks := beam.ParDo2(s, &requestFn{}, blocks)
 	// Every stage that makes states keys them for the next round and splits

@@ -18,6 +18,7 @@ import (
 	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/head"
 	"github.com/relabel/relabel/transforms/mixture"
+	"github.com/relabel/relabel/transforms/stages"
 )
 
 // LocalRoundsBytes is the default bound (relabel's --local-rounds-mib) on
@@ -172,6 +173,11 @@ func (f *localRoundsFn) ProcessElement(ctx context.Context, _ int64, iter func(*
 		itemRounds.Inc(ctx, ran.Load())
 		ranLast = ran.Load()
 		cur = next
+	}
+	if lh != nil && f.Keep != "" {
+		if err := stages.KeepHead(ctx, f.Keep, lh.h); err != nil {
+			return fmt.Errorf("ivfstages: %w", err)
+		}
 	}
 	// The blocks are packed (and spilled) on all cores, then emitted in
 	// block order, as one goroutine did them: packing and writing a

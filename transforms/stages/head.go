@@ -88,6 +88,9 @@ type headRoundFn struct {
 	Mixture mixture.Params
 	Workers int
 	Head    head.Params
+	// Keep, when set, is where the last round keeps the head's fit
+	// (RoundsParams.Keep).
+	Keep string
 
 	scratch pool.Scratch[engine.RoundScratch]
 	once    sync.Once
@@ -146,6 +149,11 @@ func (f *headRoundFn) ProcessElement(ctx context.Context, _ int, items func(*Ite
 			return fmt.Errorf("stages: round %d: %w", f.Round, err)
 		}
 		carry.Carry = h.Carry()
+		if f.Keep != "" && f.Round == f.Rounds-1 {
+			if err := KeepHead(ctx, f.Keep, h); err != nil {
+				return fmt.Errorf("stages: round %d: %w", f.Round, err)
+			}
+		}
 	}
 	if extra != nil {
 		headRounds.Inc(ctx, 1)
@@ -184,8 +192,8 @@ func (f *headRoundFn) ProcessElement(ctx context.Context, _ int, items func(*Ite
 // headRounds counts the rounds the head gave its component in
 // (summary.json's head section); headLast is 1 where it still did in the
 // last round: the head had not switched itself off (head.OffShare), so the
-// run's posteriors depend on it, and an incremental lake run, which fits no
-// head, relabels in full (pipelines/lake).
+// run's posteriors depend on it, and an incremental lake run gives the rows
+// it relabels the head's kept fit (RoundsParams.Keep; pipelines/lake).
 var (
 	headRounds = beam.NewCounter("relabel", "head_rounds")
 	headLast   = beam.NewCounter("relabel", "head_last")

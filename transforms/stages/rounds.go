@@ -161,6 +161,10 @@ type RoundsParams struct {
 	// Features is the candidates' features as given (CandidateFeatures).
 	// Required with Head, ignored without.
 	Features beam.PCollection
+	// Keep, when set with Head, is a directory (a blobio path every worker
+	// can write) where the last round keeps the head's fit for ReadKept
+	// (keep.go says why). Optional, default "": nothing kept.
+	Keep string
 }
 
 // Validate checks p, in the stage's terms.
@@ -213,7 +217,7 @@ func RoundsPooled(s beam.Scope, items beam.PCollection, p RoundsParams) (beam.PC
 			rs := s.Scope(fmt.Sprintf("round%02d", r))
 			cs := beam.Combine(rs, &candStatesFn{}, items)
 			in := beam.CoGroupByKey(rs, beam.ParDo(rs, keyItems, items), beam.ParDo(rs, keyCandStates, cs), feats, beam.ParDo(rs, keyHeadCarry, carry))
-			items, carry = beam.ParDo2(rs, &headRoundFn{Round: r, Rounds: p.Rounds, Mixture: p.Mixture, Workers: p.Workers, Head: *p.Head}, in)
+			items, carry = beam.ParDo2(rs, &headRoundFn{Round: r, Rounds: p.Rounds, Mixture: p.Mixture, Workers: p.Workers, Head: *p.Head, Keep: p.Keep}, in)
 		}
 		return items, pooled
 	}
