@@ -346,7 +346,7 @@ type annotatorFacts struct {
 
 const annotatorFactsJS = `(() => {
   const figures = {};
-  for (const id of ["annotators-count", "annotators-spammers", "annotators-adversaries", "annotators-hidden"]) {
+  for (const id of ["annotators-count", "annotators-spammers", "annotators-adversaries", "annotators-hidden", "annotators-model", "annotators-scored"]) {
     const e = document.getElementById(id);
     figures[id] = e ? e.textContent.replace(/\u202f/g, "") : null;
   }
@@ -450,6 +450,12 @@ func TestCrowdReportInBrowser(t *testing.T) {
 			t.Errorf("#%s shows %q, want %d (the annotators file)", id, facts.Figures[id], w)
 		}
 	}
+	if got, want := facts.Figures["annotators-model"], sum.Annotators.Model; got != want || want == "" {
+		t.Errorf("#annotators-model shows %q, summary.json says %q", got, want)
+	}
+	if got, want := facts.Figures["annotators-scored"], sum.Annotators.Choice; want == nil || got != strconv.FormatInt(want.Items, 10) {
+		t.Errorf("#annotators-scored shows %q, summary.json's choice %+v", got, want)
+	}
 	if facts.Rows != wantRows || facts.Flagged != flagged {
 		t.Errorf("#annotators has %d rows, %d flagged; want %d rows, %d flagged", facts.Rows, facts.Flagged, wantRows, flagged)
 	}
@@ -504,6 +510,73 @@ func TestReportAnnotatorsRows(t *testing.T) {
 	}
 	if none-five != 5 || none < 10 {
 		t.Errorf("--annotators-rows 5 hides %d, 0 hides %d: want 5 more shown with 5, and most of the 40 unflagged", five, none)
+	}
+}
+
+// TestReportModelChoice runs label-only mode on a simulated crowd and
+// checks that the report shows the annotator model summary.json records
+// and its held-out evidence: the page the run wrote and the one `relabel
+// report` writes (the model card, the scored items, each comparison's gain
+// and standard error as the JSON has them), and the terminal report's
+// line. summary.json is read as plain JSON, so that a field the pipeline
+// names differently from the report's reader fails here.
+func TestReportModelChoice(t *testing.T) {
+	ann := make([]crowd.SimAnnotator, 30)
+	for a := range ann {
+		ann[a] = crowd.SimAnnotator{Kind: crowd.Expert, Acc: 0.6 + 0.01*float64(a)}
+		if a%6 == 0 {
+			ann[a] = crowd.SimAnnotator{Kind: crowd.Spammer}
+		}
+	}
+	in := writeSimulatedCrowd(t, crowd.Simulate(1500, 3, 3, ann, 44))
+	out := filepath.Join(t.TempDir(), "out")
+	r := mustRelabel(t, "run", "--annotations", filepath.Join(in, "*.parquet"), "--output", out, "--crowd-iters", "5", "--format", "parquet")
+	b, err := os.ReadFile(filepath.Join(out, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raw struct {
+		Annotators struct {
+			Model  string             `json:"model"`
+			Choice map[string]float64 `json:"choice"`
+		} `json:"annotators"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		t.Fatal(err)
+	}
+	model, ch := raw.Annotators.Model, raw.Annotators.Choice
+	items := int64(ch["items_scored"])
+	if !slices.Contains(reportio.Models, model) || items != 1500 {
+		t.Fatalf("summary.json: model %q on %d scored items, want one of %q on all 1500", model, items, reportio.Models)
+	}
+	f1 := func(x float64) string { return strconv.FormatFloat(x, 'f', 1, 64) }
+	wantRows := []string{
+		fmt.Sprintf(`<tr><td class="l">pooled over vote</td><td>%s</td><td>%s</td>`, f1(ch["pooled_over_vote_nats"]), f1(ch["pooled_over_vote_se"])),
+		fmt.Sprintf(`<tr><td class="l">annotators over pooled</td><td>%s</td><td>%s</td>`, f1(ch["annotators_over_pooled_nats"]), f1(ch["annotators_over_pooled_se"])),
+	}
+	check := func(name, page string) {
+		t.Helper()
+		body, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range append(wantRows, `<b id="annotators-model">`+model+`</b>`, `<span id="annotators-scored">1,500</span>`) {
+			if !strings.Contains(strings.ReplaceAll(string(body), "\u202f", ","), w) {
+				t.Errorf("%s lacks %q", name, w)
+			}
+		}
+	}
+	check("the run's report.html", filepath.Join(out, reportio.FileName))
+	page := filepath.Join(t.TempDir(), "report.html")
+	var stdout, stderr bytes.Buffer
+	if err := reportCmd(context.Background(), []string{out, "--out", page}, &stdout, &stderr); err != nil {
+		t.Fatalf("relabel report: %v\n%s", err, stderr.String())
+	}
+	check("relabel report's page", page)
+	line := fmt.Sprintf("Model: %s, chosen from the held-out labels of 1,500 items (pooled over vote %s ± %s nats; annotators over pooled %s ± %s nats).",
+		model, f1(ch["pooled_over_vote_nats"]), f1(ch["pooled_over_vote_se"]), f1(ch["annotators_over_pooled_nats"]), f1(ch["annotators_over_pooled_se"]))
+	if !strings.Contains(r.stdout+r.stderr, line) {
+		t.Errorf("the terminal report lacks %q:\n%s", line, r.stdout)
 	}
 }
 

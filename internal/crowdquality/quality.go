@@ -323,8 +323,9 @@ func f3(x float64) string {
 const TimingsHeading = "## Timings"
 
 // Markdown is docs/QUALITY_CROWD.md; load is the machine's state for the
-// timings section.
-func Markdown(rows []Row, cmd, load string) string {
+// timings and targets sections, apart the figures of the targets measured
+// by other harnesses (ApartFile), included as they are.
+func Markdown(rows []Row, cmd, load, apart string) string {
 	var b strings.Builder
 	p := Params(2)
 	fmt.Fprintf(&b, "# Quality: annotator-aware relabelling (crowd sets)\n\n")
@@ -405,16 +406,7 @@ func Markdown(rows []Row, cmd, load string) string {
 			fmt.Fprintf(&b, " %s |\n", f3(m/float64(max(nl, 1))))
 		}
 	}
-	fmt.Fprintf(&b, "\n## Targets (issues 17, 33 and 48)\n\n")
-	if miss := Targets(rows); len(miss) == 0 {
-		fmt.Fprintf(&b, "All met: on every set, shared and generated, the label-only accuracy is at least max(MV, Dawid-Skene) - 0.5 point, and on the set of one label per item (cifar100n) at least the given labels'; on both simulated crowds with features above Dawid-Skene, CROWDLAB and relabel with ids ignored; the shared label-only sets' mean above Dawid-Skene's.\n")
-	} else {
-		fmt.Fprintf(&b, "Missed:\n\n")
-		for _, m := range miss {
-			fmt.Fprintf(&b, "- %s\n", m)
-		}
-	}
-	fmt.Fprintf(&b, "\n%s\n\nWall seconds of one label-only fit (transforms/crowd Fit, defaults, in memory) and of our Dawid-Skene (50 steps, maps of nonzero cells), measured in the run that wrote this file, %s. Not reproduced by the comparison with the file (the section is measured, not computed). Label-only mode through the pipeline at 3M annotations, against the model before issue 33 in the same session, is in docs/PERFORMANCE.md (annotator-aware relabelling). The choice's share: the scoring of the three models (timed apart, on the fit's result) against the whole fit; the fit's time without it is the difference, so the ratio of the fit with the choice to the fit before it is at most crowd / (crowd - choice). Our Dawid-Skene is not run on sets above %d labels x classes.\n\n| set | labels | crowd, labels only (s) | of which the choice (s) | ratio to the fit without it | Dawid-Skene (s) |\n|---|---:|---:|---:|---:|---:|\n", TimingsHeading, load, LargeSet)
+	fmt.Fprintf(&b, "\n%s\n\nWall seconds of one label-only fit (transforms/crowd Fit, defaults, in memory) and of our Dawid-Skene (50 steps, maps of nonzero cells), measured in the run that wrote this file, %s. Not reproduced by the comparison with the file (the section is measured, not computed). Label-only mode through the pipeline at 3M annotations is in docs/PERFORMANCE.md (annotator-aware relabelling), and with the model choice against the code before it under Targets below. The choice's share: the scoring of the three models (timed apart, on the fit's result) against the whole fit; the fit's time without it is the difference, so the ratio of the fit with the choice to the fit before it is at most crowd / (crowd - choice). Our Dawid-Skene is not run on sets above %d labels x classes.\n\n| set | labels | crowd, labels only (s) | of which the choice (s) | ratio to the fit without it | Dawid-Skene (s) |\n|---|---:|---:|---:|---:|---:|\n", TimingsHeading, load, LargeSet)
 	for _, r := range rows {
 		ds := "–"
 		if !math.IsNaN(r.DSSeconds) {
@@ -422,5 +414,109 @@ func Markdown(rows []Row, cmd, load string) string {
 		}
 		fmt.Fprintf(&b, "| %s | %d | %.2f | %.2f | %.2f | %s |\n", r.Set, r.Labels, r.CrowdSeconds, r.ChoiceSeconds, r.CrowdSeconds/max(1e-9, r.CrowdSeconds-r.ChoiceSeconds), ds)
 	}
+	targetsSection(&b, rows, cmd, load, apart)
 	return b.String()
+}
+
+// ApartFile holds the figures of the targets that other harnesses measure
+// (the pipeline's 1M benchmark, the engine's annotators-5 cells), written
+// by hand with their commands, machine and load: Markdown includes it in
+// the targets section, so that -update keeps them.
+const ApartFile = "apart.md"
+
+// minTimed is the shortest fit whose share of scoring is read as a cost:
+// below it the two timings are at the clock's and the load's resolution.
+const minTimed = 1.0
+
+// targetsSection states issue 48's targets with the figures of rows, and
+// issues 17's and 33's as met or missed; it is measured, after the
+// timings, for its load and cost figures.
+func targetsSection(b *strings.Builder, rows []Row, cmd, load, apart string) {
+	fmt.Fprintf(b, "\n## Targets (issues 17, 33 and 48)\n\n")
+	fmt.Fprintf(b, "Accuracies and the choice: `%s` (this file), which also fails on any target missed; they are seeded and do not depend on the machine. Timings: the same run, on an AMD EPYC machine of 24 GiB shared with other agents' builds and tests (%s).\n\n", cmd, load)
+
+	// 1: the floor.
+	worst, worstSet := math.Inf(1), ""
+	var single []string
+	for _, r := range rows {
+		if m := r.Crowd - max(r.Peers.MV, r.Peers.DS); m < worst {
+			worst, worstSet = m, r.Set
+		}
+		if r.Evidence.Items == 0 {
+			single = append(single, fmt.Sprintf("%s %s against the given labels' %s", r.Set, f3(r.Crowd), f3(r.MV)))
+		}
+	}
+	met := func(ok bool) string {
+		if ok {
+			return "**met**"
+		}
+		return "**missed**"
+	}
+	singleOK := true
+	for _, r := range rows {
+		singleOK = singleOK && (r.Evidence.Items > 0 || r.Crowd >= r.MV)
+	}
+	fmt.Fprintf(b, "1. Every dev crowd (%d: the shared sets and the seeded generated ones) at least max(MV, Dawid-Skene) - 0.5 point with the defaults, labels only, and the set of one label per item at least its given labels: %s. Smallest margin %+.1f pt (%s); %s. Table above, column \"margin\".\n",
+		len(rows), met(worst >= -0.005 && singleOK), 100*worst, worstSet, strings.Join(single, "; "))
+
+	// 2: the choice.
+	bySet := map[crowd.Choice][]string{}
+	for _, r := range rows {
+		bySet[r.Choice] = append(bySet[r.Choice], r.Set)
+	}
+	var chosen []string
+	for c := crowd.Vote; c <= crowd.Annotators; c++ {
+		if n := len(bySet[c]); n > 0 {
+			sets := ""
+			if n <= 3 {
+				sets = " (" + strings.Join(bySet[c], ", ") + ")"
+			}
+			chosen = append(chosen, fmt.Sprintf("%v on %d%s", c, n, sets))
+		}
+	}
+	fmt.Fprintf(b, "2. The model chosen from the data by one rule, no per-set switch (held-out labels, leave one item out; section Model choice): chosen here %s. Recorded in summary.json's annotators section (`model`, `choice`: transforms/crowdstages TestLabelOnlySingleLabel, TestLabelOnlyPooledChoice, bit for bit with the in-memory fit) and shown by the report (the Annotators section's model card and comparison table, and the terminal report's line: io/reportio TestAnnotatorsModelChoice, cmd/relabel TestReportModelChoice and TestCrowdReportInBrowser). The crowds the issue names are tests: one label per item (transforms/crowd TestSingleLabel, crowdstages TestLabelOnlySingleLabel: the vote, every label kept as given) and few labels per annotator where the vote is right and Dawid-Skene overfits (crowdset TestAlikeLightAnnotators: eight draws of 3,000 items x 7 labels from 15,000 like one-coin annotators, Dawid-Skene at least 10 points below the vote, the crowd model at least the vote - 0.5 point on each draw and the vote or the pool on at least six of eight; TestLightAnnotators, the g_light_annotators row). Where that does not hold, and by how much: measured apart, below.\n", strings.Join(chosen, "; "))
+
+	// 3: the cost.
+	top, topSet, all, allSet := 0.0, "", 0.0, ""
+	for _, r := range rows {
+		ratio := r.CrowdSeconds / max(1e-9, r.CrowdSeconds-r.ChoiceSeconds)
+		if ratio > all {
+			all, allSet = ratio, r.Set
+		}
+		if r.CrowdSeconds >= minTimed && ratio > top {
+			top, topSet = ratio, r.Set
+		}
+	}
+	fmt.Fprintf(b, "3. The choice costs at most 2x the label-only fit without it: in memory, the fit with the choice over the fit without it is at most %.2fx on the sets whose fit takes %.0f s or more (%s), %.2fx on any set (%s, timings of well under a second at this load; Timings table): %s.", top, minTimed, topSet, all, allSet, met(all <= 2))
+	fmt.Fprintf(b, " Through the pipeline, and the 1M label-only benchmark against its bar (294.8 s, 2,674 MiB on 2 cores): measured apart, below.\n")
+
+	// 4: features.
+	var feats []string
+	for _, r := range rows {
+		if !r.Features {
+			continue
+		}
+		best, name := math.Inf(-1), ""
+		for _, p := range []struct {
+			n string
+			v float64
+		}{{"Dawid-Skene", r.Peers.DS}, {"CROWDLAB kNN", r.Peers.CrowdlabKNN}, {"CROWDLAB logreg", r.Peers.CrowdlabLogreg}, {"relabel, ids ignored", math.Max(r.Peers.Relabel, r.Relabel)}} {
+			if !math.IsNaN(p.v) && p.v > best {
+				best, name = p.v, p.n
+			}
+		}
+		feats = append(feats, fmt.Sprintf("%s %s (best peer %s %s; label-only model chosen: %v)", r.Set, f3(r.CrowdFeatures), name, f3(best), r.Choice))
+	}
+	fmt.Fprintf(b, "4. No regression with features: %s. Issue 17's bar for them, above every peer: below. The annotators-5 cells: measured apart, below.\n\n", strings.Join(feats, "; "))
+
+	if miss := Targets(rows); len(miss) == 0 {
+		fmt.Fprintf(b, "Issues 17 and 33: all met (on both simulated crowds with features above Dawid-Skene, CROWDLAB and relabel with ids ignored; the shared label-only sets' mean above Dawid-Skene's; the floor of target 1).\n\n")
+	} else {
+		fmt.Fprintf(b, "Missed:\n\n")
+		for _, m := range miss {
+			fmt.Fprintf(b, "- %s\n", m)
+		}
+		fmt.Fprintf(b, "\n")
+	}
+	fmt.Fprintf(b, "### Measured apart\n\nFrom internal/crowdquality/%s, written by hand with each figure's command, machine and load (the run that writes this file includes it as it is).\n\n%s", ApartFile, strings.TrimSpace(apart)+"\n")
 }
