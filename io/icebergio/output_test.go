@@ -281,7 +281,7 @@ func TestFailedCommitCommitsNothing(t *testing.T) {
 // TestCommitRemovesOrphans: what a killed run left in its run directory
 // (files no snapshot references) is removed by the next commit once older
 // than OrphanAge; younger ones (a concurrent run's), committed files, old
-// snapshots' files (time travel), the kept ivf state, and old unreferenced
+// snapshots' files (time travel), the kept ivf state and fit, and old unreferenced
 // files outside the table's run directories (another writer's, a run
 // directory of another table) stay.
 func TestCommitRemovesOrphans(t *testing.T) {
@@ -305,8 +305,12 @@ func TestCommitRemovesOrphans(t *testing.T) {
 	if err := os.WriteFile(state, []byte("state"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	fit := filepath.Join(runDir("00000001"), "relabel-fit.state")
+	if err := os.WriteFile(fit, []byte("fit"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	r := testRun(1, 0)
-	r.State = state
+	r.State, r.Fit = state, fit
 	if _, err := out.Commit(ctx, Commit{Run: r, Mode: Replace, Files: []string{first}}); err != nil {
 		t.Fatal(err)
 	}
@@ -316,7 +320,7 @@ func TestCommitRemovesOrphans(t *testing.T) {
 	otherTable := writeOutputFile(t, filepath.Join(data, "relabel-00000000-0000-0000-0000-000000000000-0000dead"), "a.parquet", cleaned(days[1], 0))
 	oldStyle := writeOutputFile(t, filepath.Join(data, "relabel-0000dead"), "a.parquet", cleaned(days[1], 0))
 	old := time.Now().Add(-OrphanAge - time.Hour)
-	for _, f := range []string{first, state, dead, foreign, otherTable, oldStyle} {
+	for _, f := range []string{first, state, fit, dead, foreign, otherTable, oldStyle} {
 		if err := os.Chtimes(f, old, old); err != nil {
 			t.Fatal(err)
 		}
@@ -325,7 +329,7 @@ func TestCommitRemovesOrphans(t *testing.T) {
 	if _, err := out.Commit(ctx, Commit{Run: testRun(2, 0), Mode: Replace, Files: []string{second}}); err != nil {
 		t.Fatal(err)
 	}
-	for f, want := range map[string]bool{first: true, state: true, dead: false, young: true, second: true,
+	for f, want := range map[string]bool{first: true, state: true, fit: true, dead: false, young: true, second: true,
 		foreign: true, otherTable: true, oldStyle: true} {
 		_, err := os.Stat(f)
 		if got := err == nil; got != want {

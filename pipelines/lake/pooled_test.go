@@ -130,10 +130,10 @@ func TestLakeDefaultsStayIncremental(t *testing.T) {
 			t.Errorf("after the full run: lake %+v, want an incremental run over 5 new rows", lk)
 		}
 	}
-	t.Run("table", func(t *testing.T) {
+	table := func(t *testing.T, mod func(*options.Options), headLast bool) {
 		l := newTestLake(t)
 		cfg := l.incremental("ns.defaults")
-		headLast := false // the head switches itself off on this data
+		mod(&cfg)
 		var snaps int
 		check(t, defaultsCase{
 			add: func(_ int, r *schemas.Rows) { l.appendRows(t, r) },
@@ -161,6 +161,15 @@ func TestLakeDefaultsStayIncremental(t *testing.T) {
 				}
 			},
 		}, headLast)
+	}
+	// The head switches itself off on this data: the pooled fit is kept.
+	t.Run("table", func(t *testing.T) { table(t, func(*options.Options) {}, false) })
+	// ivf mode's rounds in one stage (a spill directory: the embedded
+	// runner's) keep their head and pooled fit too.
+	t.Run("table, ivf, head 0.2", func(t *testing.T) {
+		table(t, func(o *options.Options) {
+			o.Neighbours, o.Head, o.SpillDir = options.NeighboursIVF, options.Some("0.2"), options.Some(t.TempDir())
+		}, true)
 	})
 	dir := func(t *testing.T, head string, headLast bool) {
 		in, out := filepath.Join(t.TempDir(), "in"), filepath.Join(t.TempDir(), "out")

@@ -144,6 +144,12 @@ func (f *localRoundsFn) ProcessElement(ctx context.Context, _ int64, iter func(*
 				progress.Notef("ivf: the linear head switched itself off in round %d of %d (its fitted share under %g)", r+1, f.Rounds, head.OffShare)
 			}
 		}
+		if extra != nil {
+			headRounds.Inc(ctx, 1)
+			if r == f.Rounds-1 {
+				headLast.Inc(ctx, 1)
+			}
+		}
 		next := make([]mixture.States, len(bs))
 		var ran atomic.Int64
 		// Blocks run on all cores, one block per goroutine at a time:
@@ -207,6 +213,15 @@ func (f *localRoundsFn) ProcessElement(ctx context.Context, _ int64, iter func(*
 	}
 	return nil
 }
+
+// headRounds and headLast are the exact path's counters of the same names
+// (transforms/stages): the rounds the head gave its component in, and 1
+// where it still did in the last round (summary.json's head section; an
+// incremental lake run then needs the head's kept fit).
+var (
+	headRounds = beam.NewCounter("relabel", "head_rounds")
+	headLast   = beam.NewCounter("relabel", "head_last")
+)
 
 // localHead is the linear head of the local rounds (RoundConf.Head): one
 // transforms/head.Head over every block's own items, each once, in
