@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 )
 
@@ -21,6 +22,29 @@ func (o Options) IsPrism() bool {
 // Loopback reports whether the SDK workers run inside this process, and so
 // share its disk and memory.
 func (o Options) Loopback() bool { return o.environment() == Loopback }
+
+// WorkerPath resolves a local path the workers open (relabel's --input,
+// --output, --annotations) for where they run. Workers in this process
+// (LOOPBACK) resolve it as this process does, so it is returned as it is.
+// Workers in other processes (a worker pool, a PROCESS command, containers)
+// would resolve a relative path against their own working directory, not
+// this one, and read or write other files or none, and only once the job
+// runs: so a relative path is made absolute against this process's working
+// directory, which names the same files wherever the workers see this
+// machine's files at the same place (a pool on this machine, a volume
+// mounted alike). URLs (gs://) and absolute paths are returned as they are.
+// The error, when this process cannot tell its own working directory, says
+// why the path cannot stay relative.
+func (o Options) WorkerPath(p string) (string, error) {
+	if p == "" || o.Loopback() || strings.Contains(p, "://") || filepath.IsAbs(p) {
+		return p, nil
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("%s: relative, and the workers run in other processes, which resolve it against their own working directory; this process cannot tell its own (%v) to make it absolute: give an absolute path", p, err)
+	}
+	return filepath.Join(wd, p), nil
+}
 
 // Spill resolves ivf's spill directory: requested is the --spill-dir value
 // (set says whether it was given). Spilling keeps blocks and states out of

@@ -34,9 +34,9 @@ import (
 // Iceberg table run with --runner=universal --environment_type=EXTERNAL, and
 // each output must be byte-identical to the embedded run's (which spills to
 // its local temporary directory and keeps ivf's rounds in one stage). The
-// pool runs in this directory, as the launcher does, so that the relative
-// input paths resolve alike: a worker cannot see the launcher's working
-// directory.
+// launcher makes its relative input paths absolute for the workers, which
+// cannot see its working directory (cmd/relabel's TestRunExternalFromElsewhere
+// runs the pool elsewhere); summary.json records them so.
 func TestRelabelOnWorkerPool(t *testing.T) {
 	// Longer than ctxT's: a cold build of relabel takes minutes on 2 cores.
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
@@ -161,6 +161,22 @@ func compareOutputs(t *testing.T, wantDir, gotDir string) {
 	}
 	if len(got.shards) != len(want.shards) {
 		t.Errorf("%d output shards, embedded run %d", len(got.shards), len(want.shards))
+	}
+	// The external run read the launcher's relative glob made absolute
+	// (runners.Options.WorkerPath: its workers run in the pool's directory),
+	// and so its shards' paths.
+	sameAbs := func(what string, got *string, want string) {
+		t.Helper()
+		if abs, err := filepath.Abs(want); err != nil || *got != abs {
+			t.Errorf("summary.json %s %q, want the embedded run's %q made absolute", what, *got, want)
+		}
+		*got = want
+	}
+	sameAbs("input", &got.summary.Input, want.summary.Input)
+	if len(got.summary.Shards) == len(want.summary.Shards) {
+		for i := range got.summary.Shards {
+			sameAbs("shard input", &got.summary.Shards[i].Input, want.summary.Shards[i].Input)
+		}
 	}
 	// The options differ by the spill directory and the waves, which are
 	// the runner's business; what the pipeline computed must not.

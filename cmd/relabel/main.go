@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	beamlog "github.com/apache/beam/sdks/v2/go/pkg/beam/log"
 
 	"github.com/relabel/relabel/internal/atexit"
 	"github.com/relabel/relabel/internal/faults"
@@ -53,11 +54,20 @@ func main() {
 	// ~100 flags and none of the commands).
 	if len(os.Args) > 1 && strings.HasPrefix(os.Args[1], "--") && !isHelp(os.Args[1]) {
 		flag.Parse()
+		progress.Install(relayToRunner)
 		beam.Init()
 		os.Exit(0)
 	}
 	beam.Init()
 	os.Exit(dispatch(signalContext(), os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// relayToRunner is a worker's Sink: the SDK harness sends Beam's log to the
+// runner, and the embedded one hands the line back to the launcher's display
+// (internal/progress, relay.go), so that a run on workers in other processes
+// shows its rounds as a run in one process does.
+func relayToRunner(e progress.Event) {
+	beamlog.Info(context.Background(), progress.RelayLine(e))
 }
 
 // signalContext is cancelled by SIGINT or SIGTERM (what a scheduler, a

@@ -370,11 +370,19 @@ func TestRunOnTokenPool(t *testing.T) {
 }
 
 // startWorkerPool starts `relabel worker` on a free loopback port with args,
-// in this directory (where the runs' relative input paths resolve), and
-// returns its address and log; it stops with the test.
+// in this directory, and returns its address and log; it stops with the
+// test.
 func startWorkerPool(t *testing.T, args ...string) (string, *lockedBuffer) {
 	t.Helper()
+	return startWorkerPoolIn(t, "", args...)
+}
+
+// startWorkerPoolIn is startWorkerPool with the pool, and so its workers,
+// in directory dir ("": this one).
+func startWorkerPoolIn(t *testing.T, dir string, args ...string) (string, *lockedBuffer) {
+	t.Helper()
 	cmd := exec.Command(relabelBin, append([]string{"worker", "--listen", "127.0.0.1:0", "--work-dir", t.TempDir()}, args...)...)
+	cmd.Dir = dir
 	log := &lockedBuffer{}
 	cmd.Stderr = log
 	stdout, err := cmd.StdoutPipe()

@@ -185,6 +185,24 @@ func runFor(o options.Options) func(context.Context, options.Options, pipelines.
 	return pipelines.Run
 }
 
+// workerPaths resolves the paths the workers open for where they run
+// (runners.Options.WorkerPath): relative ones become absolute when the
+// workers are other processes, before anything is planned or submitted, so
+// the plan, the summary and the workers all name the same files.
+func workerPaths(ro runners.Options, o *options.Options) error {
+	for _, p := range []struct {
+		flag string
+		v    *string
+	}{{"input", &o.Input}, {"output", &o.Output}, {"annotations", &o.Annotations}} {
+		abs, err := ro.WorkerPath(*p.v)
+		if err != nil {
+			return &options.Error{Flag: p.flag, Err: err}
+		}
+		*p.v = abs
+	}
+	return nil
+}
+
 // errDryRun ends a dry run's pipelines.Run before it looks for output.
 var errDryRun = errors.New("relabel: dry run")
 
@@ -210,6 +228,9 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			return usageError{err}
 		}
 	}
+	if err := workerPaths(ro, &o); err != nil {
+		return usageError{err}
+	}
 	spill, err := ro.Spill(o.SpillDir.V, o.SpillDir.Set)
 	if err != nil {
 		return usageError{err}
@@ -234,12 +255,20 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	verbose := o.Verbose || dryRun
 	disp := progress.NewDisplay(stderr, isTerminal(stderr) && !verbose, time.Now)
 	var quiet *progress.Quiet
-	if !verbose {
+	prev := slog.Default()
+	switch {
+	case !verbose:
 		// Beam and Prism log through slog's default logger: keep their
-		// warnings and errors (condensed) above the live line, drop the rest.
+		// warnings and errors (condensed) above the live line, drop the rest,
+		// and show the progress workers in other processes relay.
 		quiet = progress.NewQuiet(func(line string) { disp.Printf("%s", line) })
-		prev := slog.Default()
-		slog.SetDefault(slog.New(quiet))
+		slog.SetDefault(slog.New(progress.Relayed(quiet, disp.Handle)))
+		defer slog.SetDefault(prev)
+	case beam.Initialized():
+		// Beam's own handler (beam.Init installs it) with the relayed
+		// progress taken out. Not over slog's built-in handler, which writes
+		// through the log package that SetDefault routes back here.
+		slog.SetDefault(slog.New(progress.Relayed(prev.Handler(), disp.Handle)))
 		defer slog.SetDefault(prev)
 	}
 	defer progress.Install(disp.Handle)()

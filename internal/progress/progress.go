@@ -1,12 +1,16 @@
 // Package progress carries a run's progress from where it happens (the
 // launcher's plan and commit, the stages' reads and rounds) to whoever shows
-// it. On the embedded runner the stages run in the launching process, so a
-// Sink installed there (the terminal display of `relabel run`) sees every
-// event as it happens; on a remote worker no Sink is installed and each event
-// becomes one plain log line in the worker's log, as before.
+// it. On the embedded runner with LOOPBACK workers the stages run in the
+// launching process, so a Sink installed there (the terminal display of
+// `relabel run`) sees every event as it happens. A worker in another process
+// installs a Sink that logs each event as a RelayLine through Beam's log,
+// which reaches the runner; the embedded runner re-logs it in the launching
+// process, where Relayed hands it to the display (relay.go says why this
+// way). Without a Sink (a test, Beam's own runners) each event is one plain
+// log line.
 //
-// Beam metrics (beam.NewCounter) would also reach the launcher, but only when
-// the job ends on Prism, so they cannot drive a live display.
+// Beam metrics (beam.NewCounter) reach the launcher too, but a counter needs
+// the bundle's context, which Report's callers do not pass.
 package progress
 
 import (

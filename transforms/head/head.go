@@ -275,15 +275,31 @@ func fit(parts []part, w0 []float64, d, c int, lambda float64, iters int) ([]flo
 // gonum's Dgemm does the same sums in the same order (each row's entry
 // accumulates x_rk W_k over k ascending, a zero x_rk skipped), but for a
 // product this thin (c columns, a few) it spends most of its time in a call
-// per x_rk; this loop gives the same bits (TestKernels) several times as
-// fast. It takes four x_rk at a time, so that each entry of z is loaded and
-// stored once per four products, added in the same order. The float64()
-// conversions keep every product rounded before the sum (no fused
-// multiply-add), as the spec requires for bit-identical results across
-// architectures.
+// per x_rk; these loops give the same bits (TestKernels) many times as
+// fast: four rows at a time in dot4 where the CPU has it, then the rest in
+// Go. The float64() conversions keep every product rounded before the sum
+// (no fused multiply-add), as the spec requires for bit-identical results
+// across architectures.
 func mulXW(z []float64, x *mat.Dense, w []float64, c int) {
 	rows, cols := x.Dims()
-	for r := range rows {
+	r := 0
+	if dot4Kernel != nil && cols > 0 {
+		raw := x.RawMatrix()
+		for ; r+4 <= rows; r += 4 {
+			for j := 0; j < c; j += dot4Cols {
+				dot4(raw.Data[r*raw.Stride:], 1, raw.Stride, w[j:], c, z[r*c+j:], c, cols, min(dot4Cols, c-j))
+			}
+		}
+	}
+	mulXWRows(z, x, w, c, r)
+}
+
+// mulXWRows is mulXW's Go loop for rows r0 on. It takes four x_rk at a
+// time, so that each entry of z is loaded and stored once per four
+// products, added in the same order.
+func mulXWRows(z []float64, x *mat.Dense, w []float64, c, r0 int) {
+	rows, cols := x.Dims()
+	for r := r0; r < rows; r++ {
 		zr := z[r*c : (r+1)*c]
 		clear(zr)
 		xr := x.RawRowView(r)[:cols]
@@ -331,24 +347,41 @@ func addScaled(dst []float64, v float64, src []float64) {
 
 // mulXtZ sets g (cols x c, row-major) to x^T z, z (rows x c): each entry
 // accumulates over the rows ascending, a zero x_rk skipped, as gonum's
-// Dgemm (mulXW says why by hand). It takes four rows at a time, so that
-// each entry of g is loaded and stored once per four products, added in
-// the same order.
+// Dgemm (mulXW says why by hand): four columns of x at a time in dot4
+// where the CPU has it, the rest in Go.
 func mulXtZ(g []float64, x *mat.Dense, z []float64, c int) {
 	rows, cols := x.Dims()
-	clear(g)
+	k0 := 0
+	if dot4Kernel != nil && rows > 0 {
+		raw := x.RawMatrix()
+		for ; k0+4 <= cols; k0 += 4 {
+			for j := 0; j < c; j += dot4Cols {
+				dot4(raw.Data[k0:], raw.Stride, 1, z[j:], c, g[k0*c+j:], c, rows, min(dot4Cols, c-j))
+			}
+		}
+	}
+	mulXtZCols(g, x, z, c, k0)
+}
+
+// mulXtZCols is mulXtZ's Go loop for the columns k0 on. It takes four rows
+// at a time, so that each entry of g is loaded and stored once per four
+// products, added in the same order.
+func mulXtZCols(g []float64, x *mat.Dense, z []float64, c, k0 int) {
+	rows, cols := x.Dims()
+	clear(g[k0*c:])
 	r := 0
 	for ; r+4 <= rows; r += 4 {
-		x0 := x.RawRowView(r)[:cols]
-		x1 := x.RawRowView(r + 1)[:cols]
-		x2 := x.RawRowView(r + 2)[:cols]
-		x3 := x.RawRowView(r + 3)[:cols]
+		x0 := x.RawRowView(r)[k0:cols]
+		x1 := x.RawRowView(r + 1)[k0:cols][:len(x0)]
+		x2 := x.RawRowView(r + 2)[k0:cols][:len(x0)]
+		x3 := x.RawRowView(r + 3)[k0:cols][:len(x0)]
 		z0 := z[r*c : (r+1)*c]
 		z1 := z[(r+1)*c : (r+2)*c][:len(z0)]
 		z2 := z[(r+2)*c : (r+3)*c][:len(z0)]
 		z3 := z[(r+3)*c : (r+4)*c][:len(z0)]
-		for k, v0 := range x0 {
-			v1, v2, v3 := x1[k], x2[k], x3[k]
+		for q, v0 := range x0 {
+			v1, v2, v3 := x1[q], x2[q], x3[q]
+			k := k0 + q
 			gk := g[k*c : (k+1)*c]
 			if v0 == 0 || v1 == 0 || v2 == 0 || v3 == 0 {
 				addScaled(gk, v0, z0)
@@ -370,10 +403,27 @@ func mulXtZ(g []float64, x *mat.Dense, z []float64, c int) {
 	}
 	for ; r < rows; r++ {
 		zr := z[r*c : (r+1)*c]
-		for k, v := range x.RawRowView(r)[:cols] {
+		for q, v := range x.RawRowView(r)[k0:cols] {
+			k := k0 + q
 			addScaled(g[k*c:(k+1)*c], v, zr)
 		}
 	}
+}
+
+// dot4Cols is the most columns dot4 computes at once.
+const dot4Cols = 16
+
+// dot4 sets out[i*os+j], for i < 4 and j < n <= dot4Cols, to the sum over
+// s < steps, ascending, of a[s*as+i*ai] * b[s*bs+j], a term whose a is zero
+// left out: four rows of x W (a the rows of x, b W) or four rows of x^T z
+// (a four columns of x, b z). dot4Kernel computes it; the checks here keep
+// the assembly within its slices.
+func dot4(a []float64, as, ai int, b []float64, bs int, out []float64, os, steps, n int) {
+	if n < 1 || n > dot4Cols || steps < 1 ||
+		(steps-1)*as+3*ai >= len(a) || (steps-1)*bs+n > len(b) || 3*os+n > len(out) {
+		panic(fmt.Sprintf("head: dot4 of %d steps, %d columns out of its slices (%d, %d, %d)", steps, n, len(a), len(b), len(out)))
+	}
+	dot4Kernel(a, as, ai, b, bs, out, os, steps, n)
 }
 
 // softmax writes softmax(z) to dst (which may be z) and returns

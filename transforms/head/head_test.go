@@ -351,42 +351,128 @@ func BenchmarkOutOfFold(b *testing.B) {
 // TestKernels: the hand-written products give gonum's Dgemm's bits (the
 // head's fits were measured with it), on a thin product as large as the dev
 // grid's (several of gonum's parallel blocks) with zeros in x, at sizes
-// that leave rows and columns over after the kernels' blocks of four.
+// that leave rows and columns over after the blocks of four and classes
+// over after dot4's sixteen; with dot4's assembly where this CPU runs it,
+// and with the Go loops alone.
 func TestKernels(t *testing.T) {
-	r := rand.New(rand.NewPCG(1, 2))
-	for _, sz := range [][3]int{{7, 3, 2}, {5000, 37, 6}, {300, 129, 26}, {1001, 257, 10}} {
-		rows, cols, c := sz[0], sz[1], sz[2]
-		x := mat.NewDense(rows, cols, nil)
-		for i := range rows {
-			for j := range cols {
-				if r.IntN(10) > 0 {
-					x.Set(i, j, r.NormFloat64())
+	for _, impl := range kernelImpls() {
+		t.Run(impl.name, func(t *testing.T) {
+			defer impl.use()()
+			r := rand.New(rand.NewPCG(1, 2))
+			for _, sz := range [][3]int{{7, 3, 2}, {5000, 37, 6}, {300, 129, 26}, {1001, 257, 10}, {64, 20, 17}, {9, 8, 8}} {
+				rows, cols, c := sz[0], sz[1], sz[2]
+				x := mat.NewDense(rows, cols, nil)
+				for i := range rows {
+					for j := range cols {
+						if r.IntN(10) > 0 {
+							x.Set(i, j, r.NormFloat64())
+						}
+					}
+				}
+				w := make([]float64, cols*c)
+				z := make([]float64, rows*c)
+				for i := range w {
+					w[i] = r.NormFloat64()
+				}
+				for i := range z {
+					z[i] = r.NormFloat64()
+				}
+				var want mat.Dense
+				want.Mul(x, mat.NewDense(cols, c, w))
+				got := make([]float64, rows*c)
+				mulXW(got, x, w, c)
+				if !slices.Equal(got, want.RawMatrix().Data) {
+					t.Errorf("%v: x W differs from gonum's", sz)
+				}
+				var wantG mat.Dense
+				wantG.Mul(x.T(), mat.NewDense(rows, c, z))
+				g := make([]float64, cols*c)
+				mulXtZ(g, x, z, c)
+				if !slices.Equal(g, wantG.RawMatrix().Data) {
+					t.Errorf("%v: x^T z differs from gonum's", sz)
 				}
 			}
-		}
-		w := make([]float64, cols*c)
-		z := make([]float64, rows*c)
-		for i := range w {
-			w[i] = r.NormFloat64()
-		}
-		for i := range z {
-			z[i] = r.NormFloat64()
-		}
-		var want mat.Dense
-		want.Mul(x, mat.NewDense(cols, c, w))
-		got := make([]float64, rows*c)
-		mulXW(got, x, w, c)
-		if !slices.Equal(got, want.RawMatrix().Data) {
-			t.Errorf("%v: x W differs from gonum's", sz)
-		}
-		var wantG mat.Dense
-		wantG.Mul(x.T(), mat.NewDense(rows, c, z))
-		g := make([]float64, cols*c)
-		mulXtZ(g, x, z, c)
-		if !slices.Equal(g, wantG.RawMatrix().Data) {
-			t.Errorf("%v: x^T z differs from gonum's", sz)
+		})
+	}
+}
+
+// TestKernelsSpecialValues: dot4's assembly and the Go loops agree bit for
+// bit where gonum's comparison cannot say (NaN is not equal to itself): x
+// holding -0, +0, NaN and infinities, sums that come out -0, on a view into
+// a wider matrix (a fold's rows, as fit hands them).
+func TestKernelsSpecialValues(t *testing.T) {
+	impls := kernelImpls()
+	if len(impls) < 2 {
+		t.Skip("no dot4 assembly on this CPU: the Go loops are the only products")
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	special := []float64{0, math.Copysign(0, -1), math.NaN(), math.Inf(1), math.Inf(-1), 1e-310, -2.5}
+	const rows, cols, c = 23, 14, 11
+	full := mat.NewDense(rows+5, cols+3, nil)
+	for i := range rows + 5 {
+		for j := range cols + 3 {
+			v := r.NormFloat64()
+			if r.IntN(3) == 0 {
+				v = special[r.IntN(len(special))]
+			}
+			full.Set(i, j, v)
 		}
 	}
+	x := full.Slice(2, 2+rows, 1, 1+cols).(*mat.Dense)
+	w := make([]float64, cols*c)
+	z := make([]float64, rows*c)
+	for i := range w {
+		w[i] = -math.Abs(r.NormFloat64()) // with -0 x's, -0 products
+		if i%7 == 0 {
+			w[i] = math.Copysign(0, -1)
+		}
+	}
+	for i := range z {
+		z[i] = r.NormFloat64()
+	}
+	run := func(impl kernelImpl) (xw, xtz []float64) {
+		defer impl.use()()
+		xw = make([]float64, rows*c)
+		xtz = make([]float64, cols*c)
+		mulXW(xw, x, w, c)
+		mulXtZ(xtz, x, z, c)
+		return
+	}
+	bits := func(a, b float64) bool {
+		return math.Float64bits(a) == math.Float64bits(b) || math.IsNaN(a) && math.IsNaN(b)
+	}
+	gw, gz := run(impls[0])
+	ww, wz := run(impls[1])
+	if !slices.EqualFunc(gw, ww, bits) {
+		t.Errorf("x W: %s and %s differ", impls[0].name, impls[1].name)
+	}
+	if !slices.EqualFunc(gz, wz, bits) {
+		t.Errorf("x^T z: %s and %s differ", impls[0].name, impls[1].name)
+	}
+}
+
+// kernelImpl is one way of computing the products; use switches to it and
+// returns the function that switches back.
+type kernelImpl struct {
+	name string
+	use  func() func()
+}
+
+// kernelImpls lists dot4's assembly (where this CPU runs it) and the Go
+// loops.
+func kernelImpls() []kernelImpl {
+	swap := func(k func(a []float64, as, ai int, b []float64, bs int, out []float64, os, steps, n int)) func() func() {
+		return func() func() {
+			prev := dot4Kernel
+			dot4Kernel = k
+			return func() { dot4Kernel = prev }
+		}
+	}
+	var impls []kernelImpl
+	if dot4Kernel != nil {
+		impls = append(impls, kernelImpl{"dot4", swap(dot4Kernel)})
+	}
+	return append(impls, kernelImpl{"Go loops", swap(nil)})
 }
 
 // givenStates is every item's round-0 state from its given label (c0 2,

@@ -1,0 +1,7 @@
+//go:build !amd64 || noasm
+
+package head
+
+// dot4Kernel is nil here: without the amd64 assembly the products run the
+// Go loops.
+var dot4Kernel func(a []float64, as, ai int, b []float64, bs int, out []float64, os, steps, n int)
