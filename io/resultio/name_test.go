@@ -47,3 +47,21 @@ func TestOutputNameBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestOutputNameNotAnnotators: an input named like the annotators file gets
+// another output name in every format, so readers that skip the annotators
+// file keep its rows and an annotator-aware run's annotators file cannot
+// replace it.
+func TestOutputNameNotAnnotators(t *testing.T) {
+	for _, in := range []string{"crowd/annotators.parquet", "annotators.arrow", "gs://b/annotators"} {
+		for _, f := range []shardio.Format{shardio.ArrowFile, shardio.Parquet} {
+			got := OutputName(in, f)
+			if got == AnnotatorsBase+f.Ext() || !strings.HasPrefix(got, AnnotatorsBase+"-") || !strings.HasSuffix(got, f.Ext()) {
+				t.Errorf("OutputName(%q, %v) = %q, want %s-HASH%s", in, f, got, AnnotatorsBase, f.Ext())
+			}
+		}
+	}
+	if got := OutputName("annotators-5.parquet", shardio.ArrowFile); got != "annotators-5.arrow" {
+		t.Errorf("OutputName(annotators-5.parquet) = %q, want annotators-5.arrow unchanged", got)
+	}
+}

@@ -70,7 +70,11 @@ const nameHashLen = 16
 // MaxNameBytes (an input name of about 240 bytes or more) is shortened: its
 // base cut at a character boundary and followed by "-" and a hash of the
 // input's whole base name, so the name stays deterministic and distinct long
-// names stay distinct. Shorter names are unchanged.
+// names stay distinct. An input whose base name is AnnotatorsBase gets the
+// same hash after it: readers of an output skip the annotators file by that
+// name, so a shard named so would be lost to them (and, after an
+// annotator-aware run, would overwrite the annotators file). Other names are
+// unchanged.
 func OutputName(input string, f shardio.Format) string {
 	full := path.Base(strings.ReplaceAll(input, "\\", "/"))
 	base := full
@@ -78,11 +82,14 @@ func OutputName(input string, f shardio.Format) string {
 		base = base[:i]
 	}
 	ext := f.Ext()
+	sum := sha256.Sum256([]byte(full))
+	tag := "-" + hex.EncodeToString(sum[:])[:nameHashLen]
+	if base == AnnotatorsBase {
+		return base + tag + ext
+	}
 	if len(base)+len(ext)+len(ReportSuffix) <= MaxNameBytes {
 		return base + ext
 	}
-	sum := sha256.Sum256([]byte(full))
-	tag := "-" + hex.EncodeToString(sum[:])[:nameHashLen]
 	keep := MaxNameBytes - len(ReportSuffix) - len(ext) - len(tag)
 	for keep > 0 && !utf8.RuneStart(base[keep]) {
 		keep--
