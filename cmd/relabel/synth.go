@@ -28,6 +28,9 @@ func synthCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.IntVar(&p.Classes, "classes", 20, "number of classes")
 	fs.Float64Var(&p.Noise, "noise", 0.3, "fraction of labels flipped to a uniformly random other class")
 	fs.IntVar(&rank, "rank", 0, fmt.Sprintf("directions each class spreads along, >= 1 (default min(d, %d))", synth.MaxDefaultRank))
+	var separation, jitter float64
+	fs.Float64Var(&separation, "separation", synth.DefaultSeparation, "standard deviation of the class means' coordinates (smaller: classes closer, a harder set)")
+	fs.Float64Var(&jitter, "jitter", synth.DefaultJitter, "standard deviation of every row's isotropic noise (larger: a harder set)")
 	fs.Uint64Var(&p.Seed, "seed", 1, "seed: the same flags write the same files")
 	fs.IntVar(&o.Shards, "shards", 1, "number of output files")
 	fs.IntVar(&o.BatchRows, "batch-rows", 16384, "rows per row group (the pipeline's unit of work)")
@@ -43,6 +46,7 @@ func synthCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	// The generator's defaults (synth.DefaultParams), the flags' values as
 	// given: an explicit --rank 0 is refused below, not replaced.
 	p = synth.DefaultParams(p.Rows, p.D, p.Classes, p.Noise, p.Seed)
+	p.Separation, p.Jitter = separation, jitter
 	fs.Visit(func(f *flag.Flag) {
 		if f.Name == "rank" {
 			p.Rank = rank
@@ -63,6 +67,10 @@ func synthCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return usageError{fmt.Errorf("--classes %d, want in [1, %d]", p.Classes, math.MaxInt32)}
 	case p.Rank < 1:
 		return usageError{fmt.Errorf("--rank %d, want >= 1", p.Rank)}
+	case !(p.Separation >= 0) || math.IsInf(p.Separation, 0):
+		return usageError{fmt.Errorf("--separation %v, want a finite value >= 0", p.Separation)}
+	case !(p.Jitter >= 0) || math.IsInf(p.Jitter, 0):
+		return usageError{fmt.Errorf("--jitter %v, want a finite value >= 0", p.Jitter)}
 	}
 	est := budget.Synth(p.Rows, p.D, p.Classes, p.Rank, o.Shards, runtime.GOMAXPROCS(0))
 	if err := budget.Fit(est, budget.Memory()); err != nil {

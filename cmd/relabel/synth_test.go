@@ -53,10 +53,42 @@ func TestSynthCmd(t *testing.T) {
 		{"synth", "--output", t.TempDir(), "--classes", "1"},
 		{"synth", "--output", t.TempDir(), "--format", "csv"},
 		{"synth", "--output", t.TempDir(), "extra"},
+		{"synth", "--output", t.TempDir(), "--separation", "-1"},
+		{"synth", "--output", t.TempDir(), "--jitter", "NaN"},
+		{"synth", "--output", t.TempDir(), "--jitter", "+Inf"},
 	} {
 		var stdout, stderr bytes.Buffer
 		if code := dispatch(context.Background(), args, &stdout, &stderr); code != 2 {
 			t.Errorf("%q: exit %d, want 2 (stderr %q)", args, code, stderr.String())
+		}
+	}
+}
+
+// TestSynthDifficulty: --separation and --jitter reach the generator (other
+// bytes than the defaults'), and their defaults given explicitly change
+// nothing.
+func TestSynthDifficulty(t *testing.T) {
+	write := func(extra ...string) []byte {
+		t.Helper()
+		dir := t.TempDir()
+		args := append([]string{"synth", "--rows", "200", "--d", "8", "--classes", "3", "--output", dir}, extra...)
+		var stdout, stderr bytes.Buffer
+		if code := dispatch(context.Background(), args, &stdout, &stderr); code != 0 {
+			t.Fatalf("%q: exit %d, stderr %q", args, code, stderr.String())
+		}
+		b, err := os.ReadFile(filepath.Join(dir, "part-00000.parquet"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	def := write()
+	if !bytes.Equal(def, write("--separation", "0.25", "--jitter", "0.6")) {
+		t.Error("--separation 0.25 --jitter 0.6 (the defaults) wrote other bytes than no flags")
+	}
+	for _, f := range [][]string{{"--separation", "0.15"}, {"--jitter", "1.5"}} {
+		if bytes.Equal(def, write(f...)) {
+			t.Errorf("%v wrote the defaults' bytes", f)
 		}
 	}
 }
