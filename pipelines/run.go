@@ -19,8 +19,8 @@ import (
 	"github.com/relabel/relabel/io/blobio"
 	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/options"
-	"github.com/relabel/relabel/transforms/crowdstages"
-	"github.com/relabel/relabel/transforms/stages"
+	"github.com/relabel/relabel/pipelines/crowdstages"
+	"github.com/relabel/relabel/pipelines/stages"
 )
 
 // Executor runs a built pipeline (the embedded Prism runner, a job server,

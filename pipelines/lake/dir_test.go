@@ -20,9 +20,9 @@ import (
 	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/pipelines"
+	"github.com/relabel/relabel/pipelines/ivfstages"
 	"github.com/relabel/relabel/pipelines/lake"
 	"github.com/relabel/relabel/schemas"
-	"github.com/relabel/relabel/transforms/ivfstages"
 	"github.com/relabel/relabel/transforms/mixture"
 )
 

@@ -11,7 +11,7 @@ import (
 	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/pipelines"
-	"github.com/relabel/relabel/transforms/stages"
+	"github.com/relabel/relabel/pipelines/stages"
 )
 
 // Planning an incremental run: what it relabels, rewrites and removes,

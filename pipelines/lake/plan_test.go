@@ -13,7 +13,7 @@ import (
 	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/pipelines"
-	"github.com/relabel/relabel/transforms/stages"
+	"github.com/relabel/relabel/pipelines/stages"
 )
 
 // TestIncrementalCalibration: an incremental run with --temperature auto

@@ -16,9 +16,9 @@ import (
 	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/pipelines"
+	"github.com/relabel/relabel/pipelines/ivfstages"
+	"github.com/relabel/relabel/pipelines/stages"
 	"github.com/relabel/relabel/schemas"
-	"github.com/relabel/relabel/transforms/ivfstages"
-	"github.com/relabel/relabel/transforms/stages"
 )
 
 // RunTable is a run with --output-table: the pipeline writes Parquet files

@@ -7,8 +7,8 @@ import (
 	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/pipelines"
+	"github.com/relabel/relabel/pipelines/stages"
 	"github.com/relabel/relabel/schemas"
-	"github.com/relabel/relabel/transforms/stages"
 )
 
 // Writing an incremental run's output files: the rows' final states (the
