@@ -18,7 +18,7 @@ import (
 // writes the same bytes at 1 and 3 workers; --head off and a fixed share
 // give other posteriors (the head has a say on these blobs in the first
 // rounds). In ivf mode the head is the default where the rounds run in one
-// stage (spilled, within --local-rounds-mib: transforms/ivfstages' local
+// stage (spilled, within --local-rounds-mib: pipelines/ivfstages' local
 // rounds); with a join per round (not spilled: a distributed runner, or
 // --local-rounds-mib 0) it is off and recorded so unless asked for, and
 // asking is refused, naming the flag.

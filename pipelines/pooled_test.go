@@ -209,7 +209,7 @@ func TestPooledIVF(t *testing.T) {
 		t.Errorf("ivf --head off: head %q recorded", offSum.Options["head"])
 	}
 	// (A head without the blocks' features fails the run: the local
-	// rounds' head checks every block has them; transforms/ivfstages'
+	// rounds' head checks every block has them; pipelines/ivfstages'
 	// TestLocalRoundsHead checks its states against engine.Run's.)
 	t.Logf("ivf with the head %.4f, --head off %.4f", acc, accHeadOff)
 	// The files record the options, so compare what the states make.

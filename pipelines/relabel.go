@@ -221,7 +221,7 @@ func planShards(ctx context.Context, cfg options.Options, ro shardio.ReadOptions
 
 // resolvePooled turns the pooled start (mixture.Params.PooledIters) off
 // where the run's stages do not fit it: annotator-aware runs
-// (transforms/crowdstages start from the annotators' model). There an
+// (pipelines/crowdstages start from the annotators' model). There an
 // unset --pooled-iters is 0, recorded as such, and a value above 0 given
 // is refused, naming the flag, rather than silently not used. Exact and
 // sample modes fit it in stages.PooledStart, ivf mode in

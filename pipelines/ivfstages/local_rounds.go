@@ -215,7 +215,7 @@ func (f *localRoundsFn) ProcessElement(ctx context.Context, _ int64, iter func(*
 }
 
 // headRounds and headLast are the exact path's counters of the same names
-// (transforms/stages): the rounds the head gave its component in, and 1
+// (pipelines/stages): the rounds the head gave its component in, and 1
 // where it still did in the last round (summary.json's head section; an
 // incremental lake run then needs the head's kept fit).
 var (
