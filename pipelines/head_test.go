@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/pipelines"
 )
@@ -27,7 +28,7 @@ func TestHeadRun(t *testing.T) {
 	in := t.TempDir()
 	writePairNoise(t, in, n, c, d)
 	ctx := context.Background()
-	run := func(workers int, head string) (*pipelines.Summary, map[string][]byte) {
+	run := func(workers int, head string) (*resultio.Summary, map[string][]byte) {
 		t.Helper()
 		o := options.Defaults()
 		o.Input, o.Output, o.Rounds, o.L, o.Workers, o.Report = filepath.Join(in, "*.parquet"), t.TempDir(), 3, 30, options.Some(workers), false

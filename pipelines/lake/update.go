@@ -267,7 +267,7 @@ func (u *update) storedRows(p *resultio.Posteriors) (rs []int, touched bool) {
 // kept (fit.go), nil when none.
 // cal is the calibration the stored posteriors were made with
 // (calibration, plan.go).
-func storedUpdate(d *incData, posts []*resultio.Posteriors, kept *ivfState, fit *stages.Kept, plan *pipelines.Plan, cal stages.Calibration, device, input string, t0 time.Time, lake *Summary) (*update, error) {
+func storedUpdate(d *incData, posts []*resultio.Posteriors, kept *ivfState, fit *stages.Kept, plan *pipelines.Plan, cal stages.Calibration, device, input string, t0 time.Time, lake *resultio.LakeSummary) (*update, error) {
 	stored, keyRow, err := storedStates(d, posts, plan, cal, input)
 	if err != nil {
 		return nil, err

@@ -64,7 +64,7 @@ func (f *outFile) write(ctx context.Context, fs blobio.FS, d *incData, u *update
 }
 
 // addTo adds f's counts to sum.
-func (f *outFile) addTo(sum *pipelines.Summary) {
+func (f *outFile) addTo(sum *resultio.Summary) {
 	sum.Rows += f.n
 	sum.Changed += f.changed
 	for c := range f.changedFrom {
