@@ -365,7 +365,7 @@ func parseHead(v string) error {
 // sample or ivf), annotator-aware or not (crowd); local says whether an ivf
 // run's rounds run in one stage with every block in memory, the head's
 // included (the embedded runner up to --local-rounds-mib:
-// transforms/ivfstages' local rounds, the only ivf rounds that fit it).
+// pipelines/ivfstages' local rounds, the only ivf rounds that fit it).
 // Unset is DefaultHead in exact and sample modes, and off in ivf mode: there
 // the head is opt-in (an explicit value is used in the local rounds), since
 // at the sizes ivf mode is for its fits dominate the run (fashion_mnist_pca50,

@@ -13,10 +13,10 @@ import (
 	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/io/spillio"
 	"github.com/relabel/relabel/options"
+	"github.com/relabel/relabel/pipelines/crowdstages"
+	"github.com/relabel/relabel/pipelines/stages"
 	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/transforms/crowd"
-	"github.com/relabel/relabel/transforms/crowdstages"
-	"github.com/relabel/relabel/transforms/stages"
 )
 
 // annotationsPerBucket sizes the buckets annotations are joined in: the

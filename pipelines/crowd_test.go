@@ -191,7 +191,7 @@ func TestCrowdFeaturesRun(t *testing.T) {
 	os.MkdirAll(annDir, 0o755)
 	writeCrowdAnnotations(t, annDir, cr)
 
-	run := func(input, annotations string) (*pipelines.Summary, *resultio.Output) {
+	run := func(input, annotations string) (*resultio.Summary, *resultio.Output) {
 		out := t.TempDir()
 		cfg := quickConfig(input, out)
 		cfg.Annotations, cfg.CrowdIters = annotations, 10

@@ -69,7 +69,7 @@ func ctxT(t *testing.T) context.Context {
 
 // comparable clears what legitimately differs between two runs of the same
 // input at different places: paths and timings.
-func comparable(s pipelines.Summary) pipelines.Summary {
+func comparable(s resultio.Summary) resultio.Summary {
 	s.Input, s.Output, s.Timings = "", "", nil
 	s.Shards = append([]resultio.ShardReport(nil), s.Shards...)
 	for i := range s.Shards {
@@ -154,7 +154,7 @@ func TestRunGCS(t *testing.T) {
 			t.Errorf("gs://bucket/%s (%d bytes) differs from the local run's output (%d bytes)", name, len(got[name]), len(want))
 		}
 	}
-	var fromGCS pipelines.Summary
+	var fromGCS resultio.Summary
 	if err := json.Unmarshal(got["out/summary.json"], &fromGCS); err != nil {
 		t.Fatalf("gs://bucket/out/summary.json: %v", err)
 	}

@@ -2,8 +2,8 @@ package pipelines
 
 import (
 	"github.com/relabel/relabel/options"
+	"github.com/relabel/relabel/pipelines/ivfstages"
 	"github.com/relabel/relabel/transforms/head"
-	"github.com/relabel/relabel/transforms/ivfstages"
 )
 
 // resolveHead fixes --head for the plan's mode (options.ResolveHead): the

@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/pipelines"
 )
@@ -18,7 +19,7 @@ import (
 // writes the same bytes at 1 and 3 workers; --head off and a fixed share
 // give other posteriors (the head has a say on these blobs in the first
 // rounds). In ivf mode the head is the default where the rounds run in one
-// stage (spilled, within --local-rounds-mib: transforms/ivfstages' local
+// stage (spilled, within --local-rounds-mib: pipelines/ivfstages' local
 // rounds); with a join per round (not spilled: a distributed runner, or
 // --local-rounds-mib 0) it is off and recorded so unless asked for, and
 // asking is refused, naming the flag.
@@ -27,7 +28,7 @@ func TestHeadRun(t *testing.T) {
 	in := t.TempDir()
 	writePairNoise(t, in, n, c, d)
 	ctx := context.Background()
-	run := func(workers int, head string) (*pipelines.Summary, map[string][]byte) {
+	run := func(workers int, head string) (*resultio.Summary, map[string][]byte) {
 		t.Helper()
 		o := options.Defaults()
 		o.Input, o.Output, o.Rounds, o.L, o.Workers, o.Report = filepath.Join(in, "*.parquet"), t.TempDir(), 3, 30, options.Some(workers), false

@@ -5,8 +5,8 @@ import (
 
 	"github.com/relabel/relabel/internal/progress"
 	"github.com/relabel/relabel/options"
+	"github.com/relabel/relabel/pipelines/ivfstages"
 	"github.com/relabel/relabel/transforms/ivf"
-	"github.com/relabel/relabel/transforms/ivfstages"
 )
 
 // buildIVF wires --neighbours ivf from units (PCollection<shardio.Unit>)

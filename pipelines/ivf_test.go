@@ -17,6 +17,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 
 	"github.com/relabel/relabel/internal/progress"
+	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/pipelines"
 	"github.com/relabel/relabel/runners"
@@ -184,7 +185,7 @@ func TestIVFSpill(t *testing.T) {
 	// run runs base into out, spilled to spillDir ("": in Prism's shuffle)
 	// with --local-rounds-mib local (< 0: its default), and reports whether
 	// the rounds ran in one stage (the run's note says so).
-	run := func(spillDir, out string, local int) (*pipelines.Summary, bool) {
+	run := func(spillDir, out string, local int) (*resultio.Summary, bool) {
 		t.Helper()
 		cfg := base
 		cfg.Output = out

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/relabel/relabel/io/blobio"
+	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/pipelines"
@@ -58,7 +59,7 @@ func writePairNoise(t *testing.T, dir string, n, c, d int) []*schemas.Rows {
 // runPairNoise runs relabel (3 rounds, L 30, no report) on the shards
 // writePairNoise wrote to in, with mod's options, and returns the summary,
 // the output shards' bytes and the cleaned accuracy (truth: id mod c).
-func runPairNoise(t *testing.T, in string, c int, mod func(*options.Options)) (*pipelines.Summary, map[string][]byte, float64) {
+func runPairNoise(t *testing.T, in string, c int, mod func(*options.Options)) (*resultio.Summary, map[string][]byte, float64) {
 	t.Helper()
 	o := options.Defaults()
 	o.Input, o.Output, o.Rounds, o.L, o.Report = filepath.Join(in, "*.parquet"), t.TempDir(), 3, 30, false
@@ -94,7 +95,7 @@ func TestPooledRun(t *testing.T) {
 	in := t.TempDir()
 	writePairNoise(t, in, n, c, d)
 	ctx := context.Background()
-	run := func(workers int, mod func(*options.Options)) (*pipelines.Summary, map[string][]byte) {
+	run := func(workers int, mod func(*options.Options)) (*resultio.Summary, map[string][]byte) {
 		t.Helper()
 		sum, files, _ := runPairNoise(t, in, c, func(o *options.Options) {
 			o.Workers = options.Some(workers)
@@ -167,7 +168,7 @@ func TestPooledIVF(t *testing.T) {
 	const n, c, d = 600, 5, 6
 	in := t.TempDir()
 	rows := writePairNoise(t, in, n, c, d)
-	run := func(mod func(*options.Options)) (*pipelines.Summary, map[string][]byte, float64) {
+	run := func(mod func(*options.Options)) (*resultio.Summary, map[string][]byte, float64) {
 		t.Helper()
 		return runPairNoise(t, in, c, func(o *options.Options) {
 			o.Neighbours, o.Partitions, o.NProbe = options.NeighboursIVF, options.Some(1), options.Some(1)
@@ -209,7 +210,7 @@ func TestPooledIVF(t *testing.T) {
 		t.Errorf("ivf --head off: head %q recorded", offSum.Options["head"])
 	}
 	// (A head without the blocks' features fails the run: the local
-	// rounds' head checks every block has them; transforms/ivfstages'
+	// rounds' head checks every block has them; pipelines/ivfstages'
 	// TestLocalRoundsHead checks its states against engine.Run's.)
 	t.Logf("ivf with the head %.4f, --head off %.4f", acc, accHeadOff)
 	// The files record the options, so compare what the states make.

@@ -12,10 +12,10 @@ import (
 	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/options"
+	"github.com/relabel/relabel/pipelines/stages"
 	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/mixture"
-	"github.com/relabel/relabel/transforms/stages"
 )
 
 // Plan is what the launcher learns before building the pipeline: the shards
@@ -221,7 +221,7 @@ func planShards(ctx context.Context, cfg options.Options, ro shardio.ReadOptions
 
 // resolvePooled turns the pooled start (mixture.Params.PooledIters) off
 // where the run's stages do not fit it: annotator-aware runs
-// (transforms/crowdstages start from the annotators' model). There an
+// (pipelines/crowdstages start from the annotators' model). There an
 // unset --pooled-iters is 0, recorded as such, and a value above 0 given
 // is refused, naming the flag, rather than silently not used. Exact and
 // sample modes fit it in stages.PooledStart, ivf mode in

@@ -19,58 +19,13 @@ import (
 	"github.com/relabel/relabel/io/blobio"
 	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/options"
-	"github.com/relabel/relabel/transforms/crowdstages"
-	"github.com/relabel/relabel/transforms/stages"
+	"github.com/relabel/relabel/pipelines/crowdstages"
+	"github.com/relabel/relabel/pipelines/stages"
 )
 
 // Executor runs a built pipeline (the embedded Prism runner, a job server,
 // Dataflow: see runners/). The result may be nil when a runner returns none.
 type Executor func(ctx context.Context, p *beam.Pipeline) (beam.PipelineResult, error)
-
-// Summary is summary.json, written beside the output shards.
-type Summary struct {
-	Version string `json:"version"`
-	Input   string `json:"input"`
-	Output  string `json:"output"`
-	Rows    int64  `json:"rows"`
-	Changed int64  `json:"changed"`
-	// Unresolved counts rows output without a clean label (null):
-	// unlabelled rows that no labelled row reached within the rounds.
-	Unresolved int64             `json:"unresolved,omitempty"`
-	Classes    int               `json:"classes"`
-	ClassNames []string          `json:"class_names,omitempty"`
-	Neighbours string            `json:"neighbours"`
-	Device     string            `json:"device"`
-	Options    map[string]string `json:"options"`
-	// ChangedFrom[c] / ChangedTo[c]: labels changed out of / into class c.
-	ChangedFrom []int64 `json:"changed_from"`
-	ChangedTo   []int64 `json:"changed_to"`
-	// Transition[c][c'] estimates P(given label = c' | clean label = c) from the
-	// posteriors (only for C <= resultio.MaxDenseClasses).
-	Transition [][]float64            `json:"transition,omitempty"`
-	Shards     []resultio.ShardReport `json:"shards"`
-	// Skipped lists input files left out, with why ("x.parquet: no rows,
-	// skipped").
-	Skipped []string `json:"skipped,omitempty"`
-	// Metrics are the pipeline's Beam counters (namespace relabel), summed
-	// over steps.
-	Metrics map[string]int64   `json:"metrics,omitempty"`
-	Timings map[string]float64 `json:"timings_seconds"`
-	// Lake says what a table or incremental run covered: a *lake.Summary
-	// (package pipelines/lake), set by the lake only. It is untyped here
-	// because the lake imports pipelines; the lake decodes a stored one
-	// into its own type (lake.ReadSummary).
-	Lake any `json:"lake,omitempty"`
-	// Annotators describes the annotators file of an annotator-aware run.
-	Annotators *crowdstages.AnnotatorsReport `json:"annotators,omitempty"`
-	// Pooled says what the pooled start decided (stages.PooledStart,
-	// ivfstages.PooledStart); nil where it was off (--pooled-iters 0,
-	// annotators).
-	Pooled *PooledSummary `json:"pooled,omitempty"`
-	// Head says what the linear head did; nil where it was off (--head
-	// off, ivf mode, annotators).
-	Head *HeadSummary `json:"head,omitempty"`
-}
 
 // MetaPooledStart is the summary option that records a run whose items
 // started from the pooled fit (value PooledStartOpen; absent otherwise):
@@ -91,28 +46,6 @@ const (
 	HeadLastOn   = "on"
 )
 
-// HeadSummary is what the linear head did (transforms/head): the rounds it
-// gave its component in, and whether it still did in the last one (false:
-// its fitted share fell under head.OffShare and it switched itself off).
-type HeadSummary struct {
-	Rounds int64 `json:"rounds"`
-	Last   bool  `json:"last_round"`
-}
-
-// PooledSummary is what the pooled start's fit decided, from its
-// counters: how many items it fitted, in how many EM steps (at most
-// --pooled-iters, fewer where --pooled-tol stopped it), the fitted noise's structure
-// (mixture.Pooled.Structure, to 1e-6), the gate it was held against and
-// whether the items started from it (Open) or from their given labels.
-// An incremental run reads it to know how the stored posteriors started.
-type PooledSummary struct {
-	Fitted    int64   `json:"fitted"`
-	Iters     int64   `json:"iters"`
-	Structure float64 `json:"structure"`
-	Gate      float64 `json:"gate"`
-	Open      bool    `json:"open"`
-}
-
 // Run plans, builds and executes one relabelling, then commits its output
 // (commit.go has the protocol): it locks the output, has the pipeline write
 // every file under a temporary directory inside it, and publishes them with
@@ -124,7 +57,7 @@ type PooledSummary struct {
 // (--output-table, --incremental) are package pipelines/lake's, which
 // calls the same steps, and Run refuses them rather than relabel
 // everything as a plain run.
-func Run(ctx context.Context, cfg options.Options, exec Executor) (*Summary, error) {
+func Run(ctx context.Context, cfg options.Options, exec Executor) (*resultio.Summary, error) {
 	if cfg.Lake.OutputTable != "" || cfg.Lake.Incremental {
 		return nil, errors.New("relabel: a lake run (--output-table, --incremental) is package pipelines/lake's (lake.RunTable, lake.RunDir), not pipelines.Run's")
 	}
@@ -208,7 +141,7 @@ func (s *Session) Close() {
 // Full runs the plan's pipeline into a temporary directory of the output
 // and commits it: the rest of Run after Open. finish, when not nil, adds
 // to the summary before it is written (the lake's manifest).
-func (s *Session) Full(ctx context.Context, exec Executor, finish func(*Summary)) (*Summary, error) {
+func (s *Session) Full(ctx context.Context, exec Executor, finish func(*resultio.Summary)) (*resultio.Summary, error) {
 	return s.FullKeeping(ctx, exec, finish, nil)
 }
 
@@ -225,7 +158,7 @@ const KeptFitName = "relabel-fit.state"
 // directory (stages.ReadKept reads it) and the temporary directory, writes
 // what the output keeps of them (KeptFitName) there and returns the names
 // to commit with the shards. keep nil: Full.
-func (s *Session) FullKeeping(ctx context.Context, exec Executor, finish func(*Summary), keep func(ctx context.Context, kept, tmp string) ([]string, error)) (*Summary, error) {
+func (s *Session) FullKeeping(ctx context.Context, exec Executor, finish func(*resultio.Summary), keep func(ctx context.Context, kept, tmp string) ([]string, error)) (*resultio.Summary, error) {
 	plan, fs := s.Plan, s.FS
 	cfg := plan.Options
 	removeStaleTemps(ctx, fs, cfg.Output)
@@ -302,13 +235,13 @@ func (s *Session) Temp(ctx context.Context) (string, *atexit.Hook, error) {
 
 // Summarise sums the shard reports written into tmp (summarise), for a
 // lake run that wrote them itself (no pipeline result: no counters).
-func (s *Session) Summarise(ctx context.Context, tmp string) (*Summary, error) {
+func (s *Session) Summarise(ctx context.Context, tmp string) (*resultio.Summary, error) {
 	return summarise(ctx, s.FS, tmp, s.Plan, nil)
 }
 
 // Publish writes sum as tmp's summary.json and commits files (names in tmp)
 // and it into the output (commit.go).
-func (s *Session) Publish(ctx context.Context, tmp string, files []string, sum *Summary) error {
+func (s *Session) Publish(ctx context.Context, tmp string, files []string, sum *resultio.Summary) error {
 	b, err := json.MarshalIndent(sum, "", "  ")
 	if err != nil {
 		return err
@@ -321,13 +254,13 @@ func (s *Session) Publish(ctx context.Context, tmp string, files []string, sum *
 
 // summarise gathers the shard reports the pipeline wrote into tmp, and its
 // counters, into a summary.
-func summarise(ctx context.Context, fs blobio.FS, tmp string, plan *Plan, res beam.PipelineResult) (*Summary, error) {
+func summarise(ctx context.Context, fs blobio.FS, tmp string, plan *Plan, res beam.PipelineResult) (*resultio.Summary, error) {
 	cfg := plan.Options
 	input := cfg.Input
 	if input == "" {
 		input = cfg.Annotations
 	}
-	sum := &Summary{
+	sum := &resultio.Summary{
 		Version: Version, Input: input, Output: cfg.Output, Rows: 0, Classes: plan.C,
 		ClassNames: plan.ClassNames, Neighbours: plan.Mode, Device: plan.Device, Options: plan.Recorded(),
 		ChangedFrom: make([]int64, plan.C), ChangedTo: make([]int64, plan.C),
@@ -394,7 +327,7 @@ func summarise(ctx context.Context, fs blobio.FS, tmp string, plan *Plan, res be
 			}
 		}
 		if plan.Mixture.PooledIters > 0 && plan.Crowd == nil {
-			sum.Pooled = &PooledSummary{Fitted: sum.Metrics["pooled_fitted"], Iters: sum.Metrics["pooled_iters"], Structure: float64(sum.Metrics["pooled_structure_ppm"]) / 1e6,
+			sum.Pooled = &resultio.PooledSummary{Fitted: sum.Metrics["pooled_fitted"], Iters: sum.Metrics["pooled_iters"], Structure: float64(sum.Metrics["pooled_structure_ppm"]) / 1e6,
 				Gate: plan.Mixture.PooledGate, Open: sum.Metrics["pooled_open"] > 0}
 			if sum.Pooled.Open {
 				// Recorded with the options too, so that a table's run
@@ -404,7 +337,7 @@ func summarise(ctx context.Context, fs blobio.FS, tmp string, plan *Plan, res be
 			}
 		}
 		if plan.Head != "" && plan.Head != options.HeadOff {
-			sum.Head = &HeadSummary{Rounds: sum.Metrics["head_rounds"], Last: sum.Metrics["head_last"] > 0}
+			sum.Head = &resultio.HeadSummary{Rounds: sum.Metrics["head_rounds"], Last: sum.Metrics["head_last"] > 0}
 			if sum.Head.Last {
 				sum.Options[MetaHeadLast] = HeadLastOn // as MetaPooledStart
 			}
@@ -412,7 +345,7 @@ func summarise(ctx context.Context, fs blobio.FS, tmp string, plan *Plan, res be
 	}
 	if plan.Crowd != nil {
 		name := crowdstages.AnnotatorsName(cfg.Format)
-		sum.Annotators = &crowdstages.AnnotatorsReport{}
+		sum.Annotators = &resultio.AnnotatorsSummary{}
 		if err := readJSON(ctx, fs, blobio.Join(tmp, name+resultio.ReportSuffix), sum.Annotators); err != nil {
 			return nil, fmt.Errorf("relabel: no annotators file: %w", err)
 		}
@@ -461,7 +394,7 @@ func readJSON(ctx context.Context, fs blobio.FS, path string, v any) error {
 // Exported for the table lake, which runs it into a directory of the
 // output table and commits an Iceberg snapshot instead of the directory
 // protocol.
-func Execute(ctx context.Context, fs blobio.FS, plan *Plan, tmp, tok string, exec Executor) (*Summary, time.Duration, error) {
+func Execute(ctx context.Context, fs blobio.FS, plan *Plan, tmp, tok string, exec Executor) (*resultio.Summary, time.Duration, error) {
 	// ivf's blocks and states and the crowd stages' buckets wait in the
 	// run's spill directory, not in the embedded runner's memory.
 	unspill, err := plan.startSpill(tok)

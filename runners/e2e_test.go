@@ -12,6 +12,7 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 
+	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/pipelines"
@@ -44,7 +45,7 @@ func relabelDigits(t *testing.T, ctx context.Context, o runners.Options) string 
 // relabelOutput is one run's output: the shards' bytes and summary.json.
 type relabelOutput struct {
 	shards  map[string][]byte
-	summary pipelines.Summary
+	summary resultio.Summary
 }
 
 func readRelabelOutput(t *testing.T, dir string) relabelOutput {

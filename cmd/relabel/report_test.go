@@ -28,6 +28,7 @@ import (
 	"github.com/relabel/relabel/io/annotio"
 	"github.com/relabel/relabel/io/blobio"
 	"github.com/relabel/relabel/io/reportio"
+	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/transforms/crowd"
 )
@@ -50,13 +51,13 @@ func digitsReport(t *testing.T, args ...string) (dir, page string) {
 	return dir, page
 }
 
-func readSummary(t *testing.T, dir string) *reportio.Summary {
+func readSummary(t *testing.T, dir string) *resultio.Summary {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var s reportio.Summary
+	var s resultio.Summary
 	if err := json.Unmarshal(b, &s); err != nil {
 		t.Fatal(err)
 	}
@@ -546,8 +547,8 @@ func TestReportModelChoice(t *testing.T) {
 	}
 	model, ch := raw.Annotators.Model, raw.Annotators.Choice
 	items := int64(ch["items_scored"])
-	if !slices.Contains(reportio.Models, model) || items != 1500 {
-		t.Fatalf("summary.json: model %q on %d scored items, want one of %q on all 1500", model, items, reportio.Models)
+	if !slices.Contains(resultio.Models, model) || items != 1500 {
+		t.Fatalf("summary.json: model %q on %d scored items, want one of %q on all 1500", model, items, resultio.Models)
 	}
 	f1 := func(x float64) string { return strconv.FormatFloat(x, 'f', 1, 64) }
 	wantRows := []string{

@@ -19,6 +19,7 @@ import (
 	"github.com/relabel/relabel/internal/progress"
 	"github.com/relabel/relabel/io/icebergio/catalogname"
 	"github.com/relabel/relabel/io/reportio"
+	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/pipelines"
 	"github.com/relabel/relabel/pipelines/lake"
@@ -175,7 +176,7 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 
 // runFor is what runs o: a table lake (--output-table), a directory lake
 // (--incremental into an output directory), or a plain run.
-func runFor(o options.Options) func(context.Context, options.Options, pipelines.Executor) (*pipelines.Summary, error) {
+func runFor(o options.Options) func(context.Context, options.Options, pipelines.Executor) (*resultio.Summary, error) {
 	switch {
 	case o.Lake.OutputTable != "":
 		return lake.RunTable
@@ -315,7 +316,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	lk := lake.Of(sum)
+	lk := sum.Lake
 	if lk != nil && (lk.OutputTable != "" || lk.NothingNew) {
 		printLake(stdout, sum)
 		return nil
@@ -396,8 +397,8 @@ func oneLine(err error) string {
 
 // printLake says what a table run covered and committed (the report is for
 // output directories; the table's files are read by any Iceberg reader).
-func printLake(w io.Writer, sum *pipelines.Summary) {
-	l := lake.Of(sum)
+func printLake(w io.Writer, sum *resultio.Summary) {
+	l := sum.Lake
 	if l.NothingNew && l.OutputTable == "" {
 		fmt.Fprintf(w, "relabel: no input file of %s is new, changed or gone since %s was written; nothing changed\n", sum.Input, sum.Output)
 		return

@@ -7,9 +7,9 @@ import (
 	"testing"
 
 	"github.com/relabel/relabel/options"
+	"github.com/relabel/relabel/pipelines/stages"
 	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/mixture"
-	"github.com/relabel/relabel/transforms/stages"
 )
 
 // TestResolve: the harness fits the temperature as relabel run's writer

@@ -11,13 +11,13 @@ import (
 	"testing"
 
 	"github.com/relabel/relabel/options"
+	"github.com/relabel/relabel/pipelines/stages"
 	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/evaluate"
 	"github.com/relabel/relabel/transforms/knn"
 	"github.com/relabel/relabel/transforms/llc"
 	"github.com/relabel/relabel/transforms/mixture"
 	"github.com/relabel/relabel/transforms/noise"
-	"github.com/relabel/relabel/transforms/stages"
 )
 
 var (

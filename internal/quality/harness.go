@@ -12,11 +12,11 @@ import (
 	"time"
 
 	"github.com/relabel/relabel/options"
+	"github.com/relabel/relabel/pipelines/stages"
 	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/evaluate"
 	"github.com/relabel/relabel/transforms/mixture"
 	"github.com/relabel/relabel/transforms/noise"
-	"github.com/relabel/relabel/transforms/stages"
 )
 
 // Cell is one benchmark: a dataset of the dev data and one set of noisy

@@ -18,11 +18,11 @@ import (
 	"github.com/relabel/relabel/io/blobio"
 	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/options"
+	"github.com/relabel/relabel/pipelines/stages"
 	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/transforms/evaluate"
 	"github.com/relabel/relabel/transforms/mixture"
 	"github.com/relabel/relabel/transforms/noise"
-	"github.com/relabel/relabel/transforms/stages"
 )
 
 var (

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -28,62 +27,6 @@ const (
 	// adversaries) the table lists at most (those who gave the most labels).
 	MaxFlaggedAnnotators = 1000
 )
-
-// AnnotatorsSummary is summary.json's entry for the annotators file of an
-// annotator-aware run (pipelines' copy is crowdstages.AnnotatorsReport).
-type AnnotatorsSummary struct {
-	File        string `json:"file"`
-	Annotators  int64  `json:"annotators"`
-	Spammers    int64  `json:"spammers"`
-	Adversaries int64  `json:"adversaries"`
-	// TooFew annotators gave fewer than MinLabels labels: too few to be
-	// judged, so never flagged (transforms/crowd Params.FlagLabels).
-	TooFew    int64   `json:"too_few"`
-	MinLabels int64   `json:"min_labels"`
-	Strength  float64 `json:"prior_strength"`
-	// Model is the annotator model the posteriors come from (one of
-	// Models), chosen from held-out labels; Choice is the evidence. Both
-	// optional: an output without them shows no choice.
-	Model  string         `json:"model,omitempty"`
-	Choice *ChoiceSummary `json:"choice,omitempty"`
-}
-
-// Models are the annotator models a run chooses among, simplest first
-// (transforms/crowd Choice): one accuracy for every annotator (the
-// majority vote), one confusion matrix for the whole crowd, and each
-// annotator's own matrix shrunk toward the crowd's.
-var Models = []string{"vote", "pooled", "annotators"}
-
-// ChoiceSummary is the evidence behind AnnotatorsSummary.Model (pipelines'
-// copy is crowdstages.ChoiceReport): over the items with at least two
-// labels, how many nats of held-out log-likelihood (each label given the
-// item's other labels, the item left out of its annotators' counts) the
-// pool gains over the vote and the annotators' model over the pool, each
-// with its standard error over items. The run takes a richer model where
-// its gain exceeds its standard error; with no item of two labels it keeps
-// the vote.
-type ChoiceSummary struct {
-	Items          int64   `json:"items_scored"`
-	PooledGain     float64 `json:"pooled_over_vote_nats"`
-	PooledSE       float64 `json:"pooled_over_vote_se"`
-	AnnotatorsGain float64 `json:"annotators_over_pooled_nats"`
-	AnnotatorsSE   float64 `json:"annotators_over_pooled_se"`
-}
-
-// check reports what is wrong with a's model and its evidence, or "".
-func (a *AnnotatorsSummary) check() string {
-	switch {
-	case a.Model == "" && a.Choice == nil:
-		return ""
-	case !slices.Contains(Models, a.Model):
-		return fmt.Sprintf("annotators model %q, want one of %s", a.Model, strings.Join(Models, ", "))
-	case a.Choice == nil:
-		return fmt.Sprintf("annotators model %q without its evidence (choice)", a.Model)
-	case a.Choice.Items < 0 || a.Choice.PooledSE < 0 || a.Choice.AnnotatorsSE < 0:
-		return fmt.Sprintf("annotators choice %+v: negative items or standard error", *a.Choice)
-	}
-	return ""
-}
 
 // AnnotatorRow is one annotator of the table.
 type AnnotatorRow struct {
@@ -114,11 +57,11 @@ type AnnotatorsReport struct {
 	// is shown as "not enough labels" rather than as a verdict.
 	TooFew, MinLabels int64
 	Strength          float64
-	// Model and Choice are summary.json's (AnnotatorsSummary): the model
+	// Model and Choice are summary.json's (resultio.AnnotatorsSummary): the model
 	// the posteriors come from and the held-out evidence for it; Choice is
 	// nil where the summary records none.
 	Model  string
-	Choice *ChoiceSummary
+	Choice *resultio.ChoiceSummary
 	// Rows are the flagged annotators with the most labels (at most
 	// MaxFlaggedAnnotators), then the unflagged ones with the most labels
 	// (at most Options.Annotators), each by labels given, most first.
@@ -168,7 +111,7 @@ func (h *annotatorHeap) offer(r AnnotatorRow, size int) {
 // counts, and the flagged and the others annotators with the most labels
 // (at most MaxFlaggedAnnotators and others). Memory grows with those bounds
 // and the classes, not with the annotators.
-func readAnnotators(ctx context.Context, dir string, sum *AnnotatorsSummary, classes, others int, mem memory.Allocator) (*AnnotatorsReport, error) {
+func readAnnotators(ctx context.Context, dir string, sum *resultio.AnnotatorsSummary, classes, others int, mem memory.Allocator) (*AnnotatorsReport, error) {
 	path := blobio.Join(dir, sum.File)
 	r := &AnnotatorsReport{File: sum.File, Strength: sum.Strength, MinLabels: sum.MinLabels, Model: sum.Model, Choice: sum.Choice}
 	var flagged, rest annotatorHeap

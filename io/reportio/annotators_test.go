@@ -14,6 +14,7 @@ import (
 
 	"github.com/relabel/relabel/io/annotio"
 	"github.com/relabel/relabel/io/blobio"
+	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/schemas"
 )
@@ -48,14 +49,14 @@ func annotatorRows(seed uint64, n, c int, strIDs, anon bool) []annotio.Annotator
 
 // writeAnnotators adds the annotators file to a fixture's directory and
 // its counts to summary.json (as an annotator-aware run writes them).
-func writeAnnotators(t *testing.T, dir string, f fixture, format shardio.Format, kind schemas.IDKind, rows []annotio.AnnotatorRow, edit func(*AnnotatorsSummary)) {
+func writeAnnotators(t *testing.T, dir string, f fixture, format shardio.Format, kind schemas.IDKind, rows []annotio.AnnotatorRow, edit func(*resultio.AnnotatorsSummary)) {
 	t.Helper()
 	name := "annotators" + format.Ext()
 	if err := annotio.WriteAnnotators(context.Background(), blobio.Local{}, filepath.Join(dir, name), format, kind, f.c, rows); err != nil {
 		t.Fatal(err)
 	}
-	f.write(t, dir, func(s *Summary) {
-		a := &AnnotatorsSummary{File: name, Annotators: int64(len(rows)), Strength: 12.5}
+	f.write(t, dir, func(s *resultio.Summary) {
+		a := &resultio.AnnotatorsSummary{File: name, Annotators: int64(len(rows)), Strength: 12.5}
 		for _, r := range rows {
 			if r.Spammer {
 				a.Spammers++
@@ -207,12 +208,12 @@ func TestAnnotatorsErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		c    int // classes of the file's diagonal
-		edit func(*AnnotatorsSummary)
+		edit func(*resultio.AnnotatorsSummary)
 		want string
 	}{
-		{"counts differ", 3, func(a *AnnotatorsSummary) { a.Spammers++ }, "summary.json says 20 annotators"},
-		{"missing file", 3, func(a *AnnotatorsSummary) { a.File = "gone.parquet" }, "gone.parquet"},
-		{"path outside", 3, func(a *AnnotatorsSummary) { a.File = "../annotators.parquet" }, "want a file name beside the shards"},
+		{"counts differ", 3, func(a *resultio.AnnotatorsSummary) { a.Spammers++ }, "summary.json says 20 annotators"},
+		{"missing file", 3, func(a *resultio.AnnotatorsSummary) { a.File = "gone.parquet" }, "gone.parquet"},
+		{"path outside", 3, func(a *resultio.AnnotatorsSummary) { a.File = "../annotators.parquet" }, "want a file name beside the shards"},
 		{"diagonal of other classes", 4, nil, `column "diagonal"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -227,8 +228,8 @@ func TestAnnotatorsErrors(t *testing.T) {
 			}
 			writeAnnotators(t, dir, g, shardio.Parquet, schemas.IDInt64, rs, tc.edit)
 			if tc.c != f.c {
-				f.write(t, dir, func(s *Summary) { // the shards' classes, the file's counts
-					s.Annotators = &AnnotatorsSummary{File: "annotators.parquet", Annotators: 20}
+				f.write(t, dir, func(s *resultio.Summary) { // the shards' classes, the file's counts
+					s.Annotators = &resultio.AnnotatorsSummary{File: "annotators.parquet", Annotators: 20}
 				})
 			}
 			_, err := Build(context.Background(), dir, Options{})
@@ -259,7 +260,7 @@ func TestAnnotatorsTooFew(t *testing.T) {
 		t.Fatalf("fixture: %d of %d annotators below %d labels; want some, not all", tooFew, n, minLabels)
 	}
 	dir := t.TempDir()
-	writeAnnotators(t, dir, f, shardio.Parquet, schemas.IDInt64, rows, func(a *AnnotatorsSummary) { a.MinLabels, a.TooFew = minLabels, tooFew })
+	writeAnnotators(t, dir, f, shardio.Parquet, schemas.IDInt64, rows, func(a *resultio.AnnotatorsSummary) { a.MinLabels, a.TooFew = minLabels, tooFew })
 	r, err := Build(context.Background(), dir, Options{Annotators: n})
 	if err != nil {
 		t.Fatal(err)
@@ -287,7 +288,7 @@ func TestAnnotatorsTooFew(t *testing.T) {
 	}
 	// summary.json's count must agree with the file.
 	dir2 := t.TempDir()
-	writeAnnotators(t, dir2, f, shardio.Parquet, schemas.IDInt64, rows, func(a *AnnotatorsSummary) { a.MinLabels, a.TooFew = minLabels, tooFew+1 })
+	writeAnnotators(t, dir2, f, shardio.Parquet, schemas.IDInt64, rows, func(a *resultio.AnnotatorsSummary) { a.MinLabels, a.TooFew = minLabels, tooFew+1 })
 	if _, err := Build(context.Background(), dir2, Options{}); err == nil || !strings.Contains(err.Error(), "too few labels") {
 		t.Errorf("too_few disagreeing with the file: err %v", err)
 	}
@@ -304,27 +305,27 @@ func TestAnnotatorsModelChoice(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		model  string
-		choice *ChoiceSummary
+		choice *resultio.ChoiceSummary
 		// want are the table's rows (name, gain, se, beyond), nil for no
 		// table; text is the terminal line, "" for none.
 		want [][4]string
 		text string
 	}{
 		{name: "annotators", model: "annotators",
-			choice: &ChoiceSummary{Items: 2665, PooledGain: 1528.44, PooledSE: 74.21, AnnotatorsGain: 3186.9, AnnotatorsSE: 92.06},
+			choice: &resultio.ChoiceSummary{Items: 2665, PooledGain: 1528.44, PooledSE: 74.21, AnnotatorsGain: 3186.9, AnnotatorsSE: 92.06},
 			want:   [][4]string{{"pooled over vote", "1528.4", "74.2", "yes"}, {"annotators over pooled", "3186.9", "92.1", "yes"}},
 			text:   "Model: annotators, chosen from the held-out labels of 2,665 items (pooled over vote 1528.4 ± 74.2 nats; annotators over pooled 3186.9 ± 92.1 nats)."},
 		{name: "pooled, annotators within noise", model: "pooled",
-			choice: &ChoiceSummary{Items: 600, PooledGain: 12, PooledSE: 3, AnnotatorsGain: -4.5, AnnotatorsSE: 6},
+			choice: &resultio.ChoiceSummary{Items: 600, PooledGain: 12, PooledSE: 3, AnnotatorsGain: -4.5, AnnotatorsSE: 6},
 			want:   [][4]string{{"pooled over vote", "12.0", "3.0", "yes"}, {"annotators over pooled", "-4.5", "6.0", "no"}},
 			text:   "Model: pooled, chosen from the held-out labels of 600 items (pooled over vote 12.0 ± 3.0 nats; annotators over pooled -4.5 ± 6.0 nats)."},
-		{name: "vote, one label per item", model: "vote", choice: &ChoiceSummary{},
+		{name: "vote, one label per item", model: "vote", choice: &resultio.ChoiceSummary{},
 			text: "Model: vote: no item has two labels, so every label is kept as given."},
 		{name: "no choice recorded"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			writeAnnotators(t, dir, f, shardio.Parquet, schemas.IDInt64, rows, func(a *AnnotatorsSummary) { a.Model, a.Choice = tc.model, tc.choice })
+			writeAnnotators(t, dir, f, shardio.Parquet, schemas.IDInt64, rows, func(a *resultio.AnnotatorsSummary) { a.Model, a.Choice = tc.model, tc.choice })
 			r, err := Build(context.Background(), dir, Options{})
 			if err != nil {
 				t.Fatal(err)
@@ -385,18 +386,18 @@ func TestAnnotatorsModelChoiceErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		model  string
-		choice *ChoiceSummary
+		choice *resultio.ChoiceSummary
 		want   string
 	}{
-		{"unknown model", "dawid-skene", &ChoiceSummary{Items: 3}, `annotators model "dawid-skene", want one of vote, pooled, annotators`},
-		{"evidence without a model", "", &ChoiceSummary{Items: 3}, `annotators model "", want one of`},
+		{"unknown model", "dawid-skene", &resultio.ChoiceSummary{Items: 3}, `annotators model "dawid-skene", want one of vote, pooled, annotators`},
+		{"evidence without a model", "", &resultio.ChoiceSummary{Items: 3}, `annotators model "", want one of`},
 		{"model without evidence", "pooled", nil, `annotators model "pooled" without its evidence`},
-		{"negative standard error", "vote", &ChoiceSummary{Items: 3, PooledSE: -1}, "negative items or standard error"},
-		{"negative items", "vote", &ChoiceSummary{Items: -1}, "negative items or standard error"},
+		{"negative standard error", "vote", &resultio.ChoiceSummary{Items: 3, PooledSE: -1}, "negative items or standard error"},
+		{"negative items", "vote", &resultio.ChoiceSummary{Items: -1}, "negative items or standard error"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			writeAnnotators(t, dir, f, shardio.Parquet, schemas.IDInt64, rows, func(a *AnnotatorsSummary) { a.Model, a.Choice = tc.model, tc.choice })
+			writeAnnotators(t, dir, f, shardio.Parquet, schemas.IDInt64, rows, func(a *resultio.AnnotatorsSummary) { a.Model, a.Choice = tc.model, tc.choice })
 			_, err := Build(context.Background(), dir, Options{})
 			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "summary.json") {
 				t.Errorf("Build = %v, want an error naming summary.json and containing %q", err, tc.want)

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/io/shardio"
 )
 
@@ -16,7 +17,7 @@ import (
 // it arbitrary bytes: Build must return a report or an error, never panic.
 
 // fuzzFixture writes a small finished output into dir.
-func fuzzFixture(t testing.TB, dir string) *Summary {
+func fuzzFixture(t testing.TB, dir string) *resultio.Summary {
 	f := randomFixture(9, 3, 30, []shardio.Format{shardio.Parquet}, nil, false, false)
 	return f.write(t, dir, nil)
 }
@@ -63,7 +64,7 @@ func FuzzSummary(f *testing.F) {
 			// Refused before allocating, or not: only check the bound.
 			if probe.Classes > 1<<31-1 {
 				os.WriteFile(filepath.Join(d, "summary.json"), b, 0o644)
-				if _, err := ReadSummary(context.Background(), d); err == nil {
+				if _, err := resultio.ReadSummary(context.Background(), d); err == nil {
 					t.Errorf("summary.json with %d classes read without error", probe.Classes)
 				}
 			}

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/relabel/relabel/io/blobio"
+	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/schemas"
 )
@@ -90,7 +91,7 @@ func majority(given []int32) int32 {
 
 // write writes the shards and summary.json under dir and returns the
 // summary; edit may change it before it is written.
-func (f fixture) write(t testing.TB, dir string, edit func(*Summary)) *Summary {
+func (f fixture) write(t testing.TB, dir string, edit func(*resultio.Summary)) *resultio.Summary {
 	t.Helper()
 	ctx := context.Background()
 	fs, err := blobio.For(dir)
@@ -105,7 +106,7 @@ func (f fixture) write(t testing.TB, dir string, edit func(*Summary)) *Summary {
 	if f.strIDs {
 		ik = schemas.IDString
 	}
-	sum := &Summary{Version: "test", Input: "in/part-*.parquet", Output: dir, Classes: f.c, ClassNames: f.names,
+	sum := &resultio.Summary{Version: "test", Input: "in/part-*.parquet", Output: dir, Classes: f.c, ClassNames: f.names,
 		Neighbours: "exact", Device: "cpu (test)", Options: map[string]string{"k": "10", "rounds": "3"},
 		ChangedFrom: make([]int64, f.c), ChangedTo: make([]int64, f.c),
 		Timings: map[string]float64{"plan": 0.5, "pipeline": 12.25, "total": 12.75}, Metrics: map[string]int64{"rows_read": 0}}
@@ -151,7 +152,7 @@ func (f fixture) write(t testing.TB, dir string, edit func(*Summary)) *Summary {
 				schemas.Metadata("test", 1, nil, f.names), lk, f.names, ik, nil); err != nil {
 				t.Fatal(err)
 			}
-			sum.Shards = append(sum.Shards, ShardSummary{Input: cl.Shard, Output: name, Rows: int64(len(rows)), Changed: changed})
+			sum.Shards = append(sum.Shards, resultio.ShardReport{Input: cl.Shard, Output: name, Rows: int64(len(rows)), Changed: changed})
 		}
 		sum.Rows += int64(len(rows))
 		sum.Changed += changed

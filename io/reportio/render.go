@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/relabel/relabel/io/resultio"
 )
 
 // The page is rendered with html/template (contextual escaping of class
@@ -135,7 +137,7 @@ type choiceStep struct {
 
 // choiceSteps lists c's two comparisons, as the terminal report and the
 // page word them.
-func choiceSteps(c *ChoiceSummary) []choiceStep {
+func choiceSteps(c *resultio.ChoiceSummary) []choiceStep {
 	if c == nil || c.Items == 0 {
 		return nil
 	}

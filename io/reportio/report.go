@@ -18,6 +18,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/relabel/relabel/io/blobio"
+	"github.com/relabel/relabel/io/resultio"
 )
 
 // FileName is the report's name inside an output directory.
@@ -70,7 +71,7 @@ type Baseline struct {
 // Report is what the page shows, computed in one pass over the output.
 type Report struct {
 	Dir     string
-	Summary *Summary
+	Summary *resultio.Summary
 	// Names are the classes' display names (the class names of string
 	// labels, else the class indices).
 	Names []string
@@ -158,7 +159,7 @@ var detThresholds = []int{5, 10, 20, 30, 40, 50, 60, 70, 80, 90}
 
 // Build reads summary.json and the output shards it lists in one pass.
 func Build(ctx context.Context, dir string, opts Options) (*Report, error) {
-	sum, err := ReadSummary(ctx, dir)
+	sum, err := resultio.ReadSummary(ctx, dir)
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/io/shardio"
 )
 
@@ -235,16 +236,16 @@ func TestBuildErrors(t *testing.T) {
 	ar := shardio.ArrowFile
 	for _, tc := range []struct {
 		name string
-		edit func(*Summary)
+		edit func(*resultio.Summary)
 		dir  func(t *testing.T, dir string)
 		want []string // substrings of the error
 	}{
-		{name: "rows disagree", edit: func(s *Summary) { s.Rows++ }, want: []string{"summary.json", "rows"}},
-		{name: "changed disagree", edit: func(s *Summary) { s.Changed-- }, want: []string{"changed"}},
-		{name: "label outside classes", edit: func(s *Summary) { s.Classes = 2; s.Transition = nil; s.ChangedFrom = s.ChangedFrom[:2] },
+		{name: "rows disagree", edit: func(s *resultio.Summary) { s.Rows++ }, want: []string{"summary.json", "rows"}},
+		{name: "changed disagree", edit: func(s *resultio.Summary) { s.Changed-- }, want: []string{"changed"}},
+		{name: "label outside classes", edit: func(s *resultio.Summary) { s.Classes = 2; s.Transition = nil; s.ChangedFrom = s.ChangedFrom[:2] },
 			want: []string{"part-0.arrow", "row", `column "`, "outside [0,2)"}},
-		{name: "names for integer labels", edit: func(s *Summary) { s.ClassNames = []string{"a", "b", "c", "d"} }, want: []string{"part-0.arrow row 0", "integer label"}},
-		{name: "missing shard", edit: func(s *Summary) { s.Shards[0].Output = "gone.arrow" }, want: []string{"gone.arrow"}},
+		{name: "names for integer labels", edit: func(s *resultio.Summary) { s.ClassNames = []string{"a", "b", "c", "d"} }, want: []string{"part-0.arrow row 0", "integer label"}},
+		{name: "missing shard", edit: func(s *resultio.Summary) { s.Shards[0].Output = "gone.arrow" }, want: []string{"gone.arrow"}},
 		{name: "no summary", dir: func(t *testing.T, dir string) { os.Remove(filepath.Join(dir, "summary.json")) }, want: []string{"not a finished relabel output"}},
 		{name: "not a shard", dir: func(t *testing.T, dir string) {
 			os.WriteFile(filepath.Join(dir, "part-0.arrow"), []byte("hello, world"), 0o644)
@@ -396,7 +397,7 @@ func TestWriteOut(t *testing.T) {
 // summaryFigures are the run's figures the page shows, by element id, as
 // summary.json has them (the page groups digits with a narrow space, which
 // the comparison drops).
-func summaryFigures(s *Summary) map[string]string {
+func summaryFigures(s *resultio.Summary) map[string]string {
 	return map[string]string{
 		"run-rows":        strconv.FormatInt(s.Rows, 10),
 		"run-changed":     strconv.FormatInt(s.Changed, 10),

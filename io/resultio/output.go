@@ -47,7 +47,7 @@ type Output struct {
 func (o *Output) Len() int { return len(o.Clean) }
 
 // AnnotatorsBase is the name, before its extension, of the annotators file
-// an annotator-aware run writes beside its shards (transforms/crowdstages):
+// an annotator-aware run writes beside its shards (pipelines/crowdstages):
 // not a shard, so ReadOutput passes it by.
 const AnnotatorsBase = "annotators"
 

@@ -124,7 +124,7 @@ const MaxDenseClasses = 256
 
 // Report is the report of output shard name (of input shard) holding
 // batches: rows, changes per class and the transition sums. The pipeline's
-// write stage (transforms/stages) and the directory lake's incremental
+// write stage (pipelines/stages) and the directory lake's incremental
 // commit both make it.
 func Report(shard, name string, batches []*schemas.Cleaned, c int) ShardReport {
 	r := ShardReport{Input: shard, Output: name, ChangedFrom: make([]int64, c), ChangedTo: make([]int64, c)}

@@ -9,7 +9,7 @@ import (
 
 // PutRef appends ref's encoding to w: what travels through the shuffle in
 // place of a spilled element (the zero Ref for an inline one). Every stage
-// package that spills (transforms/ivfstages, transforms/crowdstages) writes
+// package that spills (pipelines/ivfstages, pipelines/crowdstages) writes
 // its references with it.
 func PutRef(w *wire.Writer, ref Ref) {
 	w.String(ref.Path)

@@ -2,7 +2,7 @@
 // wait between stages, so that a runner's shuffle carries only references to
 // them (Ref). Files are grouped in generations, one directory each, that a
 // stage removes whole once nothing will read them again. What is stored and
-// when a generation is obsolete is the caller's (transforms/ivfstages'
+// when a generation is obsolete is the caller's (pipelines/ivfstages'
 // Spill); this package only writes, reads and removes the files.
 package spillio
 

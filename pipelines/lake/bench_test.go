@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/relabel/relabel/options"
-	"github.com/relabel/relabel/pipelines/lake"
 	"github.com/relabel/relabel/schemas"
 )
 
@@ -138,7 +137,7 @@ func BenchmarkLakeAppend(b *testing.B) {
 		b.ReportMetric(tf.Seconds(), "full-s")
 		b.ReportMetric(ti.Seconds()/tf.Seconds(), "incremental/full")
 		b.Logf("rows %d + %d, --rounds %d --l %d: incremental %.2fs (plan and read %.2fs, index %.2fs, search %.2fs, rounds %.2fs, write %.2fs, commit %.2fs; new %d, rescored %d, searched %d, neighbours %s, files +%d -%d), full %.2fs, ratio %.3f",
-			n, n/100, rounds, ll, ti.Seconds(), sum.Timings["plan"], sum.Timings["index"], sum.Timings["search"], sum.Timings["rounds"], sum.Timings["write"], sum.Timings["commit"], lake.Of(sum).NewRows, lake.Of(sum).Rescored, lake.Of(sum).Searched, sum.Neighbours,
-			lake.Of(sum).AddedFiles, lake.Of(sum).RemovedFiles, tf.Seconds(), ti.Seconds()/tf.Seconds())
+			n, n/100, rounds, ll, ti.Seconds(), sum.Timings["plan"], sum.Timings["index"], sum.Timings["search"], sum.Timings["rounds"], sum.Timings["write"], sum.Timings["commit"], sum.Lake.NewRows, sum.Lake.Rescored, sum.Lake.Searched, sum.Neighbours,
+			sum.Lake.AddedFiles, sum.Lake.RemovedFiles, tf.Seconds(), ti.Seconds()/tf.Seconds())
 	}
 }

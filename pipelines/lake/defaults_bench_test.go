@@ -10,9 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/options"
-	"github.com/relabel/relabel/pipelines"
-	"github.com/relabel/relabel/pipelines/lake"
 	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/transforms/synth"
 )
@@ -41,7 +40,7 @@ func cpuSeconds() float64 {
 }
 
 // timed runs f and returns its cost.
-func timed(b *testing.B, f func() *pipelines.Summary) (*pipelines.Summary, cost) {
+func timed(b *testing.B, f func() *resultio.Summary) (*resultio.Summary, cost) {
 	b.Helper()
 	t0, c0 := time.Now(), cpuSeconds()
 	sum := f()
@@ -94,7 +93,7 @@ func BenchmarkLakeDefaults(b *testing.B) {
 		return float64(ok) / float64(hi-lo)
 	}
 	ctx := context.Background()
-	run := func(cfg options.Options) *pipelines.Summary {
+	run := func(cfg options.Options) *resultio.Summary {
 		sum, err := runLake(ctx, cfg, embedded)
 		if err != nil {
 			b.Fatal(err)
@@ -106,7 +105,7 @@ func BenchmarkLakeDefaults(b *testing.B) {
 	// the appended data (plain). before, after and full are their outputs'
 	// clean labels: the first run's, the append's and the full run's.
 	type lakeRuns struct {
-		first, sum                *pipelines.Summary
+		first, sum                *resultio.Summary
 		full, rerun, inc, plain   cost
 		before, after, fullLabels map[int64]int32
 	}
@@ -118,15 +117,15 @@ func BenchmarkLakeDefaults(b *testing.B) {
 		cfg.Seed = seed
 		cfg.Input, cfg.Output = filepath.Join(in, "*.parquet"), out
 		cfg.Lake.Incremental = true
-		r.first, r.full = timed(b, func() *pipelines.Summary { return run(cfg) })
+		r.first, r.full = timed(b, func() *resultio.Summary { return run(cfg) })
 		r.before = cleanByID(b, out)
-		_, r.rerun = timed(b, func() *pipelines.Summary { return run(cfg) })
+		_, r.rerun = timed(b, func() *resultio.Summary { return run(cfg) })
 		writeDay(b, filepath.Join(in, "part-1.parquet"), extra)
-		r.sum, r.inc = timed(b, func() *pipelines.Summary { return run(cfg) })
+		r.sum, r.inc = timed(b, func() *resultio.Summary { return run(cfg) })
 		plain := cfg
 		plain.Lake.Incremental = false
 		plain.Output = filepath.Join(b.TempDir(), "full")
-		_, r.plain = timed(b, func() *pipelines.Summary { return run(plain) })
+		_, r.plain = timed(b, func() *resultio.Summary { return run(plain) })
 		r.after, r.fullLabels = cleanByID(b, out), cleanByID(b, plain.Output)
 		return r
 	}
@@ -137,14 +136,14 @@ func BenchmarkLakeDefaults(b *testing.B) {
 		cfg := options.Defaults()
 		cfg.Seed = seed
 		cfg.Lake = options.LakeOptions{Catalog: l.uri, InputTable: "ns.items", OutputTable: "ns.inc", Incremental: true}
-		r.first, r.full = timed(b, func() *pipelines.Summary { return run(cfg) })
+		r.first, r.full = timed(b, func() *resultio.Summary { return run(cfg) })
 		r.before, _ = l.outputRows(b, "ns.inc")
-		_, r.rerun = timed(b, func() *pipelines.Summary { return run(cfg) })
+		_, r.rerun = timed(b, func() *resultio.Summary { return run(cfg) })
 		l.appendRows(b, extra)
-		r.sum, r.inc = timed(b, func() *pipelines.Summary { return run(cfg) })
+		r.sum, r.inc = timed(b, func() *resultio.Summary { return run(cfg) })
 		plain := cfg
 		plain.Lake.Incremental, plain.Lake.OutputTable = false, "ns.full"
-		_, r.plain = timed(b, func() *pipelines.Summary { return run(plain) })
+		_, r.plain = timed(b, func() *resultio.Summary { return run(plain) })
 		r.after, _ = l.outputRows(b, "ns.inc")
 		r.fullLabels, _ = l.outputRows(b, "ns.full")
 		return r
@@ -160,7 +159,7 @@ func BenchmarkLakeDefaults(b *testing.B) {
 			var gap float64
 			for seed := uint64(1); seed <= uint64(seeds); seed++ {
 				r := kinds[kind](seed)
-				lk := lake.Of(r.sum)
+				lk := r.sum.Lake
 				ai, af := acc(r.after, 0, n+add), acc(r.fullLabels, 0, n+add)
 				gap += (ai - af) / float64(seeds)
 				b.Logf("%s lake, seed %d, %d x %d + %d rows, defaults (head %+v, pooled %+v): full --incremental %.2fs wall %.2fs CPU; rerun, nothing new: %.2fs wall %.2fs CPU (%.2f%% of the full --incremental run's wall); +1%%: %.2fs wall %.2fs CPU (%.2f%% of the full run without --incremental over the appended data, %.2fs wall %.2fs CPU; new %d, rescored %d, kept fit %t)",

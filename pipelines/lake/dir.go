@@ -13,8 +13,8 @@ import (
 	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/pipelines"
+	"github.com/relabel/relabel/pipelines/stages"
 	"github.com/relabel/relabel/schemas"
-	"github.com/relabel/relabel/transforms/stages"
 )
 
 // Directory lakes: --incremental with a glob --input and an --output
@@ -49,21 +49,21 @@ import (
 // coverage fingerprints the plan's input files, before they are read: a
 // file rewritten while the run reads it is then seen as changed by the next
 // run, never as covered.
-func coverage(ctx context.Context, plan *pipelines.Plan) ([]ManifestFile, error) {
-	m := make([]ManifestFile, len(plan.Shards))
+func coverage(ctx context.Context, plan *pipelines.Plan) ([]resultio.ManifestFile, error) {
+	m := make([]resultio.ManifestFile, len(plan.Shards))
 	for i, s := range plan.Shards {
 		fp, err := blobio.FingerprintOf(ctx, s.Path)
 		if err != nil {
 			return nil, fmt.Errorf("relabel: --incremental: %w", err)
 		}
-		m[i] = ManifestFile{Path: s.Path, Fingerprint: fp, Output: resultio.OutputName(s.Path, plan.Options.Format), Rows: max(s.Rows, 0)}
+		m[i] = resultio.ManifestFile{Path: s.Path, Fingerprint: fp, Output: resultio.OutputName(s.Path, plan.Options.Format), Rows: max(s.Rows, 0)}
 	}
 	return m, nil
 }
 
 // fullLake is the lake section of a full run's summary under --incremental.
-func fullLake(plan *pipelines.Plan, manifest []ManifestFile) *Summary {
-	return &Summary{
+func fullLake(plan *pipelines.Plan, manifest []resultio.ManifestFile) *resultio.LakeSummary {
+	return &resultio.LakeSummary{
 		NewFiles: len(plan.Shards), NewRows: plan.Rows, ScannedFiles: len(plan.Shards), ScannedRows: plan.Rows,
 		Manifest: manifest,
 	}
@@ -76,7 +76,7 @@ func fullLake(plan *pipelines.Plan, manifest []ManifestFile) *Summary {
 // (updateDir); with no manifest to start from it is a full run
 // (pipelines.Session.FullKeeping) that records one and keeps its rounds'
 // fits (fit.go).
-func RunDir(ctx context.Context, cfg options.Options, exec pipelines.Executor) (*pipelines.Summary, error) {
+func RunDir(ctx context.Context, cfg options.Options, exec pipelines.Executor) (*resultio.Summary, error) {
 	if !cfg.Lake.Incremental || cfg.Lake.OutputTable != "" {
 		return nil, errors.New("relabel: lake.RunDir is for --incremental runs into an output directory")
 	}
@@ -94,14 +94,14 @@ func RunDir(ctx context.Context, cfg options.Options, exec pipelines.Executor) (
 	if done || err != nil {
 		return sum, err
 	}
-	var manifest []ManifestFile
+	var manifest []resultio.ManifestFile
 	if gone != nil {
 		manifest = gone.Manifest // planDir's: the input's files now
 	} else if manifest, err = coverage(ctx, plan); err != nil {
 		return nil, err
 	}
-	var lk *Summary
-	sum, err = s.FullKeeping(ctx, exec, func(sum *pipelines.Summary) {
+	var lk *resultio.LakeSummary
+	sum, err = s.FullKeeping(ctx, exec, func(sum *resultio.Summary) {
 		lk = fullLake(plan, manifest)
 		if gone != nil {
 			lk.GoneFiles, lk.RemovedOutputs, lk.RemovedFiles = gone.GoneFiles, gone.RemovedOutputs, len(gone.RemovedOutputs)
@@ -129,15 +129,6 @@ func RunDir(ctx context.Context, cfg options.Options, exec pipelines.Executor) (
 	return sum, nil
 }
 
-// dirSummary is an output directory's summary.json with its lake section
-// typed: the state a directory lake's run starts from.
-type dirSummary struct {
-	pipelines.Summary
-	// Lake is the section pipelines.Summary leaves untyped (the shallower
-	// field wins the "lake" key).
-	Lake *Summary `json:"lake,omitempty"`
-}
-
 // runDirIncremental is RunDir's incremental path, called with the output's
 // lock held. Nothing new, changed or gone: nothing to do, whatever the last
 // run fitted. done is false when the directory holds no finished output
@@ -146,7 +137,7 @@ type dirSummary struct {
 // recording the manifest and keeping the fits. In the second case gone
 // holds the input files gone since the last run and their outputs, which
 // the full run lists and removes.
-func runDirIncremental(ctx context.Context, s *pipelines.Session) (sum *pipelines.Summary, done bool, gone *Summary, err error) {
+func runDirIncremental(ctx context.Context, s *pipelines.Session) (sum *resultio.Summary, done bool, gone *resultio.LakeSummary, err error) {
 	plan, fsys := s.Plan, s.FS
 	cfg := plan.Options
 	out := cfg.Output
@@ -158,7 +149,7 @@ func runDirIncremental(ctx context.Context, s *pipelines.Session) (sum *pipeline
 	} else if resumed {
 		progress.Notef("--incremental: finished the commit an interrupted run left in %s", out)
 	}
-	var prev dirSummary
+	var prev resultio.Summary
 	if found, err := s.ReadSummary(ctx, &prev); err != nil {
 		return nil, true, nil, err
 	} else if !found {
@@ -171,7 +162,7 @@ func runDirIncremental(ctx context.Context, s *pipelines.Session) (sum *pipeline
 	}
 	// Outputs of gone files that a killed run's commit left behind.
 	for _, name := range prev.Lake.RemovedOutputs {
-		if !prev.lists(name) {
+		if !lists(&prev, name) {
 			fsys.Remove(ctx, blobio.Join(out, name))
 		}
 	}
@@ -181,7 +172,7 @@ func runDirIncremental(ctx context.Context, s *pipelines.Session) (sum *pipeline
 	}
 	lake, newPath := planDir(prev.Lake.Manifest, manifest)
 	opts := plan.Recorded()
-	base := &pipelines.Summary{
+	base := &resultio.Summary{
 		Version: pipelines.Version, Input: cfg.Input, Output: out, Classes: plan.C, ClassNames: plan.ClassNames,
 		Neighbours: incrementalMode(&cfg, plan.Rows), Device: plan.Device, Options: opts, Lake: lake,
 	}
@@ -223,9 +214,9 @@ func runDirIncremental(ctx context.Context, s *pipelines.Session) (sum *pipeline
 	return sum, true, nil, err
 }
 
-// lists reports whether the summary lists name as one of its shards.
-func (s *dirSummary) lists(name string) bool {
-	for _, sh := range s.Shards {
+// lists reports whether sum lists name as one of its shards.
+func lists(sum *resultio.Summary, name string) bool {
+	for _, sh := range sum.Shards {
 		if sh.Output == name {
 			return true
 		}
@@ -237,7 +228,7 @@ func (s *dirSummary) lists(name string) bool {
 // input row, relabels the new ones (updateIncremental), writes the output
 // shards that change, the other shards' reports and summary.json into a
 // temporary directory, and commits them as a plain run does (pipelines/commit.go).
-func updateDir(ctx context.Context, sess *pipelines.Session, cal stages.Calibration, fit *stages.Kept, prev *dirSummary, sum *pipelines.Summary, lake *Summary, newPath map[string]bool) (*pipelines.Summary, error) {
+func updateDir(ctx context.Context, sess *pipelines.Session, cal stages.Calibration, fit *stages.Kept, prev *resultio.Summary, sum *resultio.Summary, lake *resultio.LakeSummary, newPath map[string]bool) (*resultio.Summary, error) {
 	plan, fsys, t0 := sess.Plan, sess.FS, sess.Start
 	cfg := plan.Options
 	out := cfg.Output

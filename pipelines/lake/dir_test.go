@@ -19,10 +19,8 @@ import (
 	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/options"
-	"github.com/relabel/relabel/pipelines"
-	"github.com/relabel/relabel/pipelines/lake"
+	"github.com/relabel/relabel/pipelines/ivfstages"
 	"github.com/relabel/relabel/schemas"
-	"github.com/relabel/relabel/transforms/ivfstages"
 	"github.com/relabel/relabel/transforms/mixture"
 )
 
@@ -101,19 +99,13 @@ func snapshotDir(t testing.TB, dir string) map[string][]byte {
 	return m
 }
 
-// storedSummary is summary.json with its lake section typed.
-type storedSummary struct {
-	pipelines.Summary
-	Lake *lake.Summary `json:"lake"`
-}
-
-func readSummary(t testing.TB, dir string) storedSummary {
+func readSummary(t testing.TB, dir string) resultio.Summary {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var s storedSummary
+	var s resultio.Summary
 	if err := json.Unmarshal(b, &s); err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +137,7 @@ func TestLakeDirIncrementalDigits(t *testing.T) {
 		if err != nil {
 			t.Fatalf("day %d: %v", day, err)
 		}
-		lk := lake.Of(sum)
+		lk := sum.Lake
 		if lk == nil || lk.NothingNew || lk.Incremental != (day > 0) {
 			t.Fatalf("day %d: lake summary %+v, want a (first: full) run", day, lk)
 		}
@@ -202,8 +194,8 @@ func TestLakeDirIncrementalDigits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if lake.Of(sum) == nil || !lake.Of(sum).NothingNew {
-		t.Errorf("rerun: %+v, want nothing new", lake.Of(sum))
+	if sum.Lake == nil || !sum.Lake.NothingNew {
+		t.Errorf("rerun: %+v, want nothing new", sum.Lake)
 	}
 	if after := snapshotDir(t, out); fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Errorf("rerun changed the output directory")
@@ -295,7 +287,7 @@ func TestLakeDirChangedAndGone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lk := lake.Of(sum)
+	lk := sum.Lake
 	if lk.NewFiles != 0 || lk.ChangedFiles != 1 || lk.NewRows != int64(changed.Len()) || len(lk.GoneFiles) != 0 {
 		t.Errorf("changed file: new %d changed %d rows %d gone %d; want 0, 1, %d, 0", lk.NewFiles, lk.ChangedFiles, lk.NewRows, len(lk.GoneFiles), changed.Len())
 	}
@@ -328,7 +320,7 @@ func TestLakeDirChangedAndGone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lk = lake.Of(sum)
+	lk = sum.Lake
 	if len(lk.GoneFiles) != 1 || lk.RemovedFiles != 1 || lk.NewRows != 0 {
 		t.Errorf("gone file: gone %v removed %d new rows %d; want 1, 1, 0", lk.GoneFiles, lk.RemovedFiles, lk.NewRows)
 	}

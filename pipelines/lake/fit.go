@@ -7,10 +7,10 @@ import (
 
 	"github.com/relabel/relabel/io/blobio"
 	"github.com/relabel/relabel/pipelines"
+	"github.com/relabel/relabel/pipelines/stages"
 	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/head"
 	"github.com/relabel/relabel/transforms/mixture"
-	"github.com/relabel/relabel/transforms/stages"
 )
 
 // The fits an output keeps for its incremental runs.

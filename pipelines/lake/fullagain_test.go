@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/relabel/relabel/pipelines"
+	"github.com/relabel/relabel/pipelines/stages"
 	"github.com/relabel/relabel/transforms/head"
-	"github.com/relabel/relabel/transforms/stages"
 )
 
 // TestFullAgain: a run whose posteriors need a fit it did not keep (or kept

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/relabel/relabel/io/blobio/blobiotest"
-	"github.com/relabel/relabel/pipelines/lake"
 )
 
 // TestLakeIncrementalGCS is TestLakeIncrementalDigits with the warehouse on
@@ -58,16 +57,16 @@ func TestLakeDirIncrementalGCS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lk := lake.Of(sum)
+	lk := sum.Lake
 	if !lk.Incremental || lk.NewFiles != 1 || lk.NewRows != int64(days[1].Len()) || len(lk.Manifest) != 2 || !strings.HasPrefix(lk.Manifest[0].Version, "generation:") {
 		t.Fatalf("second day: %+v", lk)
 	}
-	if sum, err = runLake(ctx, cfg, embedded); err != nil || !lake.Of(sum).NothingNew {
-		t.Fatalf("rerun: %v, %+v; want nothing new", err, lake.Of(sum))
+	if sum, err = runLake(ctx, cfg, embedded); err != nil || !sum.Lake.NothingNew {
+		t.Fatalf("rerun: %v, %+v; want nothing new", err, sum.Lake)
 	}
 	put(0) // the same bytes again: a new generation
-	if sum, err = runLake(ctx, cfg, embedded); err != nil || lake.Of(sum).ChangedFiles != 1 || lake.Of(sum).NewRows != int64(days[0].Len()) {
-		t.Fatalf("rewritten object: %v, %+v; want day 0 relabelled as changed", err, lake.Of(sum))
+	if sum, err = runLake(ctx, cfg, embedded); err != nil || sum.Lake.ChangedFiles != 1 || sum.Lake.NewRows != int64(days[0].Len()) {
+		t.Fatalf("rewritten object: %v, %+v; want day 0 relabelled as changed", err, sum.Lake)
 	}
 	objs := e.Objects(t, "out/")
 	for name := range objs {

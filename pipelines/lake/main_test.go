@@ -33,7 +33,7 @@ func ctxT(t *testing.T) context.Context {
 
 // runLake runs cfg as cmd/relabel does: a table lake, a directory lake, or a
 // plain run.
-func runLake(ctx context.Context, cfg options.Options, exec pipelines.Executor) (*pipelines.Summary, error) {
+func runLake(ctx context.Context, cfg options.Options, exec pipelines.Executor) (*resultio.Summary, error) {
 	switch {
 	case cfg.Lake.OutputTable != "":
 		return lake.RunTable(ctx, cfg, exec)

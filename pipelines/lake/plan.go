@@ -11,7 +11,7 @@ import (
 	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/pipelines"
-	"github.com/relabel/relabel/transforms/stages"
+	"github.com/relabel/relabel/pipelines/stages"
 )
 
 // Planning an incremental run: what it relabels, rewrites and removes,
@@ -34,12 +34,12 @@ import (
 // It returns the run's lake section (the counts, the gone files, the
 // output shards to remove, now as the manifest) and the paths whose rows
 // are new.
-func planDir(prev, now []ManifestFile) (*Summary, map[string]bool) {
-	covered := map[string]ManifestFile{}
+func planDir(prev, now []resultio.ManifestFile) (*resultio.LakeSummary, map[string]bool) {
+	covered := map[string]resultio.ManifestFile{}
 	for _, f := range prev {
 		covered[f.Path] = f
 	}
-	lake := &Summary{Incremental: true, Manifest: now}
+	lake := &resultio.LakeSummary{Incremental: true, Manifest: now}
 	newPath := map[string]bool{}
 	present := map[string]bool{}
 	writes := map[string]bool{}
@@ -106,7 +106,7 @@ func sameOptions(last, now map[string]string) error {
 // (what it covers), the appended files whose rows are new, and the
 // calibration it keeps.
 type tablePlan struct {
-	lake    *Summary
+	lake    *resultio.LakeSummary
 	newPath map[string]bool
 	cal     stages.Calibration
 }
@@ -119,7 +119,7 @@ type tablePlan struct {
 // recorded ones, which get the kept temperature) differ from the last
 // run's.
 func planTableRun(plan *pipelines.Plan, full, app *icebergio.InputPlan, last icebergio.Run, output string, opts map[string]string) (*tablePlan, error) {
-	lake := &Summary{InputTable: full.Table, OutputTable: output, InputSnapshot: app.SnapshotID, FromSnapshot: last.InputSnapshotID, Incremental: true}
+	lake := &resultio.LakeSummary{InputTable: full.Table, OutputTable: output, InputSnapshot: app.SnapshotID, FromSnapshot: last.InputSnapshotID, Incremental: true}
 	tp := &tablePlan{lake: lake, newPath: map[string]bool{}}
 	if len(app.Tasks) == 0 {
 		lake.NothingNew = true

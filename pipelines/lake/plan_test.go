@@ -13,7 +13,7 @@ import (
 	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/pipelines"
-	"github.com/relabel/relabel/transforms/stages"
+	"github.com/relabel/relabel/pipelines/stages"
 )
 
 // TestIncrementalCalibration: an incremental run with --temperature auto
@@ -51,17 +51,17 @@ func TestIncrementalCalibration(t *testing.T) {
 // one no longer matched is gone (its output shard removed unless a file
 // matched now writes the same name), and an unchanged one is neither.
 func TestPlanDir(t *testing.T) {
-	file := func(path, version, output string) ManifestFile {
-		return ManifestFile{Path: path, Fingerprint: blobio.Fingerprint{Size: 10, Version: version}, Output: output, Rows: 5}
+	file := func(path, version, output string) resultio.ManifestFile {
+		return resultio.ManifestFile{Path: path, Fingerprint: blobio.Fingerprint{Size: 10, Version: version}, Output: output, Rows: 5}
 	}
-	prev := []ManifestFile{
+	prev := []resultio.ManifestFile{
 		file("in/a.parquet", "1", "a.arrow"), // unchanged
 		file("in/b.parquet", "1", "b.arrow"), // rewritten
 		file("in/c.parquet", "1", "c.arrow"), // gone
 		file("in/d.parquet", "1", "d.arrow"), // --format changed its output name
 		file("in/x.parquet", "1", "e.arrow"), // gone, but e.parquet writes e.arrow
 	}
-	now := []ManifestFile{
+	now := []resultio.ManifestFile{
 		file("in/a.parquet", "1", "a.arrow"),
 		file("in/b.parquet", "2", "b.arrow"),
 		file("in/d.parquet", "1", "d.parquet"),

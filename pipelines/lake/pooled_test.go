@@ -9,9 +9,9 @@ import (
 	"testing"
 
 	"github.com/relabel/relabel/io/icebergio"
+	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/pipelines"
-	"github.com/relabel/relabel/pipelines/lake"
 	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/transforms/engine"
 )
@@ -57,7 +57,7 @@ func slice(r *schemas.Rows, lo, hi int) *schemas.Rows {
 // were kept has none).
 type defaultsCase struct {
 	add       func(day int, r *schemas.Rows)
-	run       func() *pipelines.Summary
+	run       func() *resultio.Summary
 	rows      func() int
 	mark      func()
 	unchanged func() bool
@@ -79,7 +79,7 @@ func TestLakeDefaultsStayIncremental(t *testing.T) {
 	check := func(t *testing.T, c defaultsCase, headLast bool) {
 		c.add(0, days[0])
 		sum := c.run()
-		lk := lake.Of(sum)
+		lk := sum.Lake
 		if sum.Pooled == nil || !sum.Pooled.Open || sum.Options[pipelines.MetaPooledStart] != pipelines.PooledStartOpen || sum.Head == nil {
 			t.Fatalf("first run: pooled %+v, head %+v: want the pooled start taken and the head on (the defaults)", sum.Pooled, sum.Head)
 		}
@@ -92,7 +92,7 @@ func TestLakeDefaultsStayIncremental(t *testing.T) {
 		total := days[0].Len()
 
 		c.mark()
-		if lk := lake.Of(c.run()); lk == nil || !lk.NothingNew || !c.unchanged() {
+		if lk := c.run().Lake; lk == nil || !lk.NothingNew || !c.unchanged() {
 			t.Fatalf("rerun with nothing new: lake %+v, output unchanged %t: want nothing new, nothing committed", lk, c.unchanged())
 		}
 
@@ -100,7 +100,7 @@ func TestLakeDefaultsStayIncremental(t *testing.T) {
 			c.add(day+1, slice(days[1], 30*day, 30*day+n))
 			total += n
 			sum := c.run()
-			lk := lake.Of(sum)
+			lk := sum.Lake
 			if lk == nil || !lk.Incremental || !lk.KeptFit || lk.Fit == "" {
 				t.Fatalf("append %d: lake %+v, want an incremental run giving the kept fits", day, lk)
 			}
@@ -122,11 +122,11 @@ func TestLakeDefaultsStayIncremental(t *testing.T) {
 		c.dropFit()
 		c.add(3, slice(days[1], 60, 70))
 		total += 10
-		if lk := lake.Of(c.run()); lk == nil || lk.Incremental || lk.Fit == "" || lk.ScannedRows != int64(total) {
+		if lk := c.run().Lake; lk == nil || lk.Incremental || lk.Fit == "" || lk.ScannedRows != int64(total) {
 			t.Fatalf("without the fit file: lake %+v, want a full run over %d rows keeping the fits", lk, total)
 		}
 		c.add(4, slice(days[1], 70, 75))
-		if lk := lake.Of(c.run()); lk == nil || !lk.Incremental || !lk.KeptFit || lk.NewRows != 5 {
+		if lk := c.run().Lake; lk == nil || !lk.Incremental || !lk.KeptFit || lk.NewRows != 5 {
 			t.Errorf("after the full run: lake %+v, want an incremental run over 5 new rows", lk)
 		}
 	}
@@ -137,7 +137,7 @@ func TestLakeDefaultsStayIncremental(t *testing.T) {
 		var snaps int
 		check(t, defaultsCase{
 			add: func(_ int, r *schemas.Rows) { l.appendRows(t, r) },
-			run: func() *pipelines.Summary {
+			run: func() *resultio.Summary {
 				sum, err := runLake(ctx, cfg, embedded)
 				if err != nil {
 					t.Fatal(err)
@@ -180,7 +180,7 @@ func TestLakeDefaultsStayIncremental(t *testing.T) {
 		var before map[string][]byte
 		check(t, defaultsCase{
 			add: func(day int, r *schemas.Rows) { writeDay(t, filepath.Join(in, fmt.Sprintf("day-%d.parquet", day)), r) },
-			run: func() *pipelines.Summary {
+			run: func() *resultio.Summary {
 				sum, err := runLake(ctx, cfg, embedded)
 				if err != nil {
 					t.Fatal(err)
@@ -227,8 +227,8 @@ func TestLakeGivenBayesFull(t *testing.T) {
 	cfg := dirConfig(in, out)
 	cfg.Rounds = 3
 	cfg.GivenLabel = engine.GivenBayes
-	total := dirDays(ctx, t, cfg, in, days[:2], func(day int, sum *pipelines.Summary, total int) {
-		if lk := lake.Of(sum); lk == nil || lk.Incremental || sum.Rows != int64(total) {
+	total := dirDays(ctx, t, cfg, in, days[:2], func(day int, sum *resultio.Summary, total int) {
+		if lk := sum.Lake; lk == nil || lk.Incremental || sum.Rows != int64(total) {
 			t.Fatalf("day %d: lake %+v, rows %d: want a full run over %d rows", day, lk, sum.Rows, total)
 		}
 	})
@@ -236,7 +236,7 @@ func TestLakeGivenBayesFull(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if lk := lake.Of(sum); lk == nil || !lk.NothingNew {
+	if lk := sum.Lake; lk == nil || !lk.NothingNew {
 		t.Errorf("rerun over %d rows: lake %+v, want nothing new", total, lk)
 	}
 }
@@ -244,7 +244,7 @@ func TestLakeGivenBayesFull(t *testing.T) {
 // dirDays writes each of days as one more input file of a directory lake
 // (day-N.parquet under in), runs cfg after each, and hands check the
 // summary and the rows written so far; it returns their number.
-func dirDays(ctx context.Context, t *testing.T, cfg options.Options, in string, days []*schemas.Rows, check func(day int, sum *pipelines.Summary, total int)) int {
+func dirDays(ctx context.Context, t *testing.T, cfg options.Options, in string, days []*schemas.Rows, check func(day int, sum *resultio.Summary, total int)) int {
 	t.Helper()
 	var total int
 	for day, r := range days {

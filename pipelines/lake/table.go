@@ -16,9 +16,9 @@ import (
 	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/pipelines"
+	"github.com/relabel/relabel/pipelines/ivfstages"
+	"github.com/relabel/relabel/pipelines/stages"
 	"github.com/relabel/relabel/schemas"
-	"github.com/relabel/relabel/transforms/ivfstages"
-	"github.com/relabel/relabel/transforms/stages"
 )
 
 // RunTable is a run with --output-table: the pipeline writes Parquet files
@@ -29,7 +29,7 @@ import (
 // fails or is killed before the commit commits nothing: the catalog's
 // pointer moves in one transaction at the end, and the files written are
 // removed (or left as orphans nothing references).
-func RunTable(ctx context.Context, cfg options.Options, exec pipelines.Executor) (*pipelines.Summary, error) {
+func RunTable(ctx context.Context, cfg options.Options, exec pipelines.Executor) (*resultio.Summary, error) {
 	if cfg.Lake.OutputTable == "" {
 		return nil, errors.New("relabel: lake.RunTable is for runs with --output-table")
 	}
@@ -78,9 +78,9 @@ func RunTable(ctx context.Context, cfg options.Options, exec pipelines.Executor)
 // run's directory of the output table, and one snapshot replaces the
 // table's rows; under --incremental it also keeps the pipeline's ivf
 // partitioning for the next runs.
-func fullTable(ctx context.Context, out *icebergio.Output, plan *pipelines.Plan, in *icebergio.InputPlan, exec pipelines.Executor, t0 time.Time) (*pipelines.Summary, error) {
+func fullTable(ctx context.Context, out *icebergio.Output, plan *pipelines.Plan, in *icebergio.InputPlan, exec pipelines.Executor, t0 time.Time) (*resultio.Summary, error) {
 	cfg := plan.Options
-	lake := &Summary{InputTable: in.Table, OutputTable: out.Name(), InputSnapshot: in.SnapshotID}
+	lake := &resultio.LakeSummary{InputTable: in.Table, OutputTable: out.Name(), InputSnapshot: in.SnapshotID}
 	progress.Report(progress.Event{Kind: progress.Planned, Rows: plan.Rows, Shards: len(plan.Shards), Rounds: plan.Options.Rounds})
 	lake.NewFiles, lake.ScannedFiles = len(plan.Shards), len(plan.Shards)
 	lake.NewRows, lake.ScannedRows = plan.Rows, plan.Rows
@@ -225,7 +225,7 @@ func runRecord(plan *pipelines.Plan, in *icebergio.InputPlan, from int64, opts m
 // was appended, whatever the last run fitted; a full run (fullTable) when
 // the last run's posteriors need a fit it did not keep (fullAgain); else
 // the update.
-func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.Output, plan *pipelines.Plan, full *icebergio.InputPlan, last icebergio.Run, exec pipelines.Executor, t0 time.Time) (*pipelines.Summary, error) {
+func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.Output, plan *pipelines.Plan, full *icebergio.InputPlan, last icebergio.Run, exec pipelines.Executor, t0 time.Time) (*resultio.Summary, error) {
 	cfg := plan.Options
 	app, err := cat.PlanAppendedSince(ctx, full.Table, last.InputSnapshotID)
 	if err != nil {
@@ -244,7 +244,7 @@ func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.
 		}
 	}
 	plan.Mode = incrementalMode(&cfg, plan.Rows)
-	sum := &pipelines.Summary{
+	sum := &resultio.Summary{
 		Version: pipelines.Version, Input: cfg.Input, Output: out.Name(), Classes: plan.C, ClassNames: plan.ClassNames,
 		Neighbours: plan.Mode, Device: plan.Device, Options: plan.Recorded(),
 		ChangedFrom: make([]int64, plan.C), ChangedTo: make([]int64, plan.C),

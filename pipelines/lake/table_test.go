@@ -17,8 +17,8 @@ import (
 
 	"github.com/relabel/relabel/io/icebergio"
 	"github.com/relabel/relabel/io/icebergio/icebergiotest"
+	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/options"
-	"github.com/relabel/relabel/pipelines"
 	"github.com/relabel/relabel/pipelines/lake"
 	"github.com/relabel/relabel/schemas"
 )
@@ -76,7 +76,7 @@ func (l *testLake) config(out string) options.Options {
 
 // appendAndRun appends r to the input table and runs cfg, failing the test
 // on an error: a test's first day.
-func (l *testLake) appendAndRun(ctx context.Context, t *testing.T, cfg options.Options, r *schemas.Rows) *pipelines.Summary {
+func (l *testLake) appendAndRun(ctx context.Context, t *testing.T, cfg options.Options, r *schemas.Rows) *resultio.Summary {
 	t.Helper()
 	l.appendRows(t, r)
 	sum, err := runLake(ctx, cfg, embedded)
@@ -163,7 +163,7 @@ func lakeIncrementalDigits(t *testing.T, l *testLake) {
 		if err != nil {
 			t.Fatalf("day %d: %v", day, err)
 		}
-		lk := lake.Of(sum)
+		lk := sum.Lake
 		if lk == nil || lk.OutputSnapshot == 0 || lk.NothingNew {
 			t.Fatalf("day %d: lake summary %+v, want a committed snapshot", day, lk)
 		}
@@ -186,8 +186,8 @@ func lakeIncrementalDigits(t *testing.T, l *testLake) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !lake.Of(sum).NothingNew {
-		t.Errorf("rerun: %+v, want nothing new", lake.Of(sum))
+	if !sum.Lake.NothingNew {
+		t.Errorf("rerun: %+v, want nothing new", sum.Lake)
 	}
 	again, snaps := l.outputRows(t, "ns.inc")
 	if snaps != len(days) || fmt.Sprint(again) != fmt.Sprint(inc) {
@@ -223,7 +223,7 @@ func TestLakeConcurrentRuns(t *testing.T) {
 	l.appendRows(t, days[1])
 	var wg sync.WaitGroup
 	errs := make([]error, 2)
-	sums := make([]*pipelines.Summary, 2)
+	sums := make([]*resultio.Summary, 2)
 	for i := range errs {
 		wg.Add(1)
 		go func(i int) {
@@ -235,7 +235,7 @@ func TestLakeConcurrentRuns(t *testing.T) {
 	committed := 0
 	for i, err := range errs {
 		switch {
-		case err == nil && !lake.Of(sums[i]).NothingNew:
+		case err == nil && !sums[i].Lake.NothingNew:
 			committed++
 		case err == nil:
 		case errors.Is(err, icebergio.ErrConcurrentRun):
@@ -335,7 +335,7 @@ func TestLakeKeptPartitioning(t *testing.T) {
 		}
 		return tbl.CurrentSnapshot().Summary.Properties[icebergio.SummaryState]
 	}
-	run := func(o options.Options) *pipelines.Summary {
+	run := func(o options.Options) *resultio.Summary {
 		t.Helper()
 		sum, err := runLake(ctx, o, embedded)
 		if err != nil {
@@ -371,11 +371,11 @@ func TestLakeKeptPartitioning(t *testing.T) {
 	if n := lake.LauncherFits() - fits; n != 1 {
 		t.Errorf("the incremental run over a table that kept none fitted %d partitionings in the launcher, want 1", n)
 	}
-	if lake.Of(kept).RemovedFiles != 1 || lake.Of(kept).AddedFiles != 7 {
-		t.Errorf("files +%d -%d, want +7 -1 (the new rows' file, the old 6,000-row file as 6 files)", lake.Of(kept).AddedFiles, lake.Of(kept).RemovedFiles)
+	if kept.Lake.RemovedFiles != 1 || kept.Lake.AddedFiles != 7 {
+		t.Errorf("files +%d -%d, want +7 -1 (the new rows' file, the old 6,000-row file as 6 files)", kept.Lake.AddedFiles, kept.Lake.RemovedFiles)
 	}
-	if !lake.Of(kept).KeptPartitioning || lake.Of(old).KeptPartitioning {
-		t.Errorf("kept partitioning used: %t and %t, want true (a kept one) and false (none)", lake.Of(kept).KeptPartitioning, lake.Of(old).KeptPartitioning)
+	if !kept.Lake.KeptPartitioning || old.Lake.KeptPartitioning {
+		t.Errorf("kept partitioning used: %t and %t, want true (a kept one) and false (none)", kept.Lake.KeptPartitioning, old.Lake.KeptPartitioning)
 	}
 	if s := state("ns.kept"); s == "" || s == first {
 		t.Errorf("the incremental run kept %q, want a new file (the last was %s)", s, first)
@@ -395,17 +395,17 @@ func TestLakeKeptPartitioning(t *testing.T) {
 		t.Errorf("%d and %d rows, %d with the same clean label; want 6300, 6300 and at least 99%%", len(a), len(b), same)
 	}
 	t.Logf("kept: rescored %d, index %.3fs; partitioned again: rescored %d, index %.3fs; %d of 6300 rows agree",
-		lake.Of(kept).Rescored, kept.Timings["index"], lake.Of(old).Rescored, old.Timings["index"], same)
+		kept.Lake.Rescored, kept.Timings["index"], old.Lake.Rescored, old.Timings["index"], same)
 
 	// An unreadable kept file: partitioned again, not an error.
 	if err := os.WriteFile(state("ns.kept"), []byte("damaged"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	l.appendRows(t, blobRows(6300, 300, 3))
-	if sum := run(config("ns.kept", true)); lake.Of(sum).KeptPartitioning || lake.Of(sum).NewRows != 300 {
-		t.Errorf("with a damaged kept file: kept partitioning used %t, %d new rows", lake.Of(sum).KeptPartitioning, lake.Of(sum).NewRows)
+	if sum := run(config("ns.kept", true)); sum.Lake.KeptPartitioning || sum.Lake.NewRows != 300 {
+		t.Errorf("with a damaged kept file: kept partitioning used %t, %d new rows", sum.Lake.KeptPartitioning, sum.Lake.NewRows)
 	}
-	if sum := run(config("ns.kept", true)); !lake.Of(sum).NothingNew {
+	if sum := run(config("ns.kept", true)); !sum.Lake.NothingNew {
 		t.Errorf("a rerun found something new")
 	}
 }

@@ -14,12 +14,12 @@ import (
 	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/pipelines"
+	"github.com/relabel/relabel/pipelines/stages"
 	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/knn"
 	"github.com/relabel/relabel/transforms/llc"
 	"github.com/relabel/relabel/transforms/mixture"
-	"github.com/relabel/relabel/transforms/stages"
 )
 
 // An incremental run relabels the rows that are new since the last run, with
@@ -267,7 +267,7 @@ func (u *update) storedRows(p *resultio.Posteriors) (rs []int, touched bool) {
 // kept (fit.go), nil when none.
 // cal is the calibration the stored posteriors were made with
 // (calibration, plan.go).
-func storedUpdate(d *incData, posts []*resultio.Posteriors, kept *ivfState, fit *stages.Kept, plan *pipelines.Plan, cal stages.Calibration, device, input string, t0 time.Time, lake *Summary) (*update, error) {
+func storedUpdate(d *incData, posts []*resultio.Posteriors, kept *ivfState, fit *stages.Kept, plan *pipelines.Plan, cal stages.Calibration, device, input string, t0 time.Time, lake *resultio.LakeSummary) (*update, error) {
 	stored, keyRow, err := storedStates(d, posts, plan, cal, input)
 	if err != nil {
 		return nil, err

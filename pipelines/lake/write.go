@@ -7,8 +7,8 @@ import (
 	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/pipelines"
+	"github.com/relabel/relabel/pipelines/stages"
 	"github.com/relabel/relabel/schemas"
-	"github.com/relabel/relabel/transforms/stages"
 )
 
 // Writing an incremental run's output files: the rows' final states (the
@@ -64,7 +64,7 @@ func (f *outFile) write(ctx context.Context, fs blobio.FS, d *incData, u *update
 }
 
 // addTo adds f's counts to sum.
-func (f *outFile) addTo(sum *pipelines.Summary) {
+func (f *outFile) addTo(sum *resultio.Summary) {
 	sum.Rows += f.n
 	sum.Changed += f.changed
 	for c := range f.changedFrom {

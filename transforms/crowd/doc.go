@@ -14,6 +14,6 @@
 //
 // Statistics (the E step's expected counts) accumulate in fixed point, so
 // their sum does not depend on the order in which a runner merges partial
-// sums: the in-memory Fit and the Beam stages (transforms/crowdstages) build
+// sums: the in-memory Fit and the Beam stages (pipelines/crowdstages) build
 // bit-identical models. The package imports neither Beam nor Arrow.
 package crowd

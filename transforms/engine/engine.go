@@ -84,7 +84,7 @@ type Options struct {
 	// candidates before the rounds (transforms/head's linear head, issue 32:
 	// head.Factory), from the candidates' features as given (not
 	// standardised), their keys and the dimension, the candidates in key
-	// order (as transforms/stages holds them; Component's indices are
+	// order (as pipelines/stages holds them; Component's indices are
 	// positions in that order). Only Run reads it; nil adds nothing.
 	NewComponent func(x []float32, keys []int64, d int) (Component, error)
 	// Given reads each item's given label through the class-level
@@ -102,7 +102,7 @@ type Options struct {
 // mixture component per candidate (states in key order) and its
 // weight relative to the item's neighbours' total; nil states (weight 0):
 // none this round. Items that are not candidates get none: the component is
-// fitted and applied where the features travel (transforms/stages' exact and
+// fitted and applied where the features travel (pipelines/stages' exact and
 // sample modes carry the candidates' features only), and in exact mode every
 // item is a candidate.
 type Component func(r int, cand *mixture.States, k int, neighbour func(c, j int) (int, float64)) (*mixture.States, float64, error)
@@ -382,7 +382,7 @@ func GivenOf(labels []int32) int32 {
 // ExtraSlot is the extra component's neighbour slot of an item that is
 // candidate c (-1: none) with neighbour weights nw: candidate c's state of
 // extra, weighted ew times the neighbours' total. Run and the pipeline's
-// rounds (transforms/stages) both call it, so they weigh it alike.
+// rounds (pipelines/stages) both call it, so they weigh it alike.
 func ExtraSlot(extra *mixture.States, c int32, ew float64, nw []float64) (*mixture.States, int, float64) {
 	if c < 0 {
 		return nil, 0, 0
@@ -411,7 +411,7 @@ func Annotations(labels []int32) int { return annotations(labels) }
 // RoundScratch is one goroutine's workspace for running mixture.Round over
 // items: the gathered neighbour states and weights, and room for unpacking an
 // item's own, initial and next states. The engine and both round stages
-// (transforms/stages, transforms/ivfstages) gather into it, each from where
+// (pipelines/stages, pipelines/ivfstages) gather into it, each from where
 // its neighbours' states live, and run it through internal/pool.
 type RoundScratch struct {
 	WS             mixture.Workspace

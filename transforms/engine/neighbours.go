@@ -5,7 +5,7 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/relabel/relabel/transforms/internal/splitmix"
+	"github.com/relabel/relabel/internal/splitmix"
 	"github.com/relabel/relabel/transforms/knn"
 	"github.com/relabel/relabel/transforms/llc"
 )

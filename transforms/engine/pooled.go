@@ -12,7 +12,7 @@ import (
 // neighbours (candidate indices, K per item, -1: none), in ascending key
 // order, and the given labels of every candidate, in candidate order. The
 // engine builds them from its data (PooledInputsOf), relabel run's stages
-// gather them from their batches (transforms/stages.PooledStart); both
+// gather them from their batches (pipelines/stages.PooledStart); both
 // fit the same items in the same order, so the fit's float sums, and with
 // them the fitted model, are the same bit for bit, whatever the runner,
 // its bundles or the worker count.

@@ -6,8 +6,8 @@ import (
 )
 
 // Batch is one round's input for a batch of n items, wherever their states
-// live: Run's whole dataset, an exact-mode batch (transforms/stages) or an
-// ivf block (transforms/ivfstages). RunRound is the one round loop all
+// live: Run's whole dataset, an exact-mode batch (pipelines/stages) or an
+// ivf block (pipelines/ivfstages). RunRound is the one round loop all
 // three share, so they skip and seed items the same way and a pipeline
 // computes bit for bit what Run computes.
 type Batch struct {

@@ -6,7 +6,7 @@
 // so the work of one search is bounded by the partition size, not by the
 // dataset, and the total cost grows linearly in rows at a fixed partition size
 // (docs/perf/scale.md). It is pure Go and imports no Beam: the pipeline's
-// DoFns (transforms/ivfstages) call Fit, Model.Probe and Block, and
+// DoFns (pipelines/ivfstages) call Fit, Model.Probe and Block, and
 // Search runs the same grouping in memory for tests and the quality harness.
 //
 // The probing is on the stored side: item y is stored in partitions

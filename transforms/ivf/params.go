@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/relabel/relabel/transforms/internal/splitmix"
+	"github.com/relabel/relabel/internal/splitmix"
 	"github.com/relabel/relabel/transforms/knn"
 )
 

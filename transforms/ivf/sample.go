@@ -8,7 +8,7 @@ import (
 // Sample keeps the Cap items with the smallest Hash(seed, key) seen so far,
 // with their features: the k-means sample. Merging samples in any order and
 // grouping gives the same result, so it is a Beam combiner's accumulator
-// (transforms/ivfstages) as well as an in-memory helper.
+// (pipelines/ivfstages) as well as an in-memory helper.
 type Sample struct {
 	Cap      int
 	D        int

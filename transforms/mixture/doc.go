@@ -8,5 +8,5 @@
 // Nothing here costs O(C^2) or allocates C x C per item: a rho row stores
 // explicit probabilities only for the categories it has seen, plus one remainder
 // mass shared uniformly by the other categories. The package imports neither Beam
-// nor Arrow; transforms/stages wraps it in DoFns.
+// nor Arrow; pipelines/stages wraps it in DoFns.
 package mixture

@@ -91,7 +91,7 @@ type Params struct {
 	// the ten pair-flip cells gain (pair-0.45 +23 to +32 points), the gate
 	// stays shut on every other cell, which is then the paper's start bit
 	// for bit. relabel run's exact and sample modes fit it as stages
-	// (transforms/stages.PooledStart), the engine in process, by one rule
+	// (pipelines/stages.PooledStart), the engine in process, by one rule
 	// (engine.PooledInputs): the same items, in the same order.
 	PooledIters int
 	// PooledTol stops the pooled fit before PooledIters steps once a step

@@ -6,7 +6,7 @@ import (
 	"math/bits"
 	"math/rand/v2"
 
-	"github.com/relabel/relabel/transforms/internal/splitmix"
+	"github.com/relabel/relabel/internal/splitmix"
 )
 
 // component is one (item j, class c) term of the mixture of METHOD.md step 3.

@@ -5,7 +5,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/passert"
 
-	"github.com/relabel/relabel/transforms/stages"
+	"github.com/relabel/relabel/pipelines/stages"
 )
 
 func equals(s beam.Scope, got beam.PCollection, want []any) {

@@ -13,10 +13,10 @@ import (
 	"github.com/relabel/relabel/io/blobio"
 	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/io/shardio"
+	"github.com/relabel/relabel/pipelines/stages"
 	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/transforms/crowd"
 	"github.com/relabel/relabel/transforms/mixture"
-	"github.com/relabel/relabel/transforms/stages"
 )
 
 // toItemsFn turns a final Batch into stages.Items for stages.Write: each
@@ -60,42 +60,9 @@ func (f *toItemsFn) ProcessElement(b Batch, emit func(stages.Items)) error {
 	return nil
 }
 
-// AnnotatorsReport is what writing the annotators file tells the summary.
-type AnnotatorsReport struct {
-	File        string `json:"file"`
-	Annotators  int    `json:"annotators"`
-	Spammers    int    `json:"spammers"`
-	Adversaries int    `json:"adversaries"`
-	// TooFew annotators gave fewer than MinLabels labels: not judged, so
-	// neither spammers nor adversaries (crowd.Params.FlagLabels).
-	TooFew    int `json:"too_few"`
-	MinLabels int `json:"min_labels"`
-	// Strength is the prior's weight, in labels, of the final model.
-	Strength float64 `json:"prior_strength"`
-	// Model is the model the items' posteriors come from (crowd.Choice:
-	// vote, pooled or annotators), chosen by held-out labels; Choice says
-	// on what evidence.
-	Model  string       `json:"model"`
-	Choice ChoiceReport `json:"choice"`
-}
-
-// ChoiceReport is the evidence behind AnnotatorsReport.Model
-// (crowd.Evidence): over the items with at least two labels, how many nats
-// the pool gains over the vote and the annotators' model over the pool in
-// predicting each held-out label from the item's others, with their
-// standard errors. A step is taken where its gain exceeds its standard
-// error; with no item of two labels the vote keeps the labels.
-type ChoiceReport struct {
-	Items          int64   `json:"items_scored"`
-	PooledGain     float64 `json:"pooled_over_vote_nats"`
-	PooledSE       float64 `json:"pooled_over_vote_se"`
-	AnnotatorsGain float64 `json:"annotators_over_pooled_nats"`
-	AnnotatorsSE   float64 `json:"annotators_over_pooled_se"`
-}
-
 // Report describes e for the summary.
-func Report(e crowd.Evidence) (string, ChoiceReport) {
-	r := ChoiceReport{Items: e.Items}
+func Report(e crowd.Evidence) (string, *resultio.ChoiceSummary) {
+	r := &resultio.ChoiceSummary{Items: e.Items}
 	r.PooledGain, r.PooledSE = e.Gain(crowd.Pooled)
 	r.AnnotatorsGain, r.AnnotatorsSE = e.Gain(crowd.Annotators)
 	return e.Choice().String(), r
@@ -131,7 +98,7 @@ func (f *writeAnnotatorsFn) ProcessElement(ctx context.Context, mm modelMsg, nam
 	if err := annotio.WriteAnnotators(ctx, fs, blobio.Join(f.TmpDir, name), f.Format, f.Kind, m.C, rows); err != nil {
 		return err
 	}
-	rep := AnnotatorsReport{File: name, Annotators: len(rows), Strength: m.Strength, MinLabels: f.Params.FlagLabels}
+	rep := resultio.AnnotatorsSummary{File: name, Annotators: int64(len(rows)), Strength: m.Strength, MinLabels: int64(f.Params.FlagLabels)}
 	rep.Model, rep.Choice = Report(ev)
 	for _, r := range rows {
 		if r.Spammer {
@@ -140,7 +107,7 @@ func (f *writeAnnotatorsFn) ProcessElement(ctx context.Context, mm modelMsg, nam
 		if r.Adversary {
 			rep.Adversaries++
 		}
-		if r.Labels < int64(rep.MinLabels) {
+		if r.Labels < rep.MinLabels {
 			rep.TooFew++
 		}
 	}

@@ -230,7 +230,7 @@ func (s *Stats) CandIndex(key int64) int32 {
 // momentsFn is statsFn without the keys: the global moments for
 // standardisation, in the same fixed order (so the same values), but O(batches
 // x D) instead of O(rows), for a mode that checks duplicate ids with a keyed
-// shuffle (transforms/ivfstages) rather than on one worker.
+// shuffle (pipelines/ivfstages) rather than on one worker.
 type momentsFn struct{}
 
 func (momentsFn) CreateAccumulator() Stats { return Stats{} }

@@ -416,7 +416,7 @@ func pooledStart(s beam.Scope, items beam.PCollection, p mixture.Params) (beam.P
 // (PCollection<PooledGather>, one element: extracted, so its items are the
 // fit's sample in ascending key order and its candidates numbered 0..n-1)
 // with engine.FitPooledStart, and counts what it decided (pooledFitFn).
-// Returns PCollection<PooledModel>. ivf mode (transforms/ivfstages)
+// Returns PCollection<PooledModel>. ivf mode (pipelines/ivfstages)
 // gathers its blocks' inputs itself and fits them here, so both modes fit
 // by one call.
 func PooledFit(s beam.Scope, gathered beam.PCollection, p mixture.Params) beam.PCollection {

@@ -22,10 +22,10 @@ import (
 	"github.com/relabel/relabel/io/blobio"
 	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/io/shardio"
+	"github.com/relabel/relabel/pipelines/stages"
 	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/transforms/crowd"
 	"github.com/relabel/relabel/transforms/mixture"
-	"github.com/relabel/relabel/transforms/stages"
 )
 
 const testC = 4
@@ -549,12 +549,12 @@ func TestLabelOnlyPooledChoice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rep AnnotatorsReport
+	var rep resultio.AnnotatorsSummary
 	if err := json.Unmarshal(b, &rep); err != nil {
 		t.Fatal(err)
 	}
 	model, want := Report(res.Evidence)
-	if rep.Model != "pooled" || rep.Model != model || rep.Choice != want {
-		t.Errorf("report: model %q, evidence %+v; in memory %q, %+v", rep.Model, rep.Choice, model, want)
+	if rep.Model != "pooled" || rep.Model != model || rep.Choice == nil || *rep.Choice != *want {
+		t.Errorf("report: model %q, evidence %+v; in memory %q, %+v", rep.Model, rep.Choice, model, *want)
 	}
 }

@@ -15,9 +15,9 @@ import (
 	"github.com/relabel/relabel/io/annotio"
 	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/io/spillio"
+	"github.com/relabel/relabel/pipelines/stages"
 	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/transforms/crowd"
-	"github.com/relabel/relabel/transforms/stages"
 )
 
 // sameFiles fails unless dirs a and b hold the same file names with the

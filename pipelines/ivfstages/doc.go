@@ -5,7 +5,7 @@
 // ever holds the whole dataset. It has its own element types and coders
 // (Part, Block, JoinMsg, BatchItems, Probed), a packed state coder, and
 // spill files (Spill) for the embedded runner. It shares with
-// transforms/stages only what both paths need: Stats, Items (what it hands
+// pipelines/stages only what both paths need: Stats, Items (what it hands
 // back for stages.Write), the standardisation, the kernels' Backends and
 // stages.ReadAgain.
 package ivfstages

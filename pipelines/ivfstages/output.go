@@ -9,8 +9,8 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
+	"github.com/relabel/relabel/pipelines/stages"
 	"github.com/relabel/relabel/transforms/mixture"
-	"github.com/relabel/relabel/transforms/stages"
 )
 
 // unblockFn sends each item of a block back towards the input batch it came

@@ -6,10 +6,10 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/relabel/relabel/pipelines/stages"
 	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/head"
 	"github.com/relabel/relabel/transforms/mixture"
-	"github.com/relabel/relabel/transforms/stages"
 )
 
 // headReference is engine.Run's rounds with the linear head (its

@@ -8,9 +8,9 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 
 	"github.com/relabel/relabel/io/spillio"
+	"github.com/relabel/relabel/pipelines/stages"
 	"github.com/relabel/relabel/schemas/wire"
 	"github.com/relabel/relabel/transforms/crowd"
-	"github.com/relabel/relabel/transforms/stages"
 )
 
 // The crowd stages' Spill (Params.Spill, a spillio.Dir: empty means no

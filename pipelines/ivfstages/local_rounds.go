@@ -15,10 +15,10 @@ import (
 
 	"github.com/relabel/relabel/internal/pool"
 	"github.com/relabel/relabel/internal/progress"
+	"github.com/relabel/relabel/pipelines/stages"
 	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/head"
 	"github.com/relabel/relabel/transforms/mixture"
-	"github.com/relabel/relabel/transforms/stages"
 )
 
 // LocalRoundsBytes is the default bound (relabel's --local-rounds-mib) on
@@ -215,7 +215,7 @@ func (f *localRoundsFn) ProcessElement(ctx context.Context, _ int64, iter func(*
 }
 
 // headRounds and headLast are the exact path's counters of the same names
-// (transforms/stages): the rounds the head gave its component in, and 1
+// (pipelines/stages): the rounds the head gave its component in, and 1
 // where it still did in the last round (summary.json's head section; an
 // incremental lake run then needs the head's kept fit).
 var (

@@ -7,8 +7,8 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
 	"github.com/relabel/relabel/io/shardio"
+	"github.com/relabel/relabel/pipelines/stages"
 	"github.com/relabel/relabel/transforms/ivf"
-	"github.com/relabel/relabel/transforms/stages"
 )
 
 // Params configures Neighbours.

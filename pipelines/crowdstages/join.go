@@ -12,9 +12,9 @@ import (
 
 	"github.com/relabel/relabel/io/annotio"
 	"github.com/relabel/relabel/io/spillio"
+	"github.com/relabel/relabel/pipelines/stages"
 	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/transforms/crowd"
-	"github.com/relabel/relabel/transforms/stages"
 )
 
 // Anonymous is the annotator key given to the labels of an item that has

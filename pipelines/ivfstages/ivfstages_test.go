@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/relabel/relabel/pipelines/stages"
 	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/schemas/wire"
 	"github.com/relabel/relabel/transforms/engine"
@@ -20,7 +21,6 @@ import (
 	"github.com/relabel/relabel/transforms/knn"
 	"github.com/relabel/relabel/transforms/llc"
 	"github.com/relabel/relabel/transforms/mixture"
-	"github.com/relabel/relabel/transforms/stages"
 	"github.com/relabel/relabel/transforms/synth"
 )
 

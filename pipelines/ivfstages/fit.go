@@ -12,11 +12,11 @@ import (
 
 	"github.com/relabel/relabel/internal/progress"
 	"github.com/relabel/relabel/io/shardio"
+	"github.com/relabel/relabel/pipelines/stages"
 	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/ivf"
 	"github.com/relabel/relabel/transforms/knn"
-	"github.com/relabel/relabel/transforms/stages"
 )
 
 // sampleFn keeps the k-means sample: the Cap rows with the smallest

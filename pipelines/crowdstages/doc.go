@@ -6,7 +6,7 @@
 // gives the same model), estimates the model once and broadcasts it as a
 // side input to the E step, which runs per batch of items. LabelOnly is the
 // mode without features (one output row per item id seen in the
-// annotations); WithFeatures runs on the items of transforms/stages, with
+// annotations); WithFeatures runs on the items of pipelines/stages, with
 // each item's prior from its neighbours' posteriors of the previous
 // iteration, broadcast like relabel's candidate states. Both end in
 // stages.Items, for stages.Write, and write the annotators file.

@@ -3,6 +3,6 @@
 // pipeline, and the element types that flow between them, each with a bulk
 // coder (schemas/wire): Read, ComputeStats, Neighbours, Rounds and Write for
 // the exact and sample modes. The ivf mode's stages are in
-// transforms/ivfstages, which uses this package's Stats, Items and Write.
+// pipelines/ivfstages, which uses this package's Stats, Items and Write.
 // pipelines/ wires them together.
 package stages

@@ -8,10 +8,10 @@ import (
 	"slices"
 
 	"github.com/relabel/relabel/io/blobio"
+	"github.com/relabel/relabel/pipelines/stages"
 	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/schemas/wire"
 	"github.com/relabel/relabel/transforms/ivf"
-	"github.com/relabel/relabel/transforms/stages"
 )
 
 // Keeping the partitioning (Params.Keep).

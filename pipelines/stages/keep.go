@@ -54,7 +54,7 @@ func writeKept(ctx context.Context, dir, name string, b []byte) error {
 
 // KeepHead writes h's fit after the last round into dir, for ReadKept:
 // what the exact path's rounds (headRoundFn) and ivf mode's local rounds
-// (transforms/ivfstages) keep of their head.
+// (pipelines/ivfstages) keep of their head.
 func KeepHead(ctx context.Context, dir string, h *head.Head) error {
 	b, err := h.Fit().AppendBinary(nil)
 	if err != nil {

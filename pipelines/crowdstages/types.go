@@ -7,10 +7,10 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 
 	"github.com/relabel/relabel/io/spillio"
+	"github.com/relabel/relabel/pipelines/stages"
 	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/schemas/wire"
 	"github.com/relabel/relabel/transforms/crowd"
-	"github.com/relabel/relabel/transforms/stages"
 )
 
 // AnnRows is a batch of annotations, all bound for one bucket of items and

@@ -8,10 +8,10 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
+	"github.com/relabel/relabel/internal/splitmix"
 	"github.com/relabel/relabel/io/annotio"
 	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/schemas"
-	"github.com/relabel/relabel/transforms/internal/splitmix"
 )
 
 // Bucket is the bucket of an item key among n: a keyed hash, so that the

@@ -1,0 +1,59 @@
+package archcheck
+
+import (
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+const (
+	module = "github.com/relabel/relabel"
+	beam   = "github.com/apache/beam/"
+)
+
+// goList runs `go list` with args and returns its output's lines.
+func goList(t *testing.T, args ...string) []string {
+	t.Helper()
+	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if _, err := exec.LookPath(gobin); err != nil {
+		gobin = "go"
+	}
+	out, err := exec.Command(gobin, append([]string{"list"}, args...)...).Output()
+	if err != nil {
+		if ee, ok := err.(*exec.ExitError); ok {
+			t.Fatalf("go list %s: %v\n%s", strings.Join(args, " "), err, ee.Stderr)
+		}
+		t.Fatalf("go list %s: %v", strings.Join(args, " "), err)
+	}
+	return strings.Fields(string(out))
+}
+
+// beamUsers returns, for every package matched by pattern, the Beam
+// packages among its (non-test) dependencies, keyed by the package.
+func beamUsers(t *testing.T, pattern string) map[string][]string {
+	t.Helper()
+	lines := goList(t, "-f", "{{.ImportPath}}:{{join .Deps \",\"}}", pattern)
+	if len(lines) == 0 {
+		t.Fatalf("go list %s: no packages", pattern)
+	}
+	users := map[string][]string{}
+	for _, line := range lines {
+		pkg, deps, _ := strings.Cut(line, ":")
+		for dep := range strings.SplitSeq(deps, ",") {
+			if strings.HasPrefix(dep, beam) {
+				users[pkg] = append(users[pkg], dep)
+			}
+		}
+	}
+	return users
+}
+
+// TestTransformsWithoutBeam: transforms/ holds math only; the Beam stages
+// that call it live under pipelines/.
+func TestTransformsWithoutBeam(t *testing.T) {
+	for pkg, deps := range beamUsers(t, module+"/transforms/...") {
+		t.Errorf("%s depends on %d Beam packages (first %s): transforms/ must not import Beam", pkg, len(deps), deps[0])
+	}
+}
