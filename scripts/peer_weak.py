@@ -30,7 +30,11 @@ The features are raw little-endian float32, n x d row-major (the dev data's
 features.f32, or what internal/quality's weak check writes); the labels raw
 little-endian int32 in the same row order.
 
-Usage: peer_weak.py FEATURES.f32 D LABELS.i32 TRUTH.i32 [--cleanlab]
+With --knn-only it stops after the kNN peers (the vote and cleanlab on kNN
+probabilities): the peer cmd/relabel's BenchmarkSmallExact times as one
+whole process.
+
+Usage: peer_weak.py FEATURES.f32 D LABELS.i32 TRUTH.i32 [--cleanlab] [--knn-only]
 Prints one JSON object of accuracies and seconds. Needs numpy and
 scikit-learn (Debian: apt-get install -y python3-sklearn).
 """
@@ -128,7 +132,7 @@ def cleanlab_issues(labels, probs, use_library):
 
 
 def main():
-    args = [a for a in sys.argv[1:] if a != "--cleanlab"]
+    args = [a for a in sys.argv[1:] if a not in ("--cleanlab", "--knn-only")]
     use_library = "--cleanlab" in sys.argv
     if len(args) != 4:
         sys.exit(__doc__)
@@ -156,6 +160,9 @@ def main():
     out["vote"] = float((vote == truth).mean())
     out["cleanlab_knn"] = float((np.where(issues, vote, y) == truth).mean())
     out["knn_s"] = time.time() - t0
+    if "--knn-only" in sys.argv:
+        print(json.dumps(out))
+        return
 
     t0 = time.time()
     probs = np.zeros((n, k))

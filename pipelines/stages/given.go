@@ -17,7 +17,7 @@ import (
 // givenFn replaces every item's final state by its posterior under the
 // given-label model (engine.FitGivenBatch, engine.GivenStates), reading
 // the neighbours' final states from the candidates' states joined under
-// one key, as roundFn does. The model is fitted over every item at once,
+// one key. The model is fitted over every item at once,
 // so the fn holds all batches: the exact and sample modes are for data
 // that fits one worker. Batches are put in (shard, offset) order first,
 // so that the fit's sums run over the items in the same order whatever

@@ -53,7 +53,7 @@ func writeKept(ctx context.Context, dir, name string, b []byte) error {
 }
 
 // KeepHead writes h's fit after the last round into dir, for ReadKept:
-// what the exact path's rounds (headRoundFn) and ivf mode's local rounds
+// what the exact path's rounds (roundsFn) and ivf mode's local rounds
 // (pipelines/ivfstages) keep of their head.
 func KeepHead(ctx context.Context, dir string, h *head.Head) error {
 	b, err := h.Fit().AppendBinary(nil)

@@ -2,24 +2,21 @@ package stages
 
 import (
 	"cmp"
-	"context"
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
-	"github.com/relabel/relabel/internal/pool"
-	"github.com/relabel/relabel/internal/progress"
-	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/head"
 	"github.com/relabel/relabel/transforms/mixture"
 )
 
 // candStatesFn collects the candidates' states of a round into one value in
-// candidate order, which the next round's batches are joined with. One value
+// candidate order, which the next round's batches read their neighbours'
+// states from (roundsFn builds it in place; the given-label stage joins it
+// with the batches). One value
 // for all batches (rather than a keyed join of every item with each of its K
 // neighbours) because the candidate set is bounded (--candidates, default all
 // items up to the size the sample/exact modes are meant for): it is shipped
@@ -63,66 +60,6 @@ func (candStatesFn) ExtractOutput(a CandStates) CandStates {
 	return out
 }
 
-// roundFn runs one round (mixture.Round) for every item of every batch,
-// reading neighbours' states of the previous round from the candidates'
-// states, both joined under one key (Rounds). Items of a batch run on all
-// cores.
-//
-// The candidates' states come through a join, not as a side input: Prism
-// spins its scheduler while a stage with side inputs runs (docs/ARCHITECTURE.md,
-// "Long stages read no side input"), and a round is most of a run. One key puts
-// every batch on one worker, as the side input did in effect (each worker
-// held all candidates' states, and Prism runs a stage's pending elements as
-// one bundle); the exact and sample modes are for data that fits one worker.
-type roundFn struct {
-	Round   int
-	Rounds  int
-	Mixture mixture.Params
-	Workers int
-
-	scratch pool.Scratch[engine.RoundScratch]
-	once    sync.Once
-}
-
-func (f *roundFn) ProcessElement(ctx context.Context, _ int, items func(*Items) bool, css func(*CandStates) bool, emit func(Items)) error {
-	var cs CandStates
-	if !css(&cs) {
-		cs.States.Reset() // no candidates at all
-	}
-	f.once.Do(func() { progress.RoundStarted(f.Round, f.Rounds) })
-	var it Items
-	for items(&it) {
-		if err := f.batch(ctx, it, &cs, emit); err != nil {
-			return err
-		}
-		it = Items{}
-	}
-	return nil
-}
-
-// batch runs the round for the items of one batch.
-func (f *roundFn) batch(ctx context.Context, it Items, cs *CandStates, emit func(Items)) error {
-	n, k := it.Len(), it.K
-	if cs.States.Len() == 0 && len(it.Neigh) > 0 {
-		return fmt.Errorf("stages: round %d: empty candidate states", f.Round)
-	}
-	next := it
-	var ran int
-	next.State, ran = engine.RunRound(engine.Batch{N: n, K: k, Own: &it.State, Init: &it.Init,
-		Neighbour: func(i, j int) (*mixture.States, int, float64) {
-			if c := it.Neigh[i*k+j]; c >= 0 {
-				return &cs.States, int(c), it.Weight[i*k+j]
-			}
-			return nil, 0, 0
-		},
-		Annotations: func(i int) int { return engine.Annotations(it.Labels[it.LabelOff[i]:it.LabelOff[i+1]]) },
-		Key:         func(i int) uint64 { return uint64(it.IDs[i]) },
-	}, f.Round, f.Workers, &f.scratch, &f.Mixture)
-	itemRounds.Inc(ctx, int64(ran))
-	emit(next)
-	return nil
-}
-
 // itemRounds counts the item-rounds that ran (summary.json's item_rounds):
 // every round stage, exact or ivf, adds the items it ran (settled items
 // skip: mixture.Params.ActiveTol).
@@ -130,15 +67,14 @@ var itemRounds = beam.NewCounter("relabel", "item_rounds")
 
 func init() {
 	register.Combiner2[CandStates, Items](&candStatesFn{})
-	register.DoFn5x1[context.Context, int, func(*Items) bool, func(*CandStates) bool, func(Items), error](&roundFn{})
 	register.Function1x2(keyItems)
 	register.Function1x2(keyCandStates)
 	register.Iter1[Items]()
 	register.Iter1[CandStates]()
 }
 
-// keyItems and keyCandStates put a round's batches and the candidates'
-// states under one key, for roundFn's join.
+// keyItems and keyCandStates put the batches and the candidates' states
+// under one key, for the rounds' and the given-label stage's joins.
 func keyItems(it Items) (int, Items)                { return 0, it }
 func keyCandStates(cs CandStates) (int, CandStates) { return 0, cs }
 
@@ -155,7 +91,7 @@ type RoundsParams struct {
 	Mixture mixture.Params
 	// Head, when set, fits the linear head (transforms/head) before every
 	// round and adds its component to the candidates' mixtures
-	// (headRoundFn), as engine.Run does with head.Factory. Optional, nil:
+	// (headRoundsFn), as engine.Run does with head.Factory. Optional, nil:
 	// none (the graph is exactly the one without a head).
 	Head *head.Params
 	// Features is the candidates' features as given (CandidateFeatures).
@@ -191,10 +127,9 @@ func (p RoundsParams) Validate() error {
 }
 
 // Rounds starts items from the pooled transition where p.Mixture says so
-// (PooledStart), then runs p.Rounds rounds over them (PCollection<Items>), each joining
-// every batch with the candidates' states of the previous round (one value,
-// under one key: roundFn says why not a side input), and with p.Head the
-// candidates' features and the head's carry too (headRoundFn).
+// (PooledStart), then runs p.Rounds rounds over them (PCollection<Items>) in
+// one stage, every batch under one key (roundsFn), and with p.Head the
+// candidates' features joined to them under that key (headRoundsFn).
 // Returns PCollection<Items> with final states. It panics on invalid p,
 // while the pipeline is built.
 func Rounds(s beam.Scope, items beam.PCollection, p RoundsParams) beam.PCollection {
@@ -210,22 +145,23 @@ func RoundsPooled(s beam.Scope, items beam.PCollection, p RoundsParams) (beam.PC
 		panic(err)
 	}
 	items, pooled := pooledStart(s, items, p.Mixture)
-	if p.Head != nil {
-		carry := beam.Create(s, HeadCarry{})
-		feats := beam.ParDo(s, keyCandidates, p.Features)
-		for r := 0; r < p.Rounds; r++ {
-			rs := s.Scope(fmt.Sprintf("round%02d", r))
-			cs := beam.Combine(rs, &candStatesFn{}, items)
-			in := beam.CoGroupByKey(rs, beam.ParDo(rs, keyItems, items), beam.ParDo(rs, keyCandStates, cs), feats, beam.ParDo(rs, keyHeadCarry, carry))
-			items, carry = beam.ParDo2(rs, &headRoundFn{Round: r, Rounds: p.Rounds, Mixture: p.Mixture, Workers: p.Workers, Head: *p.Head, Keep: p.Keep}, in)
-		}
+	if p.Rounds == 0 {
 		return items, pooled
 	}
-	for r := 0; r < p.Rounds; r++ {
-		rs := s.Scope(fmt.Sprintf("round%02d", r))
-		cs := beam.Combine(rs, &candStatesFn{}, items)
-		in := beam.CoGroupByKey(rs, beam.ParDo(rs, keyItems, items), beam.ParDo(rs, keyCandStates, cs))
-		items = beam.ParDo(rs, &roundFn{Round: r, Rounds: p.Rounds, Mixture: p.Mixture, Workers: p.Workers}, in)
+	keyed := beam.ParDo(s, keyItems, items)
+	if p.Head != nil {
+		fn := &headRoundsFn{roundsFn{Rounds: p.Rounds, Mixture: p.Mixture, Workers: p.Workers, Head: *p.Head, Keep: p.Keep}}
+		in := beam.CoGroupByKey(s, keyed, beam.ParDo(s, keyCandidates, p.Features))
+		items = beam.ParDo(s, fn, in)
+	} else {
+		fn := &roundsFn{Rounds: p.Rounds, Mixture: p.Mixture, Workers: p.Workers}
+		items = beam.ParDo(s, fn, beam.GroupByKey(s, keyed))
 	}
-	return items, pooled
+	// A fusion break after the rounds: what reads their output first
+	// (Write's calibration statistics) takes a side input, and fused into
+	// the rounds' one long stage it would make Prism spin its scheduler for
+	// the whole of the rounds (docs/ARCHITECTURE.md, "Long stages read no
+	// side input"): a third of a 9,300 x 256 run's CPU. Prism only cuts the
+	// stage here; other runners send the final batches through once.
+	return beam.Reshuffle(s, items), pooled
 }

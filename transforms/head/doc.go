@@ -3,8 +3,8 @@
 // posteriors out of fold, whose class probabilities enter each round as one
 // more mixture component beside the item's neighbours: in process through
 // engine.Options.NewComponent (Factory), in relabel run's exact and sample
-// modes through transforms/stages' rounds, which hand the head's state from
-// round to round (Carry) and give the same bits. It is fitted on, and
+// modes through pipelines/stages' rounds, which keep one head across the
+// rounds and give the same bits. It is fitted on, and
 // applied to, the candidate set (every item in exact mode). Once its fitted
 // share falls under OffShare it is off for the rest of the run (--head,
 // options.DefaultHead).

@@ -454,9 +454,9 @@ const OffShare = 0.01
 func (h *Head) Off() bool { return h.off }
 
 // Carry is what a head keeps from one round to the next: each fold's last
-// weights (the warm start) and whether it is off. The pipeline's rounds
-// (transforms/stages) run in separate stages and hand it on; in process the
-// Head keeps it.
+// weights (the warm start) and whether it is off: what a caller that runs
+// the rounds in separate stages or processes hands on. relabel's own stages
+// run every round in one stage and keep one Head, as engine.Run does.
 type Carry struct {
 	Off bool
 	// W is per fold, (d+1) x c row-major; nil before the first fit.

@@ -284,6 +284,18 @@ func reconcileCoders(bundle, base map[string]*pipepb.Coder) {
 func pullDecoder(c *pipepb.Coder, coders map[string]*pipepb.Coder) func(io.Reader) []byte {
 	dec := pullDecoderNoAlloc(c, coders)
 	return func(r io.Reader) []byte {
+		// relabel: from a bytes.Buffer (PersistBundle's, the key
+		// decoder's) the element's bytes are the ones the decoder moved
+		// past, copied once; upstream tees them through a buffer that grows
+		// by doubling, several copies of each byte of a large element.
+		if bb, ok := r.(*bytes.Buffer); ok {
+			all := bb.Bytes()
+			dec(bb)
+			if n := len(all) - bb.Len(); n > 0 {
+				return bytes.Clone(all[:n])
+			}
+			return nil // as the empty tee buffer's Bytes
+		}
 		var buf bytes.Buffer
 		tr := io.TeeReader(r, &buf)
 		dec(tr)
@@ -301,6 +313,12 @@ func pullDecoderNoAlloc(c *pipepb.Coder, coders map[string]*pipepb.Coder) func(i
 	case urns.CoderBytes, urns.CoderStringUTF8, urns.CoderLengthPrefix:
 		return func(r io.Reader) {
 			l, _ := coder.DecodeVarInt(r)
+			// relabel: skipped in place in a bytes.Buffer, where upstream
+			// allocates and fills l bytes only to drop them.
+			if bb, ok := r.(*bytes.Buffer); ok {
+				bb.Next(int(l))
+				return
+			}
 			ioutilx.ReadN(r, int(l))
 		}
 	case urns.CoderNullable:

@@ -887,8 +887,10 @@ func (em *ElementManager) PersistBundle(rb RunBundle, col2Coders map[string]PCol
 				panic(fmt.Sprintf("zero length data for %v: ", output))
 			}
 			for {
-				var rawBytes bytes.Buffer
-				tee := io.TeeReader(buf, &rawBytes)
+				// relabel: decoded from buf itself; upstream tees every
+				// element into a buffer that nothing reads, a copy of every
+				// byte a bundle outputs.
+				tee := buf
 				ws, et, pn, err := exec.DecodeWindowedValueHeader(info.WDec, tee)
 				if err != nil {
 					if err == io.EOF {
