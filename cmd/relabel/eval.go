@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -70,9 +69,16 @@ func evalCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	truth, err := readTruth(ctx, *truthPath, *truthCol, *idCol, out)
+	if strings.HasSuffix(strings.ToLower(*truthPath), ".i32") && out.StrIDs != nil {
+		return fmt.Errorf("relabel: --truth %s: .i32 truth is indexed by int64 id, the output has string ids", *truthPath)
+	}
+	t, err := resultio.ReadTruth(ctx, *truthPath, resultio.TruthOptions{IDColumn: *idCol, LabelColumn: *truthCol, ClassNames: out.ClassNames, Mem: memory.DefaultAllocator})
 	if err != nil {
-		return err
+		return fmt.Errorf("relabel: --truth: %w", err)
+	}
+	truth, err := t.ByID()
+	if err != nil {
+		return fmt.Errorf("relabel: --truth: %w", err)
 	}
 	in, keep, err := out.inputs(truth, *truthPath)
 	if err != nil {
@@ -131,18 +137,14 @@ func evalCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 
 // truthReport rewrites dir's report.html (reportio, renamed into place) with
 // the truth and the baselines' accuracies of rep, and returns its path.
-func truthReport(ctx context.Context, dir, truthPath string, truth map[idKey]int32, rep evaluate.Report, overwrite bool) (string, error) {
+func truthReport(ctx context.Context, dir, truthPath string, truth map[resultio.Key]int32, rep evaluate.Report, overwrite bool) (string, error) {
 	var base []reportio.Baseline
 	for _, b := range rep.Baselines {
 		base = append(base, reportio.Baseline{Name: b.Name, Accuracy: float64(b.Accuracy)})
 	}
 	path, err := reportio.Write(ctx, dir, reportio.Options{
-		Truth: func(id reportio.Key) (int32, bool) {
-			k := idKey{n: id.Int}
-			if id.IsStr {
-				k = idKey{s: id.Str}
-			}
-			c, ok := truth[k]
+		Truth: func(id resultio.Key) (int32, bool) {
+			c, ok := truth[id]
 			return c, ok
 		},
 		TruthName: truthPath, Baselines: base, Overwrite: overwrite,
@@ -156,24 +158,11 @@ func truthReport(ctx context.Context, dir, truthPath string, truth map[idKey]int
 // evaluateVoteK is the data README's K of the kNN-vote baseline.
 const evaluateVoteK = 10
 
-// idKey is a row id, int64 or string.
-type idKey struct {
-	n int64
-	s string
-}
-
-func (k idKey) String() string {
-	if k.s != "" {
-		return strconv.Quote(k.s)
-	}
-	return strconv.FormatInt(k.n, 10)
-}
-
 // evalOutput is a relabel output directory read whole (resultio.Output),
 // with each row's id as a key to match the truth and the input by.
 type evalOutput struct {
 	*resultio.Output
-	keys []idKey
+	keys []resultio.Key
 	// c is the classes: the output's option, else 1 + the largest label.
 	c int
 }
@@ -184,12 +173,12 @@ func readEvalOutput(ctx context.Context, dir string) (*evalOutput, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := &evalOutput{Output: out, keys: make([]idKey, out.Len()), c: out.Classes}
+	o := &evalOutput{Output: out, keys: make([]resultio.Key, out.Len()), c: out.Classes}
 	for i := range o.keys {
 		if out.StrIDs != nil {
-			o.keys[i] = idKey{s: out.StrIDs[i]}
+			o.keys[i] = resultio.Key{Str: out.StrIDs[i], IsStr: true}
 		} else {
-			o.keys[i] = idKey{n: out.IDs[i]}
+			o.keys[i] = resultio.Key{Int: out.IDs[i]}
 		}
 	}
 	return o, nil
@@ -197,7 +186,7 @@ func readEvalOutput(ctx context.Context, dir string) (*evalOutput, error) {
 
 // inputs builds the evaluation inputs of the rows with a given label, and
 // returns which rows those are.
-func (o *evalOutput) inputs(truth map[idKey]int32, truthPath string) (evaluate.Inputs, []int, error) {
+func (o *evalOutput) inputs(truth map[resultio.Key]int32, truthPath string) (evaluate.Inputs, []int, error) {
 	c := o.c
 	grow := func(l int32) {
 		if o.ClassNames == nil && int(l) >= c {
@@ -255,35 +244,6 @@ func unitProb(p float32) float32 {
 	return p
 }
 
-// readTruth reads the true labels (resultio.ReadTruth), by id; a null true
-// label is left out, a repeated id is an error.
-func readTruth(ctx context.Context, path, col, idCol string, o *evalOutput) (map[idKey]int32, error) {
-	if strings.HasSuffix(strings.ToLower(path), ".i32") && o.StrIDs != nil {
-		return nil, fmt.Errorf("relabel: --truth %s: .i32 truth is indexed by int64 id, the output has string ids", path)
-	}
-	t, err := resultio.ReadTruth(ctx, path, resultio.TruthOptions{IDColumn: idCol, LabelColumn: col, ClassNames: o.ClassNames, Mem: memory.DefaultAllocator})
-	if err != nil {
-		return nil, fmt.Errorf("relabel: --truth: %w", err)
-	}
-	out := make(map[idKey]int32, len(t.Labels))
-	for i, v := range t.Labels {
-		if v < 0 {
-			continue
-		}
-		var k idKey
-		if t.StrIDs != nil {
-			k.s = t.StrIDs[i]
-		} else {
-			k.n = t.IDs[i]
-		}
-		if _, dup := out[k]; dup {
-			return nil, fmt.Errorf("relabel: --truth %s row %d: id %s repeated", path, i, k)
-		}
-		out[k] = v
-	}
-	return out, nil
-}
-
 // readFeatures reads the input relabel ran on and returns the features of
 // the output rows keep, in that order (row-major, len(keep) x d).
 func readFeatures(ctx context.Context, pattern string, cols schemas.Columns, o *evalOutput, keep []int) ([]float32, int, error) {
@@ -308,7 +268,7 @@ func readFeatures(ctx context.Context, pattern string, cols schemas.Columns, o *
 			ro.Classes = max(ro.Classes, c)
 		}
 	}
-	at := make(map[idKey]int, len(keep))
+	at := make(map[resultio.Key]int, len(keep))
 	for j, i := range keep {
 		at[o.keys[i]] = j
 	}
@@ -321,9 +281,9 @@ func readFeatures(ctx context.Context, pattern string, cols schemas.Columns, o *
 				return nil, 0, err
 			}
 			for i := range r.IDs {
-				k := idKey{n: r.IDs[i]}
+				k := resultio.Key{Int: r.IDs[i]}
 				if r.StrIDs != nil {
-					k = idKey{s: r.StrIDs[i]}
+					k = resultio.Key{Str: r.StrIDs[i], IsStr: true}
 				}
 				j, ok := at[k]
 				if !ok {

@@ -293,9 +293,11 @@ func loadGiven(cell Cell, ds *dataset) (*given, error) {
 		}
 		g.labels, g.off = out.Labels, out.Offsets
 	case strings.HasSuffix(cell.File, ".i32"):
-		if g.labels, err = readI32(cell.File, ds.n, ds.c); err != nil {
-			return nil, err
+		t, err := resultio.ReadTruth(context.Background(), cell.File, resultio.TruthOptions{Rows: ds.n, Classes: ds.c})
+		if err != nil {
+			return nil, fmt.Errorf("quality: %w", err)
 		}
+		g.labels = t.Labels
 	default:
 		if err := g.readFile(cell.File, ds); err != nil {
 			return nil, err
@@ -367,24 +369,6 @@ func (g *given) readFile(path string, ds *dataset) error {
 		g.off = append(g.off, int32(len(g.labels)))
 	}
 	return nil
-}
-
-// readI32 reads raw little-endian int32 labels (resultio.ReadI32), one per
-// row in clean.parquet's order (the data README's .i32 files).
-func readI32(path string, n, c int) ([]int32, error) {
-	out, err := resultio.ReadI32(context.Background(), path)
-	if err != nil {
-		return nil, fmt.Errorf("quality: %w", err)
-	}
-	if len(out) != n {
-		return nil, fmt.Errorf("quality: %s: %d labels, want %d", path, len(out), n)
-	}
-	for i, l := range out {
-		if l < 0 || int(l) >= c {
-			return nil, fmt.Errorf("quality: %s label %d: %d outside [0,%d)", path, i, l, c)
-		}
-	}
-	return out, nil
 }
 
 // nan is the missing peer figure.

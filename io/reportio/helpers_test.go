@@ -182,13 +182,13 @@ func (f fixture) rows() []row {
 
 // truth is the fixture's truth by id.
 func (f fixture) truth() Truth {
-	m := map[Key]int32{}
+	m := map[resultio.Key]int32{}
 	for _, r := range f.rows() {
-		k := Key{Int: r.id}
+		k := resultio.Key{Int: r.id}
 		if f.strIDs {
-			k = Key{Str: r.sid, IsStr: true}
+			k = resultio.Key{Str: r.sid, IsStr: true}
 		}
 		m[k] = r.truth
 	}
-	return func(k Key) (int32, bool) { v, ok := m[k]; return v, ok }
+	return func(k resultio.Key) (int32, bool) { v, ok := m[k]; return v, ok }
 }

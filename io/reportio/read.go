@@ -350,7 +350,7 @@ func (a *accum) addBatch(path string, row int64, rec arrow.RecordBatch) error {
 
 		truth := int32(-1)
 		if a.truth != nil {
-			var id Key
+			var id resultio.Key
 			id, err = keyOf(c.id, i)
 			if err != nil {
 				return rowErr(i, schemas.ColID, err)
@@ -432,17 +432,17 @@ func (a *accum) addTruth(g, cl, t int32, gp, cp float32, changed bool) {
 }
 
 // keyOf reads row i's id.
-func keyOf(arr arrow.Array, i int) (Key, error) {
+func keyOf(arr arrow.Array, i int) (resultio.Key, error) {
 	if arr.IsNull(i) {
-		return Key{}, fmt.Errorf("null id")
+		return resultio.Key{}, fmt.Errorf("null id")
 	}
 	switch x := arr.(type) {
 	case *array.Int64:
-		return Key{Int: x.Value(i)}, nil
+		return resultio.Key{Int: x.Value(i)}, nil
 	case array.StringLike:
-		return Key{Str: x.Value(i), IsStr: true}, nil
+		return resultio.Key{Str: x.Value(i), IsStr: true}, nil
 	}
-	return Key{}, fmt.Errorf("ids of type %s, want int64 or string", arr.DataType())
+	return resultio.Key{}, fmt.Errorf("ids of type %s, want int64 or string", arr.DataType())
 }
 
 // validUTF8 is s with each run of bytes that is not UTF-8 replaced by U+FFFD:

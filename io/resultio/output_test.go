@@ -168,11 +168,26 @@ func TestReadTruth(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, err := ReadTruth(ctx, i32, TruthOptions{Mem: mem})
-	if err != nil || !reflect.DeepEqual(got, &Truth{IDs: []int64{0, 1, 2}, Labels: []int32{2, 0, 1}}) {
+	if err != nil || !reflect.DeepEqual(got, &Truth{Path: i32, IDs: []int64{0, 1, 2}, Labels: []int32{2, 0, 1}}) {
 		t.Errorf(".i32: %+v, %v", got, err)
 	}
 	if _, err := ReadTruth(ctx, i32, TruthOptions{ClassNames: []string{"a", "b"}}); err == nil || !strings.Contains(err.Error(), "label of id 0 is 2, outside the class set") {
 		t.Errorf(".i32 against 2 class names: %v", err)
+	}
+	for _, tc := range []struct {
+		name string
+		o    TruthOptions
+		msg  string
+	}{
+		{"too few rows", TruthOptions{Rows: 4}, "3 labels, want 4"},
+		{"too few classes", TruthOptions{Classes: 2}, "label 0: 2 outside [0,2)"},
+	} {
+		if _, err := ReadTruth(ctx, i32, tc.o); err == nil || !strings.Contains(err.Error(), tc.msg) {
+			t.Errorf(".i32 %s: %v, want %q", tc.name, err, tc.msg)
+		}
+	}
+	if _, err := ReadTruth(ctx, i32, TruthOptions{Rows: 3, Classes: 3}); err != nil {
+		t.Errorf(".i32 with 3 rows of 3 classes: %v", err)
 	}
 
 	// A clean input file with string ids and labels; a null label is -1.
@@ -184,8 +199,16 @@ func TestReadTruth(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, err = ReadTruth(ctx, arrowPath, TruthOptions{ClassNames: names, Mem: mem})
-	if err != nil || !reflect.DeepEqual(got, &Truth{StrIDs: []string{"x", "y", "z"}, Labels: []int32{2, -1, 0}}) {
+	if err != nil || !reflect.DeepEqual(got, &Truth{Path: arrowPath, StrIDs: []string{"x", "y", "z"}, Labels: []int32{2, -1, 0}}) {
 		t.Errorf("arrow truth: %+v, %v", got, err)
+	}
+	// ByID leaves the null label out and keys string ids as strings.
+	if by, err := got.ByID(); err != nil || !reflect.DeepEqual(by, map[Key]int32{{Str: "x", IsStr: true}: 2, {Str: "z", IsStr: true}: 0}) {
+		t.Errorf("arrow truth by id: %v, %v", by, err)
+	}
+	dup := &Truth{Path: "d.i32", IDs: []int64{4, 5, 4}, Labels: []int32{0, 1, 1}}
+	if _, err := dup.ByID(); err == nil || !strings.Contains(err.Error(), "d.i32 row 2: id 4 repeated") {
+		t.Errorf("repeated id: %v, want row 2: id 4 repeated", err)
 	}
 	for _, tc := range []struct {
 		name string
