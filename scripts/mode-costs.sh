@@ -68,10 +68,19 @@ truth=$work/clean/truth.i32
 results=$work/results.tsv
 : >"$results"
 
-# measure NAME OUTPUT CMD...: runs CMD under /usr/bin/time, records wall, CPU
-# and peak RSS, and the cleaned accuracy of OUTPUT against the truth.
+# record NAME OUTPUT WALL CPU RSS_KB: one row of the table, with the cleaned
+# accuracy of OUTPUT against the truth.
+record() {
+	local name=$1 out=$2 wall=$3 cpu=$4 rss=$5 acc
+	acc=$("$bin" eval --output "$out" --truth "$truth" --report=false 2>&1 | awk '/^cleaned accuracy/ {print $3}') || true
+	[ -n "$acc" ] || { "$bin" eval --output "$out" --truth "$truth" --report=false >&2 || true; echo "mode-costs: relabel eval of $name failed" >&2; exit 1; }
+	printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$wall" "$cpu" "$((rss / 1024))" "$acc" >>"$results"
+	echo "mode-costs: $name: wall ${wall}s, CPU ${cpu}s, peak $((rss / 1024)) MiB, accuracy $acc" >&2
+}
+
+# measure NAME OUTPUT CMD...: runs CMD under /usr/bin/time and records it.
 measure() {
-	local name=$1 out=$2 extra_cpu=${EXTRA_CPU:-0}
+	local name=$1 out=$2
 	shift 2
 	/usr/bin/time -f '%e %U %S %M' -o "$work/time" "$@" >"$work/log" 2>&1 || {
 		cat "$work/log" >&2
@@ -79,11 +88,7 @@ measure() {
 		exit 1
 	}
 	read -r wall user sys rss <"$work/time"
-	local acc
-	acc=$("$bin" eval --output "$out" --truth "$truth" --report=false 2>&1 | awk '/^cleaned accuracy/ {print $3}') || true
-	[ -n "$acc" ] || { "$bin" eval --output "$out" --truth "$truth" --report=false >&2 || true; echo "mode-costs: relabel eval of $name failed" >&2; exit 1; }
-	printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$wall" "$(echo "$user + $sys + $extra_cpu" | bc)" "$((rss / 1024))" "$acc" >>"$results"
-	echo "mode-costs: $name: wall ${wall}s, CPU $(echo "$user + $sys + $extra_cpu" | bc)s, peak $((rss / 1024)) MiB, accuracy $acc" >&2
+	record "$name" "$out" "$wall" "$(echo "$user + $sys" | bc)" "$rss"
 }
 
 measure exact "$work/out-exact" "$bin" run --input "$work/in/*.parquet" --output "$work/out-exact" --report=false
@@ -117,11 +122,7 @@ measure_workers() {
 	wait "$pool" || true
 	read -r wall user sys rss <"$work/time"
 	read -r puser psys prss <"$work/pool-time"
-	local acc cpu
-	acc=$("$bin" eval --output "$work/out-workers" --truth "$truth" --report=false 2>/dev/null | awk '/^cleaned accuracy/ {print $3}')
-	cpu=$(echo "$user + $sys + $puser + $psys" | bc)
-	printf '%s\t%s\t%s\t%s\t%s\n' "workers (EXTERNAL pool)" "$wall" "$cpu" "$(((rss > prss ? rss : prss) / 1024))" "$acc" >>"$results"
-	echo "mode-costs: workers: wall ${wall}s, CPU ${cpu}s, accuracy $acc" >&2
+	record "workers (EXTERNAL pool)" "$work/out-workers" "$wall" "$(echo "$user + $sys + $puser + $psys" | bc)" "$((rss > prss ? rss : prss))"
 }
 measure_workers
 if ! (cd "$work/out-exact" && for f in *.arrow; do cmp -s "$f" "../out-workers/$f" || exit 1; done); then
