@@ -287,7 +287,7 @@ func Build(s beam.Scope, plan *Plan, tmpDir string) {
 			}
 			items, pooled = stages.RoundsPooled(s, items, rp)
 			if o.GivenLabel == engine.GivenBayes {
-				items = stages.Given(s, items, stages.GivenParams{C: plan.C, C0: plan.Mixture.C0, Seed: o.Seed, Workers: plan.Workers})
+				items = stages.Given(s, items, stages.GivenParams{C: plan.C, C0: plan.Mixture.C0, Seed: o.Seed, Workers: plan.Workers, Keep: plan.KeepFit})
 			}
 		}
 	}

@@ -40,7 +40,7 @@ import (
 // fitMagic starts a fit file; the version after it changes with the layout.
 const (
 	fitMagic   = "relabel fit-state\n"
-	fitVersion = byte(1)
+	fitVersion = byte(2)
 )
 
 func encodeFit(k *stages.Kept) ([]byte, error) {
@@ -83,14 +83,14 @@ func readFit(ctx context.Context, path string) (*stages.Kept, error) {
 // keepFit writes what the pipeline's rounds kept in the directory kept
 // (stages.ReadKept) as the fit file in dir, and returns its name in dir:
 // none where no kept fit applies (no head, or one that switched itself
-// off; no pooled fit, or one its gate did not take), as the posteriors
-// then depend on neither.
+// off; no pooled fit, or one its gate did not take; no given-label model),
+// as the posteriors then depend on none of them.
 func keepFit(ctx context.Context, kept, dir string) ([]string, error) {
 	k, err := stages.ReadKept(ctx, kept)
 	if err != nil {
 		return nil, fmt.Errorf("relabel: --incremental: %w", err)
 	}
-	if keptHead(k) == nil && k.Transition() == nil {
+	if keptHead(k) == nil && k.Transition() == nil && k.Given == nil {
 		return nil, nil
 	}
 	b, err := encodeFit(k)
@@ -108,13 +108,11 @@ func keepFit(ctx context.Context, kept, dir string) ([]string, error) {
 }
 
 // Why an incremental run is a full one: the stored posteriors were made
-// with a fit that is not kept (fit.go's comment), or with the given-label
-// model, whose posteriors replace the rounds' final states that an update
-// would start the old rows from.
+// with a fit that is not kept (fit.go's comment).
 const (
 	pooledFull = "the last run started from the pooled fit of the labels' class-level noise (pair-structured noise), and that fit is not kept beside its output (an output written by an older relabel, or its fit file gone): this run relabels every row again, and keeps the fit for the next runs"
 	headFull   = "the last run's linear head still weighed in at its last round, and its fit is not kept beside its output (an output written by an older relabel, or its fit file gone): this run relabels every row again, and keeps the fit for the next runs"
-	givenFull  = "the last run read the given labels through its fitted label transition (--given-label bayes), whose posteriors replace the rounds' states an incremental run would start from: this run relabels every row again"
+	givenFull  = "the last run read the given labels through its fitted label transition (--given-label bayes), and that fit is not kept beside its output (an output written by an older relabel, or its fit file gone): this run relabels every row again, and keeps the fit for the next runs"
 )
 
 // fullAgain returns why the run whose recorded options are last, and
@@ -123,7 +121,12 @@ const (
 // dimension d and c classes.
 func fullAgain(last map[string]string, k *stages.Kept, d, c int) string {
 	if last["given-label"] == engine.GivenBayes.String() {
-		return givenFull
+		if k == nil || k.Given == nil {
+			return givenFull
+		}
+		if k.Given.C != c {
+			return fmt.Sprintf("the given-label fit the last run kept is of %d classes, the input has %d: this run relabels every row again", k.Given.C, c)
+		}
 	}
 	if last[pipelines.MetaPooledStart] == pipelines.PooledStartOpen {
 		if k.Transition() == nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/relabel/relabel/pipelines"
 	"github.com/relabel/relabel/pipelines/stages"
 	"github.com/relabel/relabel/transforms/head"
+	"github.com/relabel/relabel/transforms/mixture"
 )
 
 // TestFullAgain: a run whose posteriors need a fit it did not keep (or kept
@@ -24,6 +25,8 @@ func TestFullAgain(t *testing.T) {
 	wideHead := &stages.Kept{Head: &head.Fit{Folds: 2, D: d + 1, C: c, Off: false, Weight: 0.3}}
 	openPooled := map[string]string{pipelines.MetaPooledStart: pipelines.PooledStartOpen}
 	headLast := map[string]string{pipelines.MetaHeadLast: pipelines.HeadLastOn}
+	bayesLast := map[string]string{"given-label": "bayes"}
+	given := &mixture.GivenFit{C: c, T: 0.2, A: []float64{.9, .05, .05, .05, .9, .05, .05, .05, .9}, LogLik: -3, Items: 7}
 	for _, tc := range []struct {
 		name string
 		last map[string]string
@@ -39,7 +42,9 @@ func TestFullAgain(t *testing.T) {
 		{"head, kept off", headLast, offHead, headFull},
 		{"head off at the end, nothing kept", map[string]string{}, offHead, ""},
 		{"head of another dimension", map[string]string{}, wideHead, "dimension 5"},
-		{"given-label bayes", map[string]string{"given-label": "bayes"}, both, givenFull},
+		{"given-label bayes, not kept", bayesLast, both, givenFull},
+		{"given-label bayes, kept", bayesLast, &stages.Kept{Given: given}, ""},
+		{"given-label bayes, kept for other classes", bayesLast, &stages.Kept{Given: &mixture.GivenFit{C: c + 1, T: 0.2, A: make([]float64, (c+1)*(c+1))}}, "of 4 classes"},
 	} {
 		got := fullAgain(tc.last, tc.kept, d, c)
 		if tc.want == "" && got != "" || tc.want != "" && !strings.Contains(got, tc.want) {
@@ -55,6 +60,7 @@ func TestFitFile(t *testing.T) {
 	k := &stages.Kept{
 		Head:   &head.Fit{Folds: 2, Seed: 7, D: d, C: c, Mean: []float64{1, 2, 3}, SD: []float64{1, 1, 2}, W: [][]float64{{1, 2, 3, 4, 5, 6, 7, 8}, {8, 7, 6, 5, 4, 3, 2, 1}}, Weight: 0.25},
 		Pooled: &stages.PooledModel{Open: true, Fitted: 10, Structure: 0.5, C: c, T: []float64{0.9, 0.1, 0.2, 0.8}, Prior: []float64{0.5, 0.5}},
+		Given:  &mixture.GivenFit{C: c, T: 0.25, A: []float64{0.95, 0.05, 0.1, 0.9}, LogLik: -12.5, Items: 40},
 	}
 	b, err := encodeFit(k)
 	if err != nil {

@@ -171,12 +171,10 @@ func TestLakeDefaultsStayIncremental(t *testing.T) {
 			o.Neighbours, o.Head, o.SpillDir = options.NeighboursIVF, options.Some("0.2"), options.Some(t.TempDir())
 		}, true)
 	})
-	dir := func(t *testing.T, head string, headLast bool) {
+	dir := func(t *testing.T, mod func(*options.Options), headLast bool) {
 		in, out := filepath.Join(t.TempDir(), "in"), filepath.Join(t.TempDir(), "out")
 		cfg := dirConfig(in, out)
-		if head != "" {
-			cfg.Head = options.Some(head)
-		}
+		mod(&cfg)
 		var before map[string][]byte
 		check(t, defaultsCase{
 			add: func(day int, r *schemas.Rows) { writeDay(t, filepath.Join(in, fmt.Sprintf("day-%d.parquet", day)), r) },
@@ -210,35 +208,15 @@ func TestLakeDefaultsStayIncremental(t *testing.T) {
 			t.Errorf("%d of %d rows (a full run: %d) agree with a full run, want 97%%", same, len(inc), len(full))
 		}
 	}
-	t.Run("dir", func(t *testing.T) { dir(t, "", false) })
+	t.Run("dir", func(t *testing.T) { dir(t, func(*options.Options) {}, false) })
 	// A fixed share never switches itself off: the kept head gives its
 	// component in every round of every update.
-	t.Run("dir, head 0.2", func(t *testing.T) { dir(t, "0.2", true) })
-}
-
-// TestLakeGivenBayesFull: the given-label model's posteriors replace the
-// rounds' states an incremental run would start the old rows from, so a
-// run after one with --given-label bayes is a full one; a rerun with
-// nothing new still commits nothing.
-func TestLakeGivenBayesFull(t *testing.T) {
-	ctx := ctxT(t)
-	days := digitsDays(t)
-	in, out := filepath.Join(t.TempDir(), "in"), filepath.Join(t.TempDir(), "out")
-	cfg := dirConfig(in, out)
-	cfg.Rounds = 3
-	cfg.GivenLabel = engine.GivenBayes
-	total := dirDays(ctx, t, cfg, in, days[:2], func(day int, sum *resultio.Summary, total int) {
-		if lk := sum.Lake; lk == nil || lk.Incremental || sum.Rows != int64(total) {
-			t.Fatalf("day %d: lake %+v, rows %d: want a full run over %d rows", day, lk, sum.Rows, total)
-		}
+	t.Run("dir, head 0.2", func(t *testing.T) { dir(t, func(o *options.Options) { o.Head = options.Some("0.2") }, true) })
+	// The given-label model's fit is kept, and the rows an update
+	// relabels are read through it.
+	t.Run("dir, given-label bayes", func(t *testing.T) {
+		dir(t, func(o *options.Options) { o.GivenLabel = engine.GivenBayes }, false)
 	})
-	sum, err := runLake(ctx, cfg, embedded)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if lk := sum.Lake; lk == nil || !lk.NothingNew {
-		t.Errorf("rerun over %d rows: lake %+v, want nothing new", total, lk)
-	}
 }
 
 // dirDays writes each of days as one more input file of a directory lake

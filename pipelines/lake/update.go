@@ -2,6 +2,7 @@ package lake
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -382,8 +383,39 @@ func updateIncremental(d *incData, stored *storedPosts, kept *ivfState, fit *sta
 	}
 	r.keptFit = applyFit(&up, fit, d, r.affected, nb, &eo.Mixture)
 	r.states, r.itemRounds = up.Run(eo.Rounds, eo.Workers, nil, &eo.Mixture)
+	if o.GivenLabel == engine.GivenBayes {
+		if fit == nil || fit.Given == nil {
+			return nil, errors.New("relabel: incremental: the last run's given-label fit is not kept")
+		}
+		r.states = givenUpdate(d, r, k, src, wt, fixed, fit.Given, eo.Mixture.C0, eo.Workers)
+		r.keptFit = true
+	}
 	lap("rounds")
 	return r, nil
+}
+
+// givenUpdate reads the affected rows' given labels through the given-label
+// fit the full run kept (f), against their neighbours' evidence: the
+// affected neighbours' states after the update's rounds, the fixed ones'
+// stored posteriors (src and wt as engine.Update reads them). As in the
+// full run, the result replaces the rows' final states in the output.
+func givenUpdate(d *incData, r *incResult, k int, src []int32, wt []float64, fixed *mixture.States, f *mixture.GivenFit, c0, workers int) mixture.States {
+	gb := engine.GivenBatch{N: len(r.affected), K: k, Own: &r.states,
+		Neighbour: func(a, j int) (*mixture.States, int, float64) {
+			e := a*k + j
+			switch s := src[e]; {
+			case s == engine.NoNeighbour:
+				return nil, 0, 0
+			case s >= 0:
+				return &r.states, int(s), wt[e]
+			default:
+				return fixed, int(-s - 1), wt[e]
+			}
+		},
+		Key:   func(a int) int64 { return d.keys[r.affected[a]] },
+		Given: func(a int) int32 { return schemas.GivenLabel(d.labelsOf(r.affected[a])) },
+	}
+	return engine.GivenStates(gb, f, c0, workers)
 }
 
 // packFixed packs the fixed states of an update (engine.Update.Fixed): the

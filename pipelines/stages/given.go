@@ -26,6 +26,7 @@ type givenFn struct {
 	C, C0   int
 	Seed    uint64
 	Workers int
+	Keep    string
 }
 
 func (f *givenFn) ProcessElement(ctx context.Context, _ int, items func(*Items) bool, css func(*CandStates) bool, emit func(Items)) error {
@@ -89,6 +90,11 @@ func (f *givenFn) ProcessElement(ctx context.Context, _ int, items func(*Items) 
 	if err != nil {
 		return fmt.Errorf("stages: given-label model: %w", err)
 	}
+	if f.Keep != "" {
+		if err := KeepGiven(ctx, f.Keep, fit); err != nil {
+			return err
+		}
+	}
 	post := engine.GivenStates(gb, fit, f.C0, f.Workers)
 	for b := range all {
 		next := all[b]
@@ -116,6 +122,10 @@ type GivenParams struct {
 	Seed uint64
 	// Workers bounds goroutines. Optional, default 0: GOMAXPROCS.
 	Workers int
+	// Keep, when set, is a directory (a blobio path every worker can
+	// write) where the fit is kept for ReadKept: an incremental run
+	// reads the rows it relabels through the same fit. Optional.
+	Keep string
 }
 
 // Validate checks p.
@@ -140,5 +150,5 @@ func Given(s beam.Scope, items beam.PCollection, p GivenParams) beam.PCollection
 	}
 	cs := beam.Combine(s, &candStatesFn{}, items)
 	in := beam.CoGroupByKey(s, beam.ParDo(s, keyItems, items), beam.ParDo(s, keyCandStates, cs))
-	return beam.ParDo(s, &givenFn{C: p.C, C0: p.C0, Seed: p.Seed, Workers: p.Workers}, in)
+	return beam.ParDo(s, &givenFn{C: p.C, C0: p.C0, Seed: p.Seed, Workers: p.Workers, Keep: p.Keep}, in)
 }

@@ -28,6 +28,7 @@ import (
 const (
 	keptHeadName   = "head"
 	keptPooledName = "pooled"
+	keptGivenName  = "given"
 )
 
 // Kept is what the rounds of a run kept.
@@ -38,6 +39,10 @@ type Kept struct {
 	// Pooled is the pooled start's outcome (the transition only); nil
 	// where the run fitted none.
 	Pooled *PooledModel
+	// Given is the given-label model's fit (the neighbours' temperature
+	// and the label transition); nil where the run read the given labels
+	// as votes.
+	Given *mixture.GivenFit
 }
 
 // writeKept writes b as dir's file name.
@@ -61,6 +66,34 @@ func KeepHead(ctx context.Context, dir string, h *head.Head) error {
 		return err
 	}
 	return writeKept(ctx, dir, keptHeadName, b)
+}
+
+// KeepGiven writes the given-label model's fit into dir, for ReadKept:
+// what Given (and ivf mode's given-label stage) keep.
+func KeepGiven(ctx context.Context, dir string, f *mixture.GivenFit) error {
+	return writeKept(ctx, dir, keptGivenName, encodeGivenFit(f))
+}
+
+func encodeGivenFit(f *mixture.GivenFit) []byte {
+	var w wire.Writer
+	w.Uvarint(uint64(f.C))
+	w.Float64(f.T)
+	wire.Slice(&w, f.A)
+	w.Float64(f.LogLik)
+	w.Uvarint(uint64(f.Items))
+	return w.B
+}
+
+func decodeGivenFit(b []byte) (*mixture.GivenFit, error) {
+	r := wire.Reader{B: b}
+	f := &mixture.GivenFit{C: int(r.Uvarint()), T: r.Float64(), A: wire.ReadSlice[float64](&r), LogLik: r.Float64(), Items: int(r.Uvarint())}
+	if err := r.Err(); err != nil {
+		return nil, err
+	}
+	if f.C < 2 || len(f.A) != f.C*f.C || !(f.T > 0) {
+		return nil, fmt.Errorf("%d transition values for %d classes at temperature %v", len(f.A), f.C, f.T)
+	}
+	return f, nil
 }
 
 // keepPooledFn writes the pooled fit's outcome into Dir.
@@ -115,6 +148,13 @@ func ReadKept(ctx context.Context, dir string) (*Kept, error) {
 		}
 		k.Pooled = &m
 	}
+	if b, err := read(keptGivenName); err != nil {
+		return nil, fmt.Errorf("stages: the kept given-label fit: %w", err)
+	} else if b != nil {
+		if k.Given, err = decodeGivenFit(b); err != nil {
+			return nil, fmt.Errorf("stages: the kept given-label fit: %w", err)
+		}
+	}
 	return k, nil
 }
 
@@ -124,7 +164,7 @@ func RemoveKept(ctx context.Context, dir string) {
 	if err != nil {
 		return
 	}
-	for _, name := range []string{keptHeadName, keptPooledName} {
+	for _, name := range []string{keptHeadName, keptPooledName, keptGivenName} {
 		fs.Remove(ctx, blobio.Join(dir, name))
 	}
 	fs.Remove(ctx, dir)
@@ -140,7 +180,8 @@ func (k *Kept) Transition() *mixture.Pooled {
 }
 
 // AppendBinary appends k's encoding to b (encoding.BinaryAppender): the
-// head's fit and the pooled model, each behind a flag saying it is there.
+// head's fit, the pooled model and the given-label fit, each behind a flag
+// saying it is there.
 func (k *Kept) AppendBinary(b []byte) ([]byte, error) {
 	w := wire.Writer{B: b}
 	w.Bool(k.Head != nil)
@@ -155,6 +196,10 @@ func (k *Kept) AppendBinary(b []byte) ([]byte, error) {
 	if k.Pooled != nil {
 		w.String(string(encodePooledModel(*k.Pooled)))
 	}
+	w.Bool(k.Given != nil)
+	if k.Given != nil {
+		w.String(string(encodeGivenFit(k.Given)))
+	}
 	return w.B, nil
 }
 
@@ -163,7 +208,7 @@ func (k *Kept) AppendBinary(b []byte) ([]byte, error) {
 func (k *Kept) UnmarshalBinary(b []byte) error {
 	r := wire.Reader{B: b}
 	var got Kept
-	var hb, pb []byte
+	var hb, pb, gb []byte
 	hasHead := r.Bool()
 	if hasHead {
 		hb = []byte(r.String())
@@ -171,6 +216,10 @@ func (k *Kept) UnmarshalBinary(b []byte) error {
 	hasPooled := r.Bool()
 	if hasPooled {
 		pb = []byte(r.String())
+	}
+	hasGiven := r.Bool()
+	if hasGiven {
+		gb = []byte(r.String())
 	}
 	if err := r.Err(); err != nil {
 		return fmt.Errorf("stages: decoding kept fits: %w", err)
@@ -190,6 +239,13 @@ func (k *Kept) UnmarshalBinary(b []byte) error {
 			return fmt.Errorf("stages: decoding the kept pooled fit: %d transition values and a prior of %d for %d classes", len(m.T), len(m.Prior), m.C)
 		}
 		got.Pooled = &m
+	}
+	if hasGiven {
+		f, err := decodeGivenFit(gb)
+		if err != nil {
+			return fmt.Errorf("stages: decoding the kept given-label fit: %w", err)
+		}
+		got.Given = f
 	}
 	*k = got
 	return nil
