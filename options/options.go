@@ -1,6 +1,7 @@
 package options
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"strconv"
@@ -97,8 +98,9 @@ type Options struct {
 	PooledWeight float64
 	PooledGate   float64
 	// GivenLabel is how the output reads each item's given label
-	// (engine.Options.Given).
-	GivenLabel engine.GivenModel
+	// (engine.Options.Given): DefaultGivenLabel unless given
+	// (ResolveGiven).
+	GivenLabel Opt[engine.GivenModel]
 	// Head is the linear head (transforms/head): "fit" (its
 	// share fitted every round, head.Stack), "off", or a fixed share in
 	// (0, head.MaxShare]. Unset is DefaultHead in exact and sample modes
@@ -322,7 +324,7 @@ func (o *Options) Engine(c int) (engine.Options, error) {
 		Rounds:      o.Rounds,
 		Workers:     o.WorkerCount(),
 		Mixture:     m,
-		Given:       o.GivenLabel == engine.GivenBayes,
+		Given:       o.GivenLabel.Or(DefaultGivenLabel) == engine.GivenBayes,
 	}
 	hp, err := HeadParams(o.Head.Or(DefaultHead), o.Seed)
 	if err != nil {
@@ -391,6 +393,35 @@ func (o *Options) ResolveHead(mode string, local, crowd bool) (string, error) {
 		return "", &Error{Flag: "head", Err: fmt.Errorf("%s: the linear head is fitted in exact and sample modes and in ivf mode's rounds in one stage only, not in %s (give off, or leave it unset)", v.V, where)}
 	}
 	return HeadOff, nil
+}
+
+// DefaultGivenLabel is --given-label where it is not given, in runs with
+// one label per item.
+const DefaultGivenLabel = engine.GivenVote
+
+// ResolveGiven fixes --given-label for a run: as given, else
+// DefaultGivenLabel; annotator-aware runs (crowd) read their several labels
+// per item through the annotators' model already, so there the unset value
+// is vote and an explicit bayes is refused, naming the flag. The model's
+// posteriors are not tempered: beside it an explicit --temperature is
+// refused.
+func (o *Options) ResolveGiven(crowd bool) (engine.GivenModel, error) {
+	v := o.GivenLabel
+	if crowd {
+		if v.Set && v.V == engine.GivenBayes {
+			return 0, &Error{Flag: "given-label", Err: errors.New("bayes: runs with one label per item only, not annotator-aware runs (their annotations are read through the annotators' model)")}
+		}
+		return engine.GivenVote, nil
+	}
+	g := v.Or(DefaultGivenLabel)
+	if g == engine.GivenBayes && o.Temperature.Set {
+		why := "not with --given-label bayes"
+		if !v.Set {
+			why = "not with the given-label model (--given-label bayes, the default)"
+		}
+		return 0, &Error{Flag: "temperature", Err: errors.New(why + ", whose posteriors are probabilities already; give --given-label vote to temper the rounds' states")}
+	}
+	return g, nil
 }
 
 // HeadParams are the head's parameters for a resolved --head value v (nil:

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/mixture"
 )
 
@@ -285,5 +286,49 @@ func TestHead(t *testing.T) {
 	}
 	if p, err := HeadParams(HeadOff, 3); err != nil || p != nil {
 		t.Errorf("HeadParams(off): %+v, %v; want none", p, err)
+	}
+}
+
+// TestResolveGiven: --given-label is used as given or refused, never
+// replaced: unset it is DefaultGivenLabel with one label per item and vote
+// in annotator-aware runs; an explicit bayes there, or beside an explicit
+// --temperature, is refused naming the flag.
+func TestResolveGiven(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		crowd bool
+		want  engine.GivenModel
+		flag  string
+	}{
+		{"unset", nil, false, DefaultGivenLabel, ""},
+		{"vote", []string{"--given-label=vote"}, false, engine.GivenVote, ""},
+		{"bayes", []string{"--given-label=bayes"}, false, engine.GivenBayes, ""},
+		{"unset, annotators", nil, true, engine.GivenVote, ""},
+		{"vote, annotators", []string{"--given-label=vote"}, true, engine.GivenVote, ""},
+		{"bayes, annotators", []string{"--given-label=bayes"}, true, 0, "given-label"},
+		{"bayes, temperature", []string{"--given-label=bayes", "--temperature=0.5"}, false, 0, "temperature"},
+		{"vote, temperature", []string{"--given-label=vote", "--temperature=0.5"}, false, engine.GivenVote, ""},
+	} {
+		o := Defaults()
+		fs := flag.NewFlagSet("relabel", flag.ContinueOnError)
+		o.Bind(fs)
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		got, err := o.ResolveGiven(tc.crowd)
+		var oe *Error
+		switch {
+		case tc.flag != "" && (!errors.As(err, &oe) || oe.Flag != tc.flag):
+			t.Errorf("%s: %v, %v; want an error naming --%s", tc.name, got, err, tc.flag)
+		case tc.flag == "" && (err != nil || got != tc.want):
+			t.Errorf("%s: %v, %v; want %v", tc.name, got, err, tc.want)
+		}
+	}
+	o := Defaults()
+	fs := flag.NewFlagSet("relabel", flag.ContinueOnError)
+	o.Bind(fs)
+	if err := fs.Parse([]string{"--given-label=maybe"}); err == nil {
+		t.Error("--given-label=maybe taken")
 	}
 }

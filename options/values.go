@@ -209,6 +209,28 @@ func (v *enumValue[T]) String() string {
 	return fmt.Sprint(*v.p)
 }
 
+// optEnum is an enum option that records whether it was given.
+type optEnum[T any] struct {
+	p     *Opt[T]
+	parse func(string) (T, error)
+}
+
+func (v *optEnum[T]) Set(s string) error {
+	x, err := v.parse(s)
+	if err != nil {
+		return err
+	}
+	*v.p = Some(x)
+	return nil
+}
+
+func (v *optEnum[T]) String() string {
+	if v.p == nil || !v.p.Set {
+		return ""
+	}
+	return fmt.Sprint(v.p.V)
+}
+
 // namesValue is a comma-separated class set: no empty name, no repeats.
 type namesValue struct{ p *[]string }
 

@@ -23,7 +23,7 @@ func TestGivenMatchesEngine(t *testing.T) {
 	o := options.Defaults()
 	o.Input = "../testdata/digits/noisy-idn-0.4-part-*.parquet"
 	o.Output = filepath.Join(t.TempDir(), "out")
-	o.GivenLabel = engine.GivenBayes
+	o.GivenLabel = options.Some(engine.GivenBayes)
 	plan, err := pipelines.MakePlan(ctx, o)
 	if err != nil {
 		t.Fatal(err)
@@ -90,7 +90,7 @@ func TestGivenRefused(t *testing.T) {
 		o := options.Defaults()
 		o.Input = "../testdata/digits/noisy-idn-0.4-part-*.parquet"
 		o.Output = filepath.Join(t.TempDir(), "out")
-		o.GivenLabel = engine.GivenBayes
+		o.GivenLabel = options.Some(engine.GivenBayes)
 		tc.set(&o)
 		_, err := pipelines.MakePlan(context.Background(), o)
 		var oe *options.Error

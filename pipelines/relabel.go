@@ -79,6 +79,9 @@ type Plan struct {
 	// Head is --head resolved (options.ResolveHead: off in ivf mode's
 	// join per round and annotator-aware runs; resolveHead).
 	Head string
+	// Given is --given-label resolved (options.ResolveGiven: vote in
+	// annotator-aware runs; resolveGiven).
+	Given engine.GivenModel
 }
 
 // MakePlan scans the input (footers and schemas only, plus the label column
@@ -96,6 +99,9 @@ func MakePlan(ctx context.Context, cfg options.Options) (*Plan, error) {
 			return nil, err
 		}
 		if err := p.resolveHead(); err != nil {
+			return nil, err
+		}
+		if err := p.resolveGiven(); err != nil {
 			return nil, err
 		}
 		return p, p.resolvePooled()
@@ -237,24 +243,19 @@ func (p *Plan) resolvePooled() error {
 	return nil
 }
 
-// resolveGiven refuses --given-label bayes where the run's stages do not
-// fit the model: ivf mode (its rounds hold no join of every item with the
-// candidates' final states) and annotator-aware runs (an item's several
-// labels are read by the annotators' model), naming the flag; an
-// explicit --temperature beside it is refused too, since the model's
-// posteriors are not tempered.
+// resolveGiven fixes --given-label for the run (options.ResolveGiven),
+// and refuses the model where the run's stages do not fit it: ivf mode (its
+// rounds hold no join of every item with the candidates' final states),
+// naming the flag.
 func (p *Plan) resolveGiven() error {
-	if p.Options.GivenLabel != engine.GivenBayes {
-		return nil
+	g, err := p.Options.ResolveGiven(p.Crowd != nil)
+	if err != nil {
+		return err
 	}
-	switch {
-	case p.Mode == options.NeighboursIVF:
+	if g == engine.GivenBayes && p.Mode == options.NeighboursIVF {
 		return &options.Error{Flag: "given-label", Err: errors.New("bayes: exact and sample modes only (--neighbours exact or sample), not ivf mode")}
-	case p.Crowd != nil:
-		return &options.Error{Flag: "given-label", Err: errors.New("bayes: runs with one label per item only, not annotator-aware runs")}
-	case p.Options.Temperature.Set:
-		return &options.Error{Flag: "temperature", Err: errors.New("not with --given-label bayes, whose posteriors are probabilities already")}
 	}
+	p.Given = g
 	return nil
 }
 
@@ -286,7 +287,7 @@ func Build(s beam.Scope, plan *Plan, tmpDir string) {
 				rp.Features = stages.CandidateFeatures(s, rows, stats)
 			}
 			items, pooled = stages.RoundsPooled(s, items, rp)
-			if o.GivenLabel == engine.GivenBayes {
+			if plan.Given == engine.GivenBayes {
 				items = stages.Given(s, items, stages.GivenParams{C: plan.C, C0: plan.Mixture.C0, Seed: o.Seed, Workers: plan.Workers, Keep: plan.KeepFit})
 			}
 		}
@@ -308,7 +309,7 @@ func (p *Plan) Calibration() stages.Calibration {
 		return p.Crowd.calibration(&p.Options)
 	}
 	t := p.Options.Temperature
-	if p.Options.GivenLabel == engine.GivenBayes {
+	if p.Given == engine.GivenBayes {
 		// The given-label model's posteriors are probabilities already.
 		return stages.Calibration{Temperature: 1, MinConfidence: p.Options.MinConfidence}
 	}
@@ -337,6 +338,7 @@ func (p *Plan) Recorded() map[string]string {
 	if p.Head != "" {
 		o.Head = options.Some(p.Head)
 	}
+	o.GivenLabel = options.Some(p.Given)
 	if p.Crowd != nil {
 		o.AnnotatorsColumn = p.Crowd.Column
 	}

@@ -215,7 +215,7 @@ func TestLakeDefaultsStayIncremental(t *testing.T) {
 	// The given-label model's fit is kept, and the rows an update
 	// relabels are read through it.
 	t.Run("dir, given-label bayes", func(t *testing.T) {
-		dir(t, func(o *options.Options) { o.GivenLabel = engine.GivenBayes }, false)
+		dir(t, func(o *options.Options) { o.GivenLabel = options.Some(engine.GivenBayes) }, false)
 	})
 }
 

@@ -383,7 +383,7 @@ func updateIncremental(d *incData, stored *storedPosts, kept *ivfState, fit *sta
 	}
 	r.keptFit = applyFit(&up, fit, d, r.affected, nb, &eo.Mixture)
 	r.states, r.itemRounds = up.Run(eo.Rounds, eo.Workers, nil, &eo.Mixture)
-	if o.GivenLabel == engine.GivenBayes {
+	if plan.Given == engine.GivenBayes {
 		if fit == nil || fit.Given == nil {
 			return nil, errors.New("relabel: incremental: the last run's given-label fit is not kept")
 		}
