@@ -308,6 +308,58 @@ func calBayes(iters int, temps []float64, mk func(float64) func(r *harmRun, i in
 	}
 }
 
+// fixBayes is calBayes iterated to a fixed point: the temperature is chosen
+// again to predict the last fit's output labels instead of the rounds' top
+// classes, and A refitted, up to steps times or until no label moves.
+func fixBayes(iters, steps int, temps []float64, mk func(float64) func(r *harmRun, i int) ([]int32, []float64)) func(r *harmRun) ([]int32, []float32) {
+	return func(r *harmRun) ([]int32, []float32) {
+		n := len(r.Truth)
+		hat := make([]int32, n)
+		for i := range n {
+			cls, _ := post(r, i, 1)
+			hat[i] = r.Given[i]
+			if len(cls) > 0 {
+				hat[i] = cls[0]
+			}
+		}
+		var clean []int32
+		var prob []float32
+		for step := 0; step < steps; step++ {
+			best, bt := math.Inf(-1), 0.0
+			for _, tp := range temps {
+				ev := mk(tp)
+				ll := 0.0
+				for i := range n {
+					cls, q := ev(r, i)
+					v := 1e-6
+					for k, c := range cls {
+						if c == hat[i] {
+							v += q[k]
+						}
+					}
+					ll += math.Log(v)
+				}
+				if ll > best {
+					best, bt = ll, tp
+				}
+			}
+			lastT = bt
+			clean, prob = evBayes(iters, 1, 1e-6, 1, mk(bt))(r)
+			moved := 0
+			for i := range n {
+				if clean[i] != hat[i] {
+					moved++
+				}
+			}
+			copy(hat, clean)
+			if moved == 0 {
+				break
+			}
+		}
+		return clean, prob
+	}
+}
+
 // nbRawEvidence is the weighted mean of item i's neighbours' raw pi, then
 // tempered at temp.
 func nbRawEvidence(temp float64) func(r *harmRun, i int) ([]int32, []float64) {
@@ -449,6 +501,8 @@ func TestHarm(t *testing.T) {
 			return clean, prob
 		}},
 		{"calT", calBayes(30, []float64{0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.7, 1}, nbEvidence)},
+		{"fix2", fixBayes(30, 2, []float64{0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.7, 1}, nbEvidence)},
+		{"fix20", fixBayes(30, 20, []float64{0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.7, 1}, nbEvidence)},
 		{"engine", func(r *harmRun) ([]int32, []float32) {
 			n := len(r.Truth)
 			k := r.NbK
@@ -486,7 +540,7 @@ func TestHarm(t *testing.T) {
 				cl, pr := ru.f(r)
 				a, ch, e := score(r, cl, pr)
 				line += fmt.Sprintf(" %s %.4f ch %.3f ece %.3f |", ru.name, a, ch, e)
-				if strings.HasPrefix(ru.name, "cal") || ru.name == "engine" {
+				if strings.HasPrefix(ru.name, "cal") || strings.HasPrefix(ru.name, "fix") || ru.name == "engine" {
 					line += fmt.Sprintf(" T=%.2f |", lastT)
 				}
 			}

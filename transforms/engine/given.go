@@ -2,16 +2,15 @@ package engine
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/relabel/relabel/internal/pool"
 	"github.com/relabel/relabel/transforms/mixture"
 )
 
 // GivenBatch is what the given-label model (mixture.GivenFit) reads of a
-// batch of n items after the last round: their final states, their
-// neighbours' (Neighbour, as Batch's), their keys and single given labels
-// (negative: unlabelled).
+// batch of n items after the last round: their final states (Own: only
+// FitGivenBatch reads them), their neighbours' (Neighbour, as Batch's),
+// their keys and single given labels (negative: unlabelled).
 type GivenBatch struct {
 	N, K      int
 	Own       *mixture.States
@@ -42,12 +41,12 @@ func (g *givenScratch) gather(b *GivenBatch, i int) {
 	}
 }
 
-// GivenScores adds, for every item of b, the log-likelihood of its own
-// clean label (the top class of its final state) under its neighbours'
-// evidence at each of mixture.GivenTemperatures to score (one entry per
-// temperature). Items are summed in item order: the same batch gives the
-// same bits on any number of workers.
-func GivenScores(b GivenBatch, workers int, score []float64) {
+// GivenScores adds, for every item of b, the log-likelihood of its clean
+// label own[i] (negative: none, skipped) under its neighbours' evidence at
+// each of mixture.GivenTemperatures to score (one entry per temperature).
+// Items are summed in item order: the same batch gives the same bits on any
+// number of workers.
+func GivenScores(b GivenBatch, own []int32, workers int, score []float64) {
 	nt := len(mixture.GivenTemperatures)
 	per := make([]float64, b.N*nt)
 	var scratch pool.Scratch[givenScratch]
@@ -56,15 +55,14 @@ func GivenScores(b GivenBatch, workers int, score []float64) {
 			g.ev = make([]mixture.Evidence, nt)
 		}
 		for i := lo; i < hi; i++ {
-			own, _ := b.Own.Top(i)
-			if own < 0 {
+			if own[i] < 0 {
 				continue
 			}
 			g.gather(&b, i)
 			for j, t := range mixture.GivenTemperatures {
 				mixture.NeighbourEvidence(&g.ev[j], g.neigh, g.w, t, &g.s)
 			}
-			mixture.GivenScore(per[i*nt:(i+1)*nt], g.ev[:nt], own)
+			mixture.GivenScore(per[i*nt:(i+1)*nt], g.ev[:nt], own[i])
 		}
 	})
 	for i := 0; i < b.N; i++ {
@@ -74,26 +72,17 @@ func GivenScores(b GivenBatch, workers int, score []float64) {
 	}
 }
 
-// GivenSample returns the evidence at temperature t and given label of the
-// labelled items of b that the transition's fit reads: those among the
-// mixture.PooledSampleCap first by PooledBefore (every item below the
-// cap), in ascending key order.
-func GivenSample(b GivenBatch, t float64, seed uint64, workers int) ([]mixture.Evidence, []int32) {
-	keys := make([]int64, b.N)
-	for i := range keys {
-		keys[i] = b.Key(i)
-	}
-	idx := PooledSample(keys, seed)
-	idx = slices.DeleteFunc(idx, func(i int) bool { return b.Given(i) < 0 })
-	ev := make([]mixture.Evidence, len(idx))
-	given := make([]int32, len(idx))
+// GivenEvidence returns every item's neighbours' evidence at temperature t
+// and its given label, in item order.
+func GivenEvidence(b GivenBatch, t float64, workers int) ([]mixture.Evidence, []int32) {
+	ev := make([]mixture.Evidence, b.N)
+	given := make([]int32, b.N)
 	var scratch pool.Scratch[givenScratch]
-	pool.EachChunk(len(idx), workers, &scratch, func(g *givenScratch, _, lo, hi int) {
-		for x := lo; x < hi; x++ {
-			i := idx[x]
+	pool.EachChunk(b.N, workers, &scratch, func(g *givenScratch, _, lo, hi int) {
+		for i := lo; i < hi; i++ {
 			g.gather(&b, i)
-			mixture.NeighbourEvidence(&ev[x], g.neigh, g.w, t, &g.s)
-			given[x] = b.Given(i)
+			mixture.NeighbourEvidence(&ev[i], g.neigh, g.w, t, &g.s)
+			given[i] = b.Given(i)
 		}
 	})
 	return ev, given
@@ -125,14 +114,41 @@ func GivenStates(b GivenBatch, f *mixture.GivenFit, c0, workers int) mixture.Sta
 	return out
 }
 
-// FitGivenBatch chooses the neighbours' temperature and fits the
-// given-label model over b (GivenScores, GivenSample, mixture.FitGiven).
-func FitGivenBatch(b GivenBatch, c int, seed uint64, workers int) (*mixture.GivenFit, error) {
+// FitGivenSample fits the given-label model on the items of s (the sample
+// FitGivenBatch draws), whose clean labels after the rounds (the top class
+// of each item's final state; negative: none) are own: the neighbours'
+// temperature is the one at which their evidence best predicts those
+// labels, and the transition is fitted at that temperature
+// (mixture.FitGiven). Iterating the two to a fixed point (the temperature
+// chosen again to predict the fit's own output) was tried and dropped: it
+// drifts towards keeping every given label (docs/QUALITY.md).
+func FitGivenSample(s GivenBatch, own []int32, c, workers int) (*mixture.GivenFit, error) {
 	score := make([]float64, len(mixture.GivenTemperatures))
-	GivenScores(b, workers, score)
+	GivenScores(s, own, workers, score)
 	t := mixture.GivenTemperature(score)
-	ev, given := GivenSample(b, t, seed, workers)
+	ev, given := GivenEvidence(s, t, workers)
 	return mixture.FitGiven(ev, given, c, t)
+}
+
+// FitGivenBatch fits the given-label model over b (FitGivenSample) on the
+// items among the mixture.PooledSampleCap first by PooledBefore (every
+// item below the cap), in ascending key order.
+func FitGivenBatch(b GivenBatch, c int, seed uint64, workers int) (*mixture.GivenFit, error) {
+	keys := make([]int64, b.N)
+	for i := range keys {
+		keys[i] = b.Key(i)
+	}
+	idx := PooledSample(keys, seed)
+	s := GivenBatch{N: len(idx), K: b.K,
+		Neighbour: func(i, j int) (*mixture.States, int, float64) { return b.Neighbour(idx[i], j) },
+		Key:       func(i int) int64 { return b.Key(idx[i]) },
+		Given:     func(i int) int32 { return b.Given(idx[i]) },
+	}
+	own := make([]int32, len(idx))
+	for x, i := range idx {
+		own[x], _ = b.Own.Top(i)
+	}
+	return FitGivenSample(s, own, c, workers)
 }
 
 // GivenModel is how the output reads an item's given label.
