@@ -397,7 +397,7 @@ func (o *Options) ResolveHead(mode string, local, crowd bool) (string, error) {
 
 // DefaultGivenLabel is --given-label where it is not given, in runs with
 // one label per item.
-const DefaultGivenLabel = engine.GivenVote
+const DefaultGivenLabel = engine.GivenBayes
 
 // ResolveGiven fixes --given-label for a run: as given, else
 // DefaultGivenLabel; annotator-aware runs (crowd) read their several labels

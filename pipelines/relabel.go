@@ -253,7 +253,11 @@ func (p *Plan) resolveGiven() error {
 		return err
 	}
 	if g == engine.GivenBayes && p.Mode == options.NeighboursIVF {
-		return &options.Error{Flag: "given-label", Err: errors.New("bayes: exact and sample modes only (--neighbours exact or sample), not ivf mode")}
+		if !p.Options.GivenLabel.Set {
+			g = engine.GivenVote
+		} else {
+			return &options.Error{Flag: "given-label", Err: errors.New("bayes: exact and sample modes only (--neighbours exact or sample), not ivf mode")}
+		}
 	}
 	p.Given = g
 	return nil
