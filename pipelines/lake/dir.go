@@ -198,8 +198,10 @@ func runDirIncremental(ctx context.Context, s *pipelines.Session) (sum *resultio
 		plan.Options.Overwrite = true
 		return nil, false, lake, nil
 	}
-	if err := sameOptions(prev.Options, opts); err != nil {
-		return nil, true, nil, err
+	if why := optionsChanged(prev.Options, opts); why != "" {
+		progress.Notef("--incremental: %s", why)
+		plan.Options.Overwrite = true
+		return nil, false, lake, nil
 	}
 	cal, err := calibration(plan, prev.Options, opts)
 	if err != nil {

@@ -90,16 +90,19 @@ func calibration(p *pipelines.Plan, last, opts map[string]string) (stages.Calibr
 	return cal, nil
 }
 
-// sameOptions refuses an incremental run whose method options differ from
-// the run that produced the stored posteriors: mixing the two would give
-// rows relabelled under different settings. Which options are compared is
-// the flag table's (options.Compared): the neighbour mode, device and ivf
-// settings may differ (an incremental run searches exactly).
-func sameOptions(last, now map[string]string) error {
+// optionsChanged says why an incremental run is a full one when its
+// compared options differ from those of the run that made the stored
+// posteriors ("" when they are the same): rows relabelled under the new
+// settings must not sit beside rows relabelled under the old ones. Which
+// options are compared is the flag table's (options.Compared): the
+// neighbour mode, device and ivf settings may differ (an incremental run
+// searches exactly). A changed default (a newer relabel's) reads the same
+// way as a changed flag, so a scheduled run goes on, once in full.
+func optionsChanged(last, now map[string]string) string {
 	if diffs := options.Changed(last, now); len(diffs) > 0 {
-		return &options.Error{Flag: "incremental", Err: fmt.Errorf("with other options than the stored posteriors were made with: %s; run without --incremental to relabel everything", strings.Join(diffs, ", "))}
+		return fmt.Sprintf("with other options than the stored posteriors were made with (%s): this run relabels every row again", strings.Join(diffs, ", "))
 	}
-	return nil
+	return ""
 }
 
 // tablePlan is what an incremental table run will do: its lake section
@@ -128,9 +131,6 @@ func planTableRun(plan *pipelines.Plan, full, app *icebergio.InputPlan, last ice
 	}
 	if app.SnapshotID != full.SnapshotID {
 		return nil, fmt.Errorf("relabel: input table %s moved from snapshot %d to %d while the run was planned; nothing committed, rerun", full.Table, full.SnapshotID, app.SnapshotID)
-	}
-	if err := sameOptions(last.Options, opts); err != nil {
-		return nil, err
 	}
 	var err error
 	if tp.cal, err = calibration(plan, last.Options, opts); err != nil {

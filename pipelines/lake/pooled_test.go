@@ -219,6 +219,43 @@ func TestLakeDefaultsStayIncremental(t *testing.T) {
 	})
 }
 
+// TestLakeChangedOptionFull: an incremental run under other options than
+// the stored posteriors were made with (here a changed default: the last
+// run read the given labels as votes) relabels every row once, and the
+// runs after it are incremental again.
+func TestLakeChangedOptionFull(t *testing.T) {
+	ctx := ctxT(t)
+	days := digitsDays(t)
+	in, out := filepath.Join(t.TempDir(), "in"), filepath.Join(t.TempDir(), "out")
+	cfg := dirConfig(in, out)
+	cfg.Rounds = 3
+	old := cfg
+	old.GivenLabel = options.Some(engine.GivenVote)
+	total := 0
+	run := func(day int, o options.Options) *resultio.LakeSummary {
+		writeDay(t, filepath.Join(in, fmt.Sprintf("day-%d.parquet", day)), days[day])
+		total += days[day].Len()
+		sum, err := runLake(ctx, o, embedded)
+		if err != nil {
+			t.Fatalf("day %d: %v", day, err)
+		}
+		if sum.Rows != int64(total) || sum.Lake == nil {
+			t.Fatalf("day %d: %d rows, lake %+v; want %d rows", day, sum.Rows, sum.Lake, total)
+		}
+		return sum.Lake
+	}
+	run(0, old)
+	if lk := run(1, old); !lk.Incremental {
+		t.Fatalf("day 1, the same options: lake %+v, want incremental", lk)
+	}
+	if lk := run(2, cfg); lk.Incremental {
+		t.Errorf("day 2, --given-label bayes after vote: lake %+v, want a full run", lk)
+	}
+	if lk := run(3, cfg); !lk.Incremental || lk.NewRows != int64(days[3].Len()) {
+		t.Errorf("day 3, the same options again: lake %+v, want incremental over %d new rows", lk, days[3].Len())
+	}
+}
+
 // dirDays writes each of days as one more input file of a directory lake
 // (day-N.parquet under in), runs cfg after each, and hands check the
 // summary and the rows written so far; it returns their number.

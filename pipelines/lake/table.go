@@ -223,8 +223,8 @@ func runRecord(plan *pipelines.Plan, in *icebergio.InputPlan, from int64, opts m
 // runIncremental is RunTable's incremental path, once the output table
 // covers a snapshot of the input table (last): nothing to do when nothing
 // was appended, whatever the last run fitted; a full run (fullTable) when
-// the last run's posteriors need a fit it did not keep (fullAgain); else
-// the update.
+// the last run's posteriors need a fit it did not keep (fullAgain) or were
+// made under other options (optionsChanged); else the update.
 func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.Output, plan *pipelines.Plan, full *icebergio.InputPlan, last icebergio.Run, exec pipelines.Executor, t0 time.Time) (*resultio.Summary, error) {
 	cfg := plan.Options
 	app, err := cat.PlanAppendedSince(ctx, full.Table, last.InputSnapshotID)
@@ -238,7 +238,11 @@ func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.
 				progress.Notef("--incremental: the fits the last run kept are not read (%v)", err)
 			}
 		}
-		if why := fullAgain(last.Options, fit, plan.Read.D, plan.C); why != "" {
+		why := fullAgain(last.Options, fit, plan.Read.D, plan.C)
+		if why == "" {
+			why = optionsChanged(last.Options, plan.Recorded())
+		}
+		if why != "" {
 			progress.Notef("--incremental: %s", why)
 			return fullTable(ctx, out, plan, full, exec, t0)
 		}
