@@ -400,16 +400,17 @@ func (o *Options) ResolveHead(mode string, local, crowd bool) (string, error) {
 const DefaultGivenLabel = engine.GivenBayes
 
 // ResolveGiven fixes --given-label for a run: as given, else
-// DefaultGivenLabel; annotator-aware runs (crowd) read their several labels
-// per item through the annotators' model already, so there the unset value
-// is vote and an explicit bayes is refused, naming the flag. The model's
+// DefaultGivenLabel; runs with several labels per item (several:
+// annotator-aware runs, whose annotators' model reads them, or a list label
+// column, whose items' own mixtures do) read them as votes, so there the
+// unset value is vote and an explicit bayes is refused, naming the flag. The model's
 // posteriors are not tempered: beside it an explicit --temperature is
 // refused.
-func (o *Options) ResolveGiven(crowd bool) (engine.GivenModel, error) {
+func (o *Options) ResolveGiven(several bool) (engine.GivenModel, error) {
 	v := o.GivenLabel
-	if crowd {
+	if several {
 		if v.Set && v.V == engine.GivenBayes {
-			return 0, &Error{Flag: "given-label", Err: errors.New("bayes: runs with one label per item only, not annotator-aware runs (their annotations are read through the annotators' model)")}
+			return 0, &Error{Flag: "given-label", Err: errors.New("bayes: runs with one label per item only, not runs with several per item (annotators, or a list label column), whose annotations the items' own mixtures read")}
 		}
 		return engine.GivenVote, nil
 	}

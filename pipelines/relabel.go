@@ -248,7 +248,11 @@ func (p *Plan) resolvePooled() error {
 // rounds hold no join of every item with the candidates' final states),
 // naming the flag.
 func (p *Plan) resolveGiven() error {
-	g, err := p.Options.ResolveGiven(p.Crowd != nil)
+	// Several labels per item (annotator-aware runs, a list label column):
+	// each item's own mixture of its annotations reads how reliable they
+	// are, as engine.Run does where most items have several.
+	several := p.Crowd != nil || len(p.Shards) > 0 && p.Shards[0].Input.Multi
+	g, err := p.Options.ResolveGiven(several)
 	if err != nil {
 		return err
 	}
