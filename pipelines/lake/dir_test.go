@@ -21,6 +21,7 @@ import (
 	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/pipelines/ivfstages"
 	"github.com/relabel/relabel/schemas"
+	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/mixture"
 )
 
@@ -220,39 +221,63 @@ func TestLakeDirIncrementalDigits(t *testing.T) {
 // point, is held by the mean over seeds: TestLakeDirIncrementalAccuracy.
 const incrementalOneSeed = 0.005
 
+// The given-label model's bounds on the same days. Its transition is fitted
+// over every row a full run relabels; an incremental run updates the kept
+// fit with the rows it relabels (mixture.FitGivenPrior) but leaves the
+// other rows' posteriors as the last fit made them, and on these days each
+// append is 30-75% of the table (a daily 1% append moves the fit little:
+// TestLakeDefaultsStayIncremental, docs/PERFORMANCE.md's mode costs). Over
+// seeds 1-5 the gap was .50 to .61 point, mean .52 (kept fit alone: 1.2
+// points; refitted on the relabelled rows alone: .34 on seed 1).
+const (
+	incrementalOneSeedGiven = 0.007
+	incrementalMeanGiven    = 0.006
+	incrementalMeanVote     = 0.003
+)
+
 // TestLakeDirIncrementalAccuracy: over five seeds, the mean cleaned accuracy
 // of the digits days relabelled incrementally (a directory lake, four daily
-// files) is within 0.3 point of the mean of one full run per seed (issue
-// 15's bar), each seed within incrementalOneSeed.
+// files) is within 0.3 point of the mean of one full run per seed with the
+// given labels read as votes (issue 15's bar), each seed within
+// incrementalOneSeed; with the given-label model, within its own bounds.
 func TestLakeDirIncrementalAccuracy(t *testing.T) {
 	ctx := ctxT(t)
 	truth := digitsTruth(t)
 	days := digitsDays(t)
-	var sumInc, sumFull float64
-	seeds := []uint64{1, 2, 3, 4, 5}
-	for _, seed := range seeds {
-		in, out := filepath.Join(t.TempDir(), "in"), filepath.Join(t.TempDir(), "out")
-		cfg := dirConfig(in, out)
-		cfg.Seed = seed
-		for day, r := range days {
-			writeDay(t, filepath.Join(in, fmt.Sprintf("day-%d.parquet", day)), r)
-			if _, err := runLake(ctx, cfg, embedded); err != nil {
-				t.Fatalf("seed %d day %d: %v", seed, day, err)
+	for _, m := range []struct {
+		given     engine.GivenModel
+		one, mean float64
+	}{
+		{engine.GivenVote, incrementalOneSeed, incrementalMeanVote},
+		{engine.GivenBayes, incrementalOneSeedGiven, incrementalMeanGiven},
+	} {
+		var sumInc, sumFull float64
+		seeds := []uint64{1, 2, 3, 4, 5}
+		for _, seed := range seeds {
+			in, out := filepath.Join(t.TempDir(), "in"), filepath.Join(t.TempDir(), "out")
+			cfg := dirConfig(in, out)
+			cfg.Seed = seed
+			cfg.GivenLabel = options.Some(m.given)
+			for day, r := range days {
+				writeDay(t, filepath.Join(in, fmt.Sprintf("day-%d.parquet", day)), r)
+				if _, err := runLake(ctx, cfg, embedded); err != nil {
+					t.Fatalf("%v seed %d day %d: %v", m.given, seed, day, err)
+				}
 			}
+			ai, af := accuracy(t, cleanByID(t, out), truth), accuracy(t, fullRunOf(ctx, t, cfg), truth)
+			t.Logf("%v seed %d: cleaned accuracy incremental %.4f, full %.4f", m.given, seed, ai, af)
+			if math.Abs(ai-af) > m.one {
+				t.Errorf("%v seed %d: incremental accuracy %.4f, full %.4f: more than %.1f point apart", m.given, seed, ai, af, 100*m.one)
+			}
+			sumInc += ai
+			sumFull += af
 		}
-		ai, af := accuracy(t, cleanByID(t, out), truth), accuracy(t, fullRunOf(ctx, t, cfg), truth)
-		t.Logf("seed %d: cleaned accuracy incremental %.4f, full %.4f", seed, ai, af)
-		if math.Abs(ai-af) > incrementalOneSeed {
-			t.Errorf("seed %d: incremental accuracy %.4f, full %.4f: more than %.1f point apart", seed, ai, af, 100*incrementalOneSeed)
+		n := float64(len(seeds))
+		mi, mf := sumInc/n, sumFull/n
+		t.Logf("%v, mean over %d seeds: incremental %.4f, full %.4f", m.given, len(seeds), mi, mf)
+		if math.Abs(mi-mf) > m.mean {
+			t.Errorf("%v: mean incremental accuracy %.4f, full %.4f: more than %.1f point apart", m.given, mi, mf, 100*m.mean)
 		}
-		sumInc += ai
-		sumFull += af
-	}
-	n := float64(len(seeds))
-	mi, mf := sumInc/n, sumFull/n
-	t.Logf("mean over %d seeds: incremental %.4f, full %.4f", len(seeds), mi, mf)
-	if math.Abs(mi-mf) > 0.003 {
-		t.Errorf("mean incremental accuracy %.4f, full %.4f: more than 0.3 point apart", mi, mf)
 	}
 }
 

@@ -395,9 +395,12 @@ func updateIncremental(d *incData, stored *storedPosts, kept *ivfState, fit *sta
 }
 
 // givenUpdate reads the affected rows' given labels through the given-label
-// fit the full run kept (f), against their neighbours' evidence: the
-// affected neighbours' states after the update's rounds, the fixed ones'
-// stored posteriors (src and wt as engine.Update reads them). As in the
+// model against their neighbours' evidence: the affected neighbours' states
+// after the update's rounds, the fixed ones' stored posteriors (src and wt
+// as engine.Update reads them). The transition is the full run's kept fit
+// (f) updated with the affected rows (mixture.FitGivenPrior: f's counts
+// as a prior worth the items it read), at f's temperature: a 1% append
+// moves it little, an append as large as the table half way. As in the
 // full run, the result replaces the rows' final states in the output.
 func givenUpdate(d *incData, r *incResult, k int, src []int32, wt []float64, fixed *mixture.States, f *mixture.GivenFit, c0, workers int) mixture.States {
 	gb := engine.GivenBatch{N: len(r.affected), K: k, Own: &r.states,
@@ -414,6 +417,10 @@ func givenUpdate(d *incData, r *incResult, k int, src []int32, wt []float64, fix
 		},
 		Key:   func(a int) int64 { return d.keys[r.affected[a]] },
 		Given: func(a int) int32 { return schemas.GivenLabel(d.labelsOf(r.affected[a])) },
+	}
+	ev, given := engine.GivenEvidence(gb, f.T, workers)
+	if nf, err := mixture.FitGivenPrior(ev, given, f.C, f.T, f); err == nil {
+		f = nf
 	}
 	return engine.GivenStates(gb, f, c0, workers)
 }

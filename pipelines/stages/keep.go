@@ -81,17 +81,18 @@ func encodeGivenFit(f *mixture.GivenFit) []byte {
 	wire.Slice(&w, f.A)
 	w.Float64(f.LogLik)
 	w.Uvarint(uint64(f.Items))
+	wire.Slice(&w, f.Mass)
 	return w.B
 }
 
 func decodeGivenFit(b []byte) (*mixture.GivenFit, error) {
 	r := wire.Reader{B: b}
-	f := &mixture.GivenFit{C: int(r.Uvarint()), T: r.Float64(), A: wire.ReadSlice[float64](&r), LogLik: r.Float64(), Items: int(r.Uvarint())}
+	f := &mixture.GivenFit{C: int(r.Uvarint()), T: r.Float64(), A: wire.ReadSlice[float64](&r), LogLik: r.Float64(), Items: int(r.Uvarint()), Mass: wire.ReadSlice[float64](&r)}
 	if err := r.Err(); err != nil {
 		return nil, err
 	}
-	if f.C < 2 || len(f.A) != f.C*f.C || !(f.T > 0) {
-		return nil, fmt.Errorf("%d transition values for %d classes at temperature %v", len(f.A), f.C, f.T)
+	if f.C < 2 || len(f.A) != f.C*f.C || len(f.Mass) != f.C || !(f.T > 0) {
+		return nil, fmt.Errorf("%d transition values and %d masses for %d classes at temperature %v", len(f.A), len(f.Mass), f.C, f.T)
 	}
 	return f, nil
 }

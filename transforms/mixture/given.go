@@ -126,8 +126,11 @@ type GivenFit struct {
 	A []float64
 	// LogLik is the given labels' log-likelihood under the fit.
 	LogLik float64
-	// Items is the number of labelled items the fit read.
+	// Items is the number of labelled items the fit read, and Mass[c]
+	// their expected number of clean class c (from the last E-step,
+	// prior included): with A, the counts FitGivenPrior starts from.
 	Items int
+	Mass  []float64
 }
 
 // FitGiven fits A by GivenIters EM steps over the items' evidence at
@@ -136,10 +139,23 @@ type GivenFit struct {
 // over each row. Sums run in item order: the same inputs give the same
 // bits.
 func FitGiven(ev []Evidence, given []int32, c int, t float64) (*GivenFit, error) {
+	return FitGivenPrior(ev, given, c, t, nil)
+}
+
+// FitGivenPrior is FitGiven with the counts of an earlier fit (prior:
+// prior.Mass[c] items of clean class c, their given labels spread as
+// prior.A's row c) added to the items' own in every M-step: the MAP
+// estimate under a Dirichlet prior worth the items that fit read. It is
+// how an incremental run updates the fit of the run before it with the
+// rows it relabels, each weighing in with the items behind it. nil: none.
+func FitGivenPrior(ev []Evidence, given []int32, c int, t float64, prior *GivenFit) (*GivenFit, error) {
 	if c < 2 || len(ev) != len(given) {
 		return nil, fmt.Errorf("mixture: given-label fit: C = %d, %d evidence rows, %d labels", c, len(ev), len(given))
 	}
-	f := &GivenFit{C: c, T: t, A: make([]float64, c*c)}
+	if prior != nil && (prior.C != c || len(prior.A) != c*c || len(prior.Mass) != c) {
+		return nil, fmt.Errorf("mixture: given-label fit: a prior of %d classes (%d transition values, %d masses) for %d", prior.C, len(prior.A), len(prior.Mass), c)
+	}
+	f := &GivenFit{C: c, T: t, A: make([]float64, c*c), Mass: make([]float64, c)}
 	for k := range c {
 		for l := range c {
 			if k == l {
@@ -153,6 +169,13 @@ func FitGiven(ev []Evidence, given []int32, c int, t float64) (*GivenFit, error)
 	var p []float64
 	for it := 0; it < GivenIters; it++ {
 		clear(next)
+		if prior != nil {
+			for k := range c {
+				for l := range c {
+					next[k*c+l] = prior.Mass[k] * prior.A[k*c+l]
+				}
+			}
+		}
 		f.LogLik, f.Items = 0, 0
 		for i := range ev {
 			g := given[i]
@@ -171,13 +194,18 @@ func FitGiven(ev []Evidence, given []int32, c int, t float64) (*GivenFit, error)
 			row := next[k*c : (k+1)*c]
 			s := 0.0
 			for l := range row {
-				row[l] += 1 / float64(c)
 				s += row[l]
+				row[l] += 1 / float64(c)
 			}
+			f.Mass[k] = s
+			s += 1
 			for l := range row {
 				f.A[k*c+l] = row[l] / s
 			}
 		}
+	}
+	if prior != nil {
+		f.Items += prior.Items
 	}
 	return f, nil
 }
