@@ -238,18 +238,16 @@ func (p *Plan) resolvePooled() error {
 }
 
 // resolveGiven refuses --given-label bayes where the run's stages do not
-// fit the model: ivf mode (its rounds hold no join of every item with the
-// candidates' final states) and annotator-aware runs (an item's several
-// labels are read by the annotators' model), naming the flag; an
-// explicit --temperature beside it is refused too, since the model's
-// posteriors are not tempered.
+// fit the model: annotator-aware runs (an item's several labels are read
+// by the annotators' model), naming the flag; an explicit --temperature
+// beside it is refused too, since the model's posteriors are not
+// tempered. Exact and sample modes fit it in stages.Given, ivf mode in
+// its rounds' stages (ivfstages.JoinRoundsParams.Given).
 func (p *Plan) resolveGiven() error {
 	if p.Options.GivenLabel != engine.GivenBayes {
 		return nil
 	}
 	switch {
-	case p.Mode == options.NeighboursIVF:
-		return &options.Error{Flag: "given-label", Err: errors.New("bayes: exact and sample modes only (--neighbours exact or sample), not ivf mode")}
 	case p.Crowd != nil:
 		return &options.Error{Flag: "given-label", Err: errors.New("bayes: runs with one label per item only, not annotator-aware runs")}
 	case p.Options.Temperature.Set:

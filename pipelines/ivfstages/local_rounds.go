@@ -180,6 +180,11 @@ func (f *localRoundsFn) ProcessElement(ctx context.Context, _ int64, iter func(*
 		ranLast = ran.Load()
 		cur = next
 	}
+	if f.Given {
+		if _, err := givenLocal(bs, ext, cur, f.Mixture.C, f.Mixture.C0, f.Mixture.Seed, 0, f.Workers); err != nil {
+			return err
+		}
+	}
 	if lh != nil && f.Keep != "" {
 		if err := stages.KeepHead(ctx, f.Keep, lh.h); err != nil {
 			return fmt.Errorf("ivfstages: %w", err)
