@@ -514,7 +514,9 @@ type givenScoreFn struct{}
 
 func (givenScoreFn) CreateAccumulator() GivenScore { return GivenScore{} }
 
-func (givenScoreFn) AddInput(a, s GivenScore) GivenScore { return givenScoreFn{}.MergeAccumulators(a, s) }
+func (givenScoreFn) AddInput(a, s GivenScore) GivenScore {
+	return givenScoreFn{}.MergeAccumulators(a, s)
+}
 
 func (givenScoreFn) MergeAccumulators(a, b GivenScore) GivenScore {
 	a.Keys = append(a.Keys, b.Keys...)
