@@ -13,6 +13,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
 	"github.com/relabel/relabel/internal/pool"
+	"github.com/relabel/relabel/internal/progress"
 	"github.com/relabel/relabel/io/spillio"
 	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/schemas/wire"
@@ -251,6 +252,13 @@ func fitGiven(s GivenSample, c int) (*mixture.GivenFit, error) {
 	return fit, nil
 }
 
+// noteGiven tells the user what the model chose: a temperature at the
+// end of mixture.GivenTemperatures' range says the neighbours' evidence is
+// as sharp, or as flat, as the model allows.
+func noteGiven(fit *mixture.GivenFit) {
+	progress.Notef("given-label model: neighbours' temperature %g, transition fitted over %d labelled items", fit.T, fit.Items)
+}
+
 // givenLocal replaces the final states cur of the blocks bs (sorted by
 // key; external neighbour e of block x at ext[x][e]) by their posteriors
 // under the given-label model fitted over all of them, and returns the
@@ -286,6 +294,7 @@ func givenLocal(bs []Block, ext [][]extLoc, cur []mixture.States, c, c0 int, see
 	if err != nil {
 		return nil, err
 	}
+	noteGiven(fit)
 	post := make([]mixture.States, len(bs))
 	pool.EachIndex(len(bs), workers, func(x int) {
 		post[x] = engine.GivenStates(gb[x], fit, c0, 1)
@@ -605,6 +614,7 @@ func (f *givenFitFn) ProcessElement(s GivenSample, emit func(GivenModel)) error 
 	if err != nil {
 		return err
 	}
+	noteGiven(fit)
 	emit(GivenModel{C: fit.C, T: fit.T, A: fit.A, LogLik: fit.LogLik, Items: fit.Items})
 	return nil
 }

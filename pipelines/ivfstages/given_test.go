@@ -272,3 +272,51 @@ func TestGivenJoin(t *testing.T) {
 	}
 	ptest.RunAndValidate(t, p)
 }
+
+// TestGivenCoders: the model's element types survive their coders
+// exactly, a GivenBlock inline and spilled (a reference of a few dozen
+// bytes that unspills to the same block).
+func TestGivenCoders(t *testing.T) {
+	f := newFixture(t, 300, 64)
+	blocks := f.search(t, f.parts(t, 1), nil)
+	var b Block
+	for _, key := range slices.Sorted(maps.Keys(blocks)) {
+		if b = blocks[key]; len(b.ExtKeys) > 0 {
+			break
+		}
+	}
+	g := GivenBlock{Block: b}
+	g.Ext.Reset()
+	for range b.ExtKeys {
+		appendPosterior(&g.Ext, &b.State, 0)
+	}
+	if got, err := decodeGivenBlock(encodeGivenBlock(g)); err != nil || !reflect.DeepEqual(got, g) {
+		t.Errorf("GivenBlock: coder round trip differs (err %v)", err)
+	}
+	sp := Spill{Dir: t.TempDir()}
+	refs, err := sp.write(0, "g", encodeGivenBlock(g))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := GivenBlock{Block: Block{Key: b.Key}, Spilled: refs[0]}
+	enc := encodeGivenBlock(ref)
+	got, err := decodeGivenBlock(enc)
+	if err != nil || len(enc) > 128 || !reflect.DeepEqual(got, ref) {
+		t.Fatalf("spilled GivenBlock: %d bytes, err %v", len(enc), err)
+	}
+	if err := got.unspill(); err != nil || !reflect.DeepEqual(got, g) {
+		t.Errorf("spilled GivenBlock: unspilled differs (err %v)", err)
+	}
+	s := GivenSample{T: 0.25, Keys: []int64{3, 9}, Given: []int32{1, -1}, Off: []int32{0, 2, 2}, Class: []int32{0, 1}, P: []float64{0.25, 0.75}}
+	if got, err := decodeGivenSample(encodeGivenSample(s)); err != nil || !reflect.DeepEqual(got, s) {
+		t.Errorf("GivenSample: coder round trip differs (err %v)", err)
+	}
+	sc := GivenScore{Keys: []int64{4}, Score: []float64{-1.5, -2.25}}
+	if got, err := decodeGivenScore(encodeGivenScore(sc)); err != nil || !reflect.DeepEqual(got, sc) {
+		t.Errorf("GivenScore: coder round trip differs (err %v)", err)
+	}
+	m := GivenModel{C: 2, T: 0.3, A: []float64{0.9, 0.1, 0.2, 0.8}, LogLik: -3.5, Items: 7}
+	if got, err := decodeGivenModel(encodeGivenModel(m)); err != nil || !reflect.DeepEqual(got, m) {
+		t.Errorf("GivenModel: coder round trip differs (err %v)", err)
+	}
+}

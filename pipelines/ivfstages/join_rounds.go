@@ -492,7 +492,9 @@ func (p JoinRoundsParams) Validate() error {
 // join runs in waves (blocks by partition modulo waves, one after the other):
 // an embedded runner holds a join's whole input several times over while it
 // runs, and a wave bounds that to its share (waves <= 1: one join a round).
-// The final states go back to their input batches, in row order. With
+// The final states go back to their input batches, in row order (with
+// jp.Given, the given-label model's posteriors: one more join of the final
+// states, then the model's stages, given.go). With
 // Spill on, blocks and states wait in spill files and the joins carry only their
 // references, so no waves are needed (Waves is ignored).
 // Returns PCollection<stages.Items>, as Rounds does, for Write. It panics on
