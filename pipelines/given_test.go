@@ -77,14 +77,13 @@ func TestGivenMatchesEngine(t *testing.T) {
 	}
 }
 
-// TestGivenRefused: --given-label bayes is refused in ivf mode and beside
-// an explicit temperature, naming the flag.
+// TestGivenRefused: --given-label bayes is refused beside an explicit
+// temperature, naming the flag (ivf mode fits it: TestIVFGiven).
 func TestGivenRefused(t *testing.T) {
 	for _, tc := range []struct {
 		name, flag string
 		set        func(*options.Options)
 	}{
-		{"ivf", "given-label", func(o *options.Options) { o.Neighbours = options.NeighboursIVF }},
 		{"temperature", "temperature", func(o *options.Options) { o.Temperature = options.Some(0.3) }},
 	} {
 		o := options.Defaults()

@@ -6,13 +6,16 @@ import (
 	"github.com/relabel/relabel/internal/progress"
 	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/pipelines/ivfstages"
+	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/ivf"
 )
 
 // buildIVF wires --neighbours ivf from units (PCollection<shardio.Unit>)
 // and their rows (PCollection<schemas.Rows>) to the final states in input
 // batches (PCollection<stages.Items>): IVF neighbours, then rounds joined by
-// key, back to input batches; the blocks start from the pooled fit first
+// key, back to input batches (with --given-label bayes, the given-label
+// model's posteriors instead of the final states, fitted after the last
+// round: ivfstages.JoinRoundsParams.Given); the blocks start from the pooled fit first
 // where plan.Mixture.PooledIters says so (ivfstages.PooledStart), whose
 // outcome (one stages.PooledModel; invalid: none) is returned for the
 // writer's calibration. With spilling (the embedded runner) the probe
@@ -58,6 +61,7 @@ func buildIVF(s beam.Scope, plan *Plan, units, rows beam.PCollection) (items, po
 	items = ivfstages.JoinRounds(s, blocks, ivfstages.JoinRoundsParams{
 		Rounds: o.Rounds, Workers: plan.Workers, Waves: ivfstages.RoundWaves(plan.Rows, o.K, plan.Mixture, wb),
 		Spill: ivfstages.Spill{Dir: plan.Spill}, Mixture: plan.Mixture, Local: local, Head: hp, Keep: plan.KeepFit,
+		Given: plan.Given == engine.GivenBayes,
 	})
 	return items, pooled
 }

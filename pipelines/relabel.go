@@ -2,7 +2,6 @@ package pipelines
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 
@@ -243,10 +242,9 @@ func (p *Plan) resolvePooled() error {
 	return nil
 }
 
-// resolveGiven fixes --given-label for the run (options.ResolveGiven),
-// and refuses the model where the run's stages do not fit it: ivf mode (its
-// rounds hold no join of every item with the candidates' final states),
-// naming the flag.
+// resolveGiven fixes --given-label for the run (options.ResolveGiven).
+// Exact and sample modes fit the model in stages.Given, ivf mode in its
+// rounds' stages (ivfstages.JoinRoundsParams.Given).
 func (p *Plan) resolveGiven() error {
 	// Several labels per item (annotator-aware runs, a list label column):
 	// each item's own mixture of its annotations reads how reliable they
@@ -255,13 +253,6 @@ func (p *Plan) resolveGiven() error {
 	g, err := p.Options.ResolveGiven(several)
 	if err != nil {
 		return err
-	}
-	if g == engine.GivenBayes && p.Mode == options.NeighboursIVF {
-		if !p.Options.GivenLabel.Set {
-			g = engine.GivenVote
-		} else {
-			return &options.Error{Flag: "given-label", Err: errors.New("bayes: exact and sample modes only (--neighbours exact or sample), not ivf mode")}
-		}
 	}
 	p.Given = g
 	return nil

@@ -282,6 +282,8 @@ type RoundConf struct {
 	// nil: none. Keep: JoinRoundsParams.Keep.
 	Head *head.Params
 	Keep string
+	// Given: JoinRoundsParams.Given, for the local rounds.
+	Given bool
 }
 
 // orderedRoundFn and orderedLastRoundFn are the rounds of a join in waves:
@@ -325,32 +327,9 @@ func (f *joinRoundFn) round(ctx context.Context, key int64, blocks func(*Block) 
 	if dropErr != nil {
 		return b, dropErr
 	}
-	// ext[e] locates external neighbour e's state: message, item.
-	type loc struct{ m, i int32 }
-	ext := make([]loc, len(b.ExtKeys))
-	for e := range ext {
-		ext[e] = loc{-1, -1}
-	}
-	var got []JoinMsg
-	var m JoinMsg
-	for msgs(&m) {
-		if err := m.unspill(); err != nil {
-			return b, err
-		}
-		for i, k := range m.Keys {
-			e := sort.Search(len(b.ExtKeys), func(e int) bool { return b.ExtKeys[e] >= k })
-			if e == len(b.ExtKeys) || b.ExtKeys[e] != k {
-				return b, fmt.Errorf("ivfstages: block %d round %d: state of %d not asked for", key, f.Round, k)
-			}
-			ext[e] = loc{int32(len(got)), int32(i)}
-		}
-		got = append(got, m)
-		m = JoinMsg{}
-	}
-	for e, l := range ext {
-		if l.m < 0 {
-			return b, fmt.Errorf("ivfstages: block %d round %d: no state for neighbour %d (block %d)", key, f.Round, b.ExtKeys[e], b.ExtHome[e])
-		}
+	got, ext, err := joinStates(&b, msgs, fmt.Sprintf("round %d", f.Round))
+	if err != nil {
+		return b, err
 	}
 	var ran int
 	b.State, ran = engine.RunRound(b.batch(&b.State, func(e int) (*mixture.States, int) {
@@ -359,6 +338,42 @@ func (f *joinRoundFn) round(ctx context.Context, key int64, blocks func(*Block) 
 	}), f.Round, f.Workers, &f.scratch, &f.Mixture)
 	itemRounds.Inc(ctx, int64(ran))
 	return b, nil
+}
+
+// msgLoc is where an external neighbour's state is among the messages
+// joined to its block: message m, item i.
+type msgLoc struct{ m, i int32 }
+
+// joinStates reads the messages joined to block b (unspilled) and locates
+// in them every external neighbour's state (ext[e]: ExtKeys[e]'s); a state
+// not asked for, or one missing, is an error naming the block and when
+// (the round).
+func joinStates(b *Block, msgs func(*JoinMsg) bool, when string) (got []JoinMsg, ext []msgLoc, err error) {
+	ext = make([]msgLoc, len(b.ExtKeys))
+	for e := range ext {
+		ext[e] = msgLoc{-1, -1}
+	}
+	var m JoinMsg
+	for msgs(&m) {
+		if err := m.unspill(); err != nil {
+			return nil, nil, err
+		}
+		for i, k := range m.Keys {
+			e := sort.Search(len(b.ExtKeys), func(e int) bool { return b.ExtKeys[e] >= k })
+			if e == len(b.ExtKeys) || b.ExtKeys[e] != k {
+				return nil, nil, fmt.Errorf("ivfstages: block %d %s: state of %d not asked for", b.Key, when, k)
+			}
+			ext[e] = msgLoc{int32(len(got)), int32(i)}
+		}
+		got = append(got, m)
+		m = JoinMsg{}
+	}
+	for e, l := range ext {
+		if l.m < 0 {
+			return nil, nil, fmt.Errorf("ivfstages: block %d %s: no state for neighbour %d (block %d)", b.Key, when, b.ExtKeys[e], b.ExtHome[e])
+		}
+	}
+	return got, ext, nil
 }
 
 // batch is the round's input for block b with its items' states own (local
@@ -426,14 +441,22 @@ type JoinRoundsParams struct {
 	// join per round has no place where every item's features and states
 	// meet). Optional, default nil: none.
 	Head *head.Params
-	// Keep, when set with Head, is a directory (a blobio path every worker
-	// can write) where the local rounds keep the head's fit after the last
-	// round, for stages.ReadKept (an incremental lake run gives it to the
-	// rows it relabels). Optional, default "": nothing kept.
+	// Keep, when set, is a directory (a blobio path every worker can
+	// write) where the local rounds keep the head's fit after the last
+	// round, and either path the given-label model's fit (with Given), for
+	// stages.ReadKept (an incremental lake run gives them to the rows it
+	// relabels). Optional, default "": nothing kept.
 	Keep string
 	// Mixture configures each round. Required: Mixture.C and a valid rest
 	// (mixture.Params.Validate), defaults already applied.
 	Mixture mixture.Params
+	// Given, when set, reads each item's given label through the
+	// given-label model fitted after the last round (mixture.GivenFit),
+	// as engine.Run does with engine.Options.Given: the items' states out
+	// are its posteriors (given.go says how each path fits it), which the
+	// writer takes at temperature 1. Optional, default false: the final
+	// states.
+	Given bool
 }
 
 // Validate checks p, in the stage's terms.
@@ -470,7 +493,9 @@ func (p JoinRoundsParams) Validate() error {
 // join runs in waves (blocks by partition modulo waves, one after the other):
 // an embedded runner holds a join's whole input several times over while it
 // runs, and a wave bounds that to its share (waves <= 1: one join a round).
-// The final states go back to their input batches, in row order. With
+// The final states go back to their input batches, in row order (with
+// jp.Given, the given-label model's posteriors: one more join of the final
+// states, then the model's stages, given.go). With
 // Spill on, blocks and states wait in spill files and the joins carry only their
 // references, so no waves are needed (Waves is ignored).
 // Returns PCollection<stages.Items>, as Rounds does, for Write. It panics on
@@ -485,11 +510,11 @@ func JoinRounds(s beam.Scope, blocks beam.PCollection, jp JoinRoundsParams) beam
 	if sp.On() {
 		waves = 1
 	}
-	if rounds <= 0 {
+	if rounds <= 0 && !jp.Given {
 		return rebatch(s, beam.ParDo(s, &unblockFn{}, blocks))
 	}
-	if jp.Local {
-		return localRounds(s, blocks, RoundConf{Rounds: rounds, Mixture: p, Workers: workers, Spill: sp, Head: jp.Head, Keep: jp.Keep})
+	if jp.Local && rounds > 0 {
+		return localRounds(s, blocks, RoundConf{Rounds: rounds, Mixture: p, Workers: workers, Spill: sp, Head: jp.Head, Keep: jp.Keep, Given: jp.Given})
 	}
 	own, asks := beam.ParDo2(s, &requestFn{}, blocks)
 	// Every stage that makes states keys them for the next round and splits
@@ -514,7 +539,9 @@ func JoinRounds(s beam.Scope, blocks beam.PCollection, jp JoinRoundsParams) beam
 				ow, mw = append(ow, owns[p][w]), append(mw, msgss[p][w])
 			}
 			in := beam.CoGroupByKey(ws, flatten(ws, ow), flatten(ws, mw))
-			last := r == rounds-1
+			// With the given-label model the last round sends its
+			// states on as any round does: the model's join reads them.
+			last := r == rounds-1 && !jp.Given
 			conf := RoundConf{Round: r, Rounds: rounds, Mixture: p, Workers: workers, Spill: sp}
 			if !last {
 				conf.Waves = waves
@@ -533,7 +560,31 @@ func JoinRounds(s beam.Scope, blocks beam.PCollection, jp JoinRoundsParams) beam
 		}
 		owns, msgss = nextOwns, nextMsgss
 	}
-	return rebatch(s, flatten(s, rows))
+	if !jp.Given {
+		return rebatch(s, flatten(s, rows))
+	}
+	// One more join, of the final states, in the rounds' waves.
+	gs := s.Scope("given")
+	var gbs, scores []beam.PCollection
+	for w := range waves {
+		ws := gs.Scope(fmt.Sprintf("wave%02d", w))
+		var ow, mw []beam.PCollection
+		for p := range owns {
+			ow, mw = append(ow, owns[p][w]), append(mw, msgss[p][w])
+		}
+		in := beam.CoGroupByKey(ws, flatten(ws, ow), flatten(ws, mw))
+		var g, sc beam.PCollection
+		if waves <= 1 {
+			g, sc, token = beam.ParDo3(ws, &givenJoinFn{Workers: workers, Spill: sp, Gen: genRouted + rounds + 1}, in)
+		} else {
+			fn := &orderedGivenJoinFn{givenJoinFn{Workers: workers, Spill: sp, Gen: genRouted + rounds + 1}}
+			g, sc, token = beam.ParDo3(ws, fn, in, beam.SideInput{Input: token})
+		}
+		gbs, scores = append(gbs, g), append(scores, sc)
+	}
+	return rebatch(s, givenModel(gs, flatten(gs, gbs), flatten(gs, scores), givenStage{
+		keep: jp.Keep, c: p.C, c0: p.C0, seed: p.Seed, workers: workers, sp: sp, gen: genRouted + rounds,
+	}))
 }
 
 // roundDoFn is the DoFn of a round with conf (the last round's when last)

@@ -180,6 +180,17 @@ func (f *localRoundsFn) ProcessElement(ctx context.Context, _ int64, iter func(*
 		ranLast = ran.Load()
 		cur = next
 	}
+	if f.Given {
+		fit, err := givenLocal(bs, ext, cur, f.Mixture.C, f.Mixture.C0, f.Mixture.Seed, 0, f.Workers)
+		if err != nil {
+			return err
+		}
+		if f.Keep != "" {
+			if err := stages.KeepGiven(ctx, f.Keep, fit); err != nil {
+				return fmt.Errorf("ivfstages: %w", err)
+			}
+		}
+	}
 	if lh != nil && f.Keep != "" {
 		if err := stages.KeepHead(ctx, f.Keep, lh.h); err != nil {
 			return fmt.Errorf("ivfstages: %w", err)

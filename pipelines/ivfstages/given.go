@@ -1,0 +1,709 @@
+package ivfstages
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"reflect"
+	"slices"
+	"strconv"
+	"sync"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+
+	"github.com/relabel/relabel/internal/pool"
+	"github.com/relabel/relabel/internal/progress"
+	"github.com/relabel/relabel/io/spillio"
+	"github.com/relabel/relabel/pipelines/stages"
+	"github.com/relabel/relabel/schemas"
+	"github.com/relabel/relabel/schemas/wire"
+	"github.com/relabel/relabel/transforms/engine"
+	"github.com/relabel/relabel/transforms/mixture"
+)
+
+// The given-label model (mixture.GivenFit, engine.FitGivenBatch) in ivf
+// mode. It reads, for every item, its neighbours' final states, and fits
+// one class-level transition over all items, in three steps that each
+// read every item once:
+//
+//  1. the temperature: each block's per-temperature scores
+//     (engine.GivenScores over the block's items, in item order), summed
+//     over the blocks in block-key order (sumScores);
+//  2. the transition: mixture.FitGiven over the evidence at that
+//     temperature of the labelled items among the mixture.PooledSampleCap
+//     first of all items by engine.PooledBefore, in ascending key order,
+//     as engine.GivenSample picks them (givenGatherFn);
+//  3. every item's posterior under the fit (engine.GivenStates per block).
+//
+// The local rounds (localRoundsFn) run the three steps in memory; the
+// joined rounds run them as stages (givenModel), with one more exchange of
+// states after the last round so that each block holds its external
+// neighbours' final states (GivenBlock). Both run the same functions over
+// the same blocks in the same orders, so they give the same bits on any
+// worker count. Against engine.Run on the same neighbour graph and final
+// states the fit and the posteriors are the same bits too, but for the
+// temperature's score, summed per block here and over all items there: its
+// sums round differently, and only a tie within rounding between two
+// temperatures could choose another (TestGivenLocal).
+
+// givenBatch is the given-label model's view of block b with its items'
+// states own and external neighbour e's state at ext(e).
+func (b *Block) givenBatch(own *mixture.States, ext func(e int) (*mixture.States, int)) engine.GivenBatch {
+	k := b.K
+	return engine.GivenBatch{N: b.Len(), K: k, Own: own,
+		Neighbour: func(i, j int) (*mixture.States, int, float64) {
+			switch c := b.Nbr[i*k+j]; {
+			case c >= 0:
+				return own, int(c), b.Weight[i*k+j]
+			case c != -1:
+				ss, at := ext(int(-2 - c))
+				return ss, at, b.Weight[i*k+j]
+			}
+			return nil, 0, 0
+		},
+		Key:   func(i int) int64 { return b.Keys[i] },
+		Given: func(i int) int32 { return schemas.GivenLabel(b.Labels[b.LabelOff[i]:b.LabelOff[i+1]]) },
+	}
+}
+
+// blockScores are a block's per-temperature scores (engine.GivenScores).
+func blockScores(b engine.GivenBatch, workers int) []float64 {
+	score := make([]float64, len(mixture.GivenTemperatures))
+	own := make([]int32, b.N)
+	for i := range own {
+		own[i], _ = b.Own.Top(i)
+	}
+	engine.GivenScores(b, own, workers, score)
+	return score
+}
+
+// sumScores sums the blocks' scores (len(keys) rows of
+// len(mixture.GivenTemperatures)) in ascending block key order: the one
+// order both paths sum in, whatever order the blocks came in.
+func sumScores(keys []int64, scores []float64) []float64 {
+	nt := len(mixture.GivenTemperatures)
+	order := make([]int, len(keys))
+	for x := range order {
+		order[x] = x
+	}
+	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(keys[a], keys[b]) })
+	sum := make([]float64, nt)
+	for _, x := range order {
+		for j := range nt {
+			sum[j] += scores[x*nt+j]
+		}
+	}
+	return sum
+}
+
+// GivenSample is the fit's items gathered from blocks: keys, given labels
+// (negative: unlabelled, kept because they take their place in the
+// sample's order) and, for the labelled ones, their neighbours' evidence
+// at temperature T (item i's classes Class[Off[i]:Off[i+1]], masses P[...];
+// empty for the unlabelled).
+type GivenSample struct {
+	T     float64
+	Keys  []int64
+	Given []int32
+	Off   []int32
+	Class []int32
+	P     []float64
+}
+
+func (s *GivenSample) add(key int64, given int32, ev *mixture.Evidence) {
+	if len(s.Off) == 0 {
+		s.Off = []int32{0}
+	}
+	s.Keys = append(s.Keys, key)
+	s.Given = append(s.Given, given)
+	if ev != nil {
+		s.Class = append(s.Class, ev.Class...)
+		s.P = append(s.P, ev.P...)
+	}
+	s.Off = append(s.Off, int32(len(s.Class)))
+}
+
+// pick returns s's items at idx, in that order.
+func (s *GivenSample) pick(idx []int) GivenSample {
+	out := GivenSample{T: s.T}
+	for _, i := range idx {
+		lo, hi := s.Off[i], s.Off[i+1]
+		out.add(s.Keys[i], s.Given[i], &mixture.Evidence{Class: s.Class[lo:hi], P: s.P[lo:hi]})
+	}
+	return out
+}
+
+// sampleOf returns the indices of the items the fit reads among keys: the
+// cap first by engine.PooledBefore (every one below the cap), ascending by
+// key; engine.PooledSample's choice at cap mixture.PooledSampleCap.
+func sampleOf(keys []int64, seed uint64, cap int) []int {
+	idx := engine.SelectCandidates(keys, cap, seed)
+	slices.SortFunc(idx, func(a, b int) int { return cmp.Compare(keys[a], keys[b]) })
+	return idx
+}
+
+// blockSample is block b's share of the fit's sample at temperature t:
+// its items among the cap first of its own by engine.PooledBefore (a
+// superset of its items among the cap first of all: the first of a union
+// are among the first of each part), the labelled ones with their
+// neighbours' evidence as engine.GivenSample computes it.
+func blockSample(b engine.GivenBatch, t float64, seed uint64, size int) GivenSample {
+	keys := make([]int64, b.N)
+	for i := range keys {
+		keys[i] = b.Key(i)
+	}
+	out := GivenSample{T: t, Off: []int32{0}}
+	var neigh []mixture.State
+	var w []float64
+	var ev mixture.Evidence
+	var scratch mixture.GivenScratch
+	for _, i := range sampleOf(keys, seed, size) {
+		g := b.Given(i)
+		if g < 0 {
+			out.add(keys[i], g, nil)
+			continue
+		}
+		// The neighbours gathered as engine's GivenBatch does: in slot
+		// order, those present.
+		if cap(neigh) < b.K {
+			neigh = make([]mixture.State, b.K)
+		}
+		neigh, w = neigh[:0], w[:0]
+		for j := range b.K {
+			if ss, at, wt := b.Neighbour(i, j); ss != nil {
+				neigh = neigh[:len(neigh)+1]
+				ss.Get(&neigh[len(neigh)-1], at)
+				w = append(w, wt)
+			}
+		}
+		mixture.NeighbourEvidence(&ev, neigh, w, t, &scratch)
+		out.add(keys[i], g, &ev)
+	}
+	return out
+}
+
+// givenGatherFn gathers the blocks' samples (blockSample) into the fit's:
+// the Cap first of all items by engine.PooledBefore, in ascending key
+// order. Like pooledGatherFn it trims while it grows (past twice the cap,
+// to the cap's first), a choice that does not depend on how the runner
+// splits or merges it.
+type givenGatherFn struct {
+	Seed uint64
+	// Cap is the sample's size; 0: mixture.PooledSampleCap (tests set a
+	// small one to exercise the trimming).
+	Cap int
+}
+
+func (f givenGatherFn) cap() int {
+	if f.Cap > 0 {
+		return f.Cap
+	}
+	return mixture.PooledSampleCap
+}
+
+func (givenGatherFn) CreateAccumulator() GivenSample { return GivenSample{} }
+
+func (f givenGatherFn) AddInput(a, s GivenSample) GivenSample { return f.MergeAccumulators(a, s) }
+
+func (f givenGatherFn) MergeAccumulators(a, b GivenSample) GivenSample {
+	if len(b.Keys) == 0 {
+		return a
+	}
+	if len(a.Keys) == 0 {
+		return b
+	}
+	if a.T != b.T {
+		// Every block samples at the one temperature chosen: two are a
+		// programmer's error, and fitting on either would be silently wrong.
+		panic(fmt.Sprintf("ivfstages: given-label sample at temperatures %g and %g", a.T, b.T))
+	}
+	base := int32(len(a.Class))
+	a.Keys = append(a.Keys, b.Keys...)
+	a.Given = append(a.Given, b.Given...)
+	for _, o := range b.Off[1:] {
+		a.Off = append(a.Off, base+o)
+	}
+	a.Class = append(a.Class, b.Class...)
+	a.P = append(a.P, b.P...)
+	if len(a.Keys) > 2*f.cap() {
+		return a.pick(sampleOf(a.Keys, f.Seed, f.cap()))
+	}
+	return a
+}
+
+func (f givenGatherFn) ExtractOutput(a GivenSample) GivenSample {
+	return a.pick(sampleOf(a.Keys, f.Seed, f.cap()))
+}
+
+// fitGiven fits the transition over a gathered sample (ExtractOutput's:
+// in key order), its labelled items only, as engine.FitGivenBatch does
+// over engine.GivenSample's.
+func fitGiven(s GivenSample, c int) (*mixture.GivenFit, error) {
+	var ev []mixture.Evidence
+	var given []int32
+	for i, g := range s.Given {
+		if g < 0 {
+			continue
+		}
+		lo, hi := s.Off[i], s.Off[i+1]
+		ev = append(ev, mixture.Evidence{Class: s.Class[lo:hi], P: s.P[lo:hi]})
+		given = append(given, g)
+	}
+	fit, err := mixture.FitGiven(ev, given, c, s.T)
+	if err != nil {
+		return nil, fmt.Errorf("ivfstages: given-label model: %w", err)
+	}
+	return fit, nil
+}
+
+// noteGiven tells the user what the model chose: a temperature at the
+// end of mixture.GivenTemperatures' range says the neighbours' evidence is
+// as sharp, or as flat, as the model allows.
+func noteGiven(fit *mixture.GivenFit) {
+	progress.Notef("given-label model: neighbours' temperature %g, transition fitted over %d labelled items", fit.T, fit.Items)
+}
+
+// givenLocal replaces the final states cur of the blocks bs (sorted by
+// key; external neighbour e of block x at ext[x][e]) by their posteriors
+// under the given-label model fitted over all of them, and returns the
+// fit. The blocks run on workers goroutines, one block each at a time, as
+// the local rounds run them.
+func givenLocal(bs []Block, ext [][]extLoc, cur []mixture.States, c, c0 int, seed uint64, capN, workers int) (*mixture.GivenFit, error) {
+	gb := make([]engine.GivenBatch, len(bs))
+	keys := make([]int64, len(bs))
+	for x := range bs {
+		keys[x] = bs[x].Key
+		gb[x] = bs[x].givenBatch(&cur[x], func(e int) (*mixture.States, int) {
+			l := ext[x][e]
+			return &cur[l.block], int(l.item)
+		})
+	}
+	nt := len(mixture.GivenTemperatures)
+	scores := make([]float64, len(bs)*nt)
+	pool.EachIndex(len(bs), workers, func(x int) {
+		copy(scores[x*nt:], blockScores(gb[x], 1))
+	})
+	t := mixture.GivenTemperature(sumScores(keys, scores))
+	samples := make([]GivenSample, len(bs))
+	g := givenGatherFn{Seed: seed, Cap: capN}
+	pool.EachIndex(len(bs), workers, func(x int) {
+		samples[x] = blockSample(gb[x], t, seed, g.cap())
+	})
+	acc := g.CreateAccumulator()
+	for x := range samples {
+		acc = g.AddInput(acc, samples[x])
+		samples[x] = GivenSample{}
+	}
+	fit, err := fitGiven(g.ExtractOutput(acc), c)
+	if err != nil {
+		return nil, err
+	}
+	noteGiven(fit)
+	post := make([]mixture.States, len(bs))
+	pool.EachIndex(len(bs), workers, func(x int) {
+		post[x] = engine.GivenStates(gb[x], fit, c0, 1)
+	})
+	copy(cur, post)
+	return fit, nil
+}
+
+// GivenBlock is a block after the last round with its external
+// neighbours' final states (Ext: ExtKeys[e]'s at e), both without their
+// transition rows (appendPosterior: the model reads the posteriors only),
+// and without what only the rounds read (Init, X, Dest*).
+type GivenBlock struct {
+	Block Block
+	Ext   mixture.States
+	// Spilled, when set, says Block (but its Key) and Ext are in a spill
+	// file (Spill).
+	Spilled spillRef
+}
+
+func (g *GivenBlock) batch() engine.GivenBatch {
+	return g.Block.givenBatch(&g.Block.State, func(e int) (*mixture.States, int) { return &g.Ext, e })
+}
+
+func encodeGivenBlock(g GivenBlock) []byte {
+	var w wire.Writer
+	if g.Spilled.Path != "" {
+		w.Uvarint(1)
+		w.Varint(g.Block.Key)
+		spillio.PutRef(&w, g.Spilled)
+		return w.B
+	}
+	w.Uvarint(0)
+	w.String(string(encodeBlock(g.Block)))
+	putStatesPacked(&w, &g.Ext)
+	return w.B
+}
+
+func decodeGivenBlock(b []byte) (GivenBlock, error) {
+	r := wire.Reader{B: b}
+	var g GivenBlock
+	if r.Uvarint() == 1 {
+		g.Block.Key = r.Varint()
+		g.Spilled = spillio.GetRef(&r)
+		return g, r.Err()
+	}
+	bb := r.String()
+	var err error
+	if g.Ext, err = getStatesPacked(&r); err != nil {
+		return g, err
+	}
+	if err := r.Err(); err != nil {
+		return g, err
+	}
+	g.Block, err = decodeBlock([]byte(bb))
+	return g, err
+}
+
+// unspill replaces a spilled GivenBlock by its contents; an inline one
+// stays.
+func (g *GivenBlock) unspill() error {
+	if g.Spilled.Path == "" {
+		return nil
+	}
+	key := g.Block.Key
+	ng, err := load(g.Spilled, decodeGivenBlock, fmt.Sprintf("block %d's final neighbourhood", key))
+	if err != nil {
+		return err
+	}
+	if ng.Block.Key != key {
+		return fmt.Errorf("ivfstages: spill: %s holds block %d, want %d", g.Spilled.Path, ng.Block.Key, key)
+	}
+	*g = ng
+	return nil
+}
+
+// GivenScore is blocks' per-temperature scores: block Keys[x]'s at
+// Score[x*nt:(x+1)*nt], nt = len(mixture.GivenTemperatures). One block's
+// as the join emits it; all blocks' in the combine (givenScoreFn).
+type GivenScore struct {
+	Keys  []int64
+	Score []float64
+}
+
+// GivenModel is the given-label model on its way to the blocks: after the
+// scores' sum the temperature alone (C 0), after the fit the whole of it
+// (mixture.GivenFit's fields).
+type GivenModel struct {
+	C      int
+	T      float64
+	A      []float64
+	LogLik float64
+	Items  int
+}
+
+func (m GivenModel) fit() *mixture.GivenFit {
+	return &mixture.GivenFit{C: m.C, T: m.T, A: m.A, LogLik: m.LogLik, Items: m.Items}
+}
+
+func encodeGivenScore(s GivenScore) []byte {
+	var w wire.Writer
+	wire.Slice(&w, s.Keys)
+	wire.Slice(&w, s.Score)
+	return w.B
+}
+
+func decodeGivenScore(b []byte) (GivenScore, error) {
+	r := wire.Reader{B: b}
+	s := GivenScore{Keys: wire.ReadSlice[int64](&r), Score: wire.ReadSlice[float64](&r)}
+	return s, r.Err()
+}
+
+func encodeGivenSample(s GivenSample) []byte {
+	w := wire.Writer{B: make([]byte, 0, 32+12*len(s.Keys)+12*len(s.Class))}
+	w.Float64(s.T)
+	wire.Slice(&w, s.Keys)
+	wire.Slice(&w, s.Given)
+	wire.Slice(&w, s.Off)
+	wire.Slice(&w, s.Class)
+	wire.Slice(&w, s.P)
+	return w.B
+}
+
+func decodeGivenSample(b []byte) (GivenSample, error) {
+	r := wire.Reader{B: b}
+	s := GivenSample{T: r.Float64()}
+	s.Keys = wire.ReadSlice[int64](&r)
+	s.Given = wire.ReadSlice[int32](&r)
+	s.Off = wire.ReadSlice[int32](&r)
+	s.Class = wire.ReadSlice[int32](&r)
+	s.P = wire.ReadSlice[float64](&r)
+	return s, r.Err()
+}
+
+func encodeGivenModel(m GivenModel) []byte {
+	var w wire.Writer
+	w.Uvarint(uint64(m.C))
+	w.Float64(m.T)
+	wire.Slice(&w, m.A)
+	w.Float64(m.LogLik)
+	w.Uvarint(uint64(m.Items))
+	return w.B
+}
+
+func decodeGivenModel(b []byte) (GivenModel, error) {
+	r := wire.Reader{B: b}
+	m := GivenModel{C: int(r.Uvarint()), T: r.Float64()}
+	m.A = wire.ReadSlice[float64](&r)
+	m.LogLik = r.Float64()
+	m.Items = int(r.Uvarint())
+	return m, r.Err()
+}
+
+// givenJoinFn joins to a block, after the last round, its external
+// neighbours' final states (the messages the last round sent, as it would
+// to a next round), and emits the block with them (GivenBlock, keyed by
+// block) and its scores. Spilled, the GivenBlock goes to generation Gen.
+type givenJoinFn struct {
+	Workers int
+	Spill   Spill
+	Gen     int
+
+	once sync.Once
+}
+
+func (f *givenJoinFn) ProcessElement(ctx context.Context, key int64, blocks func(*Block) bool, msgs func(*JoinMsg) bool, emit func(int64, GivenBlock), emitScore func(GivenScore), done func(int64)) error {
+	key = blockOf(key)
+	var dropErr error
+	f.once.Do(func() {
+		// The join waited for all of the last round, the last reader of
+		// the generation before its input.
+		dropErr = f.Spill.drop(f.Gen - 2)
+	})
+	if dropErr != nil {
+		return dropErr
+	}
+	b, err := oneBlock(key, blocks)
+	if err != nil {
+		return err
+	}
+	got, ext, err := joinStates(&b, msgs, "after the last round")
+	if err != nil {
+		return err
+	}
+	g := GivenBlock{Block: b}
+	g.Block.State = mixture.States{}
+	g.Block.State.Reset()
+	for i := range b.Len() {
+		appendPosterior(&g.Block.State, &b.State, i)
+	}
+	g.Ext.Reset()
+	for _, l := range ext {
+		appendPosterior(&g.Ext, &got[l.m].States, int(l.i))
+	}
+	g.Block.Init, g.Block.X = mixture.States{}, nil
+	g.Block.DestKey, g.Block.DestOff, g.Block.DestItem = nil, nil, nil
+	score := blockScores(g.batch(), f.Workers)
+	n := b.Len()
+	if f.Spill.On() {
+		refs, err := f.Spill.write(f.Gen, "g"+strconv.FormatInt(key, 16), encodeGivenBlock(g))
+		if err != nil {
+			return err
+		}
+		g = GivenBlock{Block: Block{Key: key}, Spilled: refs[0]}
+	}
+	emit(key, g)
+	emitScore(GivenScore{Keys: []int64{key}, Score: score})
+	done(int64(n))
+	return nil
+}
+
+// orderedGivenJoinFn is givenJoinFn in a join in waves (orderedRoundFn
+// says why the side input).
+type orderedGivenJoinFn struct {
+	givenJoinFn
+}
+
+func (f *orderedGivenJoinFn) ProcessElement(ctx context.Context, key int64, blocks func(*Block) bool, msgs func(*JoinMsg) bool, _ func(*int64) bool, emit func(int64, GivenBlock), emitScore func(GivenScore), done func(int64)) error {
+	return f.givenJoinFn.ProcessElement(ctx, key, blocks, msgs, emit, emitScore, done)
+}
+
+// givenScoreFn sums the blocks' scores (sumScores: in block key order, so
+// the sum does not depend on how the runner splits or merges it) and
+// chooses the temperature (mixture.GivenTemperature).
+type givenScoreFn struct{}
+
+func (givenScoreFn) CreateAccumulator() GivenScore { return GivenScore{} }
+
+func (givenScoreFn) AddInput(a, s GivenScore) GivenScore {
+	return givenScoreFn{}.MergeAccumulators(a, s)
+}
+
+func (givenScoreFn) MergeAccumulators(a, b GivenScore) GivenScore {
+	a.Keys = append(a.Keys, b.Keys...)
+	a.Score = append(a.Score, b.Score...)
+	return a
+}
+
+func (givenScoreFn) ExtractOutput(a GivenScore) GivenModel {
+	return GivenModel{T: mixture.GivenTemperature(sumScores(a.Keys, a.Score))}
+}
+
+func givenKeyAtZero(key int64, _ GivenBlock) (int, int64) { return 0, key }
+
+func givenModelAtZero(m GivenModel) (int, GivenModel) { return 0, m }
+
+// givenToBlocksFn sends the model (the temperature, then the fit: one
+// small value) to each block key; pooledToBlocksFn says why a join and not
+// a side input.
+type givenToBlocksFn struct{}
+
+func (givenToBlocksFn) ProcessElement(_ int, keys func(*int64) bool, models func(*GivenModel) bool, emit func(int64, GivenModel)) error {
+	var m GivenModel
+	if !models(&m) {
+		return fmt.Errorf("ivfstages: given-label model: nothing fitted")
+	}
+	var key int64
+	for keys(&key) {
+		emit(key, m)
+	}
+	return nil
+}
+
+// oneGivenBlock reads the one GivenBlock and the one model under key,
+// unspilled.
+func oneGivenBlock(key int64, gbs func(*GivenBlock) bool, models func(*GivenModel) bool) (GivenBlock, GivenModel, error) {
+	var g, extra GivenBlock
+	var m GivenModel
+	if !models(&m) {
+		return g, m, fmt.Errorf("ivfstages: given-label model: block %d: no model", key)
+	}
+	if !gbs(&g) {
+		return g, m, fmt.Errorf("ivfstages: given-label model: block %d: absent", key)
+	}
+	if gbs(&extra) {
+		return g, m, fmt.Errorf("ivfstages: given-label model: block %d: two blocks under one key", key)
+	}
+	return g, m, g.unspill()
+}
+
+// givenSampleFn emits a block's share of the fit's sample (blockSample) at
+// the chosen temperature.
+type givenSampleFn struct {
+	Seed  uint64
+	Cap   int
+	Spill Spill
+	// Gen is the generation the last round wrote, read by givenJoinFn only.
+	Gen int
+
+	once sync.Once
+}
+
+func (f *givenSampleFn) ProcessElement(key int64, gbs func(*GivenBlock) bool, models func(*GivenModel) bool, emit func(GivenSample)) error {
+	var dropErr error
+	f.once.Do(func() {
+		// The temperature waited for every block's join.
+		dropErr = f.Spill.drop(f.Gen)
+	})
+	if dropErr != nil {
+		return dropErr
+	}
+	g, m, err := oneGivenBlock(key, gbs, models)
+	if err != nil {
+		return err
+	}
+	emit(blockSample(g.batch(), m.T, f.Seed, givenGatherFn{Cap: f.Cap}.cap()))
+	return nil
+}
+
+// givenFitFn fits the transition over the gathered sample (fitGiven).
+// With Keep set, the fit is kept there for an incremental run
+// (stages.KeepGiven).
+type givenFitFn struct {
+	C    int
+	Keep string
+}
+
+func (f *givenFitFn) ProcessElement(ctx context.Context, s GivenSample, emit func(GivenModel)) error {
+	fit, err := fitGiven(s, f.C)
+	if err != nil {
+		return err
+	}
+	if f.Keep != "" {
+		if err := stages.KeepGiven(ctx, f.Keep, fit); err != nil {
+			return fmt.Errorf("ivfstages: %w", err)
+		}
+	}
+	noteGiven(fit)
+	emit(GivenModel{C: fit.C, T: fit.T, A: fit.A, LogLik: fit.LogLik, Items: fit.Items})
+	return nil
+}
+
+// givenPostFn replaces a block's final states by their posteriors under
+// the fit (engine.GivenStates) and sends its items back towards their
+// input batches (unblockFn).
+type givenPostFn struct {
+	C0      int
+	Workers int
+	Out     unblockFn
+}
+
+func (f *givenPostFn) ProcessElement(key int64, gbs func(*GivenBlock) bool, models func(*GivenModel) bool, emit func(string, BatchItems)) error {
+	g, m, err := oneGivenBlock(key, gbs, models)
+	if err != nil {
+		return err
+	}
+	b := g.Block
+	b.State = engine.GivenStates(g.batch(), m.fit(), f.C0, f.Workers)
+	return f.Out.ProcessElement(b, emit)
+}
+
+func init() {
+	register.DoFn7x1[context.Context, int64, func(*Block) bool, func(*JoinMsg) bool, func(int64, GivenBlock), func(GivenScore), func(int64), error](&givenJoinFn{})
+	register.DoFn8x1[context.Context, int64, func(*Block) bool, func(*JoinMsg) bool, func(*int64) bool, func(int64, GivenBlock), func(GivenScore), func(int64), error](&orderedGivenJoinFn{})
+	register.Emitter2[int64, GivenBlock]()
+	register.Emitter1[GivenScore]()
+	register.Combiner3[GivenScore, GivenScore, GivenModel](&givenScoreFn{})
+	register.Function2x2(givenKeyAtZero)
+	register.Function1x2(givenModelAtZero)
+	register.DoFn4x1[int, func(*int64) bool, func(*GivenModel) bool, func(int64, GivenModel), error](&givenToBlocksFn{})
+	register.Emitter2[int64, GivenModel]()
+	register.DoFn4x1[int64, func(*GivenBlock) bool, func(*GivenModel) bool, func(GivenSample), error](&givenSampleFn{})
+	register.Emitter1[GivenSample]()
+	register.Combiner1[GivenSample](&givenGatherFn{})
+	register.DoFn3x1[context.Context, GivenSample, func(GivenModel), error](&givenFitFn{})
+	register.Emitter1[GivenModel]()
+	register.DoFn4x1[int64, func(*GivenBlock) bool, func(*GivenModel) bool, func(string, BatchItems), error](&givenPostFn{})
+	register.Iter1[GivenBlock]()
+	register.Iter1[GivenModel]()
+	beam.RegisterCoder(reflect.TypeOf(GivenBlock{}), encodeGivenBlock, decodeGivenBlock)
+	beam.RegisterCoder(reflect.TypeOf(GivenScore{}), encodeGivenScore, decodeGivenScore)
+	beam.RegisterCoder(reflect.TypeOf(GivenSample{}), encodeGivenSample, decodeGivenSample)
+	beam.RegisterCoder(reflect.TypeOf(GivenModel{}), encodeGivenModel, decodeGivenModel)
+}
+
+// givenStage is what the joined rounds' model stages are told.
+type givenStage struct {
+	// keep: JoinRoundsParams.Keep.
+	keep    string
+	c, c0   int
+	seed    uint64
+	cap     int
+	workers int
+	sp      Spill
+	// gen is the generation the last round (or routeFn, with no rounds)
+	// wrote its blocks and messages to.
+	gen int
+}
+
+// givenModel fits the given-label model over the joined blocks (gbs:
+// PCollection<KV<int64, GivenBlock>>, with their scores: PCollection<
+// GivenScore>) and sends every item's posterior back towards its input
+// batch: PCollection<KV<string, BatchItems>>, for rebatch. The
+// temperature, then the fit, go to the blocks by a join under their keys.
+func givenModel(s beam.Scope, gbs, scores beam.PCollection, st givenStage) beam.PCollection {
+	s = s.Scope("given")
+	keys := beam.ParDo(s, givenKeyAtZero, gbs)
+	toBlocks := func(s beam.Scope, m beam.PCollection) beam.PCollection {
+		return beam.ParDo(s, &givenToBlocksFn{}, beam.CoGroupByKey(s, keys, beam.ParDo(s, givenModelAtZero, m)))
+	}
+	t := toBlocks(s.Scope("temperature"), beam.Combine(s, &givenScoreFn{}, scores))
+	sample := beam.ParDo(s, &givenSampleFn{Seed: st.seed, Cap: st.cap, Spill: st.sp, Gen: st.gen}, beam.CoGroupByKey(s, gbs, t))
+	gathered := beam.Combine(s, &givenGatherFn{Seed: st.seed, Cap: st.cap}, sample)
+	fit := toBlocks(s.Scope("fit"), beam.ParDo(s, &givenFitFn{C: st.c, Keep: st.keep}, gathered))
+	out := unblockFn{Spill: st.sp, Gen: st.gen + 2}
+	return beam.ParDo(s, &givenPostFn{C0: st.c0, Workers: st.workers, Out: out}, beam.CoGroupByKey(s, gbs, fit))
+}
