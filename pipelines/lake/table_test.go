@@ -19,6 +19,7 @@ import (
 	"github.com/relabel/relabel/io/icebergio/icebergiotest"
 	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/options"
+	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/pipelines/lake"
 	"github.com/relabel/relabel/schemas"
 )
@@ -326,6 +327,10 @@ func TestLakeKeptPartitioning(t *testing.T) {
 		o := l.config(out)
 		o.Neighbours, o.Rounds, o.L = options.NeighboursIVF, 3, 50
 		o.Lake.Incremental = incremental
+		// The given-label model's fit is kept only by a run with
+		// --incremental: after a plain full run the next would be full
+		// again, and this test is about the partitioning.
+		o.GivenLabel = options.Some(engine.GivenVote)
 		return o
 	}
 	state := func(name string) string {
