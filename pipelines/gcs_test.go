@@ -17,10 +17,10 @@ import (
 	"github.com/relabel/relabel/io/blobio/blobiotest"
 	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/io/shardio"
-	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/pipelines"
 	"github.com/relabel/relabel/runners"
+	"github.com/relabel/relabel/transforms/engine"
 )
 
 // digits is the test input: two Parquet shards of 1797 rows, C = 10.

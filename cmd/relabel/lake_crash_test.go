@@ -106,7 +106,9 @@ func TestLakeDirCrash(t *testing.T) {
 					// What a reader sees: no summary.json, or a complete
 					// output of one run.
 					if _, err := os.Stat(filepath.Join(out, "summary.json")); err == nil {
-						if got := slices.DeleteFunc(listDir(t, out), func(n string) bool { return strings.HasPrefix(n, ".") || n == "report.html" || n == pipelines.KeptFitName }); !slices.Equal(got, append(shards[:2:2], "summary.json")) && !slices.Equal(got, append(slices.Clone(shards), "summary.json")) {
+						if got := slices.DeleteFunc(listDir(t, out), func(n string) bool {
+							return strings.HasPrefix(n, ".") || n == "report.html" || n == pipelines.KeptFitName
+						}); !slices.Equal(got, append(shards[:2:2], "summary.json")) && !slices.Equal(got, append(slices.Clone(shards), "summary.json")) {
 							t.Errorf("after the crash the output holds %q", got)
 						}
 					}

@@ -19,9 +19,9 @@ import (
 	"github.com/relabel/relabel/io/icebergio/icebergiotest"
 	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/options"
-	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/pipelines/lake"
 	"github.com/relabel/relabel/schemas"
+	"github.com/relabel/relabel/transforms/engine"
 )
 
 // digitsDays reads the committed digits slice as its four units (row groups
