@@ -21,6 +21,7 @@ import (
 	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/pipelines"
 	"github.com/relabel/relabel/runners"
+	"github.com/relabel/relabel/transforms/engine"
 )
 
 // ivfExec runs a pipeline on the embedded Prism runner, as relabel run does.
@@ -85,6 +86,10 @@ func TestIVFDigits(t *testing.T) {
 		// The neighbours are compared: without the linear head, which
 		// exact mode fits and ivf mode does not.
 		cfg.Head = options.Some(options.HeadOff)
+		// 4 rounds leave the states short of settled, which the
+		// given-label model reads (docs/QUALITY.md): the votes compare
+		// the neighbours.
+		cfg.GivenLabel = options.Some(engine.GivenVote)
 		if mode == options.NeighboursIVF {
 			cfg.Partitions, cfg.NProbe = options.Some(16), options.Some(4)
 		}

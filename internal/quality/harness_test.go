@@ -20,6 +20,7 @@ import (
 	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/pipelines/stages"
 	"github.com/relabel/relabel/schemas"
+	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/evaluate"
 	"github.com/relabel/relabel/transforms/mixture"
 	"github.com/relabel/relabel/transforms/noise"
@@ -307,7 +308,10 @@ func TestRunCellDigits(t *testing.T) {
 	}
 
 	o := options.Defaults()
-	o.Rounds = 0
+	// No rounds and the given labels read as votes: the states are the
+	// labels. (The given-label model would read the neighbours' labels
+	// even then.)
+	o.Rounds, o.GivenLabel = 0, options.Some(engine.GivenVote)
 	rep0, _, err := RunCell(cell, o)
 	if err != nil {
 		t.Fatal(err)
@@ -391,7 +395,7 @@ func TestSynthetic(t *testing.T) {
 
 	var sw bytes.Buffer
 	o0 := opts
-	o0.Rounds = 0
+	o0.Rounds, o0.GivenLabel = 0, options.Some(engine.GivenVote)
 	vrs, err := Sweep(&sw, cells[:2], []Variant{{"zero-rounds", o0}, {"default-rounds", opts}})
 	if err != nil {
 		t.Fatal(err)
