@@ -24,6 +24,9 @@ func TestEngine(t *testing.T) {
 	run := func(weight float64, workers int) []int32 {
 		o := options.Defaults()
 		o.Head = options.Some(options.HeadOff)
+		// The head's lift of the rounds' states, without the given-label
+		// model's reading of them after the rounds.
+		o.GivenLabel = options.Some(engine.GivenVote)
 		eo, err := o.Engine(c)
 		if err != nil {
 			t.Fatal(err)
