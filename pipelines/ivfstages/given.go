@@ -50,20 +50,10 @@ import (
 // givenBatch is the given-label model's view of block b with its items'
 // states own and external neighbour e's state at ext(e).
 func (b *Block) givenBatch(own *mixture.States, ext func(e int) (*mixture.States, int)) engine.GivenBatch {
-	k := b.K
-	return engine.GivenBatch{N: b.Len(), K: k, Own: own,
-		Neighbour: func(i, j int) (*mixture.States, int, float64) {
-			switch c := b.Nbr[i*k+j]; {
-			case c >= 0:
-				return own, int(c), b.Weight[i*k+j]
-			case c != -1:
-				ss, at := ext(int(-2 - c))
-				return ss, at, b.Weight[i*k+j]
-			}
-			return nil, 0, 0
-		},
-		Key:   func(i int) int64 { return b.Keys[i] },
-		Given: func(i int) int32 { return schemas.GivenLabel(b.Labels[b.LabelOff[i]:b.LabelOff[i+1]]) },
+	return engine.GivenBatch{N: b.Len(), K: b.K, Own: own,
+		Neighbour: b.neighbour(own, ext),
+		Key:       func(i int) int64 { return b.Keys[i] },
+		Given:     func(i int) int32 { return schemas.GivenLabel(b.Labels[b.LabelOff[i]:b.LabelOff[i+1]]) },
 	}
 }
 

@@ -376,21 +376,27 @@ func joinStates(b *Block, msgs func(*JoinMsg) bool, when string) (got []JoinMsg,
 	return got, ext, nil
 }
 
+// neighbour resolves neighbour slot j of block b's item i: a local one's
+// state in own, an external one's at ext(e), or none.
+func (b *Block) neighbour(own *mixture.States, ext func(e int) (*mixture.States, int)) func(i, j int) (*mixture.States, int, float64) {
+	k := b.K
+	return func(i, j int) (*mixture.States, int, float64) {
+		switch c := b.Nbr[i*k+j]; {
+		case c >= 0:
+			return own, int(c), b.Weight[i*k+j]
+		case c != -1:
+			ss, at := ext(int(-2 - c))
+			return ss, at, b.Weight[i*k+j]
+		}
+		return nil, 0, 0
+	}
+}
+
 // batch is the round's input for block b with its items' states own (local
 // neighbours' too) and external neighbour e's state at ext(e).
 func (b *Block) batch(own *mixture.States, ext func(e int) (*mixture.States, int)) engine.Batch {
-	k := b.K
-	return engine.Batch{N: b.Len(), K: k, Own: own, Init: &b.Init,
-		Neighbour: func(i, j int) (*mixture.States, int, float64) {
-			switch c := b.Nbr[i*k+j]; {
-			case c >= 0:
-				return own, int(c), b.Weight[i*k+j]
-			case c != -1:
-				ss, at := ext(int(-2 - c))
-				return ss, at, b.Weight[i*k+j]
-			}
-			return nil, 0, 0
-		},
+	return engine.Batch{N: b.Len(), K: b.K, Own: own, Init: &b.Init,
+		Neighbour:   b.neighbour(own, ext),
 		Annotations: func(i int) int { return engine.Annotations(b.Labels[b.LabelOff[i]:b.LabelOff[i+1]]) },
 		Key:         func(i int) uint64 { return uint64(b.Keys[i]) },
 	}
