@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # .ci/cuda.sh: the CUDA leg of CI (issue 7).
 #
+# Usage: .ci/cuda.sh [--install-only]
+#
 # 1. Installs CUDA 11.8 headers, libraries and nvcc from Debian's non-free
 #    component (nvidia-cuda-dev, nvidia-cuda-toolkit, libcuda1) through a private
 #    apt sources file on the same mirror the machine already uses. Idempotent:
@@ -75,6 +77,9 @@ SRC
 	have_cuda || { log "CUDA install incomplete"; exit 1; }
 	log "installed $(nvcc --version | tail -1)"
 fi
+# --install-only: .ci/run installs the toolkit in the background while the
+# tests run, then calls this script again for the build and tests.
+[ "${1:-}" = --install-only ] && exit 0
 
 # Debian installs the CUDA headers in /usr/include and the libraries in the
 # multiarch directory, both on the default search paths; the flags are set
