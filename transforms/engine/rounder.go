@@ -1,0 +1,194 @@
+package engine
+
+import (
+	"github.com/relabel/relabel/internal/pool"
+	"github.com/relabel/relabel/transforms/mixture"
+)
+
+// Rounder runs one round of sample + MAP-EM (mixture.Round, METHOD.md steps
+// 3-7) for every item of a batch: RunRound's contract, on some device. It
+// returns the items' next states packed in item order and how many items
+// ran (with mixture.Params.ActiveTol > 0 the others keep their state, and
+// the result carries every item's Moved, as RunRound does).
+//
+// CPU is RunRound itself; gpu.Rounds runs the sampling and EM as CUDA
+// kernels. Every Rounder passes the conformance suite of
+// transforms/engine/roundstest: the same draws (the generator seeded by
+// seed, item key and round), the same states within a stated tolerance,
+// the same output for any split of the items into batches.
+type Rounder interface {
+	Round(b Batch, r int, p *mixture.Params) (mixture.States, int, error)
+}
+
+// CPU is the Rounder of RunRound, on Workers goroutines (0: one per CPU,
+// as pool does) with the caller's Scratch (nil: a fresh one per call).
+type CPU struct {
+	Workers int
+	Scratch *pool.Scratch[RoundScratch]
+}
+
+// Round is RunRound(b, r, c.Workers, c.Scratch, p); it never fails.
+func (c CPU) Round(b Batch, r int, p *mixture.Params) (mixture.States, int, error) {
+	next, ran := RunRound(b, r, c.Workers, c.Scratch, p)
+	return next, ran, nil
+}
+
+var _ Rounder = CPU{}
+
+// Flat is a round's input for some items of a batch, flattened into plain
+// arrays for a device: each item's mixture components (mixture.Round's
+// p~(y): its own state, its neighbours' and its given-label anchor's, each
+// with the weight Round gives it) packed one after another, so that a
+// kernel needs no callback into the batch.
+type Flat struct {
+	// Items is each flattened item's index in the batch.
+	Items []int32
+	// Keys is each item's key (Batch.Key), for seeding its draws.
+	Keys []uint64
+	// Own holds the items' own states, item t at t: EM starts from it and
+	// the next state blends with it (METHOD.md steps 5-6).
+	Own mixture.States
+	// Comp holds the components' states: item t's are CompOff[t] to
+	// CompOff[t+1]-1, in mixture.Round's order, with their weights in
+	// CompW (all > 0; unnormalised, as Round passes them to the sampler).
+	Comp    mixture.States
+	CompOff []int32
+	CompW   []float64
+}
+
+// Reset empties f, keeping storage.
+func (f *Flat) Reset() {
+	f.Items, f.Keys = f.Items[:0], f.Keys[:0]
+	f.Own.Reset()
+	f.Comp.Reset()
+	f.CompOff = append(f.CompOff[:0], 0)
+	f.CompW = f.CompW[:0]
+}
+
+// Len is the number of flattened items.
+func (f *Flat) Len() int { return len(f.Items) }
+
+// Running returns the items of b that run in a round under p: every item,
+// or with p.ActiveTol > 0 those that moved or whose neighbours moved more
+// than it (RunRound's rule).
+func (b *Batch) Running(p *mixture.Params) []int32 {
+	run := make([]int32, 0, b.N)
+	tol := float32(p.ActiveTol)
+	for i := 0; i < b.N; i++ {
+		if p.ActiveTol > 0 && !b.active(i, tol) {
+			continue
+		}
+		run = append(run, int32(i))
+	}
+	return run
+}
+
+// Flatten appends items (batch indices) of b to f, each with the
+// components and weights that mixture.Round builds from its inputs: the
+// same float64 expressions in the same order, so a device that samples
+// from them draws what Round draws.
+func (b *Batch) Flatten(f *Flat, items []int32, p *mixture.Params) {
+	if len(f.CompOff) == 0 {
+		f.Reset()
+	}
+	type comp struct {
+		ss *mixture.States
+		at int
+		w  float64
+	}
+	var neigh []comp
+	for _, i32 := range items {
+		i := int(i32)
+		f.Items = append(f.Items, i32)
+		f.Keys = append(f.Keys, b.Key(i))
+		f.Own.AppendFrom(b.Own, i)
+		neigh = neigh[:0]
+		var nw float64
+		for j := 0; j < b.K; j++ {
+			ss, at, wt := b.Neighbour(i, j)
+			if ss == nil {
+				continue
+			}
+			neigh = append(neigh, comp{ss, at, wt})
+			if wt > 0 && size(ss, at) > 0 {
+				nw += wt
+			}
+		}
+		own := size(b.Own, i)
+		mu := p.Mu
+		if own == 0 || nw == 0 {
+			mu = 0
+			if own > 0 {
+				mu = 1
+			}
+		}
+		if own > 0 && mu > 0 {
+			f.Comp.AppendFrom(b.Own, i)
+			f.CompW = append(f.CompW, mu)
+		}
+		if nw > 0 && mu < 1 {
+			for _, c := range neigh {
+				if c.w > 0 && size(c.ss, c.at) > 0 {
+					f.Comp.AppendFrom(c.ss, c.at)
+					f.CompW = append(f.CompW, (1-mu)*c.w/nw)
+				}
+			}
+		}
+		if b.Init != nil && b.Init.Len() > 0 {
+			if iw := p.AnchorWeight(b.Annotations(i)); iw > 0 && size(b.Init, i) > 0 {
+				f.Comp.AppendFrom(b.Init, i)
+				f.CompW = append(f.CompW, iw)
+			}
+		}
+		f.CompOff = append(f.CompOff, int32(len(f.CompW)))
+	}
+	// Moved is the batch's business (Collect), not the device's.
+	f.Own.Moved, f.Comp.Moved = f.Own.Moved[:0], f.Comp.Moved[:0]
+}
+
+// size is how many classes item at of ss holds.
+func size(ss *mixture.States, at int) int { return int(ss.ItemOff[at+1] - ss.ItemOff[at]) }
+
+// Collect packs round results in item order, as RunRound does: an item of
+// run (Running's list, ascending) gets the state next writes for its
+// position t in run (next returns false to keep the item's own state: an
+// empty mixture), quantised as packed states are; every other item keeps
+// its own state. With p.ActiveTol > 0 it tracks Moved as RunRound does.
+func (b *Batch) Collect(run []int32, p *mixture.Params, next func(t int, dst *mixture.State) bool) mixture.States {
+	track := p.ActiveTol > 0
+	tol := float32(p.ActiveTol)
+	var moved []float32
+	if track {
+		moved = make([]float32, b.N)
+	}
+	var out mixture.States
+	cl, en := b.Own.Sizes(0, b.N)
+	out.Reserve(b.N, cl+cl/4+8, en+en/4+32)
+	var own, dst mixture.State
+	t := 0
+	for i := 0; i < b.N; i++ {
+		if t >= len(run) || int(run[t]) != i {
+			if track {
+				moved[i] = b.Own.Moved[i]
+			}
+			out.AppendFrom(b.Own, i)
+			continue
+		}
+		b.Own.Get(&own, i)
+		if !next(t, &dst) {
+			dst.CopyFrom(&own)
+		}
+		dst.Quantize()
+		if track {
+			prev := b.Own.MovedOf(i)
+			if prev > tol {
+				prev = 0
+			}
+			moved[i] = prev + float32(mixture.Distance(&own, &dst, p.C))
+		}
+		out.Append(&dst)
+		t++
+	}
+	out.Moved = moved
+	return out
+}

@@ -1,0 +1,48 @@
+package engine_test
+
+import (
+	"testing"
+
+	"github.com/relabel/relabel/internal/pool"
+	"github.com/relabel/relabel/transforms/engine"
+	"github.com/relabel/relabel/transforms/engine/roundstest"
+	"github.com/relabel/relabel/transforms/mixture"
+)
+
+// TestCPURounder runs the rounds' conformance suite on the CPU backend
+// (RunRound itself, so it checks the suite as much as the backend), with
+// one worker and with a shared scratch.
+func TestCPURounder(t *testing.T) {
+	roundstest.Run(t, engine.CPU{})
+	t.Run("one-worker", func(t *testing.T) {
+		roundstest.Run(t, engine.CPU{Workers: 1, Scratch: &pool.Scratch[engine.RoundScratch]{}})
+	})
+}
+
+// flatRounder runs RunRound's items through Flatten and Collect: a
+// device's path with the CPU's mixture.Round as its kernel, so that the
+// suite shows the flattening is RunRound's input bit for bit.
+type flatRounder struct{}
+
+func (flatRounder) Round(b engine.Batch, r int, p *mixture.Params) (mixture.States, int, error) {
+	run := b.Running(p)
+	var f engine.Flat
+	b.Flatten(&f, run, p)
+	var ws mixture.Workspace
+	var own mixture.State
+	var comps []mixture.State
+	out := b.Collect(run, p, func(t int, dst *mixture.State) bool {
+		f.Own.Get(&own, t)
+		lo, hi := int(f.CompOff[t]), int(f.CompOff[t+1])
+		comps = append(comps[:0], make([]mixture.State, hi-lo)...)
+		for j := lo; j < hi; j++ {
+			f.Comp.Get(&comps[j-lo], j)
+		}
+		return ws.RoundComponents(dst, &own, comps, f.CompW[lo:hi], f.Keys[t], r, p)
+	})
+	return out, len(run), nil
+}
+
+// TestFlatten runs the suite on flatRounder: Flatten's components,
+// weights and keys, and Collect's packing, are RunRound's.
+func TestFlatten(t *testing.T) { roundstest.Run(t, flatRounder{}) }
