@@ -24,20 +24,27 @@ var _ engine.Rounder = Rounds{}
 // next (as llcWork).
 type roundsWork struct {
 	flat engine.Flat
-	// inputs: the components' and the own states, weights, keys, the
-	// items' scratch offsets and class-set bounds
-	cItemOff, cCls, cPi, cRem, cRowOff, cCat, cP buffer
-	oItemOff, oCls, oPi, oRem, oRowOff, oCat, oP buffer
-	compOff, compW, keys, wsOff, wiOff, mbOf     buffer
+	// all is the flattened items' sources in one packed States, base each
+	// source's first item there.
+	all  mixture.States
+	base []int32
+	// Per component its item in all; per item its own state's item, its
+	// classes over all components, its class-set bound and its EM
+	// scratch in doubles and ints.
+	hIdx, hOwn, hMb    []int32
+	hEntries, hWs, hWi []int64
+	// A chunk's offsets: components (rebased), cum and EM scratch.
+	cOff                 []int32
+	cCum, cWsOff, cWiOff []int64
+
+	// the states, once per call
+	sItemOff, sCls, sPi, sRem, sRowOff, sCat, sP buffer
+	// a chunk's inputs
+	compOff, compIdx, compW, keys, ownIdx, cumOff, wsOff, wiOff, mbOf buffer
 	// the draws
 	nvec, off, cat, cnt, w, cum, centry buffer
 	// EM scratch and the next states
 	ws, wi, outN, ocls, opi, orem, olen, ocat, op buffer
-
-	hWsOff, hWiOff []int64
-	hMb            []int32
-	// wsTotal and wiTotal are the chunk's EM scratch, in doubles and ints.
-	wsTotal, wiTotal int64
 }
 
 var roundsPool struct {
@@ -63,9 +70,8 @@ func putRoundsWork(w *roundsWork) {
 }
 
 func (w *roundsWork) buffers() []*buffer {
-	return []*buffer{&w.cItemOff, &w.cCls, &w.cPi, &w.cRem, &w.cRowOff, &w.cCat, &w.cP,
-		&w.oItemOff, &w.oCls, &w.oPi, &w.oRem, &w.oRowOff, &w.oCat, &w.oP,
-		&w.compOff, &w.compW, &w.keys, &w.wsOff, &w.wiOff, &w.mbOf,
+	return []*buffer{&w.sItemOff, &w.sCls, &w.sPi, &w.sRem, &w.sRowOff, &w.sCat, &w.sP,
+		&w.compOff, &w.compIdx, &w.compW, &w.keys, &w.ownIdx, &w.cumOff, &w.wsOff, &w.wiOff, &w.mbOf,
 		&w.nvec, &w.off, &w.cat, &w.cnt, &w.w, &w.cum, &w.centry,
 		&w.ws, &w.wi, &w.outN, &w.ocls, &w.opi, &w.orem, &w.olen, &w.ocat, &w.op}
 }
@@ -216,7 +222,9 @@ func (g Rounds) Sample(b engine.Batch, r int, p *mixture.Params) ([]mixture.Coun
 
 // each runs the kernels over the items of run in chunks that fit the
 // device (rounds_em only when em), calling done after each chunk's
-// launches with the chunk's first position in run and its length.
+// launches with the chunk's first position in run and its length. The
+// states every component and own state live in go to the device once; a
+// chunk uploads only references, weights and keys.
 func (g Rounds) each(b engine.Batch, run []int32, r int, p *mixture.Params, em bool, done func(w *roundsWork, lo, n int) error) error {
 	if g.Block < 0 || g.MemoryFraction < 0 || g.MemoryFraction > 1 {
 		return fmt.Errorf("gpu: Rounds: option out of range in %+v", g)
@@ -230,11 +238,24 @@ func (g Rounds) each(b engine.Batch, run []int32, r int, p *mixture.Params, em b
 	}
 	w := getRoundsWork()
 	defer putRoundsWork(w)
+	w.flat.Reset()
+	b.Flatten(&w.flat, run, p)
+	w.layout(p)
 	release, err := d.bind()
 	if err != nil {
 		return err
 	}
 	defer release()
+	s := &w.all
+	for _, e := range []error{
+		upload(d, &w.sItemOff, s.ItemOff), upload(d, &w.sCls, s.Class), upload(d, &w.sPi, s.Pi),
+		upload(d, &w.sRem, s.Rem), upload(d, &w.sRowOff, s.RowOff), upload(d, &w.sCat, s.Cat), upload(d, &w.sP, s.P),
+	} {
+		if e != nil {
+			return fmt.Errorf("gpu: Rounds: uploading the states: %w", e)
+		}
+	}
+	fixed := int64(w.sItemOff.n + w.sCls.n + w.sPi.n + w.sRem.n + w.sRowOff.n + w.sCat.n + w.sP.n)
 	block := g.Block
 	if block == 0 {
 		block = defaultRoundsBlock
@@ -244,21 +265,21 @@ func (g Rounds) each(b engine.Batch, run []int32, r int, p *mixture.Params, em b
 		if err != nil {
 			return err
 		}
-		avail += w.held()
-		n := min(block, len(run)-lo)
-		for {
-			w.flat.Reset()
-			b.Flatten(&w.flat, run[lo:lo+n], p)
-			need := w.size(p)
-			if need <= avail {
+		// What this call holds is available to it again, less the states.
+		avail += w.held() - fixed
+		n, need := 0, int64(0)
+		for lo+n < len(run) && n < block {
+			x := w.itemBytes(lo+n, p)
+			if need+x > avail {
 				break
 			}
-			if n == 1 {
-				return fmt.Errorf("gpu: Rounds: %d bytes of device memory cannot hold one item's round (%d bytes)", avail, need)
-			}
-			n = (n + 1) / 2
+			need += x
+			n++
 		}
-		if err := w.launch(d, r, p, em); err != nil {
+		if n == 0 {
+			return fmt.Errorf("gpu: Rounds: %d bytes of device memory cannot hold one item's round (%d bytes)", avail, w.itemBytes(lo, p))
+		}
+		if err := w.launch(d, lo, n, r, p, em); err != nil {
 			return err
 		}
 		if err := done(w, lo, n); err != nil {
@@ -269,63 +290,88 @@ func (g Rounds) each(b engine.Batch, run []int32, r int, p *mixture.Params, em b
 	return nil
 }
 
-// size lays out the flattened chunk's scratch (its offsets into the EM
-// scratch, rounds.cu's layout) and returns the device bytes the chunk needs.
-func (w *roundsWork) size(p *mixture.Params) int64 {
+// layout joins the flattened sources into one packed States and sizes
+// every item's scratch (rounds.cu's layout).
+func (w *roundsWork) layout(p *mixture.Params) {
 	f := &w.flat
+	parts := make([]mixture.States, len(f.Sources))
+	w.base = w.base[:0]
+	var items int32
+	for i, s := range f.Sources {
+		parts[i] = *s
+		parts[i].Moved = nil
+		w.base = append(w.base, items)
+		items += int32(s.Len())
+	}
+	w.all.Concat(parts)
+	s := &w.all
+	w.hIdx = w.hIdx[:0]
+	for j := range f.CompW {
+		w.hIdx = append(w.hIdx, w.base[f.CompSrc[j]]+f.CompAt[j])
+	}
 	n := f.Len()
 	l, tr, c := int64(p.L), int64(p.N), int64(p.C)
 	ob := min(c, l*tr)
-	w.hWsOff, w.hWiOff, w.hMb = w.hWsOff[:0], w.hWiOff[:0], w.hMb[:0]
-	var ws, wi int64
+	w.hOwn, w.hMb, w.hEntries, w.hWs, w.hWi = w.hOwn[:0], w.hMb[:0], w.hEntries[:0], w.hWs[:0], w.hWi[:0]
 	for t := 0; t < n; t++ {
-		entries := int64(f.Comp.ItemOff[f.CompOff[t+1]] - f.Comp.ItemOff[f.CompOff[t]])
+		own := w.base[0] + f.Items[t]
+		w.hOwn = append(w.hOwn, own)
+		var entries int64
+		for _, x := range w.hIdx[f.CompOff[t]:f.CompOff[t+1]] {
+			entries += int64(s.ItemOff[x+1] - s.ItemOff[x])
+		}
 		mb := max(min(c, entries), 1)
-		own := int64(f.Own.ItemOff[t+1] - f.Own.ItemOff[t])
-		w.hWsOff = append(w.hWsOff, ws)
-		w.hWiOff = append(w.hWiOff, wi)
+		oc := int64(s.ItemOff[own+1] - s.ItemOff[own])
+		w.hEntries = append(w.hEntries, entries)
 		w.hMb = append(w.hMb, int32(mb))
-		ws += 7*mb + mb + own + 2*ob*mb
-		wi += mb + ob + l*tr + 3*(mb+own)
+		w.hWs = append(w.hWs, 7*mb+mb+oc+2*ob*mb)
+		w.hWi = append(w.hWi, mb+ob+l*tr+3*(mb+oc))
 	}
-	w.wsTotal, w.wiTotal = ws, wi
-	states := func(s *mixture.States) int64 {
-		return int64(4 * (len(s.ItemOff) + len(s.Class) + len(s.Pi) + len(s.Rem) + len(s.RowOff) + len(s.Cat) + len(s.P)))
-	}
-	nn := int64(n)
-	c0, me := int64(p.C0), int64(p.MaxRowEntries)
-	return states(&f.Comp) + states(&f.Own) + 4*int64(len(f.CompOff)) + 8*int64(len(f.CompW)) +
-		8*nn + 8*nn + 8*nn + 4*nn + // keys, wsOff, wiOff, mbOf
-		4*nn + 4*nn*(l+1) + 8*nn*l*tr + 4*nn*l + // the draws
-		12*int64(len(f.Comp.Class)) + // cum, centry
-		8*ws + 4*wi +
-		4*nn + 16*nn*c0 + 8*nn*c0*me // the next states
 }
 
-// launch uploads the flattened chunk and runs rounds_sample (and rounds_em).
-func (w *roundsWork) launch(d backend, r int, p *mixture.Params, em bool) error {
+// itemBytes is the device memory item t's round takes beyond the states.
+func (w *roundsWork) itemBytes(t int, p *mixture.Params) int64 {
+	l, tr := int64(p.L), int64(p.N)
+	c0, me := int64(p.C0), int64(p.MaxRowEntries)
+	comps := int64(w.flat.CompOff[t+1] - w.flat.CompOff[t])
+	return 4 + 16*comps + // compOff, compIdx, compW (and slack)
+		8 + 4 + 8 + 8 + 8 + 4 + // keys, ownIdx, cumOff, wsOff, wiOff, mbOf
+		4 + 4*(l+1) + 8*l*tr + 4*l + // the draws
+		12*w.hEntries[t] + // cum, centry
+		8*w.hWs[t] + 4*w.hWi[t] +
+		4 + 16*c0 + 8*c0*me // the next states
+}
+
+// launch uploads the chunk of items lo .. lo+n-1 and runs rounds_sample
+// (and rounds_em) on it.
+func (w *roundsWork) launch(d backend, lo, n, r int, p *mixture.Params, em bool) error {
 	f := &w.flat
-	n := f.Len()
-	up := func(err error) error {
-		if err != nil {
-			return fmt.Errorf("gpu: Rounds: uploading: %w", err)
-		}
-		return nil
+	j0, j1 := f.CompOff[lo], f.CompOff[lo+n]
+	w.cOff = w.cOff[:0]
+	for _, x := range f.CompOff[lo : lo+n+1] {
+		w.cOff = append(w.cOff, x-j0)
+	}
+	w.cCum, w.cWsOff, w.cWiOff = w.cCum[:0], w.cWsOff[:0], w.cWiOff[:0]
+	var cum, ws, wi int64
+	for t := lo; t < lo+n; t++ {
+		w.cCum, w.cWsOff, w.cWiOff = append(w.cCum, cum), append(w.cWsOff, ws), append(w.cWiOff, wi)
+		cum, ws, wi = cum+w.hEntries[t], ws+w.hWs[t], wi+w.hWi[t]
 	}
 	for _, e := range []error{
-		upload(d, &w.cItemOff, f.Comp.ItemOff), upload(d, &w.cCls, f.Comp.Class), upload(d, &w.cPi, f.Comp.Pi),
-		upload(d, &w.cRem, f.Comp.Rem), upload(d, &w.cRowOff, f.Comp.RowOff), upload(d, &w.cCat, f.Comp.Cat), upload(d, &w.cP, f.Comp.P),
-		upload(d, &w.compOff, f.CompOff), upload(d, &w.compW, f.CompW), upload(d, &w.keys, f.Keys),
+		upload(d, &w.compOff, w.cOff), upload(d, &w.compIdx, w.hIdx[j0:j1]), upload(d, &w.compW, f.CompW[j0:j1]),
+		upload(d, &w.keys, f.Keys[lo:lo+n]), upload(d, &w.ownIdx, w.hOwn[lo:lo+n]), upload(d, &w.cumOff, w.cCum),
+		upload(d, &w.wsOff, w.cWsOff), upload(d, &w.wiOff, w.cWiOff), upload(d, &w.mbOf, w.hMb[lo:lo+n]),
 	} {
-		if err := up(e); err != nil {
-			return err
+		if e != nil {
+			return fmt.Errorf("gpu: Rounds: uploading: %w", e)
 		}
 	}
 	l, tr := p.L, p.N
+	c0, me := p.C0, p.MaxRowEntries
 	for _, e := range []error{
 		w.nvec.reserve(d, 4*n), w.off.reserve(d, 4*n*(l+1)), w.cat.reserve(d, 4*n*l*tr),
 		w.cnt.reserve(d, 4*n*l*tr), w.w.reserve(d, 4*n*l),
-		w.cum.reserve(d, 8*max(len(f.Comp.Class), 1)), w.centry.reserve(d, 4*max(len(f.Comp.Class), 1)),
+		w.cum.reserve(d, int(8*max(cum, 1))), w.centry.reserve(d, int(4*max(cum, 1))),
 	} {
 		if e != nil {
 			return e
@@ -338,21 +384,15 @@ func (w *roundsWork) launch(d backend, r int, p *mixture.Params, em bool) error 
 	}
 	if err := d.launch("rounds_sample", grid, [3]int{roundsThreads, 1, 1}, 0, args(
 		w.nvec.p, w.off.p, w.cat.p, w.cnt.p, w.w.p, w.cum.p, w.centry.p,
-		w.cItemOff.p, w.cCls.p, w.cPi.p, w.cRem.p, w.cRowOff.p, w.cCat.p, w.cP.p,
-		w.compOff.p, w.compW.p, w.keys.p,
+		w.sItemOff.p, w.sCls.p, w.sPi.p, w.sRem.p, w.sRowOff.p, w.sCat.p, w.sP.p,
+		w.compOff.p, w.compIdx.p, w.compW.p, w.keys.p, w.cumOff.p,
 		n, l, tr, p.C, iid, int64(p.Seed), r)); err != nil {
 		return fmt.Errorf("gpu: Rounds: rounds_sample: %w", err)
 	}
 	if !em {
 		return nil
 	}
-	ws, wi := w.wsTotal, w.wiTotal
-	c0, me := p.C0, p.MaxRowEntries
 	for _, e := range []error{
-		up(upload(d, &w.oItemOff, f.Own.ItemOff)), up(upload(d, &w.oCls, f.Own.Class)), up(upload(d, &w.oPi, f.Own.Pi)),
-		up(upload(d, &w.oRem, f.Own.Rem)), up(upload(d, &w.oRowOff, f.Own.RowOff)), up(upload(d, &w.oCat, f.Own.Cat)),
-		up(upload(d, &w.oP, f.Own.P)), up(upload(d, &w.wsOff, w.hWsOff)), up(upload(d, &w.wiOff, w.hWiOff)),
-		up(upload(d, &w.mbOf, w.hMb)),
 		w.ws.reserve(d, int(8*max(ws, 1))), w.wi.reserve(d, int(4*max(wi, 1))),
 		w.outN.reserve(d, 4*n), w.ocls.reserve(d, 4*n*c0), w.opi.reserve(d, 4*n*c0), w.orem.reserve(d, 4*n*c0),
 		w.olen.reserve(d, 4*n*c0), w.ocat.reserve(d, 4*n*c0*me), w.op.reserve(d, 4*n*c0*me),
@@ -365,8 +405,8 @@ func (w *roundsWork) launch(d backend, r int, p *mixture.Params, em bool) error 
 		w.outN.p, w.ocls.p, w.opi.p, w.orem.p, w.olen.p, w.ocat.p, w.op.p,
 		w.ws.p, w.wsOff.p, w.wi.p, w.wiOff.p, w.mbOf.p,
 		w.nvec.p, w.off.p, w.cat.p, w.cnt.p, w.w.p,
-		w.cItemOff.p, w.cCls.p, w.cPi.p, w.compOff.p, w.compW.p,
-		w.oItemOff.p, w.oCls.p, w.oPi.p, w.oRem.p, w.oRowOff.p, w.oCat.p, w.oP.p,
+		w.sItemOff.p, w.sCls.p, w.sPi.p, w.sRem.p, w.sRowOff.p, w.sCat.p, w.sP.p,
+		w.compOff.p, w.compIdx.p, w.compW.p, w.ownIdx.p,
 		n, l, tr, p.C, c0, me, p.EMIters,
 		p.EMTol, p.Alpha, p.Beta, p.Gamma, p.Smooth, p.MinClassMass, math.Exp(-40))); err != nil {
 		return fmt.Errorf("gpu: Rounds: rounds_em: %w", err)

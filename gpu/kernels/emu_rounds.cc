@@ -21,8 +21,9 @@ extern "C" void emu_rounds_sample(const uint64_t *a)
 		P(double *, 5), P(int *, 6),
 		P(const int *, 7), P(const int *, 8), P(const float *, 9), P(const float *, 10),
 		P(const int *, 11), P(const int *, 12), P(const float *, 13),
-		P(const int *, 14), P(const double *, 15), P(const u64 *, 16),
-		I(17), I(18), I(19), I(20), I(21), I(22), I(23));
+		P(const int *, 14), P(const int *, 15), P(const double *, 16), P(const u64 *, 17),
+		P(const i64 *, 18),
+		I(19), I(20), I(21), I(22), I(23), I(24), I(25));
 }
 
 extern "C" void emu_rounds_em(const uint64_t *a)
@@ -30,10 +31,9 @@ extern "C" void emu_rounds_em(const uint64_t *a)
 	rounds_em(P(int *, 0), P(int *, 1), P(float *, 2), P(float *, 3), P(int *, 4), P(int *, 5), P(float *, 6),
 		P(double *, 7), P(const i64 *, 8), P(int *, 9), P(const i64 *, 10), P(const int *, 11),
 		P(const int *, 12), P(const int *, 13), P(const int *, 14), P(const int *, 15), P(const int *, 16),
-		P(const int *, 17), P(const int *, 18), P(const float *, 19),
-		P(const int *, 20), P(const double *, 21),
-		P(const int *, 22), P(const int *, 23), P(const float *, 24), P(const float *, 25),
-		P(const int *, 26), P(const int *, 27), P(const float *, 28),
-		I(29), I(30), I(31), I(32), I(33), I(34), I(35),
-		F(36), F(37), F(38), F(39), F(40), F(41), F(42));
+		P(const int *, 17), P(const int *, 18), P(const float *, 19), P(const float *, 20),
+		P(const int *, 21), P(const int *, 22), P(const float *, 23),
+		P(const int *, 24), P(const int *, 25), P(const double *, 26), P(const int *, 27),
+		I(28), I(29), I(30), I(31), I(32), I(33), I(34),
+		F(35), F(36), F(37), F(38), F(39), F(40), F(41));
 }

@@ -149,33 +149,36 @@ DEVICE double binom_step(i64 n, int d, double q, double p)
 }
 
 // rounds_sample draws item t's count vectors (Sampler.SetMixture and
-// Sample): its components are packed states compOff[t] .. compOff[t+1]-1
-// of st with weights compW. Vector v's distinct categories and counts go
-// to cat/cnt from off[t*(L+1)+v] (relative to t*L*N), its multiplicity to
-// w[t*L+v]; nvec[t] is the number of distinct vectors, -1 for an empty
-// mixture. cum and centry are scratch, one slot per class entry of st.
+// Sample): its components are items compIdx[compOff[t]] ..
+// compIdx[compOff[t+1]-1] of the packed states (itemOff ... rp, the
+// layout of transforms/mixture.States), with weights compW. Vector v's
+// distinct categories and counts go to cat/cnt from off[t*(L+1)+v]
+// (relative to t*L*N), its multiplicity to w[t*L+v]; nvec[t] is the number
+// of distinct vectors, -1 for an empty mixture. cum and centry are scratch
+// from cumOff[t], one slot per class of the item's components.
 KERNEL void LAUNCH_BOUNDS(ROUNDS_THREADS) rounds_sample(
 	int *nvec, int *off, int *cat, int *cnt, int *w,
 	double *cum, int *centry,
 	const int *itemOff, const int *cls, const float *pi, const float *rem,
 	const int *rowOff, const int *rcat, const float *rp,
-	const int *compOff, const double *compW, const u64 *keys,
+	const int *compOff, const int *compIdx, const double *compW, const u64 *keys,
+	const i64 *cumOff,
 	i64 items, i64 L, i64 N, i64 C, i64 iid, i64 seed, i64 round)
 {
 	const i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x;
 	if (t >= items)
 		return;
 	const int j0 = compOff[t], j1 = compOff[t + 1];
-	const int base = itemOff[j0];
-	double *cm = cum + base;
-	int *ce = centry + base;
+	double *cm = cum + cumOff[t];
+	int *ce = centry + cumOff[t];
 	int m = 0;
 	double tot = 0;
 	for (int j = j0; j < j1; j++) {
 		double wj = compW[j];
 		if (wj <= 0)
 			continue;
-		for (int e = itemOff[j]; e < itemOff[j + 1]; e++) {
+		const int x = compIdx[j];
+		for (int e = itemOff[x]; e < itemOff[x + 1]; e++) {
 			double pw = wj * (double)pi[e];
 			if (pw <= 0)
 				continue;
@@ -463,17 +466,17 @@ DEVICE void row_store(const row_out *r, i64 slot, int *len, int *ocat, float *op
 // InitFrom, StepFast, then blendFit or Result, then Truncate) and writes
 // its next state: outN[t] classes (-1: an empty mixture, the item keeps its
 // state) at slots t*c0 ..., each with its pi, remainder and up to
-// maxEntries entries. ws and wi are the item's double and int scratch from
-// wsOff[t] and wiOff[t]; mb bounds its class set (mbOf[t]), ob its observed
-// categories.
+// maxEntries entries. Its components are as in rounds_sample, its own
+// state is item ownIdx[t] of the same packed states. ws and wi are the
+// item's double and int scratch from wsOff[t] and wiOff[t]; mbOf[t] bounds
+// its class set, min(C, L N) its observed categories.
 KERNEL void LAUNCH_BOUNDS(ROUNDS_THREADS) rounds_em(
 	int *outN, int *ocls, float *opi, float *orem, int *olen, int *ocat, float *op,
 	double *ws, const i64 *wsOff, int *wi, const i64 *wiOff, const int *mbOf,
 	const int *nvec, const int *off, const int *cat, const int *cnt, const int *w,
-	const int *itemOff, const int *cls, const float *pi,
-	const int *compOff, const double *compW,
-	const int *oItemOff, const int *oCls, const float *oPi, const float *oRem,
+	const int *itemOff, const int *oCls, const float *oPi, const float *oRem,
 	const int *oRowOff, const int *oCat, const float *oP,
+	const int *compOff, const int *compIdx, const double *compW, const int *ownIdx,
 	i64 items, i64 L, i64 N, i64 C, i64 c0, i64 maxEntries, i64 emIters,
 	double emTol, double alpha, double beta, double gamma, double smooth,
 	double minMass, double expNeg40)
@@ -488,7 +491,7 @@ KERNEL void LAUNCH_BOUNDS(ROUNDS_THREADS) rounds_em(
 	}
 	const int mb = mbOf[t];
 	const int ob = (int)(C < L * N ? C : L * N);
-	const int oc0 = oItemOff[t], ocN = oItemOff[t + 1] - oc0; // own's classes
+	const int oc0 = itemOff[ownIdx[t]], ocN = itemOff[ownIdx[t] + 1] - oc0; // own's classes
 
 	double *mass = ws + wsOff[t];
 	double *Pi = mass + mb, *Unseen = Pi + mb, *sumG = Unseen + mb, *sumN = sumG + mb;
@@ -502,8 +505,9 @@ KERNEL void LAUNCH_BOUNDS(ROUNDS_THREADS) rounds_em(
 	int m = 0;
 	for (int j = compOff[t]; j < compOff[t + 1]; j++) {
 		double wj = compW[j];
-		for (int e = itemOff[j]; e < itemOff[j + 1]; e++) {
-			int c = cls[e], i = 0;
+		const int xj = compIdx[j];
+		for (int e = itemOff[xj]; e < itemOff[xj + 1]; e++) {
+			int c = oCls[e], i = 0;
 			while (i < m && classes[i] != c)
 				i++;
 			if (i == m) {
@@ -511,7 +515,7 @@ KERNEL void LAUNCH_BOUNDS(ROUNDS_THREADS) rounds_em(
 				mass[m] = 0;
 				m++;
 			}
-			mass[i] += wj * (double)pi[e];
+			mass[i] += wj * (double)oPi[e];
 		}
 	}
 	if (minMass > 0) {

@@ -38,35 +38,55 @@ var _ Rounder = CPU{}
 // Flat is a round's input for some items of a batch, flattened into plain
 // arrays for a device: each item's mixture components (mixture.Round's
 // p~(y): its own state, its neighbours' and its given-label anchor's, each
-// with the weight Round gives it) packed one after another, so that a
-// kernel needs no callback into the batch.
+// with the weight Round gives it) as references into the packed states
+// they live in, so that a kernel needs no callback into the batch and no
+// state is copied per item (a neighbour's state is read by K items).
 type Flat struct {
 	// Items is each flattened item's index in the batch.
 	Items []int32
 	// Keys is each item's key (Batch.Key), for seeding its draws.
 	Keys []uint64
-	// Own holds the items' own states, item t at t: EM starts from it and
-	// the next state blends with it (METHOD.md steps 5-6).
-	Own mixture.States
-	// Comp holds the components' states: item t's are CompOff[t] to
-	// CompOff[t+1]-1, in mixture.Round's order, with their weights in
-	// CompW (all > 0; unnormalised, as Round passes them to the sampler).
-	Comp    mixture.States
-	CompOff []int32
-	CompW   []float64
+	// Sources are the packed states the components live in, the batch's
+	// own states first: item Items[t] of Sources[0] is item t's own state,
+	// which EM starts from and the next state blends with (METHOD.md steps
+	// 5-6).
+	Sources []*mixture.States
+	// Item t's components are CompOff[t] to CompOff[t+1]-1, in
+	// mixture.Round's order: item CompAt[j] of Sources[CompSrc[j]], with
+	// weight CompW[j] (> 0; unnormalised, as Round passes them to the
+	// sampler).
+	CompOff         []int32
+	CompSrc, CompAt []int32
+	CompW           []float64
 }
 
 // Reset empties f, keeping storage.
 func (f *Flat) Reset() {
 	f.Items, f.Keys = f.Items[:0], f.Keys[:0]
-	f.Own.Reset()
-	f.Comp.Reset()
+	f.Sources = f.Sources[:0]
 	f.CompOff = append(f.CompOff[:0], 0)
-	f.CompW = f.CompW[:0]
+	f.CompSrc, f.CompAt, f.CompW = f.CompSrc[:0], f.CompAt[:0], f.CompW[:0]
 }
 
 // Len is the number of flattened items.
 func (f *Flat) Len() int { return len(f.Items) }
+
+// source returns ss's index in f.Sources, adding it.
+func (f *Flat) source(ss *mixture.States) int32 {
+	for i, x := range f.Sources {
+		if x == ss {
+			return int32(i)
+		}
+	}
+	f.Sources = append(f.Sources, ss)
+	return int32(len(f.Sources) - 1)
+}
+
+func (f *Flat) add(ss *mixture.States, at int, w float64) {
+	f.CompSrc = append(f.CompSrc, f.source(ss))
+	f.CompAt = append(f.CompAt, int32(at))
+	f.CompW = append(f.CompW, w)
+}
 
 // Running returns the items of b that run in a round under p: every item,
 // or with p.ActiveTol > 0 those that moved or whose neighbours moved more
@@ -91,6 +111,9 @@ func (b *Batch) Flatten(f *Flat, items []int32, p *mixture.Params) {
 	if len(f.CompOff) == 0 {
 		f.Reset()
 	}
+	if len(f.Sources) == 0 {
+		f.Sources = append(f.Sources, b.Own)
+	}
 	type comp struct {
 		ss *mixture.States
 		at int
@@ -101,7 +124,6 @@ func (b *Batch) Flatten(f *Flat, items []int32, p *mixture.Params) {
 		i := int(i32)
 		f.Items = append(f.Items, i32)
 		f.Keys = append(f.Keys, b.Key(i))
-		f.Own.AppendFrom(b.Own, i)
 		neigh = neigh[:0]
 		var nw float64
 		for j := 0; j < b.K; j++ {
@@ -123,27 +145,22 @@ func (b *Batch) Flatten(f *Flat, items []int32, p *mixture.Params) {
 			}
 		}
 		if own > 0 && mu > 0 {
-			f.Comp.AppendFrom(b.Own, i)
-			f.CompW = append(f.CompW, mu)
+			f.add(b.Own, i, mu)
 		}
 		if nw > 0 && mu < 1 {
 			for _, c := range neigh {
 				if c.w > 0 && size(c.ss, c.at) > 0 {
-					f.Comp.AppendFrom(c.ss, c.at)
-					f.CompW = append(f.CompW, (1-mu)*c.w/nw)
+					f.add(c.ss, c.at, (1-mu)*c.w/nw)
 				}
 			}
 		}
 		if b.Init != nil && b.Init.Len() > 0 {
 			if iw := p.AnchorWeight(b.Annotations(i)); iw > 0 && size(b.Init, i) > 0 {
-				f.Comp.AppendFrom(b.Init, i)
-				f.CompW = append(f.CompW, iw)
+				f.add(b.Init, i, iw)
 			}
 		}
 		f.CompOff = append(f.CompOff, int32(len(f.CompW)))
 	}
-	// Moved is the batch's business (Collect), not the device's.
-	f.Own.Moved, f.Comp.Moved = f.Own.Moved[:0], f.Comp.Moved[:0]
 }
 
 // size is how many classes item at of ss holds.

@@ -32,11 +32,11 @@ func (flatRounder) Round(b engine.Batch, r int, p *mixture.Params) (mixture.Stat
 	var own mixture.State
 	var comps []mixture.State
 	out := b.Collect(run, p, func(t int, dst *mixture.State) bool {
-		f.Own.Get(&own, t)
+		f.Sources[0].Get(&own, int(f.Items[t]))
 		lo, hi := int(f.CompOff[t]), int(f.CompOff[t+1])
 		comps = append(comps[:0], make([]mixture.State, hi-lo)...)
 		for j := lo; j < hi; j++ {
-			f.Comp.Get(&comps[j-lo], j)
+			f.Sources[f.CompSrc[j]].Get(&comps[j-lo], int(f.CompAt[j]))
 		}
 		return ws.RoundComponents(dst, &own, comps, f.CompW[lo:hi], f.Keys[t], r, p)
 	})

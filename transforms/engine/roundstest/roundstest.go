@@ -347,7 +347,7 @@ func ReferenceSamples(b engine.Batch, r int, p *mixture.Params) []mixture.Counts
 		comps = slices.Grow(comps[:0], hi-lo)[:hi-lo]
 		ptrs := make([]*mixture.State, hi-lo)
 		for j := lo; j < hi; j++ {
-			f.Comp.Get(&comps[j-lo], j)
+			f.Sources[f.CompSrc[j]].Get(&comps[j-lo], int(f.CompAt[j]))
 			ptrs[j-lo] = &comps[j-lo]
 		}
 		sm.Seed(p.Seed, f.Keys[t], r)
