@@ -138,7 +138,7 @@ func Run(t *testing.T, r engine.Rounder) {
 // batch builds tc's batch and the round to run: states start from labels
 // (mixture.State.Init) and go through tc.warm CPU rounds; every item's
 // neighbours are other items of the batch, weights from a seeded generator.
-func (tc testCase) batch(t *testing.T) (engine.Batch, int) {
+func (tc testCase) batch(t testing.TB) (engine.Batch, int) {
 	t.Helper()
 	p := &tc.p
 	if err := p.Validate(); err != nil {
@@ -421,4 +421,31 @@ func checkSplit(t *testing.T, r engine.Rounder, b engine.Batch, round int, p *mi
 	if i := firstDiff(&joined, whole, 0, b.N); i >= 0 {
 		t.Errorf("the batch split at %d differs from the whole batch at item %d", h, i)
 	}
+}
+
+// NewBatch is a batch of n items with k neighbours each for parameters p
+// (its seed included), their states after warm CPU rounds, built as Run's
+// cases are (neighbours mostly of the item's class, 30% of labels
+// flipped), and the round to run next: for benchmarks at a named size.
+func NewBatch(tb testing.TB, n, k int, p mixture.Params, warm int) (engine.Batch, int) {
+	return testCase{name: fmt.Sprintf("n=%d,k=%d", n, k), n: n, k: k, p: p, warm: warm}.batch(tb)
+}
+
+// Agreement returns the share of items whose packed state in got is want's
+// bit for bit, and the largest total variation between the two.
+func Agreement(got, want *mixture.States, c int) (same, worst float64) {
+	var g, w mixture.State
+	n := 0
+	for i := 0; i < want.Len(); i++ {
+		if firstDiff(got, want, i, i+1) < 0 {
+			n++
+			continue
+		}
+		got.Get(&g, i)
+		want.Get(&w, i)
+		if d := mixture.Distance(&g, &w, c); d > worst || math.IsNaN(d) {
+			worst = d
+		}
+	}
+	return float64(n) / float64(max(want.Len(), 1)), worst
 }
