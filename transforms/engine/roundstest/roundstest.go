@@ -7,8 +7,9 @@
 // CPU code: METHOD.md steps 3-7 with its sampler and MAP-EM), run on named
 // batches at awkward shapes: two classes, one neighbour, zero and missing
 // weights, unlabelled items and empty neighbours, the given-label anchor,
-// a thousand classes, i.i.d. draws, several EM steps, the momentum and the
-// own weight at their ends, the active-item tolerance. The batches' states
+// a thousand classes, i.i.d. draws, several EM steps, flat priors (rows
+// with zeros), the momentum and the own weight at their ends, the
+// active-item tolerance. The batches' states
 // come from the CPU's own earlier rounds, so rows have the several entries
 // and remainders of a real run.
 package roundstest
@@ -97,6 +98,10 @@ func cases() []testCase {
 		{name: "no-min-mass", n: 120, k: 8, p: params(20, func(p *mixture.Params) { p.MinClassMass = 0 }), warm: 1},
 		{name: "short-rows", n: 120, k: 8, p: params(20, func(p *mixture.Params) { p.MaxRowEntries = 1 }), warm: 2},
 		{name: "L=1,N=1", n: 100, k: 4, p: params(5, func(p *mixture.Params) { p.L, p.N = 1, 1 }), warm: 1},
+		// Flat priors: the M step gives categories without counts zero
+		// mass, and a class without responsibility a zero denominator
+		// (its uniform row).
+		{name: "flat-priors", n: 150, k: 8, p: params(20, func(p *mixture.Params) { p.Alpha, p.Beta, p.EMIters = 1, 1, 3 }), warm: 2},
 		{name: "active-tol", n: 200, k: 6, p: params(10, func(p *mixture.Params) { p.ActiveTol = 0.05 }), warm: 2},
 		{name: "code-variant", n: 80, k: 6, p: params(10, func(p *mixture.Params) { p.Variant = mixture.Code; p.EMIters = 3 }), warm: 1},
 	}
