@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"sort"
 	"sync"
 
 	"github.com/relabel/relabel/transforms/engine"
@@ -136,12 +137,9 @@ func (g Rounds) Round(b engine.Batch, r int, p *mixture.Params) (mixture.States,
 	if err != nil {
 		return mixture.States{}, 0, err
 	}
-	chunk := 0
-	out := b.Collect(run, p, func(t int, dst *mixture.State) bool {
-		for chunk+1 < len(starts) && t >= starts[chunk+1] {
-			chunk++
-		}
-		return res[chunk].state(t-starts[chunk], p, dst)
+	out := b.Collect(run, p, 0, func(t int, dst *mixture.State) bool {
+		c := sort.SearchInts(starts, t+1) - 1 // the chunk holding t
+		return res[c].state(t-starts[c], p, dst)
 	})
 	return out, len(run), nil
 }

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"sort"
+
 	"github.com/relabel/relabel/internal/pool"
 	"github.com/relabel/relabel/transforms/mixture"
 )
@@ -166,46 +168,54 @@ func (b *Batch) Flatten(f *Flat, items []int32, p *mixture.Params) {
 // size is how many classes item at of ss holds.
 func size(ss *mixture.States, at int) int { return int(ss.ItemOff[at+1] - ss.ItemOff[at]) }
 
-// Collect packs round results in item order, as RunRound does: an item of
-// run (Running's list, ascending) gets the state next writes for its
-// position t in run (next returns false to keep the item's own state: an
-// empty mixture), quantised as packed states are; every other item keeps
-// its own state. With p.ActiveTol > 0 it tracks Moved as RunRound does.
-func (b *Batch) Collect(run []int32, p *mixture.Params, next func(t int, dst *mixture.State) bool) mixture.States {
+// Collect packs round results in item order, as RunRound does, on workers
+// goroutines (<= 0: GOMAXPROCS): an item of run (Running's list,
+// ascending) gets the state next writes for its position t in run (next
+// returns false to keep the item's own state: an empty mixture), quantised
+// as packed states are; every other item keeps its own state. With
+// p.ActiveTol > 0 it tracks Moved as RunRound does. next is called
+// concurrently unless workers is 1, each call with its own dst.
+func (b *Batch) Collect(run []int32, p *mixture.Params, workers int, next func(t int, dst *mixture.State) bool) mixture.States {
 	track := p.ActiveTol > 0
 	tol := float32(p.ActiveTol)
 	var moved []float32
 	if track {
 		moved = make([]float32, b.N)
 	}
-	var out mixture.States
-	cl, en := b.Own.Sizes(0, b.N)
-	out.Reserve(b.N, cl+cl/4+8, en+en/4+32)
-	var own, dst mixture.State
-	t := 0
-	for i := 0; i < b.N; i++ {
-		if t >= len(run) || int(run[t]) != i {
+	type scratch struct{ own, dst mixture.State }
+	parts := make([]mixture.States, pool.Chunks(b.N))
+	pool.EachChunk(b.N, workers, nil, func(w *scratch, c, lo, hi int) {
+		part := &parts[c]
+		cl, en := b.Own.Sizes(lo, hi)
+		part.Reserve(hi-lo, cl+cl/4+8, en+en/4+32)
+		t := sort.Search(len(run), func(x int) bool { return int(run[x]) >= lo })
+		for i := lo; i < hi; i++ {
+			if t >= len(run) || int(run[t]) != i {
+				if track {
+					moved[i] = b.Own.Moved[i]
+				}
+				part.AppendFrom(b.Own, i)
+				continue
+			}
+			b.Own.Get(&w.own, i)
+			if !next(t, &w.dst) {
+				w.dst.CopyFrom(&w.own)
+			}
+			w.dst.Quantize()
 			if track {
-				moved[i] = b.Own.Moved[i]
+				prev := b.Own.MovedOf(i)
+				if prev > tol {
+					prev = 0
+				}
+				moved[i] = prev + float32(mixture.Distance(&w.own, &w.dst, p.C))
 			}
-			out.AppendFrom(b.Own, i)
-			continue
+			part.Append(&w.dst)
+			t++
 		}
-		b.Own.Get(&own, i)
-		if !next(t, &dst) {
-			dst.CopyFrom(&own)
-		}
-		dst.Quantize()
-		if track {
-			prev := b.Own.MovedOf(i)
-			if prev > tol {
-				prev = 0
-			}
-			moved[i] = prev + float32(mixture.Distance(&own, &dst, p.C))
-		}
-		out.Append(&dst)
-		t++
-	}
+		part.Moved = part.Moved[:0] // Moved goes on whole, below
+	})
+	var out mixture.States
+	out.Concat(parts)
 	out.Moved = moved
 	return out
 }

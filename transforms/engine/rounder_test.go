@@ -31,7 +31,7 @@ func (flatRounder) Round(b engine.Batch, r int, p *mixture.Params) (mixture.Stat
 	var ws mixture.Workspace
 	var own mixture.State
 	var comps []mixture.State
-	out := b.Collect(run, p, func(t int, dst *mixture.State) bool {
+	out := b.Collect(run, p, 1, func(t int, dst *mixture.State) bool {
 		f.Sources[0].Get(&own, int(f.Items[t]))
 		lo, hi := int(f.CompOff[t]), int(f.CompOff[t+1])
 		comps = append(comps[:0], make([]mixture.State, hi-lo)...)
