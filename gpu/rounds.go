@@ -237,7 +237,7 @@ func (g Rounds) each(b engine.Batch, run []int32, r int, p *mixture.Params, em b
 	w := getRoundsWork()
 	defer putRoundsWork(w)
 	w.flat.Reset()
-	b.Flatten(&w.flat, run, p)
+	b.FlattenOn(&w.flat, run, p, 0)
 	w.layout(p)
 	release, err := d.bind()
 	if err != nil {

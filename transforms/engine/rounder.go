@@ -219,3 +219,42 @@ func (b *Batch) Collect(run []int32, p *mixture.Params, workers int, next func(t
 	out.Moved = moved
 	return out
 }
+
+// FlattenOn is Flatten on workers goroutines (<= 0: GOMAXPROCS): the items
+// in chunks, each flattened alone, then joined in order with the sources
+// merged in order of first use, so f is what Flatten makes. A device's
+// round flattens every item of a batch, and one core doing it would be
+// slower than the kernels.
+func (b *Batch) FlattenOn(f *Flat, items []int32, p *mixture.Params, workers int) {
+	if len(f.CompOff) == 0 {
+		f.Reset()
+	}
+	if len(f.Sources) == 0 {
+		f.Sources = append(f.Sources, b.Own)
+	}
+	parts := make([]Flat, pool.Chunks(len(items)))
+	pool.EachChunk(len(items), workers, nil, func(_ *struct{}, c, lo, hi int) {
+		parts[c].Reset()
+		parts[c].Sources = append(parts[c].Sources, b.Own)
+		b.Flatten(&parts[c], items[lo:hi], p)
+	})
+	var remap []int32
+	for c := range parts {
+		x := &parts[c]
+		remap = remap[:0]
+		for _, s := range x.Sources {
+			remap = append(remap, f.source(s))
+		}
+		base := f.CompOff[len(f.CompOff)-1]
+		f.Items = append(f.Items, x.Items...)
+		f.Keys = append(f.Keys, x.Keys...)
+		for _, off := range x.CompOff[1:] {
+			f.CompOff = append(f.CompOff, base+off)
+		}
+		for _, s := range x.CompSrc {
+			f.CompSrc = append(f.CompSrc, remap[s])
+		}
+		f.CompAt = append(f.CompAt, x.CompAt...)
+		f.CompW = append(f.CompW, x.CompW...)
+	}
+}

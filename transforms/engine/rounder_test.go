@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/relabel/relabel/internal/pool"
@@ -46,3 +47,34 @@ func (flatRounder) Round(b engine.Batch, r int, p *mixture.Params) (mixture.Stat
 // TestFlatten runs the suite on flatRounder: Flatten's components,
 // weights and keys, and Collect's packing, are RunRound's.
 func TestFlatten(t *testing.T) { roundstest.Run(t, flatRounder{}) }
+
+// TestFlattenOn checks that flattening on several goroutines makes what
+// Flatten makes, sources in the same order included.
+func TestFlattenOn(t *testing.T) {
+	p := mixture.DefaultParams(20)
+	p.Anchor = 0.1
+	b, _ := roundstest.NewBatch(t, 1000, 10, p, 1)
+	var extra mixture.States
+	extra.Concat([]mixture.States{*b.Own})
+	inner := b.Neighbour
+	// A second source for some neighbours, so the merge of sources shows.
+	b.Neighbour = func(i, j int) (*mixture.States, int, float64) {
+		ss, at, w := inner(i, j)
+		if ss != nil && i > 300 && j == 2 {
+			ss = &extra
+		}
+		return ss, at, w
+	}
+	run := b.Running(&p)
+	var a, c engine.Flat
+	b.Flatten(&a, run, &p)
+	b.FlattenOn(&c, run, &p, 3)
+	if !slices.Equal(a.Items, c.Items) || !slices.Equal(a.Keys, c.Keys) || !slices.Equal(a.CompOff, c.CompOff) ||
+		!slices.Equal(a.CompSrc, c.CompSrc) || !slices.Equal(a.CompAt, c.CompAt) || !slices.Equal(a.CompW, c.CompW) ||
+		!slices.Equal(a.Sources, c.Sources) {
+		t.Errorf("FlattenOn differs from Flatten (%d and %d sources, %d and %d components)", len(a.Sources), len(c.Sources), len(a.CompW), len(c.CompW))
+	}
+	if len(a.Sources) != 2 {
+		t.Errorf("%d sources, want 2", len(a.Sources))
+	}
+}
