@@ -90,10 +90,10 @@ func roundsSupported(p *mixture.Params) bool {
 	return p.Variant == mixture.Paper && p.N <= MaxRoundTrials && p.MaxRowEntries <= MaxRoundEntries
 }
 
-// next is one chunk's next states as the kernels wrote them: per item its
+// chunkStates is one chunk's next states as the kernels wrote them: per item its
 // class count (-1: keep its state), then c0 slots of class, pi, remainder
 // and up to maxEntries entries.
-type next struct {
+type chunkStates struct {
 	n        []int32
 	cls, len []int32
 	pi, rem  []float32
@@ -113,21 +113,19 @@ func (g Rounds) Round(b engine.Batch, r int, p *mixture.Params) (mixture.States,
 		return next, ran, nil
 	}
 	run := b.Running(p)
-	res := make([]next, 0, 1)
-	starts := []int{}
+	var res []chunkStates
+	var starts []int
 	err := g.each(b, run, r, p, true, func(w *roundsWork, lo, n int) error {
 		c0, me := p.C0, p.MaxRowEntries
-		x := next{n: make([]int32, n), cls: make([]int32, n*c0), len: make([]int32, n*c0),
+		x := chunkStates{n: make([]int32, n), cls: make([]int32, n*c0), len: make([]int32, n*c0),
 			pi: make([]float32, n*c0), rem: make([]float32, n*c0), cat: make([]int32, n*c0*me), p: make([]float32, n*c0*me)}
 		d, _ := device()
-		for _, cp := range []struct {
-			err error
-		}{
-			{download(d, x.n, &w.outN)}, {download(d, x.cls, &w.ocls)}, {download(d, x.len, &w.olen)},
-			{download(d, x.pi, &w.opi)}, {download(d, x.rem, &w.orem)}, {download(d, x.cat, &w.ocat)}, {download(d, x.p, &w.op)},
+		for _, e := range []error{
+			download(d, x.n, &w.outN), download(d, x.cls, &w.ocls), download(d, x.len, &w.olen),
+			download(d, x.pi, &w.opi), download(d, x.rem, &w.orem), download(d, x.cat, &w.ocat), download(d, x.p, &w.op),
 		} {
-			if cp.err != nil {
-				return fmt.Errorf("gpu: Rounds: copying the next states: %w", cp.err)
+			if e != nil {
+				return fmt.Errorf("gpu: Rounds: copying the next states: %w", e)
 			}
 		}
 		res = append(res, x)
@@ -146,7 +144,7 @@ func (g Rounds) Round(b engine.Batch, r int, p *mixture.Params) (mixture.States,
 
 // state unpacks item t of the chunk into dst; false when the item keeps
 // its own state.
-func (x *next) state(t int, p *mixture.Params, dst *mixture.State) bool {
+func (x *chunkStates) state(t int, p *mixture.Params, dst *mixture.State) bool {
 	n := int(x.n[t])
 	if n < 0 {
 		return false
