@@ -47,3 +47,29 @@ type Coder struct {
 	// Block caps the neighbourhoods per launch. Optional, default 65536.
 	Block int
 }
+
+// Rounds is the CUDA engine.Rounder: the sampling and MAP-EM of a round
+// (mixture.Round, METHOD.md steps 4-7) as two kernels, one thread per item.
+// The draws are the CPU's draw for draw (the kernels reproduce Go's PCG
+// seeded by seed, item key and round), and the next states agree with
+// engine.RunRound's within roundstest.Tol. The zero value is ready to use.
+//
+// Settings the kernels do not cover run on the CPU through engine.RunRound:
+// the authors' EM variant (mixture.Code, which re-initialises from the
+// generator inside EM), more than MaxRoundTrials trials per vector, or
+// more than MaxRoundEntries explicit entries per stored row.
+type Rounds struct {
+	// MemoryFraction is the share of the free device memory one launch may
+	// take; larger batches run in several launches. Optional, default
+	// DefaultMemoryFraction.
+	MemoryFraction float64
+	// Block caps the items per launch. Optional, default 65536.
+	Block int
+}
+
+// Bounds of the rounds kernels' per-thread arrays (ROUNDS_MAX_N and
+// ROUNDS_MAX_ENTRIES in gpu/kernels/rounds.cu).
+const (
+	MaxRoundTrials  = 64
+	MaxRoundEntries = 64
+)

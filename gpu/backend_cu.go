@@ -98,6 +98,7 @@ func open() (backend, error) {
 	}{
 		{"knn.cu", kernels.KNN, []string{"knn_dist", "knn_topk"}},
 		{"llc.cu", kernels.LLC, []string{"llc_code"}},
+		{"rounds.cu", kernels.Rounds, []string{"rounds_sample", "rounds_em"}},
 	} {
 		mod, err := cu.LoadData(m.ptx)
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/knn"
 	"github.com/relabel/relabel/transforms/llc"
 )
@@ -27,5 +28,21 @@ func TestBackends(t *testing.T) {
 	}
 	if _, _, _, err := Backends("tpu"); err == nil || !strings.Contains(err.Error(), `"tpu"`) {
 		t.Errorf("tpu: %v, want an error naming it", err)
+	}
+}
+
+func TestResolveRounds(t *testing.T) {
+	k, err := Resolve("cpu")
+	if err != nil || k.Rounder != (engine.CPU{}) {
+		t.Errorf("cpu: rounds %T, %v", k.Rounder, err)
+	}
+	for _, d := range []string{"", "auto"} {
+		k, err := Resolve(d)
+		if err != nil {
+			t.Fatalf("%q: %v", d, err)
+		}
+		if _, cuda := k.Rounder.(Rounds); cuda != Available() {
+			t.Errorf("%q: rounds %T with CUDA available = %v", d, k.Rounder, Available())
+		}
 	}
 }

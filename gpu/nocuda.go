@@ -3,8 +3,10 @@
 package gpu
 
 import (
+	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/knn"
 	"github.com/relabel/relabel/transforms/llc"
+	"github.com/relabel/relabel/transforms/mixture"
 )
 
 // Built reports whether this binary carries a CUDA backend (build tag cuda,
@@ -26,3 +28,8 @@ func (Searcher) Index(knn.Matrix, []int64, knn.Metric) (knn.Index, error) { retu
 
 // Code returns ErrNotBuilt.
 func (Coder) Code([]float64, llc.Batch, llc.Params) error { return ErrNotBuilt }
+
+// Round returns ErrNotBuilt.
+func (Rounds) Round(engine.Batch, int, *mixture.Params) (mixture.States, int, error) {
+	return mixture.States{}, 0, ErrNotBuilt
+}

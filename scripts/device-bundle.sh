@@ -8,7 +8,8 @@
 #
 # DIR holds: bin/relabel.xz (the cuda-tagged relabel, stripped: it runs every
 # step, --device cpu and cuda alike), bin/gpu.test.xz (the cuda-tagged test
-# binary of ./gpu: the kNN and LLC conformance suites and benchmarks),
+# binary of ./gpu: the kNN, LLC and rounds conformance suites and
+# benchmarks),
 # data/fashion_mnist_pca50/{noisy-idn-0.4.parquet,truth.i32} (from
 # ../shared/data, or $RELABEL_SHARED/data), device-check.sh, peer_knn.py,
 # MANIFEST (commit, build) and SHA256SUMS. The 1M-row input is generated there

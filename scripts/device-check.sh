@@ -10,8 +10,12 @@
 # Steps, in order of value (a step that would not fit in what is left of
 # --budget is skipped, and says so):
 #   env        machine, driver, bundle checksums, binaries unpacked
-#   gpu-test   the cuda-tagged test binary of ./gpu (kNN and LLC conformance
-#              suites on the device): must PASS, not SKIP
+#   gpu-test   the cuda-tagged test binary of ./gpu (kNN, LLC and rounds
+#              conformance suites on the device): must PASS, not SKIP
+#   gpu-rounds BenchmarkRounds at 1,000,000 items (RELABEL_ROUNDS_ITEMS): one
+#              round's sampling and MAP-EM on the device (gpu.Rounds) beside
+#              all the machine's cores (engine.CPU), items/s, their ratio, and
+#              the share of states the device computes bit for bit as the CPU
 #   gpu-bench  BenchmarkSearch and BenchmarkCode: the CUDA searcher and coder
 #              beside knn.CPU and llc.CPU on all the machine's cores
 #   fashion    fashion_mnist_pca50 noisy-idn-0.4 (70,000 x 50), relabel's
@@ -46,14 +50,14 @@ while [ $# -gt 0 ]; do
 	--only) only=$2; shift 2 ;;
 	--only=*) only=${1#--only=}; shift ;;
 	--dry) dry=1; shift ;;
-	-h | --help) sed -n '2,36p' "$0"; exit 0 ;;
+	-h | --help) sed -n '2,40p' "$0"; exit 0 ;;
 	*) echo "device-check.sh: unknown argument $1 (want --out DIR, --budget SECONDS, --only STEPS, --dry)" >&2; exit 2 ;;
 	esac
 done
 case $budget in '' | *[!0-9]*) echo "device-check.sh: --budget $budget: want whole seconds" >&2; exit 2 ;; esac
 for s in ${only//,/ }; do
-	case $s in gpu-test | gpu-bench | fashion | cores | synth-1m) ;;
-	*) echo "device-check.sh: --only $only: unknown step $s (want gpu-test, gpu-bench, fashion, cores, synth-1m)" >&2; exit 2 ;;
+	case $s in gpu-test | gpu-rounds | gpu-bench | fashion | cores | synth-1m) ;;
+	*) echo "device-check.sh: --only $only: unknown step $s (want gpu-test, gpu-rounds, gpu-bench, fashion, cores, synth-1m)" >&2; exit 2 ;;
 	esac
 done
 # wanted STEP: whether --only leaves STEP in.
@@ -233,6 +237,9 @@ if [ "$cudalib" = 1 ]; then
 	tests=$("$gputest" -test.list '.*' 2>>"$log" | tr '\n' ' ')
 	result "gpu.test lists: $tests"
 	[ -n "$tests" ] || failed=1
+	for t in TestRounds BenchmarkRounds; do
+		[[ " $tests " == *" $t "* ]] || { result "gpu.test lacks $t"; failed=1; }
+	done
 fi
 
 data=$here/data/fashion_mnist_pca50
@@ -256,13 +263,38 @@ elif fits gpu-test 60; then
 	[ "$s" = 0 ] && [ "$f" = 0 ] || failed=1
 fi
 
+# ---- gpu-rounds -------------------------------------------------------------
+if ! wanted gpu-rounds; then
+	skip gpu-rounds "not in --only"
+elif [ "$gpu" = 0 ]; then
+	skip gpu-rounds "$why"
+elif fits gpu-rounds 90; then
+	# One round of a million items: building them and the CPU's reference
+	# round take about as long as the three timed rounds of each backend.
+	RELABEL_ROUNDS_ITEMS=${RELABEL_ROUNDS_ITEMS:-1000000} timed gpu-rounds 300 \
+		"$gputest" -test.run '^$' -test.bench '^BenchmarkRounds$' -test.benchtime 3x -test.timeout=290s
+	sed -n 's/^\[ *[0-9.]*\] \(BenchmarkRounds.*\)/RESULT bench \1/p' "$work/gpu-rounds.out" | tr -s ' \t' ' ' | tee -a "$log" >>"$results"
+	python3 - "$work/gpu-rounds.out" >>"$results" <<'PY'
+import re, sys
+rate = {}
+for line in open(sys.argv[1]):
+    m = re.search(r"BenchmarkRounds/(cuda|cpu)/\S+\s.*?([0-9.e+]+) items/s", line)
+    if m:
+        rate[m.group(1)] = float(m.group(2))
+if "cuda" in rate and "cpu" in rate:
+    print("RESULT gpu-rounds cuda %.0f items/s, cpu %.0f items/s: %.2fx" % (rate["cuda"], rate["cpu"], rate["cuda"] / rate["cpu"]))
+else:
+    print("RESULT gpu-rounds no items/s to compare (see the log)")
+PY
+fi
+
 # ---- gpu-bench --------------------------------------------------------------
 if ! wanted gpu-bench; then
 	skip gpu-bench "not in --only"
 elif [ "$gpu" = 0 ]; then
 	skip gpu-bench "$why"
 elif fits gpu-bench 60; then
-	timed gpu-bench 150 "$gputest" -test.run '^$' -test.bench . -test.benchtime 5x -test.timeout=140s
+	timed gpu-bench 150 "$gputest" -test.run '^$' -test.bench '^Benchmark(Search|Code)$' -test.benchtime 5x -test.timeout=140s
 	# The lines are stamped "[   t.tt] Benchmark...": keep the benchmark's own words.
 	sed -n 's/^\[ *[0-9.]*\] \(Benchmark.*\)/RESULT bench \1/p' "$work/gpu-bench.out" | tr -s ' \t' ' ' | tee -a "$log" >>"$results"
 fi

@@ -89,6 +89,8 @@ void __syncthreads() { yield(); }
 extern "C" void emu_knn_dist(const uint64_t *a);
 extern "C" void emu_knn_topk(const uint64_t *a);
 extern "C" void emu_llc_code(const uint64_t *a);
+extern "C" void emu_rounds_sample(const uint64_t *a);
+extern "C" void emu_rounds_em(const uint64_t *a);
 
 static entry lookup(const char *name)
 {
@@ -98,6 +100,10 @@ static entry lookup(const char *name)
 		return emu_knn_topk;
 	if (strcmp(name, "llc_code") == 0)
 		return emu_llc_code;
+	if (strcmp(name, "rounds_sample") == 0)
+		return emu_rounds_sample;
+	if (strcmp(name, "rounds_em") == 0)
+		return emu_rounds_em;
 	return 0;
 }
 

@@ -15,3 +15,8 @@ var KNN string
 //
 //go:embed llc.ptx
 var LLC string
+
+// Rounds is the PTX of rounds.cu (kernels rounds_sample, rounds_em).
+//
+//go:embed rounds.ptx
+var Rounds string

@@ -132,6 +132,11 @@ const denseLocalMax = 1 << 20
 // SetClasses sets the class set and resets the category index.
 func (em *EM) SetClasses(classes []int32, c int, alpha, beta float64) {
 	em.Classes = append(em.Classes[:0], classes...)
+	if em.C < len(em.local) {
+		// mapDense's spare slot for the previous C: a category at a
+		// larger C, when the workspace is reused for one.
+		em.local[em.C] = 0
+	}
 	em.C, em.Alpha, em.Beta = c, alpha, beta
 	if em.C <= denseLocalMax {
 		if len(em.local) < em.C+1 { // + mapDense's spare slot

@@ -362,12 +362,30 @@ func (ws *Workspace) Round(dst, own, init *State, initWeight float64, neigh []St
 		ws.comps = append(ws.comps, init)
 		ws.w = append(ws.w, initWeight)
 	}
+	ws.fitComponents(dst, own, key, round, p)
+}
+
+// RoundComponents is Round on a mixture already assembled: comps and
+// their weights w as Round weighs them (engine.Batch.Flatten builds them
+// for a device, in Round's order). It reports whether the mixture was
+// non-empty; when it is empty dst is a copy of own, as in Round.
+func (ws *Workspace) RoundComponents(dst, own *State, comps []State, w []float64, key uint64, round int, p *Params) bool {
+	ws.comps, ws.w = ws.comps[:0], append(ws.w[:0], w...)
+	for j := range comps {
+		ws.comps = append(ws.comps, &comps[j])
+	}
+	return ws.fitComponents(dst, own, key, round, p)
+}
+
+// fitComponents samples the mixture ws.comps, ws.w and fits it (METHOD.md
+// steps 4-7): Round's work once its components are known.
+func (ws *Workspace) fitComponents(dst, own *State, key uint64, round int, p *Params) bool {
 	s := &ws.sampler
 	s.Seed(p.Seed, key, round)
 	s.Draws = p.Draws
 	if !s.SetMixture(ws.comps, ws.w) {
 		dst.CopyFrom(own)
-		return
+		return false
 	}
 	ws.classSet(p.MinClassMass)
 
@@ -419,6 +437,7 @@ func (ws *Workspace) Round(dst, own, init *State, initWeight float64, neigh []St
 		em.blendFit(dst, own, p.Gamma, &ws.blend)
 	}
 	dst.Truncate(p.C0, p.MaxRowEntries)
+	return true
 }
 
 // classSet sets ws.classes, EM's class set, sorted: every class some
