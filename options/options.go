@@ -204,7 +204,7 @@ type LakeOptions struct {
 	OutputTable string
 	// Incremental relabels only the rows appended to the input table since
 	// the input snapshot the output table last covered, or, for a directory
-	// output, only the new, changed and gone input files (pipelines/lake).
+	// output, only the new, changed and gone input files (package lake).
 	Incremental bool
 }
 

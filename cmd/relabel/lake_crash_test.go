@@ -74,7 +74,7 @@ func TestLakeDirCrash(t *testing.T) {
 		}
 	}
 	args := func(in, out string) []string {
-		return []string{"run", "--input", filepath.Join(in, "*.parquet"), "--output", out, "--incremental", "--rounds", "2", "--l", "40", "--head", "off"} // few rounds: the head, still on, would make the next run a full one (pipelines/lake TestLakeHeadFull)
+		return []string{"run", "--input", filepath.Join(in, "*.parquet"), "--output", out, "--incremental", "--rounds", "2", "--l", "40", "--head", "off"} // few rounds: the head, still on, would make the next run a full one (lake TestLakeHeadFull)
 	}
 	refIn, ref := t.TempDir(), filepath.Join(t.TempDir(), "out")
 	write(refIn, 0, 1)
@@ -186,7 +186,7 @@ func TestLakeTableCrash(t *testing.T) {
 		t.Skip("-short: the crash test runs the binary about 20 times")
 	}
 	args := func(uri string) []string {
-		return []string{"run", "--catalog", uri, "--input-table", "ns.items", "--output-table", "ns.out", "--incremental", "--rounds", "2", "--l", "40", "--head", "off"} // few rounds: the head, still on, would make the next run a full one (pipelines/lake TestLakeHeadFull)
+		return []string{"run", "--catalog", uri, "--input-table", "ns.items", "--output-table", "ns.out", "--incremental", "--rounds", "2", "--l", "40", "--head", "off"} // few rounds: the head, still on, would make the next run a full one (lake TestLakeHeadFull)
 	}
 	refURI := "sqlite://" + filepath.Join(t.TempDir(), "catalog.db")
 	appendTableRows(t, refURI, lakeDays[0])

@@ -225,7 +225,7 @@ func commit(ctx context.Context, fs blobio.FS, tmp, out string, files []string, 
 // writes the journal only once every file, summary last, is in place in the
 // temporary directory, so rolling forward publishes exactly what that run
 // would have). Without it, a kill between two renames would leave shards of
-// two runs and no summary, and the next incremental run (pipelines/lake)
+// two runs and no summary, and the next incremental run (package lake)
 // would have no state to start from. Reports whether it finished one.
 func (d *Dir) Resume(ctx context.Context) (bool, error) {
 	done, err := resumeCommit(ctx, d.FS, d.Out)
