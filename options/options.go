@@ -110,7 +110,7 @@ type Options struct {
 	// Temperature calibrates the output's probabilities (pi^(1/T)
 	// renormalised); unset ("auto", the default), T is fitted to the run's
 	// final states (mixture.AutoTemperature). MinConfidence changes a label
-	// only where the calibrated clean_prob reaches it (stages.Calibration).
+	// only where the calibrated clean_prob reaches it (resultio.Calibration).
 	Temperature   Opt[float64]
 	MinConfidence float64
 
@@ -204,7 +204,7 @@ type LakeOptions struct {
 	OutputTable string
 	// Incremental relabels only the rows appended to the input table since
 	// the input snapshot the output table last covered, or, for a directory
-	// output, only the new, changed and gone input files (pipelines/lake).
+	// output, only the new, changed and gone input files (package lake).
 	Incremental bool
 }
 

@@ -20,6 +20,7 @@ import (
 
 	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/io/shardio"
+	"github.com/relabel/relabel/job"
 	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/pipelines"
 	"github.com/relabel/relabel/runners"
@@ -55,7 +56,7 @@ func BenchmarkFashionPipelineVsEngine(b *testing.B) {
 	truth := readI32(b, filepath.Join(sharedData, "fashion_mnist_pca50/truth.i32"))
 	exact := options.Defaults()
 	exact.Input, exact.Output, exact.Classes, exact.Neighbours = in, b.TempDir(), options.Some(10), options.NeighboursExact
-	plan, err := pipelines.MakePlan(ctx, exact)
+	plan, err := job.Resolve(ctx, exact)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -153,7 +154,7 @@ func BenchmarkFashionPipelineVsEngine(b *testing.B) {
 
 // readEngineData reads every unit of the plan with shardio, as the pipeline's
 // reader does, into the engine's in-memory form; keys are the ids in row order.
-func readEngineData(b testing.TB, plan *pipelines.Plan) (*engine.Data, []int64) {
+func readEngineData(b testing.TB, plan *job.Job) (*engine.Data, []int64) {
 	b.Helper()
 	d := &engine.Data{LabelOff: []int32{0}}
 	for _, u := range plan.Units {

@@ -1,276 +1,50 @@
 package pipelines
 
 import (
-	"context"
-	"errors"
-	"fmt"
-
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 
-	"github.com/relabel/relabel/io/annotio"
-	"github.com/relabel/relabel/io/blobio"
-	"github.com/relabel/relabel/io/resultio"
-	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/io/spillio"
-	"github.com/relabel/relabel/options"
+	"github.com/relabel/relabel/job"
 	"github.com/relabel/relabel/pipelines/crowdstages"
 	"github.com/relabel/relabel/pipelines/stages"
 	"github.com/relabel/relabel/schemas"
-	"github.com/relabel/relabel/transforms/crowd"
 )
 
-// annotationsPerBucket sizes the buckets annotations are joined in: the
-// join holds one bucket's annotations at a time.
-const annotationsPerBucket = 1 << 18
-
-// CrowdPlan is the annotator-aware part of a plan: where the annotations
-// come from and the crowd stages' parameters.
-type CrowdPlan struct {
-	// LabelOnly: annotations without --input.
-	LabelOnly bool
-	// Units are the long-format annotation shards' units (nil when the
-	// annotations are the input's annotators column, Column).
-	Units  []annotio.Unit
-	Read   annotio.Options
-	Column string
-	Files  []string
-	Params crowdstages.Params
-}
-
-// resolve sets the crowd stages' parameters, complete (crowdParams, the
-// plan's C0 and buckets), and checks them: an error before anything runs,
-// not a panic while the graph is built.
-func (cp *CrowdPlan) resolve(p crowdstages.Params) error {
-	cp.Params = p
-	return cp.Params.Validate()
-}
-
-// crowdParams is the model's configuration: crowd.DefaultParams with the
-// options' values, each used as given (0 is 0).
-func crowdParams(o *options.Options, c int) crowd.Params {
-	p := crowd.DefaultParams(c)
-	p.Iterations, p.NeighbourWeight, p.ClassBalance = o.CrowdIters, o.NeighbourPrior, o.ClassBalance
-	p.Strength = o.AnnotatorPrior.Or(crowd.FromData)
-	return p
-}
-
-func buckets(annotations int64) int {
-	return int(min(1024, max(1, (annotations+annotationsPerBucket-1)/annotationsPerBucket)))
-}
-
-// scanAnnotations scans the --annotations shards.
-func scanAnnotations(ctx context.Context, cfg *options.Options, classes int) (*CrowdPlan, annotio.Layout, error) {
-	ro := annotio.Options{Columns: cfg.AnnotationColumns, Classes: classes}
-	units, lay, err := annotio.Scan(ctx, cfg.Annotations, ro)
-	if err != nil {
-		return nil, lay, err
-	}
-	cp := &CrowdPlan{Units: units, Read: ro}
-	seen := map[string]bool{}
-	for _, u := range units {
-		if !seen[u.Path] {
-			seen[u.Path] = true
-			cp.Files = append(cp.Files, u.Path)
-		}
-	}
-	return cp, lay, nil
-}
-
-// makeLabelOnlyPlan plans label-only mode: the annotations are the input.
-func makeLabelOnlyPlan(ctx context.Context, cfg options.Options) (*Plan, error) {
-	cp, lay, err := scanAnnotations(ctx, &cfg, 0)
-	if err != nil {
-		return nil, err
-	}
-	p := &Plan{Options: cfg, LabelKind: schemas.LabelInt32, IDKind: lay.IDKind, Rows: lay.Rows, Mode: "none", Device: "none"}
-	if cfg.Classes.Set {
-		p.C = cfg.Classes.V
-	} else {
-		top, err := annotio.MaxLabel(ctx, cp.Units, cp.Read)
-		if err != nil {
-			return nil, err
-		}
-		p.C = int(top) + 1
-	}
-	if p.C < 2 {
-		return nil, fmt.Errorf("relabel: %s: labels of %d class(es): label-only mode needs at least 2 (give --classes)", cfg.Annotations, p.C)
-	}
-	if cfg.ClassNames != nil {
-		return nil, &options.Error{Flag: "class-names", Err: errors.New("label-only mode reads integer labels")}
-	}
-	cp.Read.Classes = p.C
-	cp.LabelOnly = true
-	if p.Mixture, err = cfg.Mixture(p.C); err != nil {
-		return nil, err
-	}
-	if err := cp.resolve(crowdstages.Params{Crowd: crowdParams(&cfg, p.C), Buckets: buckets(lay.Rows), C0: p.Mixture.C0,
-		IDKind: lay.IDKind, AnnotatorKind: lay.AnnotatorKind, Format: cfg.Format}); err != nil {
-		return nil, err
-	}
-	p.Crowd = cp
-	return p, nil
-}
-
-// planCrowd adds the annotator-aware part to a plan with features: from
-// --annotations, or from the input's annotators column when present.
-func planCrowd(ctx context.Context, cfg *options.Options, p *Plan) error {
-	var cp *CrowdPlan
-	var annKind schemas.IDKind
-	rows := p.Rows
-	if cfg.Annotations != "" {
-		var lay annotio.Layout
-		var err error
-		if p.ClassNames != nil {
-			return &options.Error{Flag: "annotations", Err: errors.New("annotation shards carry integer labels; the input's are strings")}
-		}
-		if cp, lay, err = scanAnnotations(ctx, cfg, p.C); err != nil {
-			return err
-		}
-		if lay.IDKind != p.IDKind {
-			return fmt.Errorf("relabel: %s: item ids are %v, the input's are %v", cfg.Annotations, kindName(lay.IDKind), kindName(p.IDKind))
-		}
-		annKind, rows = lay.AnnotatorKind, lay.Rows
-	} else {
-		if len(p.Units) == 0 {
-			return nil
-		}
-		ok, err := annotio.HasColumn(ctx, p.Units[0].Path, cfg.AnnotatorsColumn)
-		if err != nil || !ok {
-			return err
-		}
-		cp = &CrowdPlan{Column: cfg.AnnotatorsColumn}
-		// The column's type: from its first unit.
-		ia, err := annotio.ReadItemAnnotators(ctx, p.Units[0], cfg.AnnotatorsColumn, nil)
-		if err != nil {
-			return err
-		}
-		annKind = ia.Kind
-	}
-	if p.Mode == options.NeighboursIVF {
-		return &options.Error{Flag: "neighbours", Err: errors.New("ivf: annotator-aware relabelling runs with exact or sample neighbours (give --neighbours exact or sample)")}
-	}
-	if err := cp.resolve(crowdstages.Params{Crowd: crowdParams(cfg, p.C), Buckets: buckets(rows), C0: p.Mixture.C0,
-		IDKind: p.IDKind, AnnotatorKind: annKind, Format: cfg.Format}); err != nil {
-		return err
-	}
-	p.Crowd = cp
-	return nil
-}
-
-func kindName(k schemas.IDKind) string {
-	if k == schemas.IDString {
-		return "strings"
-	}
-	return "int64"
-}
-
-// annotations reads the plan's annotations into PCollection<KV<int,
+// annotations reads the job's annotations into PCollection<KV<int,
 // crowdstages.AnnRows>>.
-func (cp *CrowdPlan) annotations(s beam.Scope, p *Plan, units beam.PCollection) beam.PCollection {
+func annotations(s beam.Scope, j *job.Job, units beam.PCollection) beam.PCollection {
+	cp := j.Crowd
 	if cp.Units != nil {
-		return crowdstages.ReadAnnotations(s, beam.CreateList(s, cp.Units), cp.Read, cp.Params.Buckets)
+		return crowdstages.ReadAnnotations(s, beam.CreateList(s, cp.Units), cp.Read, cp.Buckets)
 	}
-	return crowdstages.ReadItemAnnotators(s, units, p.Read, cp.Column, cp.Params.Buckets)
+	return crowdstages.ReadItemAnnotators(s, units, j.Read, cp.Column, cp.Buckets)
+}
+
+// crowdParams are the crowd stages' parameters for the job j, writing
+// into d.
+func crowdParams(j *job.Job, d job.Dirs) crowdstages.Params {
+	cp := j.Crowd
+	return crowdstages.Params{Crowd: cp.Model, Buckets: cp.Buckets, C0: cp.C0, IDKind: cp.IDKind, AnnotatorKind: cp.AnnotatorKind,
+		Format: j.Options.Format, TmpDir: d.Tmp, Spill: spillio.Dir(d.Spill)}
 }
 
 // buildLabelOnly is Build for label-only mode.
-func buildLabelOnly(s beam.Scope, plan *Plan, tmpDir string) {
-	cp := plan.Crowd
-	params := cp.Params
-	params.TmpDir = tmpDir
-	params.Spill = spillio.Dir(plan.Spill)
-	items := crowdstages.LabelOnly(s, cp.annotations(s, plan, beam.PCollection{}), params)
-	stages.Write(s, items, plan.writeParams(tmpDir))
+func buildLabelOnly(s beam.Scope, j *job.Job, d job.Dirs) {
+	items := crowdstages.LabelOnly(s, annotations(s, j, beam.PCollection{}), crowdParams(j, d))
+	stages.Write(s, items, writeParams(j, d.Tmp))
 }
 
 // buildCrowdFeatures runs the crowd stages on the items with neighbours.
-func buildCrowdFeatures(s beam.Scope, plan *Plan, units, items beam.PCollection, tmpDir string) beam.PCollection {
-	cp := plan.Crowd
-	params := cp.Params
-	params.TmpDir = tmpDir
-	params.Spill = spillio.Dir(plan.Spill)
-	return crowdstages.WithFeatures(s, items, cp.annotations(s, plan, units), params)
+func buildCrowdFeatures(s beam.Scope, j *job.Job, d job.Dirs, units, items beam.PCollection) beam.PCollection {
+	return crowdstages.WithFeatures(s, items, annotations(s, j, units), crowdParams(j, d))
 }
 
-// OutputNames are the files a run may write beside summary.json: one per
-// input shard (label-only: per bucket; an empty bucket writes none), and
-// the annotators file of an annotator-aware run.
-func (p *Plan) OutputNames() []string {
-	var names []string
-	if p.Crowd != nil && p.Crowd.LabelOnly {
-		for b := 0; b < p.Crowd.Params.Buckets; b++ {
-			names = append(names, resultio.OutputName(crowdstages.ShardName(b), p.Options.Format))
-		}
-	} else {
-		for _, s := range p.Shards {
-			names = append(names, resultio.OutputName(s.Path, p.Options.Format))
-		}
-	}
-	if p.Crowd != nil {
-		names = append(names, crowdstages.AnnotatorsName(p.Options.Format))
-	}
-	return names
-}
-
-// inputPaths are every file the run reads.
-func (p *Plan) inputPaths() []string {
-	var in []string
-	for _, s := range p.Shards {
-		in = append(in, s.Path)
-	}
-	if p.Crowd != nil {
-		in = append(in, p.Crowd.Files...)
-	}
-	return in
-}
-
-// writeParams configures stages.Write for the plan, as Build does.
-func (p *Plan) writeParams(tmpDir string) stages.WriteParams {
+// writeParams configures stages.Write for the job j, writing into tmpDir.
+func writeParams(j *job.Job, tmpDir string) stages.WriteParams {
 	return stages.WriteParams{
-		TmpDir: tmpDir, Format: p.Options.Format,
-		Meta:      schemas.Metadata(Version, p.Options.Seed, p.Recorded(), p.ClassNames),
-		LabelKind: p.LabelKind, ClassNames: p.ClassNames, IDKind: p.IDKind, C: p.C,
-		Cal: p.Calibration(),
+		TmpDir: tmpDir, Format: j.Options.Format,
+		Meta:      schemas.Metadata(job.Version, j.Options.Seed, j.Recorded(), j.ClassNames),
+		LabelKind: j.LabelKind, ClassNames: j.ClassNames, IDKind: j.IDKind, C: j.C,
+		Cal: j.Calibration(),
 	}
-}
-
-// shardFiles are the output shards' names and the inputs they come from
-// (label-only: the bucket's name).
-func (p *Plan) shardFiles() (names, inputs []string) {
-	if p.Crowd != nil && p.Crowd.LabelOnly {
-		for b := 0; b < p.Crowd.Params.Buckets; b++ {
-			names = append(names, resultio.OutputName(crowdstages.ShardName(b), p.Options.Format))
-		}
-		return names, names
-	}
-	for _, s := range p.Shards {
-		names = append(names, resultio.OutputName(s.Path, p.Options.Format))
-		inputs = append(inputs, s.Path)
-	}
-	return names, inputs
-}
-
-// written are the files of OutputNames the pipeline wrote into tmp: all of
-// them, but in label-only mode, where an empty bucket writes no shard.
-func (p *Plan) written(ctx context.Context, fs blobio.FS, tmp string, files []string) []string {
-	if p.Crowd == nil || !p.Crowd.LabelOnly {
-		return files
-	}
-	var out []string
-	for _, name := range files {
-		if ok, err := fs.Exists(ctx, blobio.Join(tmp, name)); err == nil && ok {
-			out = append(out, name)
-		}
-	}
-	return out
-}
-
-var _ = shardio.Parquet
-
-// calibration is the writer's calibration of an annotator-aware run: the
-// crowd model's posteriors are written as they are (temperature 1;
-// --temperature calibrates relabel's mixture posteriors, docs/QUALITY.md),
-// --min-confidence applies.
-func (cp *CrowdPlan) calibration(o *options.Options) stages.Calibration {
-	return stages.Calibration{Temperature: 1, MinConfidence: o.MinConfidence}
 }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/pipelines"
 	"github.com/relabel/relabel/transforms/crowd"
@@ -51,7 +52,7 @@ func TestCrowdSpill(t *testing.T) {
 			}
 			n := 0
 			for _, f := range files {
-				if f.Name() == "summary.json" || f.Name() == pipelines.ReportName {
+				if f.Name() == "summary.json" || f.Name() == resultio.ReportName {
 					continue // timings and paths differ
 				}
 				a, errA := os.ReadFile(filepath.Join(mem, f.Name()))

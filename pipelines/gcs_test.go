@@ -17,6 +17,7 @@ import (
 	"github.com/relabel/relabel/io/blobio/blobiotest"
 	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/io/shardio"
+	"github.com/relabel/relabel/job"
 	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/pipelines"
 	"github.com/relabel/relabel/runners"
@@ -103,7 +104,7 @@ func TestRunGCS(t *testing.T) {
 
 	// Planning reads the footers and the label column only (to find C):
 	// a column-projected read, far less than the objects.
-	if _, err := pipelines.MakePlan(ctx, cfg); err != nil {
+	if _, err := job.Resolve(ctx, cfg); err != nil {
 		t.Fatalf("MakePlan: %v", err)
 	}
 	served := map[string]int64{}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/relabel/relabel/io/resultio"
+	"github.com/relabel/relabel/job"
 	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/pipelines"
 	"github.com/relabel/relabel/transforms/engine"
@@ -24,7 +25,7 @@ func TestGivenMatchesEngine(t *testing.T) {
 	o.Input = "../testdata/digits/noisy-idn-0.4-part-*.parquet"
 	o.Output = filepath.Join(t.TempDir(), "out")
 	o.GivenLabel = options.Some(engine.GivenBayes)
-	plan, err := pipelines.MakePlan(ctx, o)
+	plan, err := job.Resolve(ctx, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +92,7 @@ func TestGivenRefused(t *testing.T) {
 		o.Output = filepath.Join(t.TempDir(), "out")
 		o.GivenLabel = options.Some(engine.GivenBayes)
 		tc.set(&o)
-		_, err := pipelines.MakePlan(context.Background(), o)
+		_, err := job.Resolve(context.Background(), o)
 		var oe *options.Error
 		if !errors.As(err, &oe) || oe.Flag != tc.flag {
 			t.Errorf("%s: error %v, want one naming --%s", tc.name, err, tc.flag)

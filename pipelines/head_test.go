@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/relabel/relabel/io/resultio"
+	"github.com/relabel/relabel/job"
 	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/pipelines"
 )
@@ -68,7 +69,7 @@ func TestHeadRun(t *testing.T) {
 
 	o := options.Defaults()
 	o.Input, o.Output, o.Neighbours = filepath.Join(in, "*.parquet"), t.TempDir(), options.NeighboursIVF
-	plan, err := pipelines.MakePlan(ctx, o)
+	plan, err := job.Resolve(ctx, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,11 +78,11 @@ func TestHeadRun(t *testing.T) {
 	}
 	o.Head = options.Some(options.HeadFit)
 	var oe *options.Error
-	if _, err := pipelines.MakePlan(ctx, o); !errors.As(err, &oe) || oe.Flag != "head" {
+	if _, err := job.Resolve(ctx, o); !errors.As(err, &oe) || oe.Flag != "head" {
 		t.Errorf("ivf mode with --head fit: %v, want an error naming --head", err)
 	}
 	o.Head = options.Some(options.HeadOff)
-	if _, err := pipelines.MakePlan(ctx, o); err != nil {
+	if _, err := job.Resolve(ctx, o); err != nil {
 		t.Errorf("ivf mode with --head off: %v", err)
 	}
 	o.Head, o.SpillDir = options.Opt[string]{}, options.Some(t.TempDir())
@@ -90,7 +91,7 @@ func TestHeadRun(t *testing.T) {
 		want  string
 	}{{options.DefaultLocalRoundsMiB, options.HeadOff}, {0, options.HeadOff}} {
 		o.LocalMiB, o.Head = c.local, options.Opt[string]{}
-		plan, err := pipelines.MakePlan(ctx, o)
+		plan, err := job.Resolve(ctx, o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -98,7 +99,7 @@ func TestHeadRun(t *testing.T) {
 			t.Errorf("ivf mode, spilled, --local-rounds-mib %d: recorded head %q, want %q", c.local, got, c.want)
 		}
 		o.Head = options.Some("0.3")
-		_, err = pipelines.MakePlan(ctx, o)
+		_, err = job.Resolve(ctx, o)
 		if refused := errors.As(err, &oe) && oe.Flag == "head"; refused != (c.local == 0) {
 			t.Errorf("ivf mode, spilled, --local-rounds-mib %d, --head 0.3: %v", c.local, err)
 		}

@@ -3,11 +3,11 @@ package pipelines
 import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 
+	"github.com/relabel/relabel/internal/budget"
 	"github.com/relabel/relabel/internal/progress"
-	"github.com/relabel/relabel/options"
+	"github.com/relabel/relabel/job"
 	"github.com/relabel/relabel/pipelines/ivfstages"
 	"github.com/relabel/relabel/transforms/engine"
-	"github.com/relabel/relabel/transforms/ivf"
 )
 
 // buildIVF wires --neighbours ivf from units (PCollection<shardio.Unit>)
@@ -21,15 +21,15 @@ import (
 // writer's calibration. With spilling (the embedded runner) the probe
 // reads the units again rather than have Prism hold every row in memory
 // until the model is fitted.
-func buildIVF(s beam.Scope, plan *Plan, units, rows beam.PCollection) (items, pooled beam.PCollection) {
+func buildIVF(s beam.Scope, plan *job.Job, d job.Dirs, units, rows beam.PCollection) (items, pooled beam.PCollection) {
 	o := &plan.Options
 	wb := plan.WaveBytes
 	var again beam.PCollection // no second read: the rows wait in the runner's shuffle
-	if plan.Spill != "" {
+	if d.Spill != "" {
 		again = units
 	}
 	blocks := ivfstages.Neighbours(s, rows, ivfstages.Params{
-		Partitioning: IVFParams(o, plan.Rows),
+		Partitioning: job.IVFParams(o, plan.Rows),
 		Rows:         plan.Rows,
 		Search:       plan.NeighbourParams(),
 		IDColumn:     plan.IDColumn,
@@ -37,47 +37,31 @@ func buildIVF(s beam.Scope, plan *Plan, units, rows beam.PCollection) (items, po
 		WaveBytes:    wb,
 		Units:        again,
 		Read:         plan.Read,
-		Spill:        ivfstages.Spill{Dir: plan.Spill},
-		Keep:         plan.KeepIVF,
+		Spill:        ivfstages.Spill{Dir: d.Spill},
+		Keep:         d.KeepIVF,
 		Features:     plan.Head != "",
 	})
-	blocks, pooled = ivfstages.PooledStart(s, blocks, plan.Mixture, ivfstages.Spill{Dir: plan.Spill})
+	blocks, pooled = ivfstages.PooledStart(s, blocks, plan.Mixture, ivfstages.Spill{Dir: d.Spill})
 	// The embedded runner (the one that spills) runs all rounds in one
 	// stage when the blocks fit in memory (--local-rounds-mib), with the
-	// linear head where the plan resolved one (resolveHead: only there).
-	hp := plan.headParams()
+	// linear head where the job resolved one (only there).
+	hp := plan.HeadParams()
 	headD := 0
 	if hp != nil {
 		headD = max(plan.Read.D, 1)
 	}
-	size := ivfstages.LocalRoundsSize(plan.Rows, o.K, plan.Mixture, headD)
-	local := plan.Spill != "" && o.Rounds > 0 && size <= int64(o.LocalMiB)<<20
+	size := budget.LocalRounds(plan.Rows, o.K, plan.Mixture, headD)
+	local := d.Spill != "" && o.Rounds > 0 && size <= int64(o.LocalMiB)<<20
 	if hp != nil && !local {
-		panic("pipelines: the linear head in ivf mode without the local rounds (resolveHead allows it only there)")
+		panic("pipelines: the linear head in ivf mode without the local rounds (job resolves --head so only there)")
 	}
 	if local {
 		progress.Notef("ivf: all %d rounds in one stage, every block in memory (about %d MiB)", o.Rounds, max(size>>20, 1))
 	}
 	items = ivfstages.JoinRounds(s, blocks, ivfstages.JoinRoundsParams{
 		Rounds: o.Rounds, Workers: plan.Workers, Waves: ivfstages.RoundWaves(plan.Rows, o.K, plan.Mixture, wb),
-		Spill: ivfstages.Spill{Dir: plan.Spill}, Mixture: plan.Mixture, Local: local, Head: hp, Keep: plan.KeepFit,
+		Spill: ivfstages.Spill{Dir: d.Spill}, Mixture: plan.Mixture, Local: local, Head: hp, Keep: d.KeepFit,
 		Given: plan.Given == engine.GivenBayes,
 	})
 	return items, pooled
-}
-
-// IVFParams are the ivf parameters of a run over n rows with options o:
-// ivf's defaults for n rows, with --partitions and --nprobe where given
-// (the one place the lake and the pipeline resolve them: the lake's
-// launcher-side fit must partition as the pipeline's ivf stages do).
-func IVFParams(o *options.Options, n int64) ivf.Params {
-	p := ivf.DefaultParams(n)
-	if o.Partitions.Set {
-		p = p.WithPartitions(n, o.Partitions.V)
-	}
-	if o.NProbe.Set {
-		p = p.WithNProbe(o.NProbe.V)
-	}
-	p.Seed, p.Metric = o.Seed, o.Metric
-	return p
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/relabel/relabel/internal/progress"
 	"github.com/relabel/relabel/io/resultio"
+	"github.com/relabel/relabel/job"
 	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/pipelines"
 	"github.com/relabel/relabel/runners"
@@ -158,7 +159,7 @@ func TestNeighbourModes(t *testing.T) {
 		if tc.partitions > 0 {
 			cfg.Partitions = options.Some(tc.partitions)
 		}
-		plan, err := pipelines.MakePlan(context.Background(), cfg)
+		plan, err := job.Resolve(context.Background(), cfg)
 		switch {
 		case tc.err != "":
 			if err == nil || !strings.Contains(err.Error(), tc.err) {

@@ -12,8 +12,8 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 
 	"github.com/relabel/relabel/io/resultio"
+	"github.com/relabel/relabel/job"
 	"github.com/relabel/relabel/options"
-	"github.com/relabel/relabel/pipelines"
 	"github.com/relabel/relabel/pipelines/stages"
 	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/transforms/mixture"
@@ -26,7 +26,7 @@ const digitsPart = "../testdata/digits/noisy-idn-0.4-part-0000.parquet"
 // neighbours, up to the final states, so that passert can look at them
 // before the writer.
 // Returns PCollection<stages.Items>.
-func relabelItems(s beam.Scope, plan *pipelines.Plan) beam.PCollection {
+func relabelItems(s beam.Scope, plan *job.Job) beam.PCollection {
 	units := beam.CreateList(s, plan.Units)
 	rows := stages.Read(s, units, plan.Read)
 	stats := stages.ComputeStats(s, rows, stages.StatsParams{Candidates: plan.Candidates, Seed: plan.Options.Seed, IDColumn: plan.IDColumn})
@@ -35,7 +35,7 @@ func relabelItems(s beam.Scope, plan *pipelines.Plan) beam.PCollection {
 }
 
 func toCleaned(it stages.Items) schemas.Cleaned {
-	return stages.ToCleaned(&it, stages.Calibration{Temperature: mixture.DefaultTemperature})
+	return stages.ToCleaned(&it, resultio.Calibration{Temperature: mixture.DefaultTemperature})
 }
 
 func emitIDs(c schemas.Cleaned, emit func(int64)) {
@@ -165,7 +165,7 @@ func init() {
 func TestStagesDigits(t *testing.T) {
 	o := options.Defaults()
 	o.Input, o.Output, o.Classes = digitsPart, t.TempDir(), options.Some(10)
-	plan, err := pipelines.MakePlan(context.Background(), o)
+	plan, err := job.Resolve(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}

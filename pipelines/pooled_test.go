@@ -15,6 +15,7 @@ import (
 	"github.com/relabel/relabel/io/blobio"
 	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/io/shardio"
+	"github.com/relabel/relabel/job"
 	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/pipelines"
 	"github.com/relabel/relabel/schemas"
@@ -141,7 +142,7 @@ func TestPooledRun(t *testing.T) {
 	writeCrowdAnnotations(t, ann, crowd.Simulate(200, 5, 4, crowdAnnotators(), 21))
 	o := options.Defaults()
 	o.Annotations, o.Output = filepath.Join(ann, "*.parquet"), t.TempDir()
-	plan, err := pipelines.MakePlan(ctx, o)
+	plan, err := job.Resolve(ctx, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +151,7 @@ func TestPooledRun(t *testing.T) {
 	}
 	o.PooledIters = options.Some(5)
 	var oe *options.Error
-	if _, err := pipelines.MakePlan(ctx, o); !errors.As(err, &oe) || oe.Flag != "pooled-iters" {
+	if _, err := job.Resolve(ctx, o); !errors.As(err, &oe) || oe.Flag != "pooled-iters" {
 		t.Errorf("annotators with --pooled-iters 5: %v, want an error naming --pooled-iters", err)
 	}
 }
@@ -182,7 +183,7 @@ func TestPooledIVF(t *testing.T) {
 		t.Fatalf("ran %q neighbours, want ivf", sum.Neighbours)
 	}
 	p := sum.Pooled
-	if p == nil || !p.Open || p.Fitted != n || sum.Options["pooled-iters"] != "30" || sum.Options[pipelines.MetaPooledStart] != pipelines.PooledStartOpen {
+	if p == nil || !p.Open || p.Fitted != n || sum.Options["pooled-iters"] != "30" || sum.Options[resultio.MetaPooledStart] != resultio.PooledStartOpen {
 		t.Fatalf("ivf: summary's pooled start %+v, options %v; want open, %d items fitted, pooled-iters 30, pooled-start open", p, sum.Options, n)
 	}
 	exact, _, accExact := run(func(o *options.Options) {

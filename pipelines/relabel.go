@@ -1,270 +1,21 @@
 package pipelines
 
 import (
-	"context"
-	"fmt"
-	"sort"
-
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-
-	"github.com/relabel/relabel/gpu"
-	"github.com/relabel/relabel/io/resultio"
-	"github.com/relabel/relabel/io/shardio"
+	"github.com/relabel/relabel/job"
 	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/pipelines/stages"
-	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/transforms/engine"
-	"github.com/relabel/relabel/transforms/mixture"
 )
 
-// Plan is what the launcher learns before building the pipeline: the shards
-// and their units of work, the class set, and the options with data-dependent
-// defaults filled in.
-type Plan struct {
-	// options.Options are the job's options as given.
-	Options options.Options
-	// Mixture is the method's parameters resolved for the input's C classes
-	// (Options.Mixture); Candidates and Workers are --candidates (in sample
-	// mode options.PaperCandidates unless given; 0: every item) and --workers
-	// resolved.
-	Mixture    mixture.Params
-	Candidates int
-	Workers    int
-	// Mode is the resolved neighbour mode (exact, sample or ivf).
-	Mode string
-	// WaveBytes bounds one wave of ivf's unspilled shuffles (0: stages'
-	// default; negative: no waves).
-	WaveBytes int64
-	Shards    []shardio.Shard
-	Units     []shardio.Unit
-	Read      shardio.ReadOptions
-	// IDColumn is the id column's name, --id-column as given (the stages
-	// that report duplicate ids name it).
-	IDColumn   string
-	C          int
-	ClassNames []string
-	LabelKind  schemas.LabelKind
-	IDKind     schemas.IDKind
-	Rows       int64
-	// Labelled are the rows with a label (or annotation), counted in the
-	// label-column pass that finds the class set; 0: not counted (checkPlan
-	// counts them).
-	Labelled int64
-	// Skipped are input files left out (0 rows), each reported to the user
-	// and recorded in summary.json.
-	Skipped []shardio.Skipped
-	// Device describes the kernels the launcher's process resolved --device to.
-	Device string
-	// Spill is the run's own spill directory (Run makes it in
-	// Options.SpillDir for ivf mode and annotator-aware runs); empty: no
-	// spilling.
-	Spill string
-	// Scratch is a local directory holding input files read through
-	// iceberg-go's scanner (--input-table with deletes or renamed columns);
-	// Run removes it. Empty: none.
-	Scratch string
-	// KeepIVF, when set, is a directory where the pipeline's ivf stages
-	// keep the partitioning they fitted (ivfstages.Params.Keep): a table
-	// run with --incremental keeps it for the next runs. Empty: none.
-	KeepIVF string
-	// KeepFit, when set, is a directory where the pipeline's rounds keep
-	// what they fitted besides the neighbours (stages.ReadKept: the linear
-	// head's last fit, the pooled start's transition): a lake run with
-	// --incremental keeps them for the next runs, which give them to the
-	// rows they relabel. Empty: none.
-	KeepFit string
-	// Crowd is the annotator-aware part (crowd.go); nil without annotators.
-	Crowd *CrowdPlan
-	// Head is --head resolved (options.ResolveHead: off in ivf mode's
-	// join per round and annotator-aware runs; resolveHead).
-	Head string
-	// Given is --given-label resolved (options.ResolveGiven: vote in
-	// annotator-aware runs; resolveGiven).
-	Given engine.GivenModel
-}
-
-// MakePlan scans the input (footers and schemas only, plus the label column
-// when the class set must be collected) and fixes every option.
-func MakePlan(ctx context.Context, cfg options.Options) (*Plan, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	if cfg.Lake.InputTable != "" {
-		return planTableInput(ctx, cfg)
-	}
-	if cfg.Input == "" {
-		p, err := makeLabelOnlyPlan(ctx, cfg)
-		if err != nil {
-			return nil, err
-		}
-		if err := p.resolveHead(); err != nil {
-			return nil, err
-		}
-		if err := p.resolveGiven(); err != nil {
-			return nil, err
-		}
-		return p, p.resolvePooled()
-	}
-	ro := shardio.ReadOptions{Columns: cfg.Columns}
-	shards, skipped, err := shardio.ScanFiles(ctx, cfg.Input, ro)
-	if err != nil {
-		return nil, err
-	}
-	return planShards(ctx, cfg, ro, shards, skipped)
-}
-
-// planShards is MakePlan past the scan: the class set, units and options of
-// scanned shards (from a glob, or the files a table's scan planned).
-func planShards(ctx context.Context, cfg options.Options, ro shardio.ReadOptions, shards []shardio.Shard, skipped []shardio.Skipped) (*Plan, error) {
-	var err error
-	in := shards[0].Input
-	p := &Plan{Options: cfg, Shards: shards, Skipped: skipped, LabelKind: in.LabelKind, IDKind: in.IDKind}
-	ro.D = shards[0].D
-	if !cfg.Standardise {
-		// Raw features go straight into float32 distances: a finite value
-		// whose square overflows is bad input, named where it is read.
-		ro.MaxAbsFeature = shardio.MaxAbsForDistances(ro.D)
-	}
-	switch {
-	case in.LabelKind == schemas.LabelString && cfg.ClassNames != nil:
-		names := append([]string(nil), cfg.ClassNames...)
-		sort.Strings(names)
-		p.ClassNames = names
-	case in.LabelKind == schemas.LabelString:
-		ls, err := shardio.ScanLabels(ctx, shards, ro, 0)
-		if err != nil {
-			return nil, err
-		}
-		p.ClassNames, p.Labelled = ls.Names, ls.Labelled
-	case cfg.ClassNames != nil:
-		return nil, &options.Error{Flag: "class-names", Err: fmt.Errorf("given, but the labels of %s are %s class indices: class names are for string labels (use --classes for the count)", shards[0].Path, in.LabelKind)}
-	case cfg.Classes.Set:
-		// Scanned anyway: a label outside [0, C) or input with no label at
-		// all fails here, naming the file and row, before anything runs.
-		ls, err := shardio.ScanLabels(ctx, shards, ro, cfg.Classes.V)
-		if err != nil {
-			return nil, err
-		}
-		p.C, p.Labelled = cfg.Classes.V, ls.Labelled
-	default:
-		ls, err := shardio.ScanLabels(ctx, shards, ro, 0)
-		if err != nil {
-			return nil, err
-		}
-		p.C, p.Labelled = ls.Classes, ls.Labelled
-	}
-	if p.ClassNames != nil {
-		p.C = len(p.ClassNames)
-		ro.ClassNames = p.ClassNames
-	} else {
-		ro.Classes = p.C
-	}
-	if p.C < 1 {
-		return nil, fmt.Errorf("relabel: %s: no labelled rows, so no class set (give --classes)", cfg.Input)
-	}
-	p.Read = ro
-	p.IDColumn = ro.Columns.ID
-	seen := map[string]string{}
-	for _, s := range shards {
-		name := resultio.OutputName(s.Path, cfg.Format)
-		if other, dup := seen[name]; dup {
-			return nil, fmt.Errorf("relabel: input shards %s and %s would both write %s", other, s.Path, name)
-		}
-		seen[name] = s.Path
-		p.Units = append(p.Units, s.Units...)
-		p.Rows += max(s.Rows, 0)
-	}
-	if p.Rows >= 0 && p.Rows < 2 {
-		return nil, fmt.Errorf("relabel: %s: %d row(s): relabelling needs at least 2 rows (an item's labels come from its neighbours)", cfg.Input, p.Rows)
-	}
-	if p.C == 1 {
-		// Refused rather than run: with one class no label can be wrong,
-		// and a run that kept every label would report a cleaning that
-		// never looked.
-		return nil, &options.Error{Flag: "input", Err: fmt.Errorf("%s: every labelled row is in one class, so no label can be found wrong: relabelling needs at least 2 classes (give --classes N, or --class-names for string labels, when the data has classes its labels do not show)", cfg.Input)}
-	}
-	p.Mode = cfg.NeighbourMode(p.Rows)
-	if p.Mixture, err = cfg.Mixture(p.C); err != nil {
-		return nil, err
-	}
-	p.Candidates = cfg.Candidates.Or(0)
-	if p.Mode == options.NeighboursSample && !cfg.Candidates.Set {
-		p.Candidates = options.PaperCandidates
-	}
-	p.Workers = cfg.WorkerCount()
-	// The stages check their Params again while the graph is built; here
-	// the failure is an error before anything runs, not a panic.
-	if err := p.NeighbourParams().Validate(); err != nil {
-		return nil, err
-	}
-	if cfg.WaveMiB.Set { // unset: 0, stages' DefaultWaveBytes
-		p.WaveBytes = int64(cfg.WaveMiB.V) << 20
-		if cfg.WaveMiB.V < 0 {
-			p.WaveBytes = -1
-		}
-	}
-	if _, _, p.Device, err = gpu.Backends(cfg.Device); err != nil {
-		return nil, err
-	}
-	if err := planCrowd(ctx, &cfg, p); err != nil {
-		return nil, err
-	}
-	if err := p.resolvePooled(); err != nil {
-		return nil, err
-	}
-	if err := p.resolveHead(); err != nil {
-		return nil, err
-	}
-	if err := p.resolveGiven(); err != nil {
-		return nil, err
-	}
-	if err := checkPlan(ctx, p); err != nil {
-		return nil, err
-	}
-	return p, nil
-}
-
-// resolvePooled turns the pooled start (mixture.Params.PooledIters) off
-// where the run's stages do not fit it: annotator-aware runs
-// (pipelines/crowdstages start from the annotators' model). There an
-// unset --pooled-iters is 0, recorded as such, and a value above 0 given
-// is refused, naming the flag, rather than silently not used. Exact and
-// sample modes fit it in stages.PooledStart, ivf mode in
-// ivfstages.PooledStart, by the same rule.
-func (p *Plan) resolvePooled() error {
-	if p.Crowd == nil {
-		return nil
-	}
-	if it := p.Options.PooledIters; it.Set && it.V > 0 {
-		return &options.Error{Flag: "pooled-iters", Err: fmt.Errorf("%d: the pooled start is fitted in runs without annotators only, not in annotator-aware runs (give 0, or leave it unset)", it.V)}
-	}
-	p.Mixture.PooledIters = 0
-	return nil
-}
-
-// resolveGiven fixes --given-label for the run (options.ResolveGiven).
-// Exact and sample modes fit the model in stages.Given, ivf mode in its
-// rounds' stages (ivfstages.JoinRoundsParams.Given).
-func (p *Plan) resolveGiven() error {
-	// Several labels per item (annotator-aware runs, a list label column):
-	// each item's own mixture of its annotations reads how reliable they
-	// are, as engine.Run does where most items have several.
-	several := p.Crowd != nil || len(p.Shards) > 0 && p.Shards[0].Input.Multi
-	g, err := p.Options.ResolveGiven(several)
-	if err != nil {
-		return err
-	}
-	p.Given = g
-	return nil
-}
-
-// Build adds the relabelling of plan to the pipeline rooted at s, writing into
-// tmpDir. Element types: shardio.Unit -> schemas.Rows -> stages.Items ->
+// Build adds the relabelling of the job j to the pipeline rooted at s,
+// writing into d.Tmp (spilling into d.Spill, keeping into d.KeepIVF and
+// d.KeepFit where set). Element types: shardio.Unit -> schemas.Rows -> stages.Items ->
 // schemas.Cleaned (grouped by shard).
-func Build(s beam.Scope, plan *Plan, tmpDir string) {
+func Build(s beam.Scope, plan *job.Job, d job.Dirs) {
 	s = s.Scope("relabel")
 	if plan.Crowd != nil && plan.Crowd.LabelOnly {
-		buildLabelOnly(s, plan, tmpDir)
+		buildLabelOnly(s, plan, d)
 		return
 	}
 	o := &plan.Options
@@ -272,74 +23,27 @@ func Build(s beam.Scope, plan *Plan, tmpDir string) {
 	rows := stages.Read(s, units, plan.Read)
 	var items, pooled beam.PCollection
 	if plan.Mode == options.NeighboursIVF {
-		items, pooled = buildIVF(s, plan, units, rows)
+		items, pooled = buildIVF(s, plan, d, units, rows)
 	} else {
 		stats := stages.ComputeStats(s, rows, stages.StatsParams{Candidates: plan.Candidates, Seed: o.Seed, IDColumn: plan.IDColumn})
 		items = stages.Neighbours(s, rows, stats, plan.NeighbourParams())
 		if plan.Crowd != nil {
-			items = buildCrowdFeatures(s, plan, units, items, tmpDir)
+			items = buildCrowdFeatures(s, plan, d, units, items)
 		} else {
 			// Rounds starts the items from the pooled fit first where
 			// plan.Mixture.PooledIters says so (stages.PooledStart).
-			rp := stages.RoundsParams{Rounds: o.Rounds, Workers: plan.Workers, Mixture: plan.Mixture, Head: plan.headParams(), Keep: plan.KeepFit}
+			rp := stages.RoundsParams{Rounds: o.Rounds, Workers: plan.Workers, Mixture: plan.Mixture, Head: plan.HeadParams(), Keep: d.KeepFit}
 			if rp.Head != nil {
 				rp.Features = stages.CandidateFeatures(s, rows, stats)
 			}
 			items, pooled = stages.RoundsPooled(s, items, rp)
 			if plan.Given == engine.GivenBayes {
-				items = stages.Given(s, items, stages.GivenParams{C: plan.C, C0: plan.Mixture.C0, Seed: o.Seed, Workers: plan.Workers, Keep: plan.KeepFit})
+				items = stages.Given(s, items, stages.GivenParams{C: plan.C, C0: plan.Mixture.C0, Seed: o.Seed, Workers: plan.Workers, Keep: d.KeepFit})
 			}
 		}
 	}
-	if plan.KeepFit != "" && pooled.IsValid() {
-		stages.KeepPooled(s, pooled, plan.KeepFit)
+	if d.KeepFit != "" && pooled.IsValid() {
+		stages.KeepPooled(s, pooled, d.KeepFit)
 	}
-	stages.WritePooled(s, items, stages.WriteParams{
-		TmpDir: tmpDir, Format: o.Format,
-		Meta:      schemas.Metadata(Version, o.Seed, plan.Recorded(), plan.ClassNames),
-		LabelKind: plan.LabelKind, ClassNames: plan.ClassNames, IDKind: plan.IDKind, C: plan.C,
-		Cal: plan.Calibration(),
-	}, pooled)
-}
-
-// Calibration is what the writer stage makes of the final states.
-func (p *Plan) Calibration() stages.Calibration {
-	if p.Crowd != nil {
-		return p.Crowd.calibration(&p.Options)
-	}
-	t := p.Options.Temperature
-	if p.Given == engine.GivenBayes {
-		// The given-label model's posteriors are probabilities already.
-		return stages.Calibration{Temperature: 1, MinConfidence: p.Options.MinConfidence}
-	}
-	return stages.Calibration{Temperature: t.V, Auto: !t.Set, MinConfidence: p.Options.MinConfidence}
-}
-
-// NeighbourParams is what both neighbour paths (stages.Neighbours, and
-// ivfstages.Neighbours inside its blocks) get: the options as given, the
-// mixture resolved for the class set.
-func (p *Plan) NeighbourParams() stages.NeighbourParams {
-	o := &p.Options
-	return stages.NeighbourParams{
-		K: o.K, Metric: o.Metric, Standardise: o.Standardise,
-		Weighting: o.Weighting, LLC: o.LLC(), Mixture: p.Mixture, Device: o.Device,
-	}
-}
-
-// Recorded is what the run records of its options (summary.json, the
-// shards' metadata, a snapshot's properties): options.Record of the options
-// with their data-dependent defaults resolved as the run resolved them.
-func (p *Plan) Recorded() map[string]string {
-	o, m := p.Options, p.Mixture
-	o.Classes, o.C0, o.N, o.EMIters = options.Some(m.C), options.Some(m.C0), options.Some(m.N), options.Some(m.EMIters)
-	o.Candidates, o.Neighbours = options.Some(p.Candidates), p.Mode
-	o.PooledIters = options.Some(m.PooledIters)
-	if p.Head != "" {
-		o.Head = options.Some(p.Head)
-	}
-	o.GivenLabel = options.Some(p.Given)
-	if p.Crowd != nil {
-		o.AnnotatorsColumn = p.Crowd.Column
-	}
-	return o.Record(p.Crowd != nil)
+	stages.WritePooled(s, items, writeParams(plan, d.Tmp), pooled)
 }

@@ -12,7 +12,7 @@ import (
 )
 
 // TestRunRefusesLake: Run is for plain runs; a lake configuration (an
-// output table, or --incremental) is pipelines/lake's, and Run refuses it
+// output table, or --incremental) is package lake's, and Run refuses it
 // before it plans or writes anything, rather than relabel everything as
 // a plain run would (and drop the manifest the next incremental run needs).
 func TestRunRefusesLake(t *testing.T) {
@@ -24,8 +24,8 @@ func TestRunRefusesLake(t *testing.T) {
 		o := quickConfig(digits, out)
 		set(&o)
 		_, err := pipelines.Run(context.Background(), o, embedded)
-		if err == nil || !strings.Contains(err.Error(), "pipelines/lake") {
-			t.Errorf("%s: %v, want a refusal naming pipelines/lake", name, err)
+		if err == nil || !strings.Contains(err.Error(), "package lake") {
+			t.Errorf("%s: %v, want a refusal naming package lake", name, err)
 		}
 		if _, err := os.Stat(out); !os.IsNotExist(err) {
 			t.Errorf("%s: %s was made (%v)", name, out, err)

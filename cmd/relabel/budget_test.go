@@ -4,15 +4,16 @@ import (
 	"bytes"
 	"context"
 	"flag"
-	"github.com/relabel/relabel/options"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"syscall"
 	"testing"
 
+	"github.com/relabel/relabel/job"
+	"github.com/relabel/relabel/options"
+
 	"github.com/relabel/relabel/internal/budget"
-	"github.com/relabel/relabel/pipelines"
 )
 
 var budgetSizes = flag.Bool("budget", false, "TestEstimateMeasured: compare the memory estimate with measured peaks at several held-out sizes (minutes), not one")
@@ -54,7 +55,7 @@ func TestEstimateMeasured(t *testing.T) {
 		out := filepath.Join(t.TempDir(), "out")
 		o := options.Defaults()
 		o.Input, o.Output, o.K = in, out, sz.k
-		plan, err := pipelines.MakePlan(context.Background(), o)
+		plan, err := job.Resolve(context.Background(), o)
 		if err != nil {
 			t.Fatal(err)
 		}

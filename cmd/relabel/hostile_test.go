@@ -292,7 +292,7 @@ func TestDeletionOnlyMessage(t *testing.T) {
 	for d := range 2 {
 		writeRows(t, filepath.Join(in, "day-"+string(rune('0'+d))+".parquet"), schemas.LabelInt32, nil, lakeDays[d])
 	}
-	args := []string{"run", "--input", filepath.Join(in, "*.parquet"), "--output", out, "--incremental", "--rounds", "1", "--head", "off"} // few rounds: the head, still on, would make the next run a full one (pipelines/lake TestLakeHeadFull)
+	args := []string{"run", "--input", filepath.Join(in, "*.parquet"), "--output", out, "--incremental", "--rounds", "1", "--head", "off"} // few rounds: the head, still on, would make the next run a full one (lake TestLakeHeadFull)
 	mustRelabel(t, args...)
 	os.Remove(filepath.Join(in, "day-1.parquet"))
 	r := mustRelabel(t, args...)

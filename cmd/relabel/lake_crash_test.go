@@ -16,7 +16,7 @@ import (
 	"github.com/relabel/relabel/internal/faults"
 	"github.com/relabel/relabel/io/icebergio"
 	"github.com/relabel/relabel/io/icebergio/icebergiotest"
-	"github.com/relabel/relabel/pipelines"
+	"github.com/relabel/relabel/io/keptio"
 	"github.com/relabel/relabel/schemas"
 )
 
@@ -74,7 +74,7 @@ func TestLakeDirCrash(t *testing.T) {
 		}
 	}
 	args := func(in, out string) []string {
-		return []string{"run", "--input", filepath.Join(in, "*.parquet"), "--output", out, "--incremental", "--rounds", "2", "--l", "40", "--head", "off"} // few rounds: the head, still on, would make the next run a full one (pipelines/lake TestLakeHeadFull)
+		return []string{"run", "--input", filepath.Join(in, "*.parquet"), "--output", out, "--incremental", "--rounds", "2", "--l", "40", "--head", "off"} // few rounds: the head, still on, would make the next run a full one (lake TestLakeHeadFull)
 	}
 	refIn, ref := t.TempDir(), filepath.Join(t.TempDir(), "out")
 	write(refIn, 0, 1)
@@ -107,7 +107,7 @@ func TestLakeDirCrash(t *testing.T) {
 					// output of one run.
 					if _, err := os.Stat(filepath.Join(out, "summary.json")); err == nil {
 						if got := slices.DeleteFunc(listDir(t, out), func(n string) bool {
-							return strings.HasPrefix(n, ".") || n == "report.html" || n == pipelines.KeptFitName
+							return strings.HasPrefix(n, ".") || n == "report.html" || n == keptio.FitFileName
 						}); !slices.Equal(got, append(shards[:2:2], "summary.json")) && !slices.Equal(got, append(slices.Clone(shards), "summary.json")) {
 							t.Errorf("after the crash the output holds %q", got)
 						}
@@ -115,7 +115,7 @@ func TestLakeDirCrash(t *testing.T) {
 				}
 				mustRelabel(t, args(in, out)...)
 				sameFiles(t, ref, out, shards...)
-				want := append(slices.Clone(shards), pipelines.KeptFitName, "report.html", "summary.json")
+				want := append(slices.Clone(shards), keptio.FitFileName, "report.html", "summary.json")
 				if got := listDir(t, out); !slices.Equal(got, want) {
 					t.Errorf("after the rerun the output holds %q, want %q", got, want)
 				}
@@ -186,7 +186,7 @@ func TestLakeTableCrash(t *testing.T) {
 		t.Skip("-short: the crash test runs the binary about 20 times")
 	}
 	args := func(uri string) []string {
-		return []string{"run", "--catalog", uri, "--input-table", "ns.items", "--output-table", "ns.out", "--incremental", "--rounds", "2", "--l", "40", "--head", "off"} // few rounds: the head, still on, would make the next run a full one (pipelines/lake TestLakeHeadFull)
+		return []string{"run", "--catalog", uri, "--input-table", "ns.items", "--output-table", "ns.out", "--incremental", "--rounds", "2", "--l", "40", "--head", "off"} // few rounds: the head, still on, would make the next run a full one (lake TestLakeHeadFull)
 	}
 	refURI := "sqlite://" + filepath.Join(t.TempDir(), "catalog.db")
 	appendTableRows(t, refURI, lakeDays[0])

@@ -35,7 +35,7 @@ func appendTableRows(t *testing.T, uri string, r *schemas.Rows) {
 func TestLakeTableCLI(t *testing.T) {
 	dir := t.TempDir()
 	uri := "sqlite://" + filepath.Join(dir, "lake", "catalog.db")
-	args := []string{"run", "--catalog", uri, "--input-table", "ns.items", "--output-table", "ns.relabelled", "--incremental", "--rounds", "2", "--head", "off"} // few rounds: the head, still on, would make the next run a full one (pipelines/lake TestLakeHeadFull)
+	args := []string{"run", "--catalog", uri, "--input-table", "ns.items", "--output-table", "ns.relabelled", "--incremental", "--rounds", "2", "--head", "off"} // few rounds: the head, still on, would make the next run a full one (lake TestLakeHeadFull)
 	appendTableRows(t, uri, synthRows(0, 200))
 	r := relabel(t, args...)
 	if r.code != 0 || !strings.Contains(r.stdout, "full run; 200 rows relabelled") {

@@ -20,13 +20,14 @@ import (
 	"github.com/relabel/relabel/io/icebergio/catalogname"
 	"github.com/relabel/relabel/io/reportio"
 	"github.com/relabel/relabel/io/resultio"
+	"github.com/relabel/relabel/job"
+	"github.com/relabel/relabel/lake"
 	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/pipelines"
-	"github.com/relabel/relabel/pipelines/lake"
 	"github.com/relabel/relabel/runners"
 )
 
-func version() string { return pipelines.Version }
+func version() string { return job.Version }
 
 // isTerminal reports whether w is a terminal (the live progress line is drawn
 // only there; a log gets plain lines).
@@ -128,7 +129,7 @@ func (f *runFlags) parse(args []string) error {
 	if err := o.Validate(); err != nil {
 		return usageError{err}
 	}
-	if err := pipelines.CheckBounds(o); err != nil {
+	if err := job.CheckBounds(o); err != nil {
 		return usageError{err}
 	}
 	return nil
@@ -176,12 +177,18 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 
 // runFor is what runs o: a table lake (--output-table), a directory lake
 // (--incremental into an output directory), or a plain run.
+// The lake receives the pipeline's execution as a value
+// (pipelines.Executing), so that it depends on no Beam package.
 func runFor(o options.Options) func(context.Context, options.Options, pipelines.Executor) (*resultio.Summary, error) {
 	switch {
 	case o.Lake.OutputTable != "":
-		return lake.RunTable
+		return func(ctx context.Context, o options.Options, exec pipelines.Executor) (*resultio.Summary, error) {
+			return lake.RunTable(ctx, o, pipelines.Executing(exec))
+		}
 	case o.Lake.Incremental:
-		return lake.RunDir
+		return func(ctx context.Context, o options.Options, exec pipelines.Executor) (*resultio.Summary, error) {
+			return lake.RunDir(ctx, o, pipelines.Executing(exec))
+		}
 	}
 	return pipelines.Run
 }

@@ -57,3 +57,23 @@ func TestTransformsWithoutBeam(t *testing.T) {
 		t.Errorf("%s depends on %d Beam packages (first %s): transforms/ must not import Beam", pkg, len(deps), deps[0])
 	}
 }
+
+// Beam-free packages: the lake (which receives a full run as a function
+// value, job.Execute), the resolved job, and the kept-state and output
+// codecs it reads and writes. A Beam import anywhere below them would pull
+// the SDK back into every lake run's build.
+var beamFree = []string{
+	module + "/lake",
+	module + "/job",
+	module + "/io/keptio",
+	module + "/io/resultio",
+}
+
+// TestBeamFree: none of beamFree depends on a Beam package.
+func TestBeamFree(t *testing.T) {
+	for _, pattern := range beamFree {
+		for pkg, deps := range beamUsers(t, pattern) {
+			t.Errorf("%s depends on %d Beam packages (first %s): it must not import Beam", pkg, len(deps), deps[0])
+		}
+	}
+}

@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/options"
-	"github.com/relabel/relabel/pipelines/stages"
 	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/mixture"
 )
@@ -53,11 +53,11 @@ func TestResolve(t *testing.T) {
 		}
 		st.ItemOff = append(st.ItemOff, int32(len(st.Class)))
 	}
-	auto := stages.Calibration{Auto: true, MinConfidence: 0.2}
+	auto := resultio.Calibration{Auto: true, MinConfidence: 0.2}
 	var stats mixture.CalibrationStats
-	stages.StatsOf(&stats, &st, func(i int) []int32 { return labels[off[i]:off[i+1]] }, nil, 0)
+	resultio.StatsOf(&stats, &st, func(i int) []int32 { return labels[off[i]:off[i+1]] }, nil, 0)
 
-	if got := resolve(stages.Calibration{Temperature: 0.4}, &st, labels, off, tOwn, c); got.Temperature != 0.4 || got.Auto {
+	if got := resolve(resultio.Calibration{Temperature: 0.4}, &st, labels, off, tOwn, c); got.Temperature != 0.4 || got.Auto {
 		t.Errorf("fixed: %+v, want T .4", got)
 	}
 	formula := resolve(auto, &st, labels, off, nil, c)

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/options"
-	"github.com/relabel/relabel/pipelines/stages"
 	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/evaluate"
 	"github.com/relabel/relabel/transforms/knn"
@@ -139,7 +139,7 @@ func harmLoad(t *testing.T, cell Cell) *harmRun {
 	if r.Open {
 		tOwn = r.TOwn
 	}
-	cal := stages.Calibration{Auto: true}
+	cal := resultio.Calibration{Auto: true}
 	cal = resolve(cal, &res.States, g.labels, g.off, tOwn, ds.c)
 	r.Temp = cal.Temperature
 	in := Inputs(ds.c, ds.truth, g.single, &res.States, cal)

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/options"
-	"github.com/relabel/relabel/pipelines/stages"
 	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/evaluate"
 	"github.com/relabel/relabel/transforms/mixture"
@@ -271,7 +271,7 @@ func RunCellEngine(cell Cell, opts options.Options, tweak func(*engine.Options))
 	if d := os.Getenv("RELABEL_CALDUMP"); d != "" {
 		caldump(filepath.Join(d, fmt.Sprintf("%s-mu%g.tsv", strings.ReplaceAll(cell.Name(), "/", "__"), opts.Mu)), ds.truth, g.single, &res.States)
 	}
-	cal := stages.Calibration{Temperature: opts.Temperature.V, Auto: !opts.Temperature.Set, MinConfidence: opts.MinConfidence}
+	cal := resultio.Calibration{Temperature: opts.Temperature.V, Auto: !opts.Temperature.Set, MinConfidence: opts.MinConfidence}
 	if res.Given != nil {
 		// The given-label model's posteriors are probabilities already.
 		cal.Temperature, cal.Auto = 1, false
@@ -295,24 +295,24 @@ func RunCellEngine(cell Cell, opts options.Options, tweak func(*engine.Options))
 // started from the pooled posterior, tOwn its fitted c x c transition of the
 // given labels), each item's likelihood of its given label. A fixed
 // temperature is kept.
-func resolve(cal stages.Calibration, st *mixture.States, labels, off []int32, tOwn []float64, c int) stages.Calibration {
+func resolve(cal resultio.Calibration, st *mixture.States, labels, off []int32, tOwn []float64, c int) resultio.Calibration {
 	if !cal.Auto {
 		return cal
 	}
 	var stats mixture.CalibrationStats
 	item := func(i int) []int32 { return labels[off[i]:off[i+1]] }
-	stages.StatsOf(&stats, st, item, tOwn, c)
+	resultio.StatsOf(&stats, st, item, tOwn, c)
 	return cal.Resolve(stats)
 }
 
 // Inputs turns final engine states into the evaluation inputs the way relabel
-// writes its output (stages.Calibration.Clean, the writer's; cal resolved):
+// writes its output (resultio.Calibration.Clean, the writer's; cal resolved):
 // clean_label and
 // clean_prob are the top class of the calibrated pi and its mass,
 // given_label_prob is its mass on the given label (the majority annotation
 // when several), and changed is clean_label != given. An empty state (no
 // information; the output's null) keeps the given label with probability 0.
-func Inputs(c int, truth, given []int32, st *mixture.States, cal stages.Calibration) evaluate.Inputs {
+func Inputs(c int, truth, given []int32, st *mixture.States, cal resultio.Calibration) evaluate.Inputs {
 	n := len(truth)
 	in := evaluate.Inputs{
 		C: c, Truth: truth, Given: given,

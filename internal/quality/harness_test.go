@@ -16,9 +16,9 @@ import (
 	"time"
 
 	"github.com/relabel/relabel/io/blobio"
+	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/options"
-	"github.com/relabel/relabel/pipelines/stages"
 	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/evaluate"
@@ -509,7 +509,7 @@ func TestInputs(t *testing.T) {
 	add([]int32{2}, []float64{1})
 	add([]int32{1}, []float64{1})
 	add(nil, nil)
-	in := Inputs(4, []int32{2, 3, 0}, []int32{2, 3, 1}, &ss, stages.Calibration{Temperature: 1})
+	in := Inputs(4, []int32{2, 3, 0}, []int32{2, 3, 1}, &ss, resultio.Calibration{Temperature: 1})
 	want := evaluate.Inputs{C: 4, Truth: []int32{2, 3, 0}, Given: []int32{2, 3, 1},
 		Clean: []int32{2, 1, 1}, CleanProb: []float32{1, 1, 0}, GivenProb: []float32{1, 0, 0}}
 	got, _ := json.Marshal(in)

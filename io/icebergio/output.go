@@ -355,7 +355,7 @@ const OrphanAge = 72 * time.Hour
 const runDirPrefix = "relabel-"
 
 // runToken is what a run directory's name may carry after the table's
-// UUID: a run's token (pipelines.NewToken's hex).
+// UUID: a run's token (resultio.NewToken's hex).
 var runToken = regexp.MustCompile(`^[0-9a-z]{8,64}$`)
 
 // RunDir returns the directory, under the output table's data location,

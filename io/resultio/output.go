@@ -51,6 +51,14 @@ func (o *Output) Len() int { return len(o.Clean) }
 // not a shard, so ReadOutput passes it by.
 const AnnotatorsBase = "annotators"
 
+// AnnotatorsName is the annotators file's name in format f.
+func AnnotatorsName(f shardio.Format) string { return AnnotatorsBase + f.Ext() }
+
+// BucketName is the name label-only mode gives bucket b's output shard
+// (before the format's extension): its rows come from the annotations, not
+// from an input shard.
+func BucketName(b int) string { return fmt.Sprintf("items-%05d", b) }
+
 // ReadOutput reads every output shard (*.arrow, *.parquet) of dir, a local or
 // blobio path, with mem allocating the Arrow buffers while each is decoded.
 // Every shard must carry the same class names.

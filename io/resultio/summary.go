@@ -281,3 +281,22 @@ func (s *Summary) check() string {
 	}
 	return ""
 }
+
+// MetaPooledStart is the summary option that records a run whose items
+// started from the pooled fit (value PooledStartOpen; absent otherwise):
+// an incremental lake run starts the rows it relabels from the same fit,
+// which the full run kept (io/keptio), and relabels everything again where
+// it was not kept.
+const (
+	MetaPooledStart = "pooled-start"
+	PooledStartOpen = "open"
+)
+
+// MetaHeadLast is the summary option that records a run whose linear head
+// still gave its component in the last round (value HeadLastOn; absent
+// otherwise): its posteriors depend on the head's fit, which an
+// incremental lake run needs kept, as MetaPooledStart's.
+const (
+	MetaHeadLast = "head-last-round"
+	HeadLastOn   = "on"
+)

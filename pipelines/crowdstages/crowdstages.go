@@ -77,7 +77,7 @@ func ReadItemAnnotators(s beam.Scope, units beam.PCollection, opts shardio.ReadO
 
 // LabelOnly relabels from annotations alone. anns: PCollection<KV<int,
 // AnnRows>> (ReadAnnotations). Returns PCollection<stages.Items>: one batch
-// per non-empty bucket (Shard = ShardName(bucket)), one item per id seen, in
+// per non-empty bucket (Shard = resultio.BucketName(bucket)), one item per id seen, in
 // id order, its given label the majority of its annotations; and writes the
 // annotators file when p.TmpDir is set. Cost: one shuffle of the
 // annotations, then per iteration one combine of the annotators' counts

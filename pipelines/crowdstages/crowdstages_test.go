@@ -109,7 +109,7 @@ func runLabelOnly(t *testing.T, pattern, out string, kind schemas.IDKind, iterat
 	p, s := beam.NewPipelineWithRoot()
 	anns := ReadAnnotations(s, beam.CreateList(s, units), annotio.Options{Columns: annotio.DefaultColumns(), Classes: testC}, 3)
 	items := LabelOnly(s, anns, Params{Crowd: crowdP(iterations), C0: testC0, Buckets: 3, AnnotatorKind: kind, TmpDir: out, Format: shardio.ArrowFile})
-	stages.Write(s, items, stages.WriteParams{TmpDir: out, Format: shardio.ArrowFile, LabelKind: schemas.LabelInt32, IDKind: schemas.IDInt64, C: testC, Cal: stages.Calibration{Temperature: 1}})
+	stages.Write(s, items, stages.WriteParams{TmpDir: out, Format: shardio.ArrowFile, LabelKind: schemas.LabelInt32, IDKind: schemas.IDInt64, C: testC, Cal: resultio.Calibration{Temperature: 1}})
 	return ptest.Run(p)
 }
 
@@ -419,7 +419,7 @@ func TestLabelOnlyStringIDs(t *testing.T) {
 	p, s := beam.NewPipelineWithRoot()
 	items := LabelOnly(s, ReadAnnotations(s, beam.CreateList(s, units), annotio.Options{Columns: annotio.DefaultColumns(), Classes: testC}, 2),
 		Params{Crowd: crowdP(3), C0: testC0, Buckets: 2, IDKind: lay.IDKind, AnnotatorKind: lay.AnnotatorKind})
-	stages.Write(s, items, stages.WriteParams{TmpDir: out, Format: shardio.Parquet, LabelKind: schemas.LabelInt32, IDKind: schemas.IDString, C: testC, Cal: stages.Calibration{Temperature: 1}})
+	stages.Write(s, items, stages.WriteParams{TmpDir: out, Format: shardio.Parquet, LabelKind: schemas.LabelInt32, IDKind: schemas.IDString, C: testC, Cal: resultio.Calibration{Temperature: 1}})
 	if err := ptest.Run(p); err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
 	"github.com/relabel/relabel/io/annotio"
+	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/io/spillio"
 	"github.com/relabel/relabel/pipelines/stages"
 	"github.com/relabel/relabel/schemas"
@@ -126,7 +127,7 @@ func (f *bucketBatchFn) ProcessElement(ctx context.Context, bucket int, iter fun
 	if f.IDKind == schemas.IDString {
 		slices.SortFunc(starts, func(x, y int) int { return cmp.Compare(all[x].strItem, all[y].strItem) })
 	}
-	b := Batch{Items: stages.Items{Shard: ShardName(bucket), IDKind: f.IDKind, LabelOff: []int32{0}}, C: f.C, AnnOff: []int32{0}}
+	b := Batch{Items: stages.Items{Shard: resultio.BucketName(bucket), IDKind: f.IDKind, LabelOff: []int32{0}}, C: f.C, AnnOff: []int32{0}}
 	n := len(starts)
 	b.IDs = make([]int64, 0, n)
 	b.Post = make([]float64, n*f.C)
@@ -152,10 +153,6 @@ func (f *bucketBatchFn) ProcessElement(ctx context.Context, bucket int, iter fun
 	emit(b)
 	return nil
 }
-
-// ShardName is the name label-only mode gives bucket b's output shard
-// (before the format's extension).
-func ShardName(b int) string { return fmt.Sprintf("items-%05d", b) }
 
 // batchKey names a batch of stages.Items.
 func batchKey(shard string, offset int64) string { return fmt.Sprintf("%s\x00%d", shard, offset) }

@@ -68,9 +68,6 @@ func Report(e crowd.Evidence) (string, *resultio.ChoiceSummary) {
 	return e.Choice().String(), r
 }
 
-// AnnotatorsName is the annotators file's name in format f.
-func AnnotatorsName(f shardio.Format) string { return resultio.AnnotatorsBase + f.Ext() }
-
 // writeAnnotatorsFn writes the annotators file of the final model and its
 // report into the temporary directory.
 type writeAnnotatorsFn struct {
@@ -94,7 +91,7 @@ func (f *writeAnnotatorsFn) ProcessElement(ctx context.Context, mm modelMsg, nam
 	if err != nil {
 		return err
 	}
-	name := AnnotatorsName(f.Format)
+	name := resultio.AnnotatorsName(f.Format)
 	if err := annotio.WriteAnnotators(ctx, fs, blobio.Join(f.TmpDir, name), f.Format, f.Kind, m.C, rows); err != nil {
 		return err
 	}

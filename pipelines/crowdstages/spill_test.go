@@ -13,6 +13,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 
 	"github.com/relabel/relabel/io/annotio"
+	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/io/spillio"
 	"github.com/relabel/relabel/pipelines/stages"
@@ -96,7 +97,7 @@ func TestSpillLabelOnly(t *testing.T) {
 		anns := ReadAnnotations(s, beam.CreateList(s, units), annotio.Options{Columns: annotio.DefaultColumns(), Classes: testC}, 3)
 		items := LabelOnly(s, anns, Params{Crowd: crowdP(iterations), C0: testC0, Buckets: 3,
 			AnnotatorKind: lay.AnnotatorKind, TmpDir: out, Format: shardio.ArrowFile, Spill: sp})
-		stages.Write(s, items, stages.WriteParams{TmpDir: out, Format: shardio.ArrowFile, LabelKind: schemas.LabelInt32, IDKind: schemas.IDInt64, C: testC, Cal: stages.Calibration{Temperature: 1}})
+		stages.Write(s, items, stages.WriteParams{TmpDir: out, Format: shardio.ArrowFile, LabelKind: schemas.LabelInt32, IDKind: schemas.IDInt64, C: testC, Cal: resultio.Calibration{Temperature: 1}})
 		if err := ptest.Run(p); err != nil {
 			t.Fatal(err)
 		}
@@ -128,7 +129,7 @@ func TestSpillWithFeatures(t *testing.T) {
 		anns := ReadAnnotations(s, beam.CreateList(s, units), annotio.Options{Columns: annotio.DefaultColumns(), Classes: testC}, 4)
 		res := WithFeatures(s, beam.CreateList(s, items), anns, Params{Crowd: crowdP(iterations), C0: testC0, Buckets: 4,
 			AnnotatorKind: lay.AnnotatorKind, TmpDir: out, Format: shardio.ArrowFile, Spill: sp})
-		stages.Write(s, res, stages.WriteParams{TmpDir: out, Format: shardio.ArrowFile, LabelKind: schemas.LabelInt32, IDKind: schemas.IDInt64, C: testC, Cal: stages.Calibration{Temperature: 1}})
+		stages.Write(s, res, stages.WriteParams{TmpDir: out, Format: shardio.ArrowFile, LabelKind: schemas.LabelInt32, IDKind: schemas.IDInt64, C: testC, Cal: resultio.Calibration{Temperature: 1}})
 		if err := ptest.Run(p); err != nil {
 			t.Fatal(err)
 		}

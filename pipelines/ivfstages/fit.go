@@ -11,6 +11,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
 	"github.com/relabel/relabel/internal/progress"
+	"github.com/relabel/relabel/io/keptio"
 	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/pipelines/stages"
 	"github.com/relabel/relabel/schemas"
@@ -71,11 +72,11 @@ func (f *fitFn) ProcessElement(ctx context.Context, s ivf.Sample, st stages.Stat
 		return fmt.Errorf("ivfstages: %w", err)
 	}
 	if f.Keep != "" {
-		b, err := encodeKeptModel(*m, &st, f.Standardise)
-		if err == nil {
-			err = writeKept(ctx, f.Keep, keptModelName, b)
+		k := &keptio.IVF{Seed: p.Seed, Metric: p.Metric, NProbe: min(p.NProbe, m.P()), FitRows: st.N, Model: m}
+		if f.Standardise {
+			k.Mean, k.Std = st.Mean, st.M2 // the standard deviation, after ExtractOutput
 		}
-		if err != nil {
+		if err := keptio.WriteIVFModel(ctx, f.Keep, k); err != nil {
 			return err
 		}
 	}

@@ -39,7 +39,7 @@ type fixture struct {
 	batches []schemas.Rows
 	stats   stages.Stats
 	model   ivf.Model
-	nb      stages.NeighbourParams
+	nb      engine.NeighbourParams
 	rounds  int
 	// features keeps the items' features in the searched blocks (the
 	// linear head's).
@@ -86,7 +86,7 @@ func newFixture(t *testing.T, n, batch int) *fixture {
 	f.model = models[0]
 	m := mixture.DefaultParams(c)
 	m.L, m.EMIters, m.AnnotationWeight, m.Seed = 40, 3, 0, 1
-	f.nb = stages.NeighbourParams{K: 5, Metric: knn.L2, Standardise: true, Weighting: engine.LLC, LLC: llc.DefaultParams(), Mixture: m, Device: "cpu"}
+	f.nb = engine.NeighbourParams{K: 5, Metric: knn.L2, Standardise: true, Weighting: engine.LLC, LLC: llc.DefaultParams(), Mixture: m, Device: "cpu"}
 	f.rounds = 3
 	return f
 }
@@ -642,7 +642,7 @@ func TestPackedStates(t *testing.T) {
 // tile only spreads the work: blocks searched in tiles of 7 queries on
 // three goroutines are byte for byte those of Setup's searcher.
 func TestSearchTile(t *testing.T) {
-	s := &searchFn{P: stages.NeighbourParams{K: 3}}
+	s := &searchFn{P: engine.NeighbourParams{K: 3}}
 	if err := s.Setup(); err != nil {
 		t.Fatal(err)
 	}

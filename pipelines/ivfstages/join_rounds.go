@@ -13,6 +13,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
+	"github.com/relabel/relabel/internal/budget"
 	"github.com/relabel/relabel/internal/pool"
 	"github.com/relabel/relabel/internal/progress"
 	"github.com/relabel/relabel/transforms/engine"
@@ -438,7 +439,7 @@ type JoinRoundsParams struct {
 	Spill Spill
 	// Local runs every round in one stage that holds all blocks in memory
 	// (localRoundsFn) instead of a join per round: for the embedded runner,
-	// when the blocks fit (LocalRoundsSize, LocalRoundsBytes). The results
+	// when the blocks fit (budget.LocalRounds, LocalRoundsBytes). The results
 	// are the same. Optional, default false.
 	Local bool
 	// Head, when set, fits the linear head (transforms/head) every round,
@@ -450,7 +451,7 @@ type JoinRoundsParams struct {
 	// Keep, when set, is a directory (a blobio path every worker can
 	// write) where the local rounds keep the head's fit after the last
 	// round, and either path the given-label model's fit (with Given), for
-	// stages.ReadKept (an incremental lake run gives them to the rows it
+	// keptio.ReadFitDir (an incremental lake run gives them to the rows it
 	// relabels). Optional, default "": nothing kept.
 	Keep string
 	// Mixture configures each round. Required: Mixture.C and a valid rest
@@ -618,17 +619,11 @@ func flatten(s beam.Scope, cols []beam.PCollection) beam.PCollection {
 	return beam.Flatten(s, cols...)
 }
 
-// maxPackedState is the bytes of one packed state at its largest: p.C0
-// classes with rows of p.MaxRowEntries entries (packed.go).
-func maxPackedState(p mixture.Params) int64 {
-	return int64(p.C0) * int64(12+5*p.MaxRowEntries)
-}
-
 // RoundWaves is how many waves JoinRounds needs for rows items so that one
 // wave's join input (blocks and the states sent to them) stays under about
 // waveBytes (as Waves takes it), with states at their largest (c0 classes,
 // rows of p.MaxRowEntries entries) and k neighbours.
 func RoundWaves(rows int64, k int, p mixture.Params, waveBytes int64) int {
-	perRow := 64 + 12*int64(k) + 2*maxPackedState(p)
+	perRow := 64 + 12*int64(k) + 2*budget.MaxPackedState(p)
 	return Waves(max(rows, 1)*perRow, waveBytes)
 }

@@ -9,13 +9,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/relabel/relabel/io/keptio"
 	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/ivf"
 	"github.com/relabel/relabel/transforms/knn"
 )
 
 // TestKeep: with Params.Keep the fit and the probe write down the model,
-// the moments and every row's probes, and ReadKept returns them: the model
+// the moments and every row's probes, and keptio.ReadIVFDir gathers them: the model
 // the fit emitted, the probes the probe emitted, which are each row's
 // nearest centroids in the kept standardisation; a batch's file missing is
 // refused.
@@ -48,12 +49,12 @@ func TestKeep(t *testing.T) {
 		all = append(all, r.Features...)
 		keys = append(keys, r.IDs...)
 	}
-	k, err := ReadKept(ctx, dir)
+	k, err := keptio.ReadIVFDir(ctx, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(k.Model, model) || k.Rows != f.stats.N || !slices.Equal(k.Mean, f.stats.Mean) || !slices.Equal(k.Std, f.stats.M2) || k.NProbe != 3 {
-		t.Fatalf("kept model %d partitions, rows %d, nprobe %d: not the fitted one (%d partitions) or not its moments", k.Model.P(), k.Rows, k.NProbe, model.P())
+	if !reflect.DeepEqual(*k.Model, model) || k.FitRows != f.stats.N || !slices.Equal(k.Mean, f.stats.Mean) || !slices.Equal(k.Std, f.stats.M2) || k.NProbe != 3 {
+		t.Fatalf("kept model %d partitions, rows %d, nprobe %d: not the fitted one (%d partitions) or not its moments", k.Model.P(), k.FitRows, k.NProbe, model.P())
 	}
 	if got, want := slices.Sorted(slices.Values(k.Keys)), slices.Sorted(slices.Values(keys)); !slices.Equal(got, want) {
 		t.Fatalf("kept %d keys, want each of the %d rows' once", len(got), len(want))
@@ -61,7 +62,7 @@ func TestKeep(t *testing.T) {
 	// The oracle: every row probed again against the kept model, in the
 	// kept standardisation.
 	engine.Standardise(all, f.stats.D, k.Mean, k.Std)
-	pt, err := ivf.Assign(knn.Matrix{Rows: len(keys), Cols: f.stats.D, Data: all}, &k.Model, k.NProbe, knn.CPU{})
+	pt, err := ivf.Assign(knn.Matrix{Rows: len(keys), Cols: f.stats.D, Data: all}, k.Model, k.NProbe, knn.CPU{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,11 +82,11 @@ func TestKeep(t *testing.T) {
 	if err := os.Remove(names[0]); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ReadKept(ctx, dir); err == nil || !strings.Contains(err.Error(), "of 600") {
+	if _, err := keptio.ReadIVFDir(ctx, dir); err == nil || !strings.Contains(err.Error(), "of 600") {
 		t.Errorf("a batch's file missing: %v, want the rows counted", err)
 	}
-	RemoveKept(ctx, dir)
+	keptio.RemoveIVFDir(ctx, dir)
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
-		t.Errorf("RemoveKept left %s: %v", dir, err)
+		t.Errorf("RemoveIVFDir left %s: %v", dir, err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
+	"github.com/relabel/relabel/internal/budget"
 	"github.com/relabel/relabel/internal/pool"
 	"github.com/relabel/relabel/internal/progress"
 	"github.com/relabel/relabel/pipelines/stages"
@@ -22,7 +23,7 @@ import (
 )
 
 // LocalRoundsBytes is the default bound (relabel's --local-rounds-mib) on
-// the estimated size (LocalRoundsSize) of the blocks' data for which the
+// the estimated size (budget.LocalRounds) of the blocks' data for which the
 // embedded runner runs every round in one stage (JoinRoundsParams.Local).
 // 1 GiB is about 1.25 million rows with relabel's defaults: the fashion
 // run's 70,000 rows hold about 60 MiB there, and the million-row run of
@@ -32,30 +33,6 @@ import (
 // as slow (docs/PERFORMANCE.md). Beyond the bound the join per round keeps
 // memory flat in the rows.
 const LocalRoundsBytes = 1024 << 20
-
-// LocalRoundsSize estimates the memory localRoundsFn holds for rows items
-// with k neighbours: every block's items, neighbourhoods and weights, and
-// two rounds' states at their largest (c0 classes, rows of
-// p.MaxRowEntries entries). With the linear head (headD, the feature
-// dimension, > 0; 0: none) each row adds localHeadRowBytes.
-func LocalRoundsSize(rows int64, k int, p mixture.Params, headD int) int64 {
-	perRow := 96 + 12*int64(k) + 2*maxPackedState(p)
-	if headD > 0 {
-		perRow += localHeadRowBytes(headD, k, p)
-	}
-	return max(rows, 1) * perRow
-}
-
-// localHeadRowBytes is what the linear head adds to LocalRoundsSize per
-// row of dimension d: the block's copy of its features (4 d), the head's
-// z-scored matrix with the intercept (8 (d+1)), its per-class buffers
-// (targets, probabilities, the neighbours' vote and the fold-ordered
-// targets: 4 x 8 c), the items' states gathered in key order and the
-// head's component states (2 states at their largest), and the item's
-// place in key order and its neighbours' (16 + 4 k).
-func localHeadRowBytes(d, k int, p mixture.Params) int64 {
-	return 4*int64(d) + 8*int64(d+1) + 32*int64(p.C) + 2*maxPackedState(p) + 16 + 4*int64(k)
-}
 
 // localRounds runs every round of JoinRounds in one DoFn (localRoundsFn)
 // over all blocks grouped under one key, and sends the items back towards
@@ -79,7 +56,7 @@ func oneKey(b Block) (int64, Block) { return 0, b }
 // wall time in the fashion run, most of it with a core idle
 // (docs/PERFORMANCE.md). The items' rounds are engine.RunRound's, on the
 // same states, so the results are the same bit for bit (TestLocalRounds).
-// It holds every block at once (LocalRoundsSize), so JoinRounds uses it
+// It holds every block at once (budget.LocalRounds), so JoinRounds uses it
 // only when JoinRoundsParams.Local says they fit.
 type localRoundsFn struct {
 	RoundConf
@@ -116,7 +93,7 @@ func (f *localRoundsFn) ProcessElement(ctx context.Context, _ int64, iter func(*
 	if f.Head != nil && len(bs) > 0 {
 		headD = bs[0].D
 	}
-	if len(bs) > 0 && LocalRoundsSize(rows, bs[0].K, f.Mixture, headD) >= tightGCBytes {
+	if len(bs) > 0 && budget.LocalRounds(rows, bs[0].K, f.Mixture, headD) >= tightGCBytes {
 		defer tightenGC()()
 	}
 	var lh *localHead
@@ -322,7 +299,7 @@ func (lh *localHead) round(r int, bs []Block, ext [][]extLoc, cur []mixture.Stat
 // (docs/PERFORMANCE.md).
 const localRoundsGCPercent = 25
 
-// tightGCBytes is the estimated size (LocalRoundsSize) from which the
+// tightGCBytes is the estimated size (budget.LocalRounds) from which the
 // one-stage rounds tighten the collector's target: below it the heap's
 // doubling is under half a GB, and the fashion run's 70,000 rows paid a
 // quarter more collection CPU (1.4 against 1.1 s) for nothing.

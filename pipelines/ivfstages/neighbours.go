@@ -8,6 +8,7 @@ import (
 
 	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/pipelines/stages"
+	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/ivf"
 )
 
@@ -24,7 +25,7 @@ type Params struct {
 	// Search configures the search inside blocks, the weights and the
 	// initial states, as for the exact path; Search.Standardise also
 	// z-scores the features the partitions are fitted on. Required.
-	Search stages.NeighbourParams
+	Search engine.NeighbourParams
 	// IDColumn names the id column in duplicate errors. Optional.
 	IDColumn string
 	// D is the feature dimension, for sizing the waves. Optional.
@@ -44,8 +45,8 @@ type Params struct {
 	// default off.
 	Spill Spill
 	// Keep, when set, is a directory (a blobio path every worker can write)
-	// where the partitioning is kept for ReadKept: the model, the moments and
-	// every row's probes (keep.go). Optional, default none.
+	// where the partitioning is kept for keptio.ReadIVFDir: the model, the
+	// moments and every row's probes. Optional, default none.
 	Keep string
 	// Features keeps every item's features (as searched) in its block
 	// (Block.X), for the local rounds' linear head (JoinRoundsParams.Head):

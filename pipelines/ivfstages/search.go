@@ -13,6 +13,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
 	"github.com/relabel/relabel/gpu"
+	"github.com/relabel/relabel/io/keptio"
 	"github.com/relabel/relabel/pipelines/stages"
 	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/transforms/engine"
@@ -75,7 +76,7 @@ func (f *probeFn) ProcessElement(ctx context.Context, r schemas.Rows, st stages.
 		out.Block[i] = m.Block(out.Probe[i*np], r.IDs[i])
 	}
 	if f.Keep != "" {
-		if err := writeKeptProbes(ctx, f.Keep, &r, np, out.Probe); err != nil {
+		if err := keptio.WriteIVFBatch(ctx, f.Keep, r.Shard, r.Offset, r.IDs, np, out.Probe); err != nil {
 			return err
 		}
 	}
@@ -181,7 +182,7 @@ func (modelTokenFn) ProcessElement(_ ivf.Model, emit func(int64)) { emit(0) }
 // spills them) in the order they arrived: the same elements in the same
 // order, the same bytes. The GPU search keeps one, as before.
 type searchFn struct {
-	P stages.NeighbourParams
+	P engine.NeighbourParams
 	// Spill: see Spill; the blocks go to a file each.
 	Spill Spill
 	// Features keeps the searched items' features in their block (Block.X)

@@ -123,7 +123,7 @@ type GivenParams struct {
 	// Workers bounds goroutines. Optional, default 0: GOMAXPROCS.
 	Workers int
 	// Keep, when set, is a directory (a blobio path every worker can
-	// write) where the fit is kept for ReadKept: an incremental run
+	// write) where the fit is kept for keptio.ReadFitDir: an incremental run
 	// reads the rows it relabels through the same fit. Optional.
 	Keep string
 }

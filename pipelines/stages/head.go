@@ -28,7 +28,7 @@ func CandidateFeatures(s beam.Scope, rows, stats beam.PCollection) beam.PCollect
 // (summary.json's head section); headLast is 1 where it still did in the
 // last round: the head had not switched itself off (head.OffShare), so the
 // run's posteriors depend on it, and an incremental lake run gives the rows
-// it relabels the head's kept fit (RoundsParams.Keep; pipelines/lake).
+// it relabels the head's kept fit (RoundsParams.Keep; package lake).
 var (
 	headRounds = beam.NewCounter("relabel", "head_rounds")
 	headLast   = beam.NewCounter("relabel", "head_last")

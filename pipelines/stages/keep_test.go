@@ -10,6 +10,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 
+	"github.com/relabel/relabel/io/keptio"
 	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/head"
 	"github.com/relabel/relabel/transforms/mixture"
@@ -17,9 +18,9 @@ import (
 
 // TestRoundsKeep: rounds with the head and the pooled start, told to keep
 // what they fitted (RoundsParams.Keep, KeepPooled), keep exactly engine.Run's
-// head after its last round and its pooled fit, which ReadKept reads back,
-// and the kept bytes survive their encoding (Kept.AppendBinary); a run that
-// keeps nothing leaves ReadKept nothing.
+// head after its last round and its pooled fit, which keptio.ReadFitDir reads back,
+// and the kept bytes survive their encoding (keptio.Fit.AppendBinary); a run that
+// keeps nothing leaves keptio.ReadFitDir nothing.
 func TestRoundsKeep(t *testing.T) {
 	const n, c, d, k, batch, rounds = 400, 4, 5, 10, 128, 4
 	sym := func(y int32, rng *rand.Rand) int32 {
@@ -57,7 +58,7 @@ func TestRoundsKeep(t *testing.T) {
 	ptest.RunAndValidate(t, p)
 
 	ctx := context.Background()
-	got, err := ReadKept(ctx, dir)
+	got, err := keptio.ReadFitDir(ctx, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,15 +69,15 @@ func TestRoundsKeep(t *testing.T) {
 		t.Errorf("the kept pooled fit %+v, engine.Run's %+v", tr, pooled)
 	}
 	b, _ := got.AppendBinary(nil)
-	var back Kept
+	var back keptio.Fit
 	if err := back.UnmarshalBinary(b); err != nil || !reflect.DeepEqual(&back, got) {
 		t.Errorf("the kept fits read back otherwise (%v)", err)
 	}
-	RemoveKept(ctx, dir)
+	keptio.RemoveFitDir(ctx, dir)
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
-		t.Errorf("RemoveKept left %s (%v)", dir, err)
+		t.Errorf("RemoveFitDir left %s (%v)", dir, err)
 	}
-	if k, err := ReadKept(ctx, none); err != nil || k.Head != nil || k.Pooled != nil {
+	if k, err := keptio.ReadFitDir(ctx, none); err != nil || k.Head != nil || k.Pooled != nil {
 		t.Errorf("nothing kept: %+v, %v; want nothing", k, err)
 	}
 }

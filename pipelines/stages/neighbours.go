@@ -93,50 +93,12 @@ func (candidatesFn) ExtractOutput(a Candidates) Candidates {
 	return out
 }
 
-// NeighbourParams configures Neighbours. Every field is required unless
-// said otherwise; nothing is defaulted here (pipelines resolves the options).
-type NeighbourParams struct {
-	// K is the number of neighbours per item, >= 1.
-	K int
-	// Metric ranks neighbours.
-	Metric knn.Metric
-	// Standardise z-scores features with the global moments before the
-	// search.
-	Standardise bool
-	// Weighting and LLC: how neighbours are weighted (engine.WeightBuffer);
-	// LLC is used by the LLC and Blend weightings.
-	Weighting engine.Weighting
-	LLC       llc.Params
-	// Mixture gives the initial states (C, C0, Smooth, and whether rounds
-	// need them kept: UsesInit).
-	Mixture mixture.Params
-	// Device selects the kernels: cpu, cuda or auto (see Backends).
-	Device string
-}
-
-// Validate checks p, in the stage's terms.
-func (p NeighbourParams) Validate() error {
-	var errs []error
-	if p.K < 1 {
-		errs = append(errs, fmt.Errorf("stages: Neighbours: K = %d, want >= 1", p.K))
-	}
-	if p.Weighting != engine.Uniform {
-		if err := p.LLC.Validate(); err != nil {
-			errs = append(errs, fmt.Errorf("stages: Neighbours: %w", err))
-		}
-	}
-	if err := p.Mixture.Validate(); err != nil {
-		errs = append(errs, fmt.Errorf("stages: Neighbours: %w", err))
-	}
-	return errors.Join(errs...)
-}
-
 // neighboursFn searches a batch's K nearest candidates, weights them (LLC) and
 // emits the batch as Items with initial states. The candidate index is built
 // once per bundle: Prism decodes a singleton side input once per bundle, and
 // indexing costs O(S d) against the search's O(B S d).
 type neighboursFn struct {
-	P NeighbourParams
+	P engine.NeighbourParams
 
 	cands    *float32
 	idx      knn.Index
@@ -221,7 +183,7 @@ func init() {
 // rows: PCollection<schemas.Rows>; stats: singleton PCollection<Stats>.
 // Returns PCollection<Items>. It panics on invalid p, while the pipeline is
 // built.
-func Neighbours(s beam.Scope, rows, stats beam.PCollection, p NeighbourParams) beam.PCollection {
+func Neighbours(s beam.Scope, rows, stats beam.PCollection, p engine.NeighbourParams) beam.PCollection {
 	s = s.Scope("relabel.Neighbours")
 	if err := p.Validate(); err != nil {
 		panic(err)

@@ -24,10 +24,10 @@ import (
 // testNeighbourParams are the stage's parameters for the small generated
 // datasets of these tests (statsBatches: 4 classes): the defaults, with k
 // neighbours, fewer samples and the CPU kernels.
-func testNeighbourParams(k int) NeighbourParams {
+func testNeighbourParams(k int) engine.NeighbourParams {
 	m := mixture.DefaultParams(4)
 	m.L, m.EMIters, m.Seed = 40, 3, 7
-	return NeighbourParams{K: k, Metric: knn.L2, Standardise: true, Weighting: engine.Blend,
+	return engine.NeighbourParams{K: k, Metric: knn.L2, Standardise: true, Weighting: engine.Blend,
 		LLC: llc.DefaultParams(), Mixture: m, Device: "cpu"}
 }
 
@@ -171,12 +171,12 @@ func TestNeighboursBruteForce(t *testing.T) {
 func TestNeighbourParams(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		edit func(*NeighbourParams)
+		edit func(*engine.NeighbourParams)
 		want string
 	}{
-		{"K 0", func(p *NeighbourParams) { p.K = 0 }, "K = 0"},
-		{"LLC zero", func(p *NeighbourParams) { p.LLC = llc.Params{} }, "Sigma"},
-		{"no classes", func(p *NeighbourParams) { p.Mixture.C = 0 }, "C = 0"},
+		{"K 0", func(p *engine.NeighbourParams) { p.K = 0 }, "K = 0"},
+		{"LLC zero", func(p *engine.NeighbourParams) { p.LLC = llc.Params{} }, "Sigma"},
+		{"no classes", func(p *engine.NeighbourParams) { p.Mixture.C = 0 }, "C = 0"},
 	} {
 		p := testNeighbourParams(3)
 		tc.edit(&p)

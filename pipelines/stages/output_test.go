@@ -68,7 +68,7 @@ func TestWrite(t *testing.T) {
 	p, s := beam.NewPipelineWithRoot()
 	Write(s, beam.CreateList(s, items), WriteParams{
 		TmpDir: dir, Format: shardio.ArrowFile, Meta: map[string]string{}, LabelKind: schemas.LabelInt32,
-		IDKind: schemas.IDInt64, C: 4, Cal: Calibration{Temperature: 0.25},
+		IDKind: schemas.IDInt64, C: 4, Cal: resultio.Calibration{Temperature: 0.25},
 	})
 	ptest.RunAndValidate(t, p)
 

@@ -11,6 +11,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
+	"github.com/relabel/relabel/io/keptio"
 	"github.com/relabel/relabel/schemas/wire"
 	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/mixture"
@@ -214,13 +215,7 @@ func decodePooledGather(b []byte) (PooledGather, error) {
 
 func encodePooledModel(m PooledModel) []byte {
 	var w wire.Writer
-	w.Bool(m.Open)
-	w.Uvarint(uint64(m.Fitted))
-	wire.Slice(&w, []float64{m.Structure})
-	w.Uvarint(uint64(m.C))
-	wire.Slice(&w, m.T)
-	wire.Slice(&w, m.TOwn)
-	wire.Slice(&w, m.Prior)
+	keptio.AppendPooled(&w, m.Kept())
 	wire.Slice(&w, m.CandLabels)
 	wire.Slice(&w, m.CandOff)
 	return w.B
@@ -228,17 +223,17 @@ func encodePooledModel(m PooledModel) []byte {
 
 func decodePooledModel(b []byte) (PooledModel, error) {
 	r := wire.Reader{B: b}
-	m := PooledModel{Open: r.Bool(), Fitted: int(r.Uvarint())}
-	if s := wire.ReadSlice[float64](&r); len(s) == 1 {
-		m.Structure = s[0]
-	}
-	m.C = int(r.Uvarint())
-	m.T = wire.ReadSlice[float64](&r)
-	m.TOwn = wire.ReadSlice[float64](&r)
-	m.Prior = wire.ReadSlice[float64](&r)
+	k := keptio.ReadPooled(&r)
+	m := PooledModel{Open: k.Open, Fitted: k.Fitted, Structure: k.Structure, C: k.C, T: k.T, TOwn: k.TOwn, Prior: k.Prior}
 	m.CandLabels = wire.ReadSlice[int32](&r)
 	m.CandOff = wire.ReadSlice[int32](&r)
 	return m, r.Err()
+}
+
+// Kept is m's fitted transition, as an incremental run keeps it
+// (io/keptio).
+func (m PooledModel) Kept() keptio.Pooled {
+	return keptio.Pooled{Open: m.Open, Fitted: m.Fitted, Structure: m.Structure, C: m.C, T: m.T, TOwn: m.TOwn, Prior: m.Prior}
 }
 
 // pooledFitFn fits the pooled transition over the gathered inputs
@@ -349,11 +344,8 @@ func keyPooledModel(m PooledModel) (int, PooledModel) { return 0, m }
 // Pooled is the fitted model as mixture's (an empty decoded TOwn: none,
 // the fit was not split).
 func (m *PooledModel) Pooled() *mixture.Pooled {
-	p := &mixture.Pooled{C: m.C, T: m.T, TOwn: m.TOwn, Prior: m.Prior}
-	if len(p.TOwn) == 0 {
-		p.TOwn = nil
-	}
-	return p
+	k := m.Kept()
+	return k.Model()
 }
 
 // labelTransition is the transition the given labels are read through

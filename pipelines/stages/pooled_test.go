@@ -68,16 +68,16 @@ func noisyBlobs(n, c, d, batch int, spread float64, seed uint64, flip func(y int
 
 // pooledTestParams are the method's defaults for c classes (the pooled
 // start included) with fewer draws, for a fast test.
-func pooledTestParams(c, k int) NeighbourParams {
+func pooledTestParams(c, k int) engine.NeighbourParams {
 	m := mixture.DefaultParams(c)
 	m.L, m.AnnotationWeight, m.Seed = 50, 0, 3
-	return NeighbourParams{K: k, Metric: knn.L2, Standardise: true, Weighting: engine.Blend,
+	return engine.NeighbourParams{K: k, Metric: knn.L2, Standardise: true, Weighting: engine.Blend,
 		LLC: llc.DefaultParams(), Mixture: m, Device: "cpu"}
 }
 
 // engineStates runs the engine with np's options and spells its states as
 // itemStates does.
-func engineStates(t *testing.T, data *engine.Data, np NeighbourParams, rounds int) ([]string, *engine.Result) {
+func engineStates(t *testing.T, data *engine.Data, np engine.NeighbourParams, rounds int) ([]string, *engine.Result) {
 	t.Helper()
 	res, err := engine.Run(data, engine.Options{K: np.K, Metric: np.Metric, Standardise: np.Standardise, Weighting: np.Weighting,
 		LLC: np.LLC, Rounds: rounds, Mixture: np.Mixture, Workers: 2}, engine.Backends{})
@@ -164,7 +164,7 @@ func TestPooledStartPipeline(t *testing.T) {
 		return y
 	}
 	np := pooledTestParams(c, k)
-	run := func(s beam.Scope, rows []schemas.Rows, np NeighbourParams, workers int, rounds int) beam.PCollection {
+	run := func(s beam.Scope, rows []schemas.Rows, np engine.NeighbourParams, workers int, rounds int) beam.PCollection {
 		in := beam.CreateList(s, rows)
 		stats := ComputeStats(s, in, StatsParams{Seed: np.Mixture.Seed, IDColumn: "id"})
 		items := Neighbours(s, in, stats, np)
@@ -338,8 +338,8 @@ func TestPooledCalibration(t *testing.T) {
 	}
 	label := func(i int) []int32 { return data.Labels[data.LabelOff[i]:data.LabelOff[i+1]] }
 	var lik, formula mixture.CalibrationStats
-	StatsOf(&lik, &res.States, label, tOwn, c)
-	StatsOf(&formula, &res.States, label, nil, c)
+	resultio.StatsOf(&lik, &res.States, label, tOwn, c)
+	resultio.StatsOf(&formula, &res.States, label, nil, c)
 	want, other := mixture.AutoTemperature(lik), mixture.AutoTemperature(formula)
 	if want == other {
 		t.Fatalf("likelihood and formula give the same temperature %g: the test cannot tell them apart", want)
@@ -351,7 +351,7 @@ func TestPooledCalibration(t *testing.T) {
 	stats := ComputeStats(s, in, StatsParams{Seed: np.Mixture.Seed, IDColumn: "id"})
 	items, pooled := RoundsPooled(s, Neighbours(s, in, stats, np), RoundsParams{Rounds: rounds, Workers: 2, Mixture: np.Mixture})
 	WritePooled(s, items, WriteParams{TmpDir: dir, Format: shardio.ArrowFile, Meta: map[string]string{}, LabelKind: schemas.LabelInt32,
-		IDKind: schemas.IDInt64, C: c, Cal: Calibration{Auto: true}}, pooled)
+		IDKind: schemas.IDInt64, C: c, Cal: resultio.Calibration{Auto: true}}, pooled)
 	ptest.RunAndValidate(t, p)
 	reports, err := filepath.Glob(filepath.Join(dir, "*"+resultio.ReportSuffix))
 	if err != nil || len(reports) == 0 {

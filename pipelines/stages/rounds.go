@@ -98,7 +98,7 @@ type RoundsParams struct {
 	// Required with Head, ignored without.
 	Features beam.PCollection
 	// Keep, when set with Head, is a directory (a blobio path every worker
-	// can write) where the last round keeps the head's fit for ReadKept
+	// can write) where the last round keeps the head's fit for keptio.ReadFitDir
 	// (keep.go says why). Optional, default "": nothing kept.
 	Keep string
 }

@@ -14,7 +14,7 @@ import (
 // the round gave it. A run keeps it so that rows it never saw can be given
 // the component the head gave its items (Probs, States) without a refit:
 // an incremental lake run, which relabels a few rows among many, applies
-// the full run's last fit to the rows it relabels (pipelines/lake).
+// the full run's last fit to the rows it relabels (package lake).
 //
 // A row's probabilities are those of the model of its fold (the fold its
 // key hashes to, as New assigns them), which was fitted on the other

@@ -453,39 +453,6 @@ const OffShare = 0.01
 // longer fitted, and Round returns no component.
 func (h *Head) Off() bool { return h.off }
 
-// Carry is what a head keeps from one round to the next: each fold's last
-// weights (the warm start) and whether it is off: what a caller that runs
-// the rounds in separate stages or processes hands on. relabel's own stages
-// run every round in one stage and keep one Head, as engine.Run does.
-type Carry struct {
-	Off bool
-	// W is per fold, (d+1) x c row-major; nil before the first fit.
-	W [][]float64
-}
-
-// Carry returns the head's state between rounds (its own slices).
-func (h *Head) Carry() Carry { return Carry{Off: h.off, W: h.w} }
-
-// Restore sets the head's state between rounds from a Carry of a head over
-// the same items and classes (Carry{}: as new).
-func (h *Head) Restore(c Carry) error {
-	h.off = c.Off
-	h.w = make([][]float64, h.p.Folds)
-	if c.W == nil {
-		return nil
-	}
-	if len(c.W) != h.p.Folds {
-		return fmt.Errorf("head: carry of %d folds, want %d", len(c.W), h.p.Folds)
-	}
-	for f, w := range c.W {
-		if w != nil && len(w) != (h.d+1)*h.c {
-			return fmt.Errorf("head: fold %d carries %d weights, want %d", f, len(w), (h.d+1)*h.c)
-		}
-		h.w[f] = w
-	}
-	return nil
-}
-
 // Round is the head's part of round r: it fits the head to the states'
 // posteriors (st: the head's items in New's order; pi renormalised over
 // the kept classes) and returns, per item, the state of its out-of-fold

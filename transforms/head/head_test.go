@@ -254,8 +254,7 @@ func TestStack(t *testing.T) {
 
 // TestOff: where the neighbours are strong (a perfect vote) and the features
 // say nothing of the class, the fitted share falls under OffShare, the head switches off and stays off,
-// returning no component; a head restored from another's Carry continues
-// exactly as the original does.
+// returning no component.
 func TestOff(t *testing.T) {
 	const n, d, c = 300, 4, 3
 	r := rand.New(rand.NewPCG(9, 9))
@@ -304,30 +303,6 @@ func TestOff(t *testing.T) {
 		t.Errorf("the head was still on after round 0 with a perfect vote beside it (shares %v)", shares)
 	}
 
-	// Carry: a fixed-weight head run two rounds equals one restored from
-	// its Carry after the first round.
-	p.Weight = 1
-	a, _ := New(x, keys, d, c, p)
-	if _, _, err := a.Round(0, &st, k, neighbour, 2, 0.1); err != nil {
-		t.Fatal(err)
-	}
-	b, _ := New(x, keys, d, c, p)
-	carry := a.Carry()
-	cp := Carry{Off: carry.Off}
-	for _, w := range carry.W {
-		cp.W = append(cp.W, append([]float64(nil), w...))
-	}
-	if err := b.Restore(cp); err != nil {
-		t.Fatal(err)
-	}
-	oa, _, _ := a.Round(1, &st, k, neighbour, 2, 0.1)
-	ob, _, _ := b.Round(1, &st, k, neighbour, 2, 0.1)
-	if !slices.Equal(oa.Pi, ob.Pi) || !slices.Equal(oa.P, ob.P) {
-		t.Error("a head restored from the Carry gives other states than the original")
-	}
-	if err := b.Restore(Carry{W: [][]float64{nil}}); err == nil {
-		t.Error("Restore took a carry with the wrong number of folds")
-	}
 }
 
 // BenchmarkOutOfFold is the head's first fit (Params.Iters) on a

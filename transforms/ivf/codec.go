@@ -8,9 +8,8 @@ import (
 )
 
 // The one encoding of a Model: the Beam coder of ivfstages' model side
-// input, the partitioning ivfstages keeps for the lake (ivfstages.Kept) and
-// the lake's kept state file all write it, so a model reads back the same
-// wherever it went.
+// input and the partitioning kept for the lake (io/keptio.IVF) both write
+// it, so a model reads back the same wherever it went.
 
 // AppendBinary appends m's encoding to b (encoding.BinaryAppender).
 func (m *Model) AppendBinary(b []byte) ([]byte, error) {

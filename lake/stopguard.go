@@ -10,9 +10,9 @@ import (
 // stopGuard is what a table-lake run has written and not yet committed, for
 // both ways a run ends early: an error on the normal path (done), and a
 // second SIGINT or SIGTERM, whose exit does not wait for the run but runs
-// internal/atexit's clean-ups (issue 35 target 5). A plain or directory-lake
+// internal/atexit's clean-ups. A plain or directory-lake
 // run needs none of this: its files live in one temporary directory that
-// pipelines.Session removes through atexit. A table run's files sit in the
+// job.Session removes through atexit. A table run's files sit in the
 // table's data directory, and once its commit has started they may be what the new
 // snapshot points at, so the signal's clean-up leaves them from then on; if
 // that commit did not land, they are orphans, which the next run's orphan

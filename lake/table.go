@@ -12,12 +12,11 @@ import (
 	"github.com/relabel/relabel/internal/progress"
 	"github.com/relabel/relabel/io/blobio"
 	"github.com/relabel/relabel/io/icebergio"
+	"github.com/relabel/relabel/io/keptio"
 	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/io/shardio"
+	"github.com/relabel/relabel/job"
 	"github.com/relabel/relabel/options"
-	"github.com/relabel/relabel/pipelines"
-	"github.com/relabel/relabel/pipelines/ivfstages"
-	"github.com/relabel/relabel/pipelines/stages"
 	"github.com/relabel/relabel/schemas"
 )
 
@@ -29,7 +28,7 @@ import (
 // fails or is killed before the commit commits nothing: the catalog's
 // pointer moves in one transaction at the end, and the files written are
 // removed (or left as orphans nothing references).
-func RunTable(ctx context.Context, cfg options.Options, exec pipelines.Executor) (*resultio.Summary, error) {
+func RunTable(ctx context.Context, cfg options.Options, exec job.Execute) (*resultio.Summary, error) {
 	if cfg.Lake.OutputTable == "" {
 		return nil, errors.New("relabel: lake.RunTable is for runs with --output-table")
 	}
@@ -39,11 +38,10 @@ func RunTable(ctx context.Context, cfg options.Options, exec pipelines.Executor)
 		return nil, err
 	}
 	defer cat.Close()
-	plan, in, err := pipelines.PlanTable(ctx, cfg, cat)
+	plan, in, err := job.ResolveTable(ctx, cfg, cat)
 	if err != nil {
 		return nil, err
 	}
-	plan.Options.Format = shardio.Parquet // Iceberg data files
 	out, err := cat.OpenOutput(ctx, cfg.Lake.OutputTable, schemas.OutputSchema(plan.IDKind, plan.LabelKind, plan.Shards[0].Input.Multi, nil))
 	if err != nil {
 		return nil, err
@@ -78,14 +76,14 @@ func RunTable(ctx context.Context, cfg options.Options, exec pipelines.Executor)
 // run's directory of the output table, and one snapshot replaces the
 // table's rows; under --incremental it also keeps the pipeline's ivf
 // partitioning for the next runs.
-func fullTable(ctx context.Context, out *icebergio.Output, plan *pipelines.Plan, in *icebergio.InputPlan, exec pipelines.Executor, t0 time.Time) (*resultio.Summary, error) {
+func fullTable(ctx context.Context, out *icebergio.Output, plan *job.Job, in *icebergio.InputPlan, exec job.Execute, t0 time.Time) (*resultio.Summary, error) {
 	cfg := plan.Options
 	lake := &resultio.LakeSummary{InputTable: in.Table, OutputTable: out.Name(), InputSnapshot: in.SnapshotID}
 	progress.Report(progress.Event{Kind: progress.Planned, Rows: plan.Rows, Shards: len(plan.Shards), Rounds: plan.Options.Rounds})
 	lake.NewFiles, lake.ScannedFiles = len(plan.Shards), len(plan.Shards)
 	lake.NewRows, lake.ScannedRows = plan.Rows, plan.Rows
 
-	tok := pipelines.NewToken()
+	tok := resultio.NewToken()
 	fs, tmp, err := makeRunDir(ctx, out, tok)
 	if err != nil {
 		return nil, err
@@ -96,18 +94,19 @@ func fullTable(ctx context.Context, out *icebergio.Output, plan *pipelines.Plan,
 	}
 	// Under --incremental the pipeline's ivf stages keep the partitioning
 	// they fitted, and its rounds what they fitted, for the next runs
-	// (fullIVFState, keepFit).
+	// (keptIVF, keepFit).
+	dirs := job.Dirs{Tmp: tmp, Token: tok}
 	keep := cfg.Lake.Incremental && plan.Mode == options.NeighboursIVF
 	if keep {
-		plan.KeepIVF = blobio.Join(tmp, "ivf-kept")
-		if err := fs.MkdirAll(ctx, plan.KeepIVF); err != nil {
-			return nil, fmt.Errorf("relabel: creating %s: %w", plan.KeepIVF, err)
+		dirs.KeepIVF = blobio.Join(tmp, "ivf-kept")
+		if err := fs.MkdirAll(ctx, dirs.KeepIVF); err != nil {
+			return nil, fmt.Errorf("relabel: creating %s: %w", dirs.KeepIVF, err)
 		}
 	}
 	if cfg.Lake.Incremental {
-		plan.KeepFit = blobio.Join(tmp, "fit-kept")
-		if err := fs.MkdirAll(ctx, plan.KeepFit); err != nil {
-			return nil, fmt.Errorf("relabel: creating %s: %w", plan.KeepFit, err)
+		dirs.KeepFit = blobio.Join(tmp, "fit-kept")
+		if err := fs.MkdirAll(ctx, dirs.KeepFit); err != nil {
+			return nil, fmt.Errorf("relabel: creating %s: %w", dirs.KeepFit, err)
 		}
 	}
 	committed := false
@@ -120,13 +119,13 @@ func fullTable(ctx context.Context, out *icebergio.Output, plan *pipelines.Plan,
 			fs.Remove(context.WithoutCancel(ctx), statePath)
 		}
 		if keep {
-			ivfstages.RemoveKept(context.WithoutCancel(ctx), plan.KeepIVF)
+			keptio.RemoveIVFDir(context.WithoutCancel(ctx), dirs.KeepIVF)
 		}
-		pipelines.RemoveTemp(context.WithoutCancel(ctx), fs, tmp, plan)
+		job.RemoveTemp(context.WithoutCancel(ctx), fs, tmp, plan)
 	})
 	defer func() { guard.done(committed) }()
 	tPlan := time.Since(t0)
-	sum, tRun, err := pipelines.Execute(ctx, fs, plan, tmp, tok, exec)
+	sum, tRun, err := exec(ctx, plan, dirs)
 	if err != nil {
 		return nil, err
 	}
@@ -134,21 +133,21 @@ func fullTable(ctx context.Context, out *icebergio.Output, plan *pipelines.Plan,
 	var tState time.Duration
 	if keep {
 		t1 := time.Now()
-		st, err := fullIVFState(ctx, fs, tmp, plan)
+		st, err := keptIVF(ctx, fs, tmp, dirs.KeepIVF, plan)
 		if err != nil {
 			return nil, err
 		}
 		guard.set(func() { statePath = st })
-		ivfstages.RemoveKept(ctx, plan.KeepIVF)
+		keptio.RemoveIVFDir(ctx, dirs.KeepIVF)
 		tState = time.Since(t1)
 	}
 	var fitPath string
-	if plan.KeepFit != "" {
-		names, err := keepFit(ctx, plan.KeepFit, tmp)
+	if dirs.KeepFit != "" {
+		names, err := keepFit(ctx, dirs.KeepFit, tmp)
 		if err != nil {
 			return nil, err
 		}
-		stages.RemoveKept(ctx, plan.KeepFit)
+		keptio.RemoveFitDir(ctx, dirs.KeepFit)
 		if len(names) > 0 {
 			fitPath = blobio.Join(tmp, names[0])
 			lake.Fit = fitPath
@@ -174,21 +173,18 @@ func fullTable(ctx context.Context, out *icebergio.Output, plan *pipelines.Plan,
 	return sum, nil
 }
 
-// fullIVFState keeps the ivf partitioning of a full table run under
+// keptIVF keeps the ivf partitioning of a full table run under
 // --incremental in the run directory dir, for the incremental runs after it
-// (state.go), and returns the file's path. The partitioning is
-// the one the pipeline fitted and probed every row in (plan.KeepIVF, where
-// its ivf stages wrote it down): fitting another in the launcher read every
-// row again and cost about 11 s at 1M rows (issue 34).
-func fullIVFState(ctx context.Context, fs blobio.FS, dir string, plan *pipelines.Plan) (string, error) {
-	k, err := ivfstages.ReadKept(ctx, plan.KeepIVF)
+// (state.go), and returns the file's path. The partitioning is the one the
+// pipeline fitted and probed every row in (kept, where its ivf stages wrote
+// it down): fitting another in the launcher would read every row again and
+// cost about 11 s at 1M rows.
+func keptIVF(ctx context.Context, fs blobio.FS, dir, kept string, plan *job.Job) (string, error) {
+	k, err := keptio.ReadIVFDir(ctx, kept)
 	if err != nil {
 		return "", fmt.Errorf("relabel: --incremental: %w", err)
 	}
-	o := &plan.Options
-	st := &ivfState{seed: o.Seed, metric: o.Metric, nprobe: k.NProbe, fitRows: k.Rows, model: &k.Model, mean: k.Mean, std: k.Std,
-		keys: k.Keys, probes: k.Probes}
-	return keepIVFState(ctx, fs, dir, st)
+	return keptio.WriteIVF(ctx, fs, dir, k)
 }
 
 // makeRunDir makes a run's own directory under the output table's data
@@ -212,11 +208,11 @@ func makeRunDir(ctx context.Context, out *icebergio.Output, tok string) (blobio.
 // runRecord is what a run's snapshot summary records.
 // opts are the run's summary options (the resolved options and the fitted
 // temperature).
-func runRecord(plan *pipelines.Plan, in *icebergio.InputPlan, from int64, opts map[string]string) icebergio.Run {
+func runRecord(plan *job.Job, in *icebergio.InputPlan, from int64, opts map[string]string) icebergio.Run {
 	return icebergio.Run{
 		InputTable: in.Table, InputSnapshotID: in.SnapshotID,
 		Incremental: from != 0, FromSnapshotID: from,
-		Version: pipelines.Version, Seed: plan.Options.Seed, Options: opts,
+		Version: job.Version, Seed: plan.Options.Seed, Options: opts,
 	}
 }
 
@@ -225,16 +221,16 @@ func runRecord(plan *pipelines.Plan, in *icebergio.InputPlan, from int64, opts m
 // was appended, whatever the last run fitted; a full run (fullTable) when
 // the last run's posteriors need a fit it did not keep (fullAgain) or were
 // made under other options (optionsChanged); else the update.
-func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.Output, plan *pipelines.Plan, full *icebergio.InputPlan, last icebergio.Run, exec pipelines.Executor, t0 time.Time) (*resultio.Summary, error) {
+func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.Output, plan *job.Job, full *icebergio.InputPlan, last icebergio.Run, exec job.Execute, t0 time.Time) (*resultio.Summary, error) {
 	cfg := plan.Options
 	app, err := cat.PlanAppendedSince(ctx, full.Table, last.InputSnapshotID)
 	if err != nil {
 		return nil, err
 	}
-	var fit *stages.Kept
+	var fit *keptio.Fit
 	if len(app.Tasks) > 0 {
 		if last.Fit != "" {
-			if fit, err = readFit(ctx, last.Fit); err != nil {
+			if fit, err = keptio.ReadFitFile(ctx, last.Fit); err != nil {
 				progress.Notef("--incremental: the fits the last run kept are not read (%v)", err)
 			}
 		}
@@ -247,9 +243,9 @@ func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.
 			return fullTable(ctx, out, plan, full, exec, t0)
 		}
 	}
-	plan.Mode = incrementalMode(&cfg, plan.Rows)
+	plan = plan.WithMode(incrementalMode(&cfg, plan.Rows))
 	sum := &resultio.Summary{
-		Version: pipelines.Version, Input: cfg.Input, Output: out.Name(), Classes: plan.C, ClassNames: plan.ClassNames,
+		Version: job.Version, Input: cfg.Input, Output: out.Name(), Classes: plan.C, ClassNames: plan.ClassNames,
 		Neighbours: plan.Mode, Device: plan.Device, Options: plan.Recorded(),
 		ChangedFrom: make([]int64, plan.C), ChangedTo: make([]int64, plan.C),
 	}
@@ -305,7 +301,7 @@ func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.
 	// maxRewriteRows rows, written in parallel).
 	progress.StageStarted("committing")
 	tWrite := time.Now()
-	fs, tmp, err := makeRunDir(ctx, out, pipelines.NewToken())
+	fs, tmp, err := makeRunDir(ctx, out, resultio.NewToken())
 	if err != nil {
 		return nil, err
 	}
@@ -322,9 +318,9 @@ func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.
 	})
 	defer func() { guard.done(committed) }()
 	if res.state != nil {
-		guard.set(func() { statePath = blobio.Join(tmp, ivfStateName) })
+		guard.set(func() { statePath = blobio.Join(tmp, keptio.IVFFileName) })
 	}
-	meta := schemas.Metadata(pipelines.Version, cfg.Seed, sum.Options, plan.ClassNames)
+	meta := schemas.Metadata(job.Version, cfg.Seed, sum.Options, plan.ClassNames)
 	jobs, remove := planTableFiles(d, posts, outFiles, u, plan.C)
 	for _, f := range jobs {
 		f.path = blobio.Join(tmp, f.name)
@@ -336,7 +332,7 @@ func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.
 			return jobs[j].write(ctx, fs, d, u, cal, plan, meta)
 		}
 		if res.state != nil {
-			_, err := keepIVFState(ctx, fs, tmp, res.state)
+			_, err := keptio.WriteIVF(ctx, fs, tmp, res.state)
 			return err
 		}
 		return nil
@@ -377,13 +373,13 @@ func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.
 type storedTable struct {
 	files []string
 	posts []*resultio.Posteriors
-	kept  *ivfState
+	kept  *keptio.IVF
 	err   error
 }
 
 // readStored reads the output table's stored state in the background; the
 // channel yields it once read.
-func readStored(ctx context.Context, out *icebergio.Output, plan *pipelines.Plan, last icebergio.Run) <-chan storedTable {
+func readStored(ctx context.Context, out *icebergio.Output, plan *job.Job, last icebergio.Run) <-chan storedTable {
 	done := make(chan storedTable, 1)
 	go func() {
 		var st storedTable
@@ -399,7 +395,7 @@ func readStored(ctx context.Context, out *icebergio.Output, plan *pipelines.Plan
 		}
 		if last.State != "" && plan.Mode == options.NeighboursIVF {
 			var err error
-			if st.kept, err = readIVFState(ctx, last.State); err != nil {
+			if st.kept, err = keptio.ReadIVF(ctx, last.State); err != nil {
 				// The state only saves time: without it the run partitions
 				// every row, as before states were kept.
 				progress.Notef("--incremental: the kept ivf partitioning is not used (%v): partitioning all %d rows again", err, plan.Rows)

@@ -1,10 +1,11 @@
-package pipelines
+package job
 
 import (
 	"context"
 	"fmt"
-	"github.com/relabel/relabel/options"
 	"math"
+
+	"github.com/relabel/relabel/options"
 
 	"github.com/relabel/relabel/internal/budget"
 	"github.com/relabel/relabel/io/shardio"
@@ -44,7 +45,7 @@ func maxClassesFor(seen int) int { return max(2*seen, seen+classSlack) }
 // checkPlan refuses a plan whose options do not fit its input (K, N, C by
 // what the input holds) or whose estimated peak memory does not fit this
 // machine (internal/budget), naming the flag.
-func checkPlan(ctx context.Context, p *Plan) error {
+func checkPlan(ctx context.Context, p *Job) error {
 	o := &p.Options
 	if err := CheckBounds(o); err != nil {
 		return err
@@ -91,7 +92,7 @@ func checkPlan(ctx context.Context, p *Plan) error {
 // rows are counted in the label-column pass that finds the class set
 // (Plan.Labelled), or here when none was made; runs whose labels come from
 // --annotations are bounded by the input's rows.
-func checkK(ctx context.Context, p *Plan) error {
+func checkK(ctx context.Context, p *Job) error {
 	o := &p.Options
 	if p.Rows <= 0 || p.Crowd != nil && p.Crowd.LabelOnly {
 		return nil
@@ -123,7 +124,7 @@ func checkK(ctx context.Context, p *Plan) error {
 }
 
 // Sizes are the plan's quantities for internal/budget.
-func (p *Plan) Sizes() budget.Sizes {
+func (p *Job) Sizes() budget.Sizes {
 	o := &p.Options
 	s := budget.Sizes{Rows: p.Rows, D: p.Read.D, C: p.C, C0: p.Mixture.C0, K: o.K, L: p.Mixture.L, N: p.Mixture.N}
 	s.IVF = p.Mode == options.NeighboursIVF

@@ -18,8 +18,8 @@ import (
 	"github.com/relabel/relabel/io/icebergio"
 	"github.com/relabel/relabel/io/icebergio/icebergiotest"
 	"github.com/relabel/relabel/io/resultio"
+	"github.com/relabel/relabel/lake"
 	"github.com/relabel/relabel/options"
-	"github.com/relabel/relabel/pipelines/lake"
 	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/transforms/engine"
 )
@@ -27,7 +27,7 @@ import (
 // digitsDays reads the committed digits slice as its four units (row groups
 // of 512, 387, 512 and 386 rows): the four "daily" appends.
 func digitsDays(t testing.TB) []*schemas.Rows {
-	return icebergiotest.Units(t, "../../testdata/digits/noisy-idn-0.4-part-*.parquet", 10)
+	return icebergiotest.Units(t, "../testdata/digits/noisy-idn-0.4-part-*.parquet", 10)
 }
 
 // testLake is a SQLite catalog with a local warehouse, and its input table

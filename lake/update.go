@@ -12,10 +12,10 @@ import (
 	"github.com/relabel/relabel/gpu"
 	"github.com/relabel/relabel/internal/faults"
 	"github.com/relabel/relabel/internal/progress"
+	"github.com/relabel/relabel/io/keptio"
 	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/io/shardio"
-	"github.com/relabel/relabel/pipelines"
-	"github.com/relabel/relabel/pipelines/stages"
+	"github.com/relabel/relabel/job"
 	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/knn"
@@ -161,7 +161,7 @@ type incResult struct {
 	// state is the ivf partitioning the next incremental run can keep
 	// (state.go); nil where the search was exact. kept: it
 	// extends the one the last run kept.
-	state *ivfState
+	state *keptio.IVF
 	kept  bool
 	// keptFit: the kept fits (fit.go) were applied to the affected rows.
 	keptFit bool
@@ -268,7 +268,7 @@ func (u *update) storedRows(p *resultio.Posteriors) (rs []int, touched bool) {
 // kept (fit.go), nil when none.
 // cal is the calibration the stored posteriors were made with
 // (calibration, plan.go).
-func storedUpdate(d *incData, posts []*resultio.Posteriors, kept *ivfState, fit *stages.Kept, plan *pipelines.Plan, cal stages.Calibration, device, input string, t0 time.Time, lake *resultio.LakeSummary) (*update, error) {
+func storedUpdate(d *incData, posts []*resultio.Posteriors, kept *keptio.IVF, fit *keptio.Fit, plan *job.Job, cal resultio.Calibration, device, input string, t0 time.Time, lake *resultio.LakeSummary) (*update, error) {
 	stored, keyRow, err := storedStates(d, posts, plan, cal, input)
 	if err != nil {
 		return nil, err
@@ -294,7 +294,7 @@ func storedUpdate(d *incData, posts []*resultio.Posteriors, kept *ivfState, fit 
 // their stored posteriors (stored), the ivf partitioning the last run
 // kept (nil: none; state.go) and the fits it kept (nil: none; fit.go).
 // keyRow is the row of each id key.
-func updateIncremental(d *incData, stored *storedPosts, kept *ivfState, fit *stages.Kept, keyRow map[int64]int, plan *pipelines.Plan, searcher knn.Searcher, coder llc.Coder) (*incResult, error) {
+func updateIncremental(d *incData, stored *storedPosts, kept *keptio.IVF, fit *keptio.Fit, keyRow map[int64]int, plan *job.Job, searcher knn.Searcher, coder llc.Coder) (*incResult, error) {
 	o := &plan.Options
 	eo, err := o.Engine(plan.C)
 	if err != nil {
@@ -356,7 +356,7 @@ func updateIncremental(d *incData, stored *storedPosts, kept *ivfState, fit *sta
 		return nil, err
 	}
 	lap("search")
-	r := &incResult{affected: newRows, pos: map[int]int{}, searched: len(cands), timings: timings, state: state, kept: kept != nil && state != nil && state.model == kept.model}
+	r := &incResult{affected: newRows, pos: map[int]int{}, searched: len(cands), timings: timings, state: state, kept: kept != nil && state != nil && state.Model == kept.Model}
 	nb, wt := nbNew, wtNew
 	for ci, i := range cands {
 		hit := false
@@ -466,7 +466,7 @@ func packFixed(n int, nb []int32, pos map[int]int, stored *storedPosts) (*mixtur
 // posterior, and no new row any: otherwise the output does not match the
 // input (rows deleted or rewritten in place), and only a full run can say
 // what the output should be. input names the input in messages.
-func storedStates(d *incData, posts []*resultio.Posteriors, plan *pipelines.Plan, cal stages.Calibration, input string) (*storedPosts, map[int64]int, error) {
+func storedStates(d *incData, posts []*resultio.Posteriors, plan *job.Job, cal resultio.Calibration, input string) (*storedPosts, map[int64]int, error) {
 	keyRow := make(map[int64]int, d.n)
 	for i, key := range d.keys {
 		keyRow[key] = i

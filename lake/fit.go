@@ -1,13 +1,12 @@
 package lake
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 
 	"github.com/relabel/relabel/io/blobio"
-	"github.com/relabel/relabel/pipelines"
-	"github.com/relabel/relabel/pipelines/stages"
+	"github.com/relabel/relabel/io/keptio"
+	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/head"
 	"github.com/relabel/relabel/transforms/mixture"
@@ -24,76 +23,33 @@ import (
 // Refitting either means every row's neighbours (the pooled fit) or every
 // row's features and states through every round (the head): a full run. So
 // a full run with --incremental keeps what its rounds fitted
-// (pipelines.Plan.KeepFit: the head's fit after the last round, each fold's
-// weights with the standardisation and the component's weight, and the
-// pooled start's transition and gate) in one file beside its output
-// (pipelines.KeptFitName: in the output directory, committed with the
-// shards; in a table's run directory, named in its snapshot summary,
-// icebergio.SummaryFit), and the incremental runs after it start the rows
+// (job.Dirs.KeepFit: the head's fit after the last round, each fold's
+// weights with the standardisation and the component's weight, the pooled
+// start's transition and gate, the given-label model's fit) in one file
+// beside its output (keptio.FitFileName: in the output directory, committed
+// with the shards; in a table's run directory, named in its snapshot
+// summary, icebergio.SummaryFit), and the incremental runs after it start the rows
 // they relabel from the kept transition and give them the kept head's
 // component in every round. Each incremental run names the same file: the
 // fits are the full run's until the next full run. An output whose last run
-// needed a fit (pipelines.MetaPooledStart, MetaHeadLast) and kept none (one
+// needed a fit (resultio.MetaPooledStart, MetaHeadLast) and kept none (one
 // written before fits were kept, or whose file is gone) is relabelled in
 // full once, which keeps them.
 
-// fitMagic starts a fit file; the version after it changes with the layout.
-const (
-	fitMagic   = "relabel fit-state\n"
-	fitVersion = byte(2)
-)
-
-func encodeFit(k *stages.Kept) ([]byte, error) {
-	b := append([]byte(fitMagic), fitVersion)
-	return k.AppendBinary(b)
-}
-
-func decodeFit(b []byte) (*stages.Kept, error) {
-	rest, ok := bytes.CutPrefix(b, []byte(fitMagic))
-	if !ok {
-		return nil, fmt.Errorf("not a fit file (no %q header)", fitMagic[:len(fitMagic)-1])
-	}
-	if len(rest) == 0 || rest[0] != fitVersion {
-		return nil, fmt.Errorf("a fit file of another format version, this relabel reads version %d", fitVersion)
-	}
-	k := &stages.Kept{}
-	if err := k.UnmarshalBinary(rest[1:]); err != nil {
-		return nil, err
-	}
-	return k, nil
-}
-
-// readFit reads the fit file at path.
-func readFit(ctx context.Context, path string) (*stages.Kept, error) {
-	fs, err := blobio.For(path)
-	if err != nil {
-		return nil, err
-	}
-	b, err := blobio.ReadFile(ctx, fs, path)
-	if err != nil {
-		return nil, err
-	}
-	k, err := decodeFit(b)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return k, nil
-}
-
 // keepFit writes what the pipeline's rounds kept in the directory kept
-// (stages.ReadKept) as the fit file in dir, and returns its name in dir:
+// (keptio.ReadFitDir) as the fit file in dir, and returns its name in dir:
 // none where no kept fit applies (no head, or one that switched itself
 // off; no pooled fit, or one its gate did not take; no given-label model),
 // as the posteriors then depend on none of them.
 func keepFit(ctx context.Context, kept, dir string) ([]string, error) {
-	k, err := stages.ReadKept(ctx, kept)
+	k, err := keptio.ReadFitDir(ctx, kept)
 	if err != nil {
 		return nil, fmt.Errorf("relabel: --incremental: %w", err)
 	}
 	if keptHead(k) == nil && k.Transition() == nil && k.Given == nil {
 		return nil, nil
 	}
-	b, err := encodeFit(k)
+	b, err := keptio.EncodeFitFile(k)
 	if err != nil {
 		return nil, err
 	}
@@ -101,10 +57,10 @@ func keepFit(ctx context.Context, kept, dir string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := blobio.WriteFile(ctx, fs, blobio.Join(dir, pipelines.KeptFitName), b); err != nil {
+	if err := blobio.WriteFile(ctx, fs, blobio.Join(dir, keptio.FitFileName), b); err != nil {
 		return nil, fmt.Errorf("relabel: keeping the rounds' fits: %w", err)
 	}
-	return []string{pipelines.KeptFitName}, nil
+	return []string{keptio.FitFileName}, nil
 }
 
 // Why an incremental run is a full one: the stored posteriors were made
@@ -119,7 +75,7 @@ const (
 // whose kept fits are k (nil: none kept, or unreadable), must be followed
 // by a full run rather than an incremental one ("" for none), for input of
 // dimension d and c classes.
-func fullAgain(last map[string]string, k *stages.Kept, d, c int) string {
+func fullAgain(last map[string]string, k *keptio.Fit, d, c int) string {
 	if last["given-label"] == engine.GivenBayes.String() {
 		if k == nil || k.Given == nil {
 			return givenFull
@@ -128,7 +84,7 @@ func fullAgain(last map[string]string, k *stages.Kept, d, c int) string {
 			return fmt.Sprintf("the given-label fit the last run kept is of %d classes, the input has %d: this run relabels every row again", k.Given.C, c)
 		}
 	}
-	if last[pipelines.MetaPooledStart] == pipelines.PooledStartOpen {
+	if last[resultio.MetaPooledStart] == resultio.PooledStartOpen {
 		if k.Transition() == nil {
 			return pooledFull
 		}
@@ -136,7 +92,7 @@ func fullAgain(last map[string]string, k *stages.Kept, d, c int) string {
 			return fmt.Sprintf("the pooled fit the last run kept is of %d classes, the input has %d: this run relabels every row again", k.Pooled.C, c)
 		}
 	}
-	if last[pipelines.MetaHeadLast] == pipelines.HeadLastOn && (k == nil || k.Head == nil || k.Head.Off) {
+	if last[resultio.MetaHeadLast] == resultio.HeadLastOn && (k == nil || k.Head == nil || k.Head.Off) {
 		return headFull
 	}
 	if h := keptHead(k); h != nil && (h.D != d || h.C != c) {
@@ -149,7 +105,7 @@ func fullAgain(last map[string]string, k *stages.Kept, d, c int) string {
 // stored posteriors were made (last, the last run's): what the next
 // incremental run checks its kept fits against.
 func carryFit(last, opts map[string]string) {
-	for _, key := range []string{pipelines.MetaPooledStart, pipelines.MetaHeadLast} {
+	for _, key := range []string{resultio.MetaPooledStart, resultio.MetaHeadLast} {
 		if v, ok := last[key]; ok {
 			opts[key] = v
 		}
@@ -157,7 +113,7 @@ func carryFit(last, opts map[string]string) {
 }
 
 // keptHead is k's head where it gives a component (nil: none).
-func keptHead(k *stages.Kept) *head.Fit {
+func keptHead(k *keptio.Fit) *head.Fit {
 	if k == nil || k.Head == nil || k.Head.Off {
 		return nil
 	}
@@ -168,7 +124,7 @@ func keptHead(k *stages.Kept) *head.Fit {
 // neighbour slots nb, rows of d or negative for none) the kept fits k: the
 // pooled start, and the head's component, as the full run gave its items.
 // It reports whether either applies.
-func applyFit(u *engine.Update, k *stages.Kept, d *incData, affected []int, nb []int32, m *mixture.Params) bool {
+func applyFit(u *engine.Update, k *keptio.Fit, d *incData, affected []int, nb []int32, m *mixture.Params) bool {
 	applied := false
 	if t := k.Transition(); t != nil {
 		u.Start = engine.NewPooledStarter(t, m)

@@ -9,9 +9,9 @@ import (
 	"testing"
 
 	"github.com/relabel/relabel/io/icebergio"
+	"github.com/relabel/relabel/io/keptio"
 	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/options"
-	"github.com/relabel/relabel/pipelines"
 	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/transforms/engine"
 )
@@ -80,11 +80,11 @@ func TestLakeDefaultsStayIncremental(t *testing.T) {
 		c.add(0, days[0])
 		sum := c.run()
 		lk := sum.Lake
-		if sum.Pooled == nil || !sum.Pooled.Open || sum.Options[pipelines.MetaPooledStart] != pipelines.PooledStartOpen || sum.Head == nil {
+		if sum.Pooled == nil || !sum.Pooled.Open || sum.Options[resultio.MetaPooledStart] != resultio.PooledStartOpen || sum.Head == nil {
 			t.Fatalf("first run: pooled %+v, head %+v: want the pooled start taken and the head on (the defaults)", sum.Pooled, sum.Head)
 		}
-		if sum.Head.Last != headLast || (sum.Options[pipelines.MetaHeadLast] == pipelines.HeadLastOn) != headLast {
-			t.Fatalf("first run: head %+v, option %q: want the head on in the last round %t", sum.Head, sum.Options[pipelines.MetaHeadLast], headLast)
+		if sum.Head.Last != headLast || (sum.Options[resultio.MetaHeadLast] == resultio.HeadLastOn) != headLast {
+			t.Fatalf("first run: head %+v, option %q: want the head on in the last round %t", sum.Head, sum.Options[resultio.MetaHeadLast], headLast)
 		}
 		if lk == nil || lk.Incremental || lk.Fit == "" {
 			t.Fatalf("first run: lake %+v, want a full run that keeps its fits", lk)
@@ -108,7 +108,7 @@ func TestLakeDefaultsStayIncremental(t *testing.T) {
 				t.Errorf("append %d: new %d rescored %d searched %d scanned %d: want %d new, at most %d rescored among the searched, %d scanned",
 					day, lk.NewRows, lk.Rescored, lk.Searched, lk.ScannedRows, n, k*n, total)
 			}
-			if sum.Options[pipelines.MetaPooledStart] != pipelines.PooledStartOpen || (sum.Options[pipelines.MetaHeadLast] == pipelines.HeadLastOn) != headLast {
+			if sum.Options[resultio.MetaPooledStart] != resultio.PooledStartOpen || (sum.Options[resultio.MetaHeadLast] == resultio.HeadLastOn) != headLast {
 				t.Errorf("append %d: options %v do not record how the posteriors were made", day, sum.Options)
 			}
 			if got := c.rows(); got != total {
@@ -189,7 +189,7 @@ func TestLakeDefaultsStayIncremental(t *testing.T) {
 			mark:      func() { before = snapshotDir(t, out) },
 			unchanged: func() bool { return reflect.DeepEqual(before, snapshotDir(t, out)) },
 			dropFit: func() {
-				if err := os.Remove(filepath.Join(out, pipelines.KeptFitName)); err != nil {
+				if err := os.Remove(filepath.Join(out, keptio.FitFileName)); err != nil {
 					t.Fatal(err)
 				}
 			},

@@ -9,9 +9,9 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 
 	"github.com/relabel/relabel/io/resultio"
+	"github.com/relabel/relabel/lake"
 	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/pipelines"
-	"github.com/relabel/relabel/pipelines/lake"
 	"github.com/relabel/relabel/runners"
 )
 
@@ -36,16 +36,16 @@ func ctxT(t *testing.T) context.Context {
 func runLake(ctx context.Context, cfg options.Options, exec pipelines.Executor) (*resultio.Summary, error) {
 	switch {
 	case cfg.Lake.OutputTable != "":
-		return lake.RunTable(ctx, cfg, exec)
+		return lake.RunTable(ctx, cfg, pipelines.Executing(exec))
 	case cfg.Lake.Incremental:
-		return lake.RunDir(ctx, cfg, exec)
+		return lake.RunDir(ctx, cfg, pipelines.Executing(exec))
 	}
 	return pipelines.Run(ctx, cfg, exec)
 }
 
 // digitsTruth is the digits slice's true labels, entry k the label of id k.
 func digitsTruth(t testing.TB) []int32 {
-	truth, err := resultio.ReadI32(context.Background(), "../../testdata/digits/truth.i32")
+	truth, err := resultio.ReadI32(context.Background(), "../testdata/digits/truth.i32")
 	if err != nil {
 		t.Fatalf("digits truth: %v", err)
 	}

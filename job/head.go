@@ -1,8 +1,8 @@
-package pipelines
+package job
 
 import (
+	"github.com/relabel/relabel/internal/budget"
 	"github.com/relabel/relabel/options"
-	"github.com/relabel/relabel/pipelines/ivfstages"
 	"github.com/relabel/relabel/transforms/head"
 )
 
@@ -12,8 +12,8 @@ import (
 // (ivfstages.JoinRoundsParams.Head) where they hold the head too
 // (localRounds); ivf's join per round and annotator-aware runs have none,
 // and refuse an explicit value other than off, naming the flag.
-func (p *Plan) resolveHead() error {
-	v, err := p.Options.ResolveHead(p.Mode, p.localRounds(true), p.Crowd != nil)
+func (p *Job) resolveHead() error {
+	v, err := p.Options.ResolveHead(p.Mode, p.LocalRounds(true), p.Crowd != nil)
 	if err != nil {
 		return err
 	}
@@ -21,12 +21,12 @@ func (p *Plan) resolveHead() error {
 	return nil
 }
 
-// localRounds reports whether an ivf run's rounds run in one stage with
+// LocalRounds reports whether an ivf run's rounds run in one stage with
 // every block in memory (ivfstages.JoinRoundsParams.Local): on the embedded
 // runner (the one that spills: --spill-dir set, not none) when their
-// estimated size (ivfstages.LocalRoundsSize, with the head's features and
+// estimated size (budget.LocalRounds, with the head's features and
 // buffers when withHead) is within --local-rounds-mib.
-func (p *Plan) localRounds(withHead bool) bool {
+func (p *Job) LocalRounds(withHead bool) bool {
 	o := &p.Options
 	if p.Mode != options.NeighboursIVF || o.Rounds <= 0 {
 		return false
@@ -38,11 +38,11 @@ func (p *Plan) localRounds(withHead bool) bool {
 	if withHead {
 		d = max(p.Read.D, 1)
 	}
-	return ivfstages.LocalRoundsSize(p.Rows, o.K, p.Mixture, d) <= int64(o.LocalMiB)<<20
+	return budget.LocalRounds(p.Rows, o.K, p.Mixture, d) <= int64(o.LocalMiB)<<20
 }
 
-// headParams is the head of the plan's rounds, nil for none.
-func (p *Plan) headParams() *head.Params {
+// HeadParams is the head of the job's rounds, nil for none.
+func (p *Job) HeadParams() *head.Params {
 	if p.Head == "" {
 		return nil
 	}

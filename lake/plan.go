@@ -9,9 +9,8 @@ import (
 	"github.com/relabel/relabel/io/icebergio"
 	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/io/shardio"
+	"github.com/relabel/relabel/job"
 	"github.com/relabel/relabel/options"
-	"github.com/relabel/relabel/pipelines"
-	"github.com/relabel/relabel/pipelines/stages"
 )
 
 // Planning an incremental run: what it relabels, rewrites and removes,
@@ -76,17 +75,17 @@ func planDir(prev, now []resultio.ManifestFile) (*resultio.LakeSummary, map[stri
 // (last, the last run's options, records it), not one refitted to today's
 // rows; a full run refits it. It also records the temperature in opts (the
 // run's summary options) for the next run.
-func calibration(p *pipelines.Plan, last, opts map[string]string) (stages.Calibration, error) {
+func calibration(p *job.Job, last, opts map[string]string) (resultio.Calibration, error) {
 	cal := p.Calibration()
 	if cal.Auto {
-		s, ok := last[stages.MetaCalibratedTemperature]
+		s, ok := last[resultio.MetaCalibratedTemperature]
 		t, err := strconv.ParseFloat(s, 64)
 		if !ok || err != nil || !(t > 0) {
-			return cal, &options.Error{Flag: "incremental", Err: fmt.Errorf("the stored posteriors record no fitted temperature (%s %q): run without --incremental to relabel everything", stages.MetaCalibratedTemperature, s)}
+			return cal, &options.Error{Flag: "incremental", Err: fmt.Errorf("the stored posteriors record no fitted temperature (%s %q): run without --incremental to relabel everything", resultio.MetaCalibratedTemperature, s)}
 		}
 		cal.Temperature, cal.Auto = t, false
 	}
-	opts[stages.MetaCalibratedTemperature] = strconv.FormatFloat(cal.Temperature, 'g', -1, 64)
+	opts[resultio.MetaCalibratedTemperature] = strconv.FormatFloat(cal.Temperature, 'g', -1, 64)
 	return cal, nil
 }
 
@@ -111,7 +110,7 @@ func optionsChanged(last, now map[string]string) string {
 type tablePlan struct {
 	lake    *resultio.LakeSummary
 	newPath map[string]bool
-	cal     stages.Calibration
+	cal     resultio.Calibration
 }
 
 // planTableRun plans an incremental table run, with no side effects, from
@@ -121,7 +120,7 @@ type tablePlan struct {
 // moved while the run was planned, or the options (opts, the run's
 // recorded ones, which get the kept temperature) differ from the last
 // run's.
-func planTableRun(plan *pipelines.Plan, full, app *icebergio.InputPlan, last icebergio.Run, output string, opts map[string]string) (*tablePlan, error) {
+func planTableRun(plan *job.Job, full, app *icebergio.InputPlan, last icebergio.Run, output string, opts map[string]string) (*tablePlan, error) {
 	lake := &resultio.LakeSummary{InputTable: full.Table, OutputTable: output, InputSnapshot: app.SnapshotID, FromSnapshot: last.InputSnapshotID, Incremental: true}
 	tp := &tablePlan{lake: lake, newPath: map[string]bool{}}
 	if len(app.Tasks) == 0 {

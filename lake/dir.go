@@ -9,11 +9,11 @@ import (
 
 	"github.com/relabel/relabel/internal/progress"
 	"github.com/relabel/relabel/io/blobio"
+	"github.com/relabel/relabel/io/keptio"
 	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/io/shardio"
+	"github.com/relabel/relabel/job"
 	"github.com/relabel/relabel/options"
-	"github.com/relabel/relabel/pipelines"
-	"github.com/relabel/relabel/pipelines/stages"
 	"github.com/relabel/relabel/schemas"
 )
 
@@ -23,7 +23,7 @@ import (
 // content version: blobio.Fingerprint) and which output shard holds each
 // file's rows; the state an incremental run needs, the old rows'
 // posteriors, is in those shards. Keeping the manifest inside summary.json,
-// which the commit renames into place last (pipelines/commit.go), makes it exactly as
+// which the commit renames into place last (io/resultio/outdir.go), makes it exactly as
 // current as the shards: a run that was killed before its summary.json
 // landed never left a manifest that describes other shards, and a plain run
 // (no --incremental) over the same directory writes a summary without one,
@@ -49,7 +49,7 @@ import (
 // coverage fingerprints the plan's input files, before they are read: a
 // file rewritten while the run reads it is then seen as changed by the next
 // run, never as covered.
-func coverage(ctx context.Context, plan *pipelines.Plan) ([]resultio.ManifestFile, error) {
+func coverage(ctx context.Context, plan *job.Job) ([]resultio.ManifestFile, error) {
 	m := make([]resultio.ManifestFile, len(plan.Shards))
 	for i, s := range plan.Shards {
 		fp, err := blobio.FingerprintOf(ctx, s.Path)
@@ -62,7 +62,7 @@ func coverage(ctx context.Context, plan *pipelines.Plan) ([]resultio.ManifestFil
 }
 
 // fullLake is the lake section of a full run's summary under --incremental.
-func fullLake(plan *pipelines.Plan, manifest []resultio.ManifestFile) *resultio.LakeSummary {
+func fullLake(plan *job.Job, manifest []resultio.ManifestFile) *resultio.LakeSummary {
 	return &resultio.LakeSummary{
 		NewFiles: len(plan.Shards), NewRows: plan.Rows, ScannedFiles: len(plan.Shards), ScannedRows: plan.Rows,
 		Manifest: manifest,
@@ -70,22 +70,22 @@ func fullLake(plan *pipelines.Plan, manifest []resultio.ManifestFile) *resultio.
 }
 
 // RunDir is a run with --incremental and an output directory: under the
-// output's lock (pipelines.Open), it finishes a commit a killed run left
-// half done, compares the input files with the manifest of the output's
+// output's lock (job.Open), it finishes a commit a killed run left half
+// done, compares the input files with the manifest of the output's
 // summary.json (planDir) and relabels what is new, changed or gone
-// (updateDir); with no manifest to start from it is a full run
-// (pipelines.Session.FullKeeping) that records one and keeps its rounds'
-// fits (fit.go).
-func RunDir(ctx context.Context, cfg options.Options, exec pipelines.Executor) (*resultio.Summary, error) {
+// (updateDir); with no manifest to start from it is a full run (exec,
+// through job.Session.Full) that records one and keeps its rounds' fits
+// (fit.go).
+func RunDir(ctx context.Context, cfg options.Options, exec job.Execute) (*resultio.Summary, error) {
 	if !cfg.Lake.Incremental || cfg.Lake.OutputTable != "" {
 		return nil, errors.New("relabel: lake.RunDir is for --incremental runs into an output directory")
 	}
 	t0 := time.Now()
-	plan, err := pipelines.MakePlan(ctx, cfg)
+	plan, err := job.Resolve(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	s, err := pipelines.Open(ctx, plan, t0)
+	s, err := job.Open(ctx, plan, t0)
 	if err != nil {
 		return nil, err
 	}
@@ -101,21 +101,28 @@ func RunDir(ctx context.Context, cfg options.Options, exec pipelines.Executor) (
 		return nil, err
 	}
 	var lk *resultio.LakeSummary
-	sum, err = s.FullKeeping(ctx, exec, func(sum *resultio.Summary) {
-		lk = fullLake(plan, manifest)
-		if gone != nil {
-			lk.GoneFiles, lk.RemovedOutputs, lk.RemovedFiles = gone.GoneFiles, gone.RemovedOutputs, len(gone.RemovedOutputs)
-		}
-		sum.Lake = lk
-	}, func(ctx context.Context, kept, tmp string) ([]string, error) {
-		// The rounds' fits, for the incremental runs after this one
-		// (fit.go): committed with the shards, named in the manifest's
-		// section.
-		names, err := keepFit(ctx, kept, tmp)
-		if len(names) > 0 {
-			lk.Fit = names[0]
-		}
-		return names, err
+	sum, err = s.Full(ctx, exec, job.FullRun{
+		Finish: func(sum *resultio.Summary) {
+			lk = fullLake(plan, manifest)
+			if gone != nil {
+				lk.GoneFiles, lk.RemovedOutputs, lk.RemovedFiles = gone.GoneFiles, gone.RemovedOutputs, len(gone.RemovedOutputs)
+			}
+			sum.Lake = lk
+		},
+		Keep: func(ctx context.Context, kept, tmp string) ([]string, error) {
+			// The rounds' fits, for the incremental runs after this one
+			// (fit.go): committed with the shards, named in the
+			// manifest's section.
+			names, err := keepFit(ctx, kept, tmp)
+			if len(names) > 0 {
+				lk.Fit = names[0]
+			}
+			return names, err
+		},
+		// Relabelling every row again (gone: the manifest said what to
+		// redo) replaces the output's own files, as an incremental run
+		// does.
+		Overwrite: gone != nil,
 	})
 	if err != nil || gone == nil {
 		return sum, err
@@ -137,8 +144,8 @@ func RunDir(ctx context.Context, cfg options.Options, exec pipelines.Executor) (
 // recording the manifest and keeping the fits. In the second case gone
 // holds the input files gone since the last run and their outputs, which
 // the full run lists and removes.
-func runDirIncremental(ctx context.Context, s *pipelines.Session) (sum *resultio.Summary, done bool, gone *resultio.LakeSummary, err error) {
-	plan, fsys := s.Plan, s.FS
+func runDirIncremental(ctx context.Context, s *job.Session) (sum *resultio.Summary, done bool, gone *resultio.LakeSummary, err error) {
+	plan, fsys := s.Job, s.FS
 	cfg := plan.Options
 	out := cfg.Output
 	if plan.Crowd != nil {
@@ -149,8 +156,8 @@ func runDirIncremental(ctx context.Context, s *pipelines.Session) (sum *resultio
 	} else if resumed {
 		progress.Notef("--incremental: finished the commit an interrupted run left in %s", out)
 	}
-	var prev resultio.Summary
-	if found, err := s.ReadSummary(ctx, &prev); err != nil {
+	prev, found, err := s.Previous(ctx)
+	if err != nil {
 		return nil, true, nil, err
 	} else if !found {
 		progress.Notef("--incremental: %s holds no finished output yet: this first run is a full one", out)
@@ -162,7 +169,7 @@ func runDirIncremental(ctx context.Context, s *pipelines.Session) (sum *resultio
 	}
 	// Outputs of gone files that a killed run's commit left behind.
 	for _, name := range prev.Lake.RemovedOutputs {
-		if !lists(&prev, name) {
+		if !lists(prev, name) {
 			fsys.Remove(ctx, blobio.Join(out, name))
 		}
 	}
@@ -173,7 +180,7 @@ func runDirIncremental(ctx context.Context, s *pipelines.Session) (sum *resultio
 	lake, newPath := planDir(prev.Lake.Manifest, manifest)
 	opts := plan.Recorded()
 	base := &resultio.Summary{
-		Version: pipelines.Version, Input: cfg.Input, Output: out, Classes: plan.C, ClassNames: plan.ClassNames,
+		Version: job.Version, Input: cfg.Input, Output: out, Classes: plan.C, ClassNames: plan.ClassNames,
 		Neighbours: incrementalMode(&cfg, plan.Rows), Device: plan.Device, Options: opts, Lake: lake,
 	}
 	if len(newPath) == 0 && len(lake.GoneFiles) == 0 {
@@ -184,9 +191,9 @@ func runDirIncremental(ctx context.Context, s *pipelines.Session) (sum *resultio
 		base.Timings = map[string]float64{"total": time.Since(s.Start).Seconds()}
 		return base, true, nil, nil
 	}
-	var fit *stages.Kept
+	var fit *keptio.Fit
 	if prev.Lake.Fit != "" {
-		if fit, err = readFit(ctx, blobio.Join(out, prev.Lake.Fit)); err != nil {
+		if fit, err = keptio.ReadFitFile(ctx, blobio.Join(out, prev.Lake.Fit)); err != nil {
 			progress.Notef("--incremental: the fits the last run kept are not read (%v)", err)
 		}
 	}
@@ -195,12 +202,10 @@ func runDirIncremental(ctx context.Context, s *pipelines.Session) (sum *resultio
 		// files are replaced, as an incremental run replaces them; the
 		// outputs of files gone since go, as updateDir removes them.
 		progress.Notef("--incremental: %s", why)
-		plan.Options.Overwrite = true
 		return nil, false, lake, nil
 	}
 	if why := optionsChanged(prev.Options, opts); why != "" {
 		progress.Notef("--incremental: %s", why)
-		plan.Options.Overwrite = true
 		return nil, false, lake, nil
 	}
 	cal, err := calibration(plan, prev.Options, opts)
@@ -212,7 +217,7 @@ func runDirIncremental(ctx context.Context, s *pipelines.Session) (sum *resultio
 	if fit != nil {
 		lake.Fit = prev.Lake.Fit
 	}
-	sum, err = updateDir(ctx, s, cal, fit, &prev, base, lake, newPath)
+	sum, err = updateDir(ctx, s, cal, fit, prev, base, lake, newPath)
 	return sum, true, nil, err
 }
 
@@ -229,9 +234,10 @@ func lists(sum *resultio.Summary, name string) bool {
 // updateDir is runDirIncremental once something changed: it reads every
 // input row, relabels the new ones (updateIncremental), writes the output
 // shards that change, the other shards' reports and summary.json into a
-// temporary directory, and commits them as a plain run does (pipelines/commit.go).
-func updateDir(ctx context.Context, sess *pipelines.Session, cal stages.Calibration, fit *stages.Kept, prev *resultio.Summary, sum *resultio.Summary, lake *resultio.LakeSummary, newPath map[string]bool) (*resultio.Summary, error) {
-	plan, fsys, t0 := sess.Plan, sess.FS, sess.Start
+// temporary directory, and commits them as a plain run does (io/resultio's
+// protocol).
+func updateDir(ctx context.Context, sess *job.Session, cal resultio.Calibration, fit *keptio.Fit, prev *resultio.Summary, sum *resultio.Summary, lake *resultio.LakeSummary, newPath map[string]bool) (*resultio.Summary, error) {
+	plan, fsys, t0 := sess.Job, sess.FS, sess.Start
 	cfg := plan.Options
 	out := cfg.Output
 	tmp, rmTmp, err := sess.Temp(ctx)
@@ -282,7 +288,7 @@ func updateDir(ctx context.Context, sess *pipelines.Session, cal stages.Calibrat
 	for _, sh := range prev.Shards {
 		prevReport[sh.Output] = sh
 	}
-	meta := schemas.Metadata(pipelines.Version, cfg.Seed, sum.Options, plan.ClassNames)
+	meta := schemas.Metadata(job.Version, cfg.Seed, sum.Options, plan.ClassNames)
 	carryFit(prev.Options, sum.Options)
 	so := resultio.ShardOptions{Format: cfg.Format, Meta: meta, LabelKind: plan.LabelKind, ClassNames: plan.ClassNames, IDKind: plan.IDKind}
 	var files []string

@@ -1,4 +1,4 @@
-package pipelines
+package job
 
 import (
 	"context"
@@ -10,16 +10,16 @@ import (
 	"github.com/relabel/relabel/options"
 )
 
-// Planning a full run over an Iceberg input table (--input-table): the
-// table's snapshot becomes the plan's shards. Table runs themselves (an
-// output table, or --incremental) are package pipelines/lake's.
+// Resolving a run over an Iceberg input table (--input-table): the table's
+// snapshot becomes the job's shards. Table runs themselves (an output
+// table, or --incremental) are package lake's.
 
-// planTableInput is MakePlan with --input-table and a directory output.
+// planTableInput is Resolve with --input-table and a directory output.
 // The files the catalog reads through iceberg-go's scanner (deletes applied,
 // columns resolved by field id) outlive the catalog here, in the plan's
 // Scratch directory, which the run's Session removes (Close) after the
 // pipeline read them.
-func planTableInput(ctx context.Context, cfg options.Options) (*Plan, error) {
+func planTableInput(ctx context.Context, cfg options.Options) (*Job, error) {
 	scratch, err := os.MkdirTemp("", "relabel-iceberg-")
 	if err != nil {
 		return nil, err
@@ -30,7 +30,7 @@ func planTableInput(ctx context.Context, cfg options.Options) (*Plan, error) {
 		return nil, err
 	}
 	defer cat.Close()
-	p, _, err := PlanTable(ctx, cfg, cat)
+	p, _, err := ResolveTable(ctx, cfg, cat)
 	if err != nil {
 		os.RemoveAll(scratch)
 		return nil, err
@@ -39,11 +39,13 @@ func planTableInput(ctx context.Context, cfg options.Options) (*Plan, error) {
 	return p, nil
 }
 
-// PlanTable plans the input table's current snapshot: its data files become
-// the shards (shardio.ScanPaths) and their units the pipeline's units. The
-// table lake (pipelines/lake) plans its runs with it, on the catalog it
-// also commits through; the plan's Input names the snapshot.
-func PlanTable(ctx context.Context, cfg options.Options, cat *icebergio.Catalog) (*Plan, *icebergio.InputPlan, error) {
+// ResolveTable resolves a run over the input table's current snapshot: its
+// data files become the shards (shardio.ScanPaths) and their units the
+// pipeline's units. The table lake (package lake) resolves its runs with
+// it, on the catalog it also commits through; the job's Input names the
+// snapshot. A run into an output table writes Parquet (Iceberg data files)
+// whatever --format says.
+func ResolveTable(ctx context.Context, cfg options.Options, cat *icebergio.Catalog) (*Job, *icebergio.InputPlan, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, err
 	}
@@ -59,6 +61,9 @@ func PlanTable(ctx context.Context, cfg options.Options, cat *icebergio.Catalog)
 		paths[i] = t.ReaderPath()
 	}
 	cfg.Input = fmt.Sprintf("%s@%d", in.Table, in.SnapshotID)
+	if cfg.Lake.OutputTable != "" {
+		cfg.Format = shardio.Parquet
+	}
 	ro := shardio.ReadOptions{Columns: cfg.Columns}
 	shards, skipped, err := shardio.ScanPaths(ctx, paths, ro)
 	if err != nil {

@@ -5,8 +5,9 @@ import (
 
 	"github.com/relabel/relabel/internal/pool"
 	"github.com/relabel/relabel/internal/progress"
+	"github.com/relabel/relabel/io/keptio"
+	"github.com/relabel/relabel/job"
 	"github.com/relabel/relabel/options"
-	"github.com/relabel/relabel/pipelines"
 	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/ivf"
 	"github.com/relabel/relabel/transforms/knn"
@@ -71,7 +72,7 @@ func (ivfIndex) Close() error { return nil }
 // ivfstages does for a full run with the same options.
 func fitIVF(x knn.Matrix, keys []int64, o *options.Options, s knn.Searcher) (*ivf.Model, *ivf.Partitioning, error) {
 	n := x.Rows
-	p := pipelines.IVFParams(o, int64(n))
+	p := job.IVFParams(o, int64(n))
 	sm := ivf.Sample{Cap: p.Sample, D: x.Cols}
 	for i := 0; i < n; i++ {
 		sm.Add(ivf.Hash(o.Seed, keys[i]), keys[i], x.Row(i))
@@ -122,7 +123,7 @@ func neighbourWeights(x knn.Matrix, rows []int, nb *knn.Result, w engine.Weighti
 // the new rows, where it is usable; else fitted again: state is the one to
 // keep for the next run), else exactly. cm is the rows' standardised
 // features the searches and weights read.
-func newIncIndex(d *incData, o *options.Options, kept *ivfState, keyRow map[int64]int, s knn.Searcher, workers int) (ix incIndex, cm knn.Matrix, state *ivfState, err error) {
+func newIncIndex(d *incData, o *options.Options, kept *keptio.IVF, keyRow map[int64]int, s knn.Searcher, workers int) (ix incIndex, cm knn.Matrix, state *keptio.IVF, err error) {
 	if incrementalMode(o, int64(d.n)) != options.NeighboursIVF {
 		feats, _, _ := standardised(d, o)
 		cm = knn.Matrix{Rows: d.n, Cols: d.d, Data: feats}
@@ -134,7 +135,7 @@ func newIncIndex(d *incData, o *options.Options, kept *ivfState, keyRow map[int6
 	}
 	var pt *ivf.Partitioning
 	if kept != nil {
-		if why := kept.usable(o, d.n); why != "" {
+		if why := usable(kept, o, d.n); why != "" {
 			progress.Notef("--incremental: the kept ivf partitioning is not used (%s): partitioning all %d rows again", why, d.n)
 		} else if pt, state, err = keptPartitioning(kept, d, keyRow, s); err != nil {
 			return nil, cm, nil, err
@@ -150,5 +151,5 @@ func newIncIndex(d *incData, o *options.Options, kept *ivfState, keyRow map[int6
 			return nil, cm, nil, fmt.Errorf("relabel: incremental: partitioning %d rows: %w", d.n, err)
 		}
 	}
-	return ivfIndex{ivf.NewIndex(cm, d.keys, pt, state.model.P(), s, o.Metric, workers)}, cm, state, nil
+	return ivfIndex{ivf.NewIndex(cm, d.keys, pt, state.Model.P(), s, o.Metric, workers)}, cm, state, nil
 }

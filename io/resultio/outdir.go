@@ -1,7 +1,9 @@
-package pipelines
+package resultio
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,10 +14,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/relabel/relabel/internal/atexit"
 	"github.com/relabel/relabel/internal/faults"
 	"github.com/relabel/relabel/io/blobio"
-	"github.com/relabel/relabel/options"
 )
 
 // The output directory protocol (README "Guarantees"):
@@ -37,9 +37,6 @@ const (
 	lockName    = ".relabel.lock"
 	journalName = ".relabel-commit.json"
 	tmpPrefix   = ".relabel-tmp-"
-	spillPrefix = "relabel-spill-"
-	ownerName   = "owner.json"
-	summaryName = "summary.json"
 	// ReportName is the HTML report written beside summary.json.
 	ReportName = "report.html"
 )
@@ -47,23 +44,25 @@ const (
 // ErrLocked is returned when another run holds the output's lock.
 var ErrLocked = errors.New("output locked by another run")
 
-// owner identifies the process holding a lock or a spill directory.
-type owner struct {
+// Owner identifies the process holding a lock (or, for pipelines, a spill
+// directory).
+type Owner struct {
 	PID     int       `json:"pid"`
 	Host    string    `json:"host"`
 	Started time.Time `json:"started"`
 	Token   string    `json:"token"`
 }
 
-func self(token string) owner {
+// Self is this process as the owner of the run named by token.
+func Self(token string) Owner {
 	host, _ := os.Hostname()
-	return owner{PID: os.Getpid(), Host: host, Started: time.Now().UTC().Truncate(time.Second), Token: token}
+	return Owner{PID: os.Getpid(), Host: host, Started: time.Now().UTC().Truncate(time.Second), Token: token}
 }
 
-// gone reports whether the owner process is known to have ended: on this
+// Gone reports whether the owner process is known to have ended: on this
 // host, with no process of its pid. A lock from another host is never
 // presumed gone (relabel cannot see that host's processes).
-func (o owner) gone() bool {
+func (o Owner) Gone() bool {
 	host, _ := os.Hostname()
 	if o.Host != host || o.PID <= 0 {
 		return false
@@ -76,7 +75,7 @@ func (o owner) gone() bool {
 // function releases it.
 func lock(ctx context.Context, fs blobio.FS, out, token string) (func(), error) {
 	path := blobio.Join(out, lockName)
-	me := self(token)
+	me := Self(token)
 	b, _ := json.Marshal(me)
 	for attempt := 0; ; attempt++ {
 		err := blobio.CreateExclusive(ctx, path, b)
@@ -86,13 +85,13 @@ func lock(ctx context.Context, fs blobio.FS, out, token string) (func(), error) 
 		if !errors.Is(err, blobio.ErrExist) {
 			return nil, fmt.Errorf("relabel: locking %s: %w", out, err)
 		}
-		var other owner
+		var other Owner
 		if rerr := readJSON(ctx, fs, path, &other); rerr != nil && attempt == 0 {
 			// Being written by its owner right now, or torn: look once more.
 			time.Sleep(200 * time.Millisecond)
 			continue
 		}
-		if attempt == 0 && other.gone() {
+		if attempt == 0 && other.Gone() {
 			// The owner died (SIGKILL, OOM, power): its lock is stale.
 			fs.Remove(ctx, path)
 			continue
@@ -157,65 +156,10 @@ func removeStaleTemps(ctx context.Context, fs blobio.FS, out string) {
 	}
 }
 
-// removeSpill removes a run's spill directory. A stopped run's pipeline can
-// still be finishing a bundle that writes there as the launcher returns;
-// spillio never recreates a removed directory, so a removal that meets a
-// file created meanwhile ("directory not empty") is retried for a moment.
-func removeSpill(dir string) {
-	for i := 0; os.RemoveAll(dir) != nil && i < 100; i++ {
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// startSpill makes the run's own spill directory under --spill-dir (Plan.Spill)
-// where the plan spills (ivf's blocks and states, the crowd stages'
-// buckets), and returns what removes it; with --spill-dir none, or nothing
-// to spill, it makes nothing.
-func (p *Plan) startSpill(tok string) (func(), error) {
-	dir := p.Options.SpillDir.Or("")
-	if dir == "" || dir == "none" || p.Mode != options.NeighboursIVF && p.Crowd == nil {
-		return func() {}, nil
-	}
-	var err error
-	if p.Spill, err = makeSpill(dir, tok); err != nil {
-		return nil, fmt.Errorf("relabel: --spill-dir: %w", err)
-	}
-	return atexit.Push(func() { removeSpill(p.Spill) }).Run, nil
-}
-
-// makeSpill makes this run's spill directory under dir, recording its owner,
-// after removing the spill directories of runs on this host that are gone.
-func makeSpill(dir, token string) (string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	old, _ := filepath.Glob(filepath.Join(dir, spillPrefix+"*"))
-	for _, d := range old {
-		var o owner
-		b, err := os.ReadFile(filepath.Join(d, ownerName))
-		if err != nil || json.Unmarshal(b, &o) != nil {
-			continue // not ours to judge: no owner recorded
-		}
-		if o.gone() {
-			os.RemoveAll(d)
-		}
-	}
-	d, err := os.MkdirTemp(dir, spillPrefix)
-	if err != nil {
-		return "", err
-	}
-	b, _ := json.Marshal(self(token))
-	if err := os.WriteFile(filepath.Join(d, ownerName), b, 0o644); err != nil {
-		os.RemoveAll(d)
-		return "", err
-	}
-	return d, nil
-}
-
-// checkNotInput refuses an output directory that is, after symlinks, the
+// CheckNotInput refuses an output directory that is, after symlinks, the
 // directory of an input shard or an input shard itself: committing there
 // would replace inputs (an .arrow input and its output share a name).
-func checkNotInput(out string, inputs []string) error {
+func CheckNotInput(out string, inputs []string) error {
 	norm := func(p string) string {
 		if strings.Contains(p, "://") {
 			return strings.TrimSuffix(p, "/")
@@ -237,7 +181,7 @@ func checkNotInput(out string, inputs []string) error {
 	for _, in := range inputs {
 		p := norm(in)
 		if p == o || blobio.Dir(p) == o {
-			return &options.Error{Flag: "output", Err: fmt.Errorf("%s: is the input's directory (%s): relabel never writes beside its inputs; choose another directory", out, in)}
+			return fmt.Errorf("%s: is the input's directory (%s): relabel never writes beside its inputs; choose another directory", out, in)
 		}
 	}
 	return nil
@@ -249,7 +193,7 @@ func checkNotInput(out string, inputs []string) error {
 // files a rerun may replace.
 func commit(ctx context.Context, fs blobio.FS, tmp, out string, files []string, token string) error {
 	ctx = context.WithoutCancel(ctx) // once started, finish: a half commit helps no one
-	jb, _ := json.Marshal(journal{Token: token, Files: append(append([]string(nil), files...), summaryName)})
+	jb, _ := json.Marshal(journal{Token: token, Files: append(append([]string(nil), files...), SummaryName)})
 	if err := blobio.WriteFile(ctx, fs, blobio.Join(tmp, journalName), jb); err != nil {
 		return err
 	}
@@ -257,7 +201,7 @@ func commit(ctx context.Context, fs blobio.FS, tmp, out string, files []string, 
 		return fmt.Errorf("relabel: committing: %w", err)
 	}
 	faults.Point("commit-journal")
-	if err := fs.Remove(ctx, blobio.Join(out, summaryName)); err != nil {
+	if err := fs.Remove(ctx, blobio.Join(out, SummaryName)); err != nil {
 		return fmt.Errorf("relabel: committing: %w", err)
 	}
 	faults.Point("commit-unmarked")
@@ -267,8 +211,8 @@ func commit(ctx context.Context, fs blobio.FS, tmp, out string, files []string, 
 		}
 		faults.Point(fmt.Sprintf("commit-file-%d", i))
 	}
-	if err := fs.Rename(ctx, blobio.Join(tmp, summaryName), blobio.Join(out, summaryName)); err != nil {
-		return fmt.Errorf("relabel: committing %s: %w", summaryName, err)
+	if err := fs.Rename(ctx, blobio.Join(tmp, SummaryName), blobio.Join(out, SummaryName)); err != nil {
+		return fmt.Errorf("relabel: committing %s: %w", SummaryName, err)
 	}
 	faults.Point("commit-summary")
 	return fs.Remove(ctx, blobio.Join(out, journalName))
@@ -281,14 +225,14 @@ func commit(ctx context.Context, fs blobio.FS, tmp, out string, files []string, 
 // writes the journal only once every file, summary last, is in place in the
 // temporary directory, so rolling forward publishes exactly what that run
 // would have). Without it, a kill between two renames would leave shards of
-// two runs and no summary, and the next incremental run (pipelines/lake)
+// two runs and no summary, and the next incremental run (package lake)
 // would have no state to start from. Reports whether it finished one.
-func (s *Session) Resume(ctx context.Context) (bool, error) {
-	done, err := resumeCommit(ctx, s.FS, s.Plan.Options.Output)
+func (d *Dir) Resume(ctx context.Context) (bool, error) {
+	done, err := resumeCommit(ctx, d.FS, d.Out)
 	if err != nil {
 		return false, err
 	}
-	removeStaleTemps(ctx, s.FS, s.Plan.Options.Output)
+	removeStaleTemps(ctx, d.FS, d.Out)
 	return done, nil
 }
 
@@ -300,7 +244,7 @@ func resumeCommit(ctx context.Context, fsys blobio.FS, out string) (bool, error)
 	}
 	jpath := blobio.Join(out, journalName)
 	tmp := blobio.Join(out, tmpPrefix+j.Token)
-	if ok, err := fsys.Exists(ctx, blobio.Join(tmp, summaryName)); err != nil {
+	if ok, err := fsys.Exists(ctx, blobio.Join(tmp, SummaryName)); err != nil {
 		return false, err
 	} else if !ok {
 		// Its summary was published (or the directory is gone): nothing
@@ -320,16 +264,133 @@ func resumeCommit(ctx context.Context, fsys blobio.FS, out string) (bool, error)
 	return true, fsys.Remove(ctx, jpath)
 }
 
-// ReadSummary decodes the output's finished summary.json into v (the
-// directory lake's state: a summary with its lake section typed). found is
-// false when there is none.
-func (s *Session) ReadSummary(ctx context.Context, v any) (found bool, err error) {
-	path := blobio.Join(s.Plan.Options.Output, summaryName)
-	if err := readJSON(ctx, s.FS, path, v); err != nil {
+// Previous decodes the output's finished summary.json (the directory
+// lake's state: a summary with its lake section). found is false when
+// there is none.
+func (d *Dir) Previous(ctx context.Context) (sum *Summary, found bool, err error) {
+	path := blobio.Join(d.Out, SummaryName)
+	var v Summary
+	if err := readJSON(ctx, d.FS, path, &v); err != nil {
 		if errors.Is(err, iofs.ErrNotExist) {
-			return false, nil
+			return nil, false, nil
 		}
-		return false, fmt.Errorf("relabel: reading %s: %w", path, err)
+		return nil, false, fmt.Errorf("relabel: reading %s: %w", path, err)
 	}
-	return true, nil
+	return &v, true, nil
+}
+
+// Dir is an output directory held under its lock (.relabel.lock) by one
+// run: the protocol above, for plain runs and directory lakes alike.
+type Dir struct {
+	FS blobio.FS
+	// Out is the directory.
+	Out string
+	// token names the run's temporary directory and its lock's owner.
+	token  string
+	unlock func()
+}
+
+// OpenDir makes the output directory out and takes its lock for the run
+// named by token (NewToken). Close releases it.
+func OpenDir(ctx context.Context, out, token string) (*Dir, error) {
+	fs, err := blobio.For(out)
+	if err != nil {
+		return nil, err
+	}
+	if err := fs.MkdirAll(ctx, out); err != nil {
+		return nil, fmt.Errorf("relabel: creating %s: %w", out, err)
+	}
+	unlock, err := lock(ctx, fs, out, token)
+	if err != nil {
+		return nil, err
+	}
+	return &Dir{FS: fs, Out: out, token: token, unlock: unlock}, nil
+}
+
+// Close releases the lock.
+func (d *Dir) Close() { d.unlock() }
+
+// Token names the run holding d.
+func (d *Dir) Token() string { return d.token }
+
+// CheckFree refuses, unless overwrite, to replace any of names (files a
+// run would commit) that exists in the output, but for those an
+// interrupted commit left (its journal names them: a rerun's to replace).
+// It first removes earlier runs' temporary directories (the lock is held:
+// no live run owns them).
+func (d *Dir) CheckFree(ctx context.Context, names []string, overwrite bool) error {
+	removeStaleTemps(ctx, d.FS, d.Out)
+	pending, err := pendingFiles(ctx, d.FS, d.Out)
+	if err != nil {
+		return err
+	}
+	if overwrite {
+		return nil
+	}
+	for _, name := range names {
+		out := blobio.Join(d.Out, name)
+		if pending[name] {
+			continue // left by an interrupted commit: ours to replace
+		}
+		if ok, err := d.FS.Exists(ctx, out); err != nil {
+			return err
+		} else if ok {
+			return fmt.Errorf("relabel: %s exists (pass --overwrite to replace it)", out)
+		}
+	}
+	return nil
+}
+
+// Temp makes the run's temporary directory inside the output.
+func (d *Dir) Temp(ctx context.Context) (string, error) {
+	tmp := blobio.Join(d.Out, tmpPrefix+d.token)
+	if err := d.FS.MkdirAll(ctx, tmp); err != nil {
+		return "", fmt.Errorf("relabel: creating %s: %w", tmp, err)
+	}
+	return tmp, nil
+}
+
+// Publish writes sum as tmp's summary.json and commits files (names in tmp)
+// and it into the output.
+func (d *Dir) Publish(ctx context.Context, tmp string, files []string, sum *Summary) error {
+	b, err := EncodeSummary(sum)
+	if err != nil {
+		return err
+	}
+	if err := blobio.WriteFile(ctx, d.FS, blobio.Join(tmp, SummaryName), b); err != nil {
+		return err
+	}
+	return commit(ctx, d.FS, tmp, d.Out, files, d.token)
+}
+
+// RemoveTemp deletes a temporary directory's known files (names, their
+// reports, the summary and journal) and the directory: a store without
+// directories (gs://) has no recursive removal, so what a run may have
+// written there is named.
+func RemoveTemp(ctx context.Context, fs blobio.FS, tmp string, names []string) {
+	for _, name := range names {
+		fs.Remove(ctx, blobio.Join(tmp, name))
+		fs.Remove(ctx, blobio.Join(tmp, name+ReportSuffix))
+	}
+	fs.Remove(ctx, blobio.Join(tmp, SummaryName))
+	fs.Remove(ctx, blobio.Join(tmp, journalName))
+	fs.Remove(ctx, tmp)
+}
+
+// NewToken names a run's temporary directory (not an input to any output
+// byte), and a table run's directory.
+func NewToken() string {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err)
+	}
+	return hex.EncodeToString(b[:])
+}
+
+func readJSON(ctx context.Context, fs blobio.FS, path string, v any) error {
+	b, err := blobio.ReadFile(ctx, fs, path)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, v)
 }

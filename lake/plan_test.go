@@ -11,9 +11,8 @@ import (
 	"github.com/relabel/relabel/io/icebergio"
 	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/io/shardio"
+	"github.com/relabel/relabel/job"
 	"github.com/relabel/relabel/options"
-	"github.com/relabel/relabel/pipelines"
-	"github.com/relabel/relabel/pipelines/stages"
 )
 
 // TestIncrementalCalibration: an incremental run with --temperature auto
@@ -22,16 +21,16 @@ import (
 // none is refused naming --incremental; a fixed temperature is used as
 // given.
 func TestIncrementalCalibration(t *testing.T) {
-	p := &pipelines.Plan{Options: options.Defaults()}
+	p := &job.Job{Options: options.Defaults()}
 	opts := map[string]string{}
-	cal, err := calibration(p, map[string]string{stages.MetaCalibratedTemperature: "0.3125"}, opts)
+	cal, err := calibration(p, map[string]string{resultio.MetaCalibratedTemperature: "0.3125"}, opts)
 	if err != nil || cal.Auto || cal.Temperature != 0.3125 {
 		t.Fatalf("kept calibration %+v (%v), want temperature 0.3125", cal, err)
 	}
-	if opts[stages.MetaCalibratedTemperature] != "0.3125" {
-		t.Errorf("recorded %q, want 0.3125", opts[stages.MetaCalibratedTemperature])
+	if opts[resultio.MetaCalibratedTemperature] != "0.3125" {
+		t.Errorf("recorded %q, want 0.3125", opts[resultio.MetaCalibratedTemperature])
 	}
-	for _, last := range []map[string]string{{}, {stages.MetaCalibratedTemperature: "x"}, {stages.MetaCalibratedTemperature: "0"}} {
+	for _, last := range []map[string]string{{}, {resultio.MetaCalibratedTemperature: "x"}, {resultio.MetaCalibratedTemperature: "0"}} {
 		_, err := calibration(p, last, map[string]string{})
 		var oe *options.Error
 		if !errors.As(err, &oe) || oe.Flag != "incremental" {
@@ -40,8 +39,8 @@ func TestIncrementalCalibration(t *testing.T) {
 	}
 	p.Options.Temperature = options.Some(0.4)
 	cal, err = calibration(p, map[string]string{}, opts)
-	if err != nil || cal.Temperature != 0.4 || opts[stages.MetaCalibratedTemperature] != "0.4" {
-		t.Errorf("fixed temperature: %+v (%v), recorded %q", cal, err, opts[stages.MetaCalibratedTemperature])
+	if err != nil || cal.Temperature != 0.4 || opts[resultio.MetaCalibratedTemperature] != "0.4" {
+		t.Errorf("fixed temperature: %+v (%v), recorded %q", cal, err, opts[resultio.MetaCalibratedTemperature])
 	}
 }
 
@@ -93,7 +92,7 @@ func TestPlanDir(t *testing.T) {
 // from the stored run's is a full one, naming the option and both values;
 // the same options are not.
 func TestOptionsChanged(t *testing.T) {
-	p := &pipelines.Plan{Options: options.Defaults(), C: 3}
+	p := &job.Job{Options: options.Defaults(), C: 3}
 	last := p.Recorded()
 	if why := optionsChanged(last, p.Recorded()); why != "" {
 		t.Fatalf("the same options: %q", why)
@@ -109,9 +108,9 @@ func TestOptionsChanged(t *testing.T) {
 // input that moved while planned is refused; otherwise the appended files' rows are new and the last
 // run's fitted temperature is kept.
 func TestPlanTableRun(t *testing.T) {
-	p := &pipelines.Plan{Options: options.Defaults(), C: 3}
+	p := &job.Job{Options: options.Defaults(), C: 3}
 	last := icebergio.Run{InputTable: "ns.in", InputSnapshotID: 7, Options: p.Recorded()}
-	last.Options[stages.MetaCalibratedTemperature] = "0.5"
+	last.Options[resultio.MetaCalibratedTemperature] = "0.5"
 	full := &icebergio.InputPlan{Table: "ns.in", SnapshotID: 9}
 	app := &icebergio.InputPlan{Table: "ns.in", SnapshotID: 9, Tasks: []icebergio.Task{{Path: "file:///w/a.parquet"}, {Path: "/w/b.parquet"}}}
 
@@ -131,8 +130,8 @@ func TestPlanTableRun(t *testing.T) {
 	if !maps.Equal(tp.newPath, want) || tp.lake.NothingNew || tp.lake.InputSnapshot != 9 || tp.lake.OutputTable != "ns.out" {
 		t.Errorf("appended files: new %v, lake %+v; want %v covering snapshot 9", tp.newPath, tp.lake, want)
 	}
-	if tp.cal.Temperature != 0.5 || opts[stages.MetaCalibratedTemperature] != "0.5" {
-		t.Errorf("calibration %+v, recorded %q; want the last run's 0.5 kept", tp.cal, opts[stages.MetaCalibratedTemperature])
+	if tp.cal.Temperature != 0.5 || opts[resultio.MetaCalibratedTemperature] != "0.5" {
+		t.Errorf("calibration %+v, recorded %q; want the last run's 0.5 kept", tp.cal, opts[resultio.MetaCalibratedTemperature])
 	}
 }
 

@@ -6,9 +6,9 @@ import (
 	"github.com/relabel/relabel/io/blobio"
 	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/io/shardio"
-	"github.com/relabel/relabel/pipelines"
-	"github.com/relabel/relabel/pipelines/stages"
+	"github.com/relabel/relabel/job"
 	"github.com/relabel/relabel/schemas"
+	"github.com/relabel/relabel/transforms/mixture"
 )
 
 // Writing an incremental run's output files: the rows' final states (the
@@ -47,7 +47,7 @@ type dirFile struct {
 
 // write writes f's rows to f.path as Parquet (an Iceberg data file) and
 // counts what it adds to the summary.
-func (f *outFile) write(ctx context.Context, fs blobio.FS, d *incData, u *update, cal stages.Calibration, plan *pipelines.Plan, meta map[string]string) error {
+func (f *outFile) write(ctx context.Context, fs blobio.FS, d *incData, u *update, cal resultio.Calibration, plan *job.Job, meta map[string]string) error {
 	c := cleanedOf(d, f.rows, u, cal)
 	for j, i := range f.rows {
 		if !f.count(i) {
@@ -76,35 +76,35 @@ func (f *outFile) addTo(sum *resultio.Summary) {
 // cleanedOf makes the output rows of rows (in that order) from their final
 // states (u). The packed states are sized first: grown by appending, their
 // copies were most of the time spent here on a 1M-row output file.
-func cleanedOf(d *incData, rows []int, u *update, cal stages.Calibration) *schemas.Cleaned {
-	it := stages.Items{IDKind: d.idKind, Multi: d.multi, LabelOff: make([]int32, 1, len(rows)+1)}
+func cleanedOf(d *incData, rows []int, u *update, cal resultio.Calibration) *schemas.Cleaned {
+	c := &schemas.Cleaned{IDKind: d.idKind, Multi: d.multi, LabelOff: make([]int32, 1, len(rows)+1)}
 	var classes, cats, labels int
 	for _, i := range rows {
-		c, r := u.packedLen(i)
-		classes, cats, labels = classes+c, cats+r, labels+int(d.off[i+1]-d.off[i])
+		n, r := u.packedLen(i)
+		classes, cats, labels = classes+n, cats+r, labels+int(d.off[i+1]-d.off[i])
 	}
-	it.IDs = make([]int64, 0, len(rows))
+	c.IDs = make([]int64, 0, len(rows))
 	if d.strIDs != nil {
-		it.StrIDs = make([]string, 0, len(rows))
+		c.StrIDs = make([]string, 0, len(rows))
 	}
-	it.Labels = make([]int32, 0, labels)
-	ss := &it.State
+	c.Labels = make([]int32, 0, labels)
+	var ss mixture.States
 	ss.ItemOff = make([]int32, 1, len(rows)+1)
 	ss.Class, ss.Pi, ss.Rem = make([]int32, 0, classes), make([]float32, 0, classes), make([]float32, 0, classes)
 	ss.RowOff = make([]int32, 1, classes+1)
 	ss.Cat, ss.P = make([]int32, 0, cats), make([]float32, 0, cats)
 	var buf []float32
 	for _, i := range rows {
-		it.IDs = append(it.IDs, d.keys[i])
+		c.IDs = append(c.IDs, d.keys[i])
 		if d.strIDs != nil {
-			it.StrIDs = append(it.StrIDs, d.strIDs[i])
+			c.StrIDs = append(c.StrIDs, d.strIDs[i])
 		}
-		it.Labels = append(it.Labels, d.labelsOf(i)...)
-		it.LabelOff = append(it.LabelOff, int32(len(it.Labels)))
-		buf = u.appendState(ss, i, buf)
+		c.Labels = append(c.Labels, d.labelsOf(i)...)
+		c.LabelOff = append(c.LabelOff, int32(len(c.Labels)))
+		buf = u.appendState(&ss, i, buf)
 	}
-	c := stages.ToCleaned(&it, cal)
-	return &c
+	cal.Fill(c, &ss)
+	return c
 }
 
 // storedTrans is a shard report's Trans from its stored posteriors p (rows

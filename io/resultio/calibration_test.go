@@ -1,4 +1,4 @@
-package stages
+package resultio
 
 import (
 	"math"
