@@ -54,26 +54,32 @@ type llcWork struct {
 // llcPool holds the workspaces of finished Code calls. Their device memory
 // lives as long as the process (one per concurrent caller at most), which is
 // what a worker that codes batch after batch wants.
-var llcPool struct {
+var llcPool freeList[llcWork]
+
+// freeList holds finished calls' workspaces for the next call to reuse
+// (their device buffers with them): the last one put back is taken first.
+type freeList[T any] struct {
 	sync.Mutex
-	free []*llcWork
+	free []*T
 }
 
-func getWork() *llcWork {
-	llcPool.Lock()
-	defer llcPool.Unlock()
-	if n := len(llcPool.free); n > 0 {
-		w := llcPool.free[n-1]
-		llcPool.free = llcPool.free[:n-1]
+// get takes a workspace, a new one where none is free.
+func (l *freeList[T]) get() *T {
+	l.Lock()
+	defer l.Unlock()
+	if n := len(l.free); n > 0 {
+		w := l.free[n-1]
+		l.free = l.free[:n-1]
 		return w
 	}
-	return new(llcWork)
+	return new(T)
 }
 
-func putWork(w *llcWork) {
-	llcPool.Lock()
-	defer llcPool.Unlock()
-	llcPool.free = append(llcPool.free, w)
+// put returns w for a later get.
+func (l *freeList[T]) put(w *T) {
+	l.Lock()
+	defer l.Unlock()
+	l.free = append(l.free, w)
 }
 
 func (w *llcWork) held() int64 {
@@ -112,8 +118,8 @@ func (c Coder) Code(dst []float64, b llc.Batch, p llc.Params) error {
 	if err != nil {
 		return err
 	}
-	w := getWork()
-	defer putWork(w)
+	w := llcPool.get()
+	defer llcPool.put(w)
 
 	lens := b.Len
 	if lens == nil {

@@ -7,7 +7,6 @@ import (
 	"math"
 	"runtime"
 	"sort"
-	"sync"
 
 	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/mixture"
@@ -48,27 +47,7 @@ type roundsWork struct {
 	ws, wi, outN, ocls, opi, orem, olen, ocat, op buffer
 }
 
-var roundsPool struct {
-	sync.Mutex
-	free []*roundsWork
-}
-
-func getRoundsWork() *roundsWork {
-	roundsPool.Lock()
-	defer roundsPool.Unlock()
-	if n := len(roundsPool.free); n > 0 {
-		w := roundsPool.free[n-1]
-		roundsPool.free = roundsPool.free[:n-1]
-		return w
-	}
-	return new(roundsWork)
-}
-
-func putRoundsWork(w *roundsWork) {
-	roundsPool.Lock()
-	defer roundsPool.Unlock()
-	roundsPool.free = append(roundsPool.free, w)
-}
+var roundsPool freeList[roundsWork]
 
 func (w *roundsWork) buffers() []*buffer {
 	return []*buffer{&w.sItemOff, &w.sCls, &w.sPi, &w.sRem, &w.sRowOff, &w.sCat, &w.sP,
@@ -232,8 +211,8 @@ func (g Rounds) each(b engine.Batch, run []int32, r int, p *mixture.Params, em b
 	if err != nil {
 		return err
 	}
-	w := getRoundsWork()
-	defer putRoundsWork(w)
+	w := roundsPool.get()
+	defer roundsPool.put(w)
 	w.flat.Reset()
 	b.FlattenOn(&w.flat, run, p, 0)
 	w.layout(p)

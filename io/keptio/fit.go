@@ -325,6 +325,12 @@ func DecodeFitFile(b []byte) (*Fit, error) {
 
 // ReadFitFile reads the fit file at path.
 func ReadFitFile(ctx context.Context, path string) (*Fit, error) {
+	return readFile(ctx, path, DecodeFitFile)
+}
+
+// readFile reads the file at path whole and decodes it, a decoding error
+// naming the path.
+func readFile[T any](ctx context.Context, path string, decode func([]byte) (*T, error)) (*T, error) {
 	fs, err := blobio.For(path)
 	if err != nil {
 		return nil, err
@@ -333,9 +339,9 @@ func ReadFitFile(ctx context.Context, path string) (*Fit, error) {
 	if err != nil {
 		return nil, err
 	}
-	k, err := DecodeFitFile(b)
+	v, err := decode(b)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return k, nil
+	return v, nil
 }

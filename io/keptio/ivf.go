@@ -157,19 +157,7 @@ func DecodeIVF(b []byte) (*IVF, error) {
 
 // ReadIVF reads the ivf file at path.
 func ReadIVF(ctx context.Context, path string) (*IVF, error) {
-	fs, err := blobio.For(path)
-	if err != nil {
-		return nil, err
-	}
-	b, err := blobio.ReadFile(ctx, fs, path)
-	if err != nil {
-		return nil, err
-	}
-	s, err := DecodeIVF(b)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return s, nil
+	return readFile(ctx, path, DecodeIVF)
 }
 
 // IVFFileName is the ivf file's name in a table run's directory.
