@@ -142,6 +142,20 @@ DEVICE int comp_from(const double *cum, int m, int j, double u)
 	return j;
 }
 
+// sort_ints sorts a[0..n) ascending in place (insertion sort: n is an
+// item's few draws or classes).
+DEVICE void sort_ints(int *a, int n)
+{
+	for (int i = 1; i < n; i++) {
+		int x = a[i], j = i;
+		while (j > 0 && a[j - 1] > x) {
+			a[j] = a[j - 1];
+			j--;
+		}
+		a[j] = x;
+	}
+}
+
 // binom_step is the binomial table's ratio pmf(d+1)/pmf(d), as build writes it.
 DEVICE double binom_step(i64 n, int d, double q, double p)
 {
@@ -319,14 +333,7 @@ KERNEL void LAUNCH_BOUNDS(ROUNDS_THREADS) rounds_sample(
 		}
 		// The vector: sorted distinct categories with counts, the split
 		// entry's N - miss trials merged in (Sampler.vector).
-		for (int a = 1; a < nd; a++) {
-			int x = draw[a], b = a;
-			while (b > 0 && draw[b - 1] > x) {
-				draw[b] = draw[b - 1];
-				b--;
-			}
-			draw[b] = x;
-		}
+		sort_ints(draw, nd);
 		int len = 0;
 		int topCat = (split >= 0 && N - miss > 0) ? rcat[r0 + split] : -1;
 		int k = (int)(N - miss);
@@ -533,14 +540,7 @@ KERNEL void LAUNCH_BOUNDS(ROUNDS_THREADS) rounds_em(
 				classes[n++] = classes[i];
 		m = n;
 	}
-	for (int i = 1; i < m; i++) {
-		int x = classes[i], j = i;
-		while (j > 0 && classes[j - 1] > x) {
-			classes[j] = classes[j - 1];
-			j--;
-		}
-		classes[j] = x;
-	}
+	sort_ints(classes, m);
 
 	// Observe: local category indices in order of first occurrence.
 	const int *vcat = cat + t * L * N, *vcnt = cnt + t * L * N, *voff = off + t * (L + 1), *vw = w + t * L;
