@@ -76,13 +76,7 @@ func RunRound(b Batch, r, workers int, scratch *pool.Scratch[RoundScratch], p *m
 			// run next round, is the same in process and in a pipeline.
 			w.Dst.Quantize()
 			if track {
-				// A move over the tolerance was announced (it made this
-				// item and its neighbours run): count afresh from here.
-				prev := b.Own.MovedOf(i)
-				if prev > tol {
-					prev = 0
-				}
-				moved[i] = prev + float32(mixture.Distance(&w.Own, &w.Dst, p.C))
+				moved[i] = movedAfter(b.Own, i, tol, &w.Own, &w.Dst, p.C)
 			}
 			part.Append(&w.Dst)
 			ran[c]++
@@ -111,4 +105,18 @@ func (b *Batch) active(i int, tol float32) bool {
 		}
 	}
 	return false
+}
+
+// movedAfter is item i's accumulated move once its state went from own to
+// dst: the distance added to what it had moved since it last ran its
+// neighbours. A move over the tolerance was announced (it made this item and
+// its neighbours run), so the count starts afresh from there. Every backend
+// packs the same value, so which items run next round is the same in
+// process, in a pipeline and on a device.
+func movedAfter(ss *mixture.States, i int, tol float32, own, dst *mixture.State, c int) float32 {
+	prev := ss.MovedOf(i)
+	if prev > tol {
+		prev = 0
+	}
+	return prev + float32(mixture.Distance(own, dst, c))
 }

@@ -203,11 +203,7 @@ func (b *Batch) Collect(run []int32, p *mixture.Params, workers int, next func(t
 			}
 			w.dst.Quantize()
 			if track {
-				prev := b.Own.MovedOf(i)
-				if prev > tol {
-					prev = 0
-				}
-				moved[i] = prev + float32(mixture.Distance(&w.own, &w.dst, p.C))
+				moved[i] = movedAfter(b.Own, i, tol, &w.own, &w.dst, p.C)
 			}
 			part.Append(&w.dst)
 			t++
