@@ -1,6 +1,8 @@
 package crowdstages
 
 import (
+	"reflect"
+
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
@@ -146,9 +148,9 @@ func choose(s beam.Scope, final, fm, vm beam.PCollection, p crowd.Params, withNe
 }
 
 func init() {
-	register.DoFn1x1[crowd.Stats, modelMsg](&voteFn{})
-	register.DoFn3x2[Batch, modelMsg, modelMsg, crowd.Evidence, error](&scoreFn{})
+	beam.RegisterDoFn(reflect.TypeOf((*voteFn)(nil)).Elem())
+	beam.RegisterDoFn(reflect.TypeOf((*scoreFn)(nil)).Elem())
 	register.Function2x1(mergeEvidence)
-	register.DoFn5x1[Batch, modelMsg, modelMsg, crowd.Evidence, func(Batch), error](&chosenFn{})
-	register.DoFn6x1[Batch, modelMsg, modelMsg, crowd.Evidence, candMsg, func(Batch), error](&chosenNbFn{})
+	beam.RegisterDoFn(reflect.TypeOf((*chosenFn)(nil)).Elem())
+	beam.RegisterDoFn(reflect.TypeOf((*chosenNbFn)(nil)).Elem())
 }

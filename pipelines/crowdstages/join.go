@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -365,17 +366,17 @@ func mergeNames(a, b Names) Names {
 var itemsJoined = beam.NewCounter("relabel", "crowd_items")
 
 func init() {
-	register.DoFn4x1[context.Context, int, func(*AnnRows) bool, func(Batch), error](&bucketBatchFn{})
+	beam.RegisterDoFn(reflect.TypeOf((*bucketBatchFn)(nil)).Elem())
 	register.Iter1[AnnRows]()
 	register.Emitter1[Batch]()
-	register.DoFn2x0[stages.Items, func(int, ItemRefs)](&itemRefsFn{})
+	beam.RegisterDoFn(reflect.TypeOf((*itemRefsFn)(nil)).Elem())
 	register.Emitter2[int, ItemRefs]()
-	register.DoFn4x1[int, func(*ItemRefs) bool, func(*AnnRows) bool, func(string, ItemAnns), error](&matchFn{})
+	beam.RegisterDoFn(reflect.TypeOf((*matchFn)(nil)).Elem())
 	register.Iter1[ItemRefs]()
 	register.Emitter2[string, ItemAnns]()
-	register.DoFn1x2[stages.Items, string, stages.Items](&keyItemsFn{})
-	register.DoFn5x1[context.Context, string, func(*stages.Items) bool, func(*ItemAnns) bool, func(Batch), error](&attachFn{})
+	beam.RegisterDoFn(reflect.TypeOf((*keyItemsFn)(nil)).Elem())
+	beam.RegisterDoFn(reflect.TypeOf((*attachFn)(nil)).Elem())
 	register.Iter1[stages.Items]()
 	register.Iter1[ItemAnns]()
-	register.Combiner2[Names, AnnRows](&namesFn{})
+	beam.RegisterDoFn(reflect.TypeOf((*namesFn)(nil)).Elem())
 }

@@ -5,7 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
@@ -140,7 +143,7 @@ func Summaries(m *crowd.Model, p crowd.Params, names Names) []annotio.AnnotatorR
 }
 
 func init() {
-	register.DoFn2x1[Batch, func(stages.Items), error](&toItemsFn{})
+	beam.RegisterDoFn(reflect.TypeOf((*toItemsFn)(nil)).Elem())
 	register.Emitter1[stages.Items]()
-	register.DoFn4x1[context.Context, modelMsg, Names, crowd.Evidence, error](&writeAnnotatorsFn{})
+	beam.RegisterDoFn(reflect.TypeOf((*writeAnnotatorsFn)(nil)).Elem())
 }

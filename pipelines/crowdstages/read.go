@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"reflect"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
@@ -132,7 +133,7 @@ func (f *itemAnnFn) ProcessElement(ctx context.Context, u shardio.Unit, emit fun
 var annotationsRead = beam.NewCounter("relabel", "annotations_read")
 
 func init() {
-	register.DoFn3x1[context.Context, annotio.Unit, func(int, AnnRows), error](&readAnnFn{})
-	register.DoFn3x1[context.Context, shardio.Unit, func(int, AnnRows), error](&itemAnnFn{})
+	beam.RegisterDoFn(reflect.TypeOf((*readAnnFn)(nil)).Elem())
+	beam.RegisterDoFn(reflect.TypeOf((*itemAnnFn)(nil)).Elem())
 	register.Emitter2[int, AnnRows]()
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"log"
+	"reflect"
 	"slices"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -202,12 +203,12 @@ func checkNeighbours(b Batch, cp *CandPosts) error {
 }
 
 func init() {
-	register.Combiner3[crowd.Stats, Batch, crowd.Stats](&statsFn{})
-	register.DoFn2x1[crowd.Stats, func(modelMsg), error](&estimateFn{})
+	beam.RegisterDoFn(reflect.TypeOf((*statsFn)(nil)).Elem())
+	beam.RegisterDoFn(reflect.TypeOf((*estimateFn)(nil)).Elem())
 	register.Emitter1[modelMsg]()
-	register.Combiner3[CandPosts, Batch, candMsg](&candPostsFn{})
-	register.DoFn3x1[Batch, modelMsg, func(Batch), error](&eStepFn{})
-	register.DoFn4x1[Batch, modelMsg, candMsg, func(Batch), error](&eStepNbFn{})
+	beam.RegisterDoFn(reflect.TypeOf((*candPostsFn)(nil)).Elem())
+	beam.RegisterDoFn(reflect.TypeOf((*eStepFn)(nil)).Elem())
+	beam.RegisterDoFn(reflect.TypeOf((*eStepNbFn)(nil)).Elem())
 }
 
 // rounds runs p.Iterations EM iterations over batches (PCollection<Batch>,

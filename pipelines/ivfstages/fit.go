@@ -5,8 +5,11 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strconv"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
@@ -195,13 +198,13 @@ func dupMessage(a string) string {
 }
 
 func init() {
-	register.Combiner3[ivf.Sample, schemas.Rows, ivf.Sample](&sampleFn{})
-	register.DoFn4x1[context.Context, ivf.Sample, stages.Stats, func(ivf.Model), error](&fitFn{})
+	beam.RegisterDoFn(reflect.TypeOf((*sampleFn)(nil)).Elem())
+	beam.RegisterDoFn(reflect.TypeOf((*fitFn)(nil)).Elem())
 	register.Emitter1[ivf.Model]()
-	register.DoFn2x0[schemas.Rows, func(int64, DupFrag)](&dupBucketFn{})
+	beam.RegisterDoFn(reflect.TypeOf((*dupBucketFn)(nil)).Elem())
 	register.Emitter2[int64, DupFrag]()
-	register.DoFn3x0[int64, func(*DupFrag) bool, func(string)](&dupCheckFn{})
+	beam.RegisterDoFn(reflect.TypeOf((*dupCheckFn)(nil)).Elem())
 	register.Iter1[DupFrag]()
 	register.Emitter1[string]()
-	register.Combiner1[string](&firstDupFn{})
+	beam.RegisterDoFn(reflect.TypeOf((*firstDupFn)(nil)).Elem())
 }

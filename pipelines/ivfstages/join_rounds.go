@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"sort"
 	"sync"
@@ -408,17 +409,17 @@ func (b *Block) batch(own *mixture.States, ext func(e int) (*mixture.States, int
 var itemRounds = beam.NewCounter("relabel", "item_rounds")
 
 func init() {
-	register.DoFn3x1[Block, func(int64, Block), func(int64, JoinMsg), error](&requestFn{})
+	beam.RegisterDoFn(reflect.TypeOf((*requestFn)(nil)).Elem())
 	register.Function2x1(waveOfBlock)
 	register.Function2x1(waveOfMsg)
 	register.Emitter2[int64, Block]()
 	register.Emitter2[int64, JoinMsg]()
-	register.DoFn6x1[int64, func(*Block) bool, func(*JoinMsg) bool, func(int64, Block), func(int64, JoinMsg), func(int64), error](&routeFn{})
-	register.DoFn7x1[context.Context, int64, func(*Block) bool, func(*JoinMsg) bool, func(int64, Block), func(int64, JoinMsg), func(int64), error](&joinRoundFn{})
-	register.DoFn7x1[context.Context, int64, func(*Block) bool, func(*JoinMsg) bool, func(int64, Block), func(int64, JoinMsg), func(int64), error](&overlapRoundFn{})
-	register.DoFn6x1[context.Context, int64, func(*Block) bool, func(*JoinMsg) bool, func(string, BatchItems), func(int64), error](&lastRoundFn{})
-	register.DoFn8x1[context.Context, int64, func(*Block) bool, func(*JoinMsg) bool, func(*int64) bool, func(int64, Block), func(int64, JoinMsg), func(int64), error](&orderedRoundFn{})
-	register.DoFn7x1[context.Context, int64, func(*Block) bool, func(*JoinMsg) bool, func(*int64) bool, func(string, BatchItems), func(int64), error](&orderedLastRoundFn{})
+	beam.RegisterDoFn(reflect.TypeOf((*routeFn)(nil)).Elem())
+	beam.RegisterDoFn(reflect.TypeOf((*joinRoundFn)(nil)).Elem())
+	beam.RegisterDoFn(reflect.TypeOf((*overlapRoundFn)(nil)).Elem())
+	beam.RegisterDoFn(reflect.TypeOf((*lastRoundFn)(nil)).Elem())
+	beam.RegisterDoFn(reflect.TypeOf((*orderedRoundFn)(nil)).Elem())
+	beam.RegisterDoFn(reflect.TypeOf((*orderedLastRoundFn)(nil)).Elem())
 	register.Iter1[Block]()
 	register.Iter1[JoinMsg]()
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"reflect"
 	"runtime/debug"
 	"slices"
 	"sync"
@@ -397,5 +398,5 @@ func locate(bs []Block, workers int) ([][]extLoc, error) {
 
 func init() {
 	register.Function1x2(oneKey)
-	register.DoFn4x1[context.Context, int64, func(*Block) bool, func(string, BatchItems), error](&localRoundsFn{})
+	beam.RegisterDoFn(reflect.TypeOf((*localRoundsFn)(nil)).Elem())
 }

@@ -2,6 +2,7 @@ package ivfstages
 
 import (
 	"fmt"
+	"reflect"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
@@ -148,7 +149,7 @@ type afterModelFn struct{}
 func (afterModelFn) ProcessElement(u shardio.Unit, _ ivf.Model, emit func(shardio.Unit)) { emit(u) }
 
 func init() {
-	register.DoFn3x0[shardio.Unit, ivf.Model, func(shardio.Unit)](&afterModelFn{})
+	beam.RegisterDoFn(reflect.TypeOf((*afterModelFn)(nil)).Elem())
 	register.Emitter1[shardio.Unit]()
 }
 

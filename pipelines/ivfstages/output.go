@@ -4,8 +4,11 @@ import (
 	"cmp"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strconv"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
@@ -154,8 +157,8 @@ func (rebatchFn) ProcessElement(key string, iter func(*BatchItems) bool, emit fu
 }
 
 func init() {
-	register.DoFn2x1[Block, func(string, BatchItems), error](&unblockFn{})
+	beam.RegisterDoFn(reflect.TypeOf((*unblockFn)(nil)).Elem())
 	register.Emitter2[string, BatchItems]()
-	register.DoFn3x1[string, func(*BatchItems) bool, func(stages.Items), error](&rebatchFn{})
+	beam.RegisterDoFn(reflect.TypeOf((*rebatchFn)(nil)).Elem())
 	register.Iter1[BatchItems]()
 }

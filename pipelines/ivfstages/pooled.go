@@ -2,6 +2,7 @@ package ivfstages
 
 import (
 	"fmt"
+	"reflect"
 	"strconv"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -235,13 +236,13 @@ func (f *pooledStartFn) ProcessElement(key int64, blocks func(*Block) bool, mode
 }
 
 func init() {
-	register.Combiner2[stages.PooledGather, Block](&pooledGatherFn{})
+	beam.RegisterDoFn(reflect.TypeOf((*pooledGatherFn)(nil)).Elem())
 	register.Function1x2(keyBlock)
 	register.Function1x2(blockKeyAtZero)
 	register.Function1x2(modelAtZero)
-	register.DoFn4x1[int, func(*int64) bool, func(*stages.PooledModel) bool, func(int64, stages.PooledModel), error](&pooledToBlocksFn{})
+	beam.RegisterDoFn(reflect.TypeOf((*pooledToBlocksFn)(nil)).Elem())
 	register.Emitter2[int64, stages.PooledModel]()
-	register.DoFn4x1[int64, func(*Block) bool, func(*stages.PooledModel) bool, func(Block), error](&pooledStartFn{})
+	beam.RegisterDoFn(reflect.TypeOf((*pooledStartFn)(nil)).Elem())
 	register.Iter1[stages.PooledModel]()
 }
 

@@ -6,9 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"runtime"
 	"slices"
 	"sort"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
@@ -460,13 +463,13 @@ func search64(s []int64, x int64) int {
 }
 
 func init() {
-	register.DoFn5x1[context.Context, schemas.Rows, stages.Stats, ivf.Model, func(Probed), error](&probeFn{})
+	beam.RegisterDoFn(reflect.TypeOf((*probeFn)(nil)).Elem())
 	register.Emitter1[Probed]()
-	register.DoFn5x1[Probed, ivf.Model, string, func(*int64) bool, func(int64, Part), error](&emitFn{})
+	beam.RegisterDoFn(reflect.TypeOf((*emitFn)(nil)).Elem())
 	register.Iter1[int64]()
 	register.Emitter2[int64, Part]()
-	register.DoFn5x1[context.Context, int64, func(*Part) bool, func(Block), func(int64), error](&searchFn{})
-	register.DoFn2x0[ivf.Model, func(int64)](&modelTokenFn{})
+	beam.RegisterDoFn(reflect.TypeOf((*searchFn)(nil)).Elem())
+	beam.RegisterDoFn(reflect.TypeOf((*modelTokenFn)(nil)).Elem())
 	register.Emitter1[int64]()
 	register.Iter1[Part]()
 	register.Emitter1[Block]()

@@ -4,10 +4,10 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"reflect"
 	"slices"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
 	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/transforms/engine"
@@ -109,7 +109,7 @@ func (f *givenFn) ProcessElement(ctx context.Context, _ int, items func(*Items) 
 }
 
 func init() {
-	register.DoFn5x1[context.Context, int, func(*Items) bool, func(*CandStates) bool, func(Items), error](&givenFn{})
+	beam.RegisterDoFn(reflect.TypeOf((*givenFn)(nil)).Elem())
 }
 
 // GivenParams configures Given.

@@ -2,9 +2,9 @@ package stages
 
 import (
 	"context"
+	"reflect"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
 	"github.com/relabel/relabel/io/keptio"
 	"github.com/relabel/relabel/transforms/head"
@@ -46,7 +46,7 @@ func (f *keepPooledFn) ProcessElement(ctx context.Context, m PooledModel) error 
 }
 
 func init() {
-	register.DoFn2x1[context.Context, PooledModel, error](&keepPooledFn{})
+	beam.RegisterDoFn(reflect.TypeOf((*keepPooledFn)(nil)).Elem())
 }
 
 // KeepPooled writes the pooled fit's outcome (pooled: RoundsPooled's or

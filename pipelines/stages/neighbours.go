@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -172,10 +173,10 @@ func (f *neighboursFn) ProcessElement(ctx context.Context, r schemas.Rows, st St
 }
 
 func init() {
-	register.DoFn3x1[schemas.Rows, Stats, func(Candidates), error](&candRowsFn{})
+	beam.RegisterDoFn(reflect.TypeOf((*candRowsFn)(nil)).Elem())
 	register.Emitter1[Candidates]()
-	register.Combiner1[Candidates](&candidatesFn{})
-	register.DoFn5x1[context.Context, schemas.Rows, Stats, Candidates, func(Items), error](&neighboursFn{})
+	beam.RegisterDoFn(reflect.TypeOf((*candidatesFn)(nil)).Elem())
+	beam.RegisterDoFn(reflect.TypeOf((*neighboursFn)(nil)).Elem())
 	register.Emitter1[Items]()
 }
 

@@ -2,6 +2,7 @@ package stages
 
 import (
 	"context"
+	"reflect"
 	"strconv"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -106,8 +107,8 @@ var (
 )
 
 func init() {
-	register.DoFn2x2[Items, func(*mixture.CalibrationStats) bool, string, schemas.Cleaned](&keyByShardFn{})
-	register.DoFn4x1[context.Context, string, func(*schemas.Cleaned) bool, func(*mixture.CalibrationStats) bool, error](&writeFn{})
+	beam.RegisterDoFn(reflect.TypeOf((*keyByShardFn)(nil)).Elem())
+	beam.RegisterDoFn(reflect.TypeOf((*writeFn)(nil)).Elem())
 	register.Iter1[schemas.Cleaned]()
 	register.Iter1[mixture.CalibrationStats]()
 	register.Function2x1(calStatsFn)

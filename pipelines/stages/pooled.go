@@ -368,9 +368,9 @@ func PooledTransitionOnly(m PooledModel) PooledModel {
 }
 
 func init() {
-	register.Combiner2[PooledGather, Items](&pooledGatherFn{})
-	register.DoFn3x1[context.Context, PooledGather, func(PooledModel), error](&pooledFitFn{})
-	register.DoFn4x1[int, func(*Items) bool, func(*PooledModel) bool, func(Items), error](&pooledStartFn{})
+	beam.RegisterDoFn(reflect.TypeOf((*pooledGatherFn)(nil)).Elem())
+	beam.RegisterDoFn(reflect.TypeOf((*pooledFitFn)(nil)).Elem())
+	beam.RegisterDoFn(reflect.TypeOf((*pooledStartFn)(nil)).Elem())
 	register.Function1x2(keyPooledModel)
 	register.Function1x1(PooledTransitionOnly)
 	register.Emitter1[PooledModel]()

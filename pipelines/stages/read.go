@@ -2,6 +2,7 @@ package stages
 
 import (
 	"context"
+	"reflect"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
@@ -41,7 +42,7 @@ func (f *readFn) ProcessElement(ctx context.Context, u shardio.Unit, emit func(s
 var rowsRead = beam.NewCounter("relabel", "rows_read")
 
 func init() {
-	register.DoFn3x1[context.Context, shardio.Unit, func(schemas.Rows), error](&readFn{})
+	beam.RegisterDoFn(reflect.TypeOf((*readFn)(nil)).Elem())
 	register.Emitter1[schemas.Rows]()
 }
 

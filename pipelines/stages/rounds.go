@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -66,7 +67,7 @@ func (candStatesFn) ExtractOutput(a CandStates) CandStates {
 var itemRounds = beam.NewCounter("relabel", "item_rounds")
 
 func init() {
-	register.Combiner2[CandStates, Items](&candStatesFn{})
+	beam.RegisterDoFn(reflect.TypeOf((*candStatesFn)(nil)).Elem())
 	register.Function1x2(keyItems)
 	register.Function1x2(keyCandStates)
 	register.Iter1[Items]()

@@ -3,8 +3,9 @@ package stages
 import (
 	"context"
 	"fmt"
+	"reflect"
 
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 
 	"github.com/relabel/relabel/internal/pool"
 	"github.com/relabel/relabel/internal/progress"
@@ -201,6 +202,6 @@ func (f *roundsFn) batch(ctx context.Context, r int, bt *Items, cs *CandStates, 
 }
 
 func init() {
-	register.DoFn4x1[context.Context, int, func(*Items) bool, func(Items), error](&roundsFn{})
-	register.DoFn5x1[context.Context, int, func(*Items) bool, func(*Candidates) bool, func(Items), error](&headRoundsFn{})
+	beam.RegisterDoFn(reflect.TypeOf((*roundsFn)(nil)).Elem())
+	beam.RegisterDoFn(reflect.TypeOf((*headRoundsFn)(nil)).Elem())
 }

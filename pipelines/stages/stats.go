@@ -4,11 +4,11 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"sort"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
 	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/schemas"
@@ -250,8 +250,8 @@ func (momentsFn) MergeAccumulators(a, b Stats) Stats {
 func (momentsFn) ExtractOutput(a Stats) Stats { return (&statsFn{}).ExtractOutput(a) }
 
 func init() {
-	register.Combiner3[Stats, schemas.Rows, Stats](&statsFn{})
-	register.Combiner3[Stats, schemas.Rows, Stats](&momentsFn{})
+	beam.RegisterDoFn(reflect.TypeOf((*statsFn)(nil)).Elem())
+	beam.RegisterDoFn(reflect.TypeOf((*momentsFn)(nil)).Elem())
 }
 
 // StatsParams configures ComputeStats.
