@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"reflect"
 	"testing"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -151,8 +152,8 @@ func init() {
 	register.Function2x0(emitIDs)
 	register.Emitter1[int64]()
 	register.Emitter1[string]()
-	register.DoFn2x0[schemas.Cleaned, func(string)](&checkRowsFn{})
-	register.DoFn1x2[schemas.Cleaned, score, error](&scoreFn{})
+	beam.RegisterDoFn(reflect.TypeOf((*checkRowsFn)(nil)).Elem())
+	beam.RegisterDoFn(reflect.TypeOf((*scoreFn)(nil)).Elem())
 	register.Function2x1(addScores)
 	register.Function1x1(cleanerThanGiven)
 }

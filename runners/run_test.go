@@ -25,9 +25,9 @@ func TestMain(m *testing.M) { runnertest.Main(m) }
 
 func init() {
 	register.Function1x2[int, int, int](byResidue)
-	register.DoFn2x1[int, func(*int) bool, error](&writeFn{})
+	beam.RegisterDoFn(reflect.TypeOf((*writeFn)(nil)).Elem())
 	register.Iter1[int]()
-	register.DoFn2x1[context.Context, int, error](&sleepFn{})
+	beam.RegisterDoFn(reflect.TypeOf((*sleepFn)(nil)).Elem())
 }
 
 // byResidue keys n by n mod 3, so the pipeline shuffles.

@@ -1,11 +1,11 @@
 package crowdstages
 
 import (
+	"reflect"
+
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/passert"
-
-	"github.com/relabel/relabel/pipelines/stages"
 )
 
 func equals(s beam.Scope, got beam.PCollection, want []any) {
@@ -13,6 +13,6 @@ func equals(s beam.Scope, got beam.PCollection, want []any) {
 }
 
 func init() {
-	register.DoFn2x0[stages.Items, func(string)](&collectFn{})
+	beam.RegisterDoFn(reflect.TypeOf((*collectFn)(nil)).Elem())
 	register.Emitter1[string]()
 }

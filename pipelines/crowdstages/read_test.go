@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -13,7 +14,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 
 	"github.com/relabel/relabel/io/shardio"
@@ -81,7 +81,7 @@ func (annStringsFn) ProcessElement(_ int, a AnnRows, emit func(string)) {
 }
 
 func init() {
-	register.DoFn3x0[int, AnnRows, func(string)](&annStringsFn{})
+	beam.RegisterDoFn(reflect.TypeOf((*annStringsFn)(nil)).Elem())
 }
 
 // TestReadItemAnnotatorsMaxAbs: the annotators column's read checks the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -141,7 +142,7 @@ func (f *checkNeighboursFn) ProcessElement(it Items, emit func(string)) {
 }
 
 func init() {
-	register.DoFn2x0[Items, func(string)](&checkNeighboursFn{})
+	beam.RegisterDoFn(reflect.TypeOf((*checkNeighboursFn)(nil)).Elem())
 	register.Function1x1(itemCount)
 }
 

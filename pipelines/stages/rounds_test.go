@@ -3,6 +3,7 @@ package stages
 import (
 	"fmt"
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -62,7 +63,7 @@ func (f *checkPosteriorsFn) ProcessElement(it Items, emit func(string)) {
 func init() {
 	register.Function2x0(itemStates)
 	register.Emitter1[string]()
-	register.DoFn2x0[Items, func(string)](&checkPosteriorsFn{})
+	beam.RegisterDoFn(reflect.TypeOf((*checkPosteriorsFn)(nil)).Elem())
 }
 
 // TestRoundsDeterministic relabels 120 generated rows (4 classes, 20% noise)
