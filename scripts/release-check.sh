@@ -4,9 +4,10 @@
 # binary from GitHub, and Debian has none), validates .goreleaser.yaml, and
 # runs the snapshot build for this machine's target only (--single-target:
 # the four targets are the same pure-Go build cross-compiled; one proves the
-# config builds and the binary starts). Measured on the 2-core machine:
-# goreleaser's build 356 CPU-s, the snapshot build 490 CPU-s (a cold
-# CGO_ENABLED=0 -trimpath build: it shares nothing with the tests' cache).
+# config builds and the binary starts). Building goreleaser is most of its
+# cost (356 CPU-s on the 2-core machine); the snapshot build is a cold
+# CGO_ENABLED=0 -trimpath build that shares nothing with the tests' cache
+# (docs/BUILDING.md: a cold build's cost).
 #
 # Usage: scripts/release-check.sh [WORKDIR]   (default: a temporary directory)
 set -euo pipefail
