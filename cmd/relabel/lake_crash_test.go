@@ -94,6 +94,7 @@ func TestLakeDirCrash(t *testing.T) {
 	} {
 		for _, point := range c.points {
 			t.Run(fmt.Sprintf("run%d/%s", c.run, point), func(t *testing.T) {
+				t.Parallel() // its own directories; two runs at once overlap their start-up
 				in, out := t.TempDir(), filepath.Join(t.TempDir(), "out")
 				write(in, 0, 1)
 				if c.run == 0 {
@@ -197,6 +198,7 @@ func TestLakeTableCrash(t *testing.T) {
 	for _, run := range []int{0, 1} {
 		for _, point := range []string{"pipeline-done", "table-commit"} {
 			t.Run(fmt.Sprintf("run%d/%s", run, point), func(t *testing.T) {
+				t.Parallel() // its own directories; two runs at once overlap their start-up
 				uri := "sqlite://" + filepath.Join(t.TempDir(), "catalog.db")
 				appendTableRows(t, uri, lakeDays[0])
 				if run == 0 {

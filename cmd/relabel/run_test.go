@@ -225,6 +225,7 @@ func TestRunBadInput(t *testing.T) {
 			`relabel run: shardio: DIR/a.parquet: `},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // its own directories; two runs at once overlap their start-up
 			dir := t.TempDir()
 			tc.files(t, dir)
 			out := filepath.Join(t.TempDir(), "out")

@@ -180,6 +180,7 @@ func TestRunCrash(t *testing.T) {
 	shards := []string{"noisy-idn-0.4-part-0000.arrow", "noisy-idn-0.4-part-0001.arrow"}
 	for _, point := range []string{"locked", "pipeline-done", "commit-journal", "commit-unmarked", "commit-file-0", "commit-file-1", "commit-summary"} {
 		t.Run(point, func(t *testing.T) {
+			t.Parallel() // its own directories; two runs at once overlap their start-up
 			out, spill := filepath.Join(t.TempDir(), "out"), t.TempDir()
 			r := relabelEnv(t, map[string]string{faults.Env: point}, crashArgs(out, spill)...)
 			if r.code != -1 { // -1: killed by a signal
