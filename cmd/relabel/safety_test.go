@@ -45,16 +45,19 @@ func TestRunBadFlags(t *testing.T) {
 		{[]string{"--overwrite=maybe"}, "--overwrite"},
 	} {
 		name := strings.Join(tc.args, " ")
-		args := append([]string{"run", "--input", in, "--output", out}, tc.args...)
-		r := relabel(t, args...)
-		lines := errorLines(r.stderr)
-		if r.code != 2 || len(lines) == 0 || !strings.Contains(lines[0], tc.flag) {
-			t.Errorf("%s: exit %d, stderr %q; want 2 and a first line naming %s", name, r.code, tail(r.stderr, 400), tc.flag)
-		}
-		if _, err := os.Stat(out); err == nil {
-			t.Errorf("%s: output directory made by a run refused for bad usage", name)
-			os.RemoveAll(out)
-		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel() // each case its own output path; two at once overlap their start-up
+			out := filepath.Join(t.TempDir(), "out")
+			args := append([]string{"run", "--input", in, "--output", out}, tc.args...)
+			r := relabel(t, args...)
+			lines := errorLines(r.stderr)
+			if r.code != 2 || len(lines) == 0 || !strings.Contains(lines[0], tc.flag) {
+				t.Errorf("exit %d, stderr %q; want 2 and a first line naming %s", r.code, tail(r.stderr, 400), tc.flag)
+			}
+			if _, err := os.Stat(out); err == nil {
+				t.Errorf("output directory made by a run refused for bad usage")
+			}
+		})
 	}
 	// --input missing: exit 2 naming it.
 	r := relabel(t, "run", "--output", out)
