@@ -1,10 +1,10 @@
-package crowdquality
+package annotators
 
 import (
 	"strconv"
 
-	"github.com/relabel/relabel/internal/crowdquality/crowdset"
 	"github.com/relabel/relabel/options"
+	"github.com/relabel/relabel/quality/annotators/crowdset"
 	"github.com/relabel/relabel/transforms/crowd"
 	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/knn"

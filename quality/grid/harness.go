@@ -1,4 +1,4 @@
-package quality
+package grid
 
 import (
 	"bufio"
@@ -119,7 +119,7 @@ func DevGrid(dataDir string) ([]Cell, error) {
 	}
 	ents, err := os.ReadDir(dataDir)
 	if err != nil {
-		return nil, fmt.Errorf("quality: %w", err)
+		return nil, fmt.Errorf("grid: %w", err)
 	}
 	type ds struct {
 		name, dir string
@@ -178,7 +178,7 @@ func DevGrid(dataDir string) ([]Cell, error) {
 		}
 	}
 	if len(cells) == 0 {
-		return nil, fmt.Errorf("quality: no dataset folder with a clean.parquet in %s", dataDir)
+		return nil, fmt.Errorf("grid: no dataset folder with a clean.parquet in %s", dataDir)
 	}
 	return cells, nil
 }
@@ -243,7 +243,7 @@ func RunCellEngine(cell Cell, opts options.Options, tweak func(*engine.Options))
 	}
 	eo, err := opts.Engine(ds.c)
 	if err != nil {
-		return evaluate.Report{}, 0, fmt.Errorf("quality: %s: %w", cell.Name(), err)
+		return evaluate.Report{}, 0, fmt.Errorf("grid: %s: %w", cell.Name(), err)
 	}
 	if tweak != nil {
 		tweak(&eo)
@@ -266,7 +266,7 @@ func RunCellEngine(cell Cell, opts options.Options, tweak func(*engine.Options))
 	res, err := engine.Run(&engine.Data{Keys: ds.ids, D: ds.d, Features: ds.x, Labels: g.labels, LabelOff: g.off}, eo, engine.Backends{})
 	dt := time.Since(t0)
 	if err != nil {
-		return evaluate.Report{}, dt, fmt.Errorf("quality: %s: %w", cell.Name(), err)
+		return evaluate.Report{}, dt, fmt.Errorf("grid: %s: %w", cell.Name(), err)
 	}
 	if d := os.Getenv("RELABEL_CALDUMP"); d != "" {
 		caldump(filepath.Join(d, fmt.Sprintf("%s-mu%g.tsv", strings.ReplaceAll(cell.Name(), "/", "__"), opts.Mu)), ds.truth, g.single, &res.States)
@@ -284,7 +284,7 @@ func RunCellEngine(cell Cell, opts options.Options, tweak func(*engine.Options))
 	in.Baselines = []evaluate.Baseline{{Name: "knn", Labels: g.vote(ds)}, {Name: "cleanlab", Labels: g.cleanlab(ds)}}
 	rep, err := evaluate.Evaluate(in)
 	if err != nil {
-		return rep, dt, fmt.Errorf("quality: %s: %w", cell.Name(), err)
+		return rep, dt, fmt.Errorf("grid: %s: %w", cell.Name(), err)
 	}
 	return rep, dt, nil
 }

@@ -1,4 +1,4 @@
-package quality
+package grid
 
 import (
 	"bytes"
@@ -42,7 +42,7 @@ var (
 var defaultQualityOut = filepath.Join("..", "..", "docs", "QUALITY.md")
 
 // QualityCommand is the command docs/QUALITY.md says reproduces it.
-const QualityCommand = "go test ./internal/quality -quality -run Quality -timeout 4h -v   # or scripts/quality.sh"
+const QualityCommand = "go test ./quality/grid -quality -run Quality -timeout 4h -v   # or scripts/quality.sh"
 
 // TestQuality is the benchmark of issue 4: relabel with
 // options.Defaults() over every cell of DevGrid, written to
