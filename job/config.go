@@ -4,7 +4,9 @@ import (
 	"context"
 
 	"github.com/relabel/relabel/io/icebergio"
+	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/options"
+	"github.com/relabel/relabel/transforms/engine"
 )
 
 // Config is a run as given, before anything is scanned: its options, held
@@ -18,6 +20,22 @@ type Config struct{ opts options.Options }
 
 // NewConfig is the run of the options o (validated by Resolve).
 func NewConfig(o options.Options) Config { return Config{opts: o} }
+
+// Defaults is the run of relabel run's defaults (options.Defaults).
+func Defaults() Config { return NewConfig(options.Defaults()) }
+
+// Engine is the in-process engine's options for a run over classes
+// classes (options.Options.Engine): the values the stages get, for the
+// quality harnesses, which run the engine without scanning an input.
+func (c Config) Engine(classes int) (engine.Options, error) { return c.opts.Engine(classes) }
+
+// Calibration is how the run turns final states into output rows
+// (--temperature: unset fits it, Auto; --min-confidence), before the
+// given-label model and the annotators are known (Job.Calibration).
+func (c Config) Calibration() resultio.Calibration {
+	t := c.opts.Temperature
+	return resultio.Calibration{Temperature: t.V, Auto: !t.Set, MinConfidence: c.opts.MinConfidence}
+}
 
 // Lake is where a lake run reads and commits, and whether it relabels
 // only what is new.

@@ -248,12 +248,12 @@ func (p *Job) Calibration() resultio.Calibration {
 	if p.Crowd != nil {
 		return p.Crowd.calibration(&p.Options)
 	}
-	t := p.Options.Temperature
+	cal := NewConfig(p.Options).Calibration()
 	if p.Given == engine.GivenBayes {
 		// The given-label model's posteriors are probabilities already.
-		return resultio.Calibration{Temperature: 1, MinConfidence: p.Options.MinConfidence}
+		cal.Temperature, cal.Auto = 1, false
 	}
-	return resultio.Calibration{Temperature: t.V, Auto: !t.Set, MinConfidence: p.Options.MinConfidence}
+	return cal
 }
 
 // NeighbourParams is what both neighbour paths (stages.Neighbours, and
@@ -292,7 +292,7 @@ func (p *Job) Lake() Lake { return lakeOf(&p.Options) }
 func (p *Job) ModeFor(rows int64) string { return p.Options.NeighbourMode(rows) }
 
 // Engine is the in-process engine's options for the job's classes
-// (options.Options.Engine): what the lake's incremental rounds run with.
+// (Config.Engine): what the lake's incremental rounds run with.
 func (p *Job) Engine() (engine.Options, error) { return p.Options.Engine(p.C) }
 
 // SpillDir is where the run spills ("" or "none": nowhere).

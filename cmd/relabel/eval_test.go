@@ -13,7 +13,7 @@ import (
 
 	"github.com/relabel/relabel/io/blobio"
 	"github.com/relabel/relabel/io/shardio"
-	"github.com/relabel/relabel/options"
+	"github.com/relabel/relabel/job"
 	"github.com/relabel/relabel/quality/grid"
 	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/transforms/evaluate"
@@ -134,7 +134,7 @@ func TestEval(t *testing.T) {
 			t.Skipf("development data absent (%v): this test reads ../shared/data", err)
 		}
 		cell := grid.Cell{Dataset: "sklearn_digits", Dir: dir, Noise: "idn-0.4", File: filepath.Join(dir, "noisy-idn-0.4.parquet")}
-		h, _, err := grid.RunCell(cell, options.Defaults())
+		h, _, err := grid.RunCell(cell, job.Defaults())
 		if err != nil {
 			t.Fatal(err)
 		}

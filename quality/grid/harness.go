@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/relabel/relabel/io/resultio"
-	"github.com/relabel/relabel/options"
+	"github.com/relabel/relabel/job"
 	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/evaluate"
 	"github.com/relabel/relabel/transforms/mixture"
@@ -221,18 +221,18 @@ func Only(cells []Cell, names ...string) []Cell {
 	return out
 }
 
-// RunCell relabels cell's labels with opts (resolved for the data's class
-// count as relabel run resolves them: options.Options.Engine), in process with the CPU kernels, and evaluates the result against the truth
+// RunCell relabels cell's labels with cfg (resolved for the data's class
+// count as relabel run resolves them: job.Config.Engine), in process with the CPU kernels, and evaluates the result against the truth
 // with the kNN vote (VoteK, z-scored) as baseline "knn". It returns the
 // report and the time engine.Run took (loading and the baseline excluded:
 // both are cached across calls).
-func RunCell(cell Cell, opts options.Options) (evaluate.Report, time.Duration, error) {
-	return RunCellEngine(cell, opts, nil)
+func RunCell(cell Cell, cfg job.Config) (evaluate.Report, time.Duration, error) {
+	return RunCellEngine(cell, cfg, nil)
 }
 
 // RunCellEngine is RunCell with tweak (nil: none) applied to the resolved
 // engine options: for trying a model part that has no flag yet.
-func RunCellEngine(cell Cell, opts options.Options, tweak func(*engine.Options)) (evaluate.Report, time.Duration, error) {
+func RunCellEngine(cell Cell, cfg job.Config, tweak func(*engine.Options)) (evaluate.Report, time.Duration, error) {
 	ds, err := loadDataset(cell.Dir)
 	if err != nil {
 		return evaluate.Report{}, 0, err
@@ -241,7 +241,7 @@ func RunCellEngine(cell Cell, opts options.Options, tweak func(*engine.Options))
 	if err != nil {
 		return evaluate.Report{}, 0, err
 	}
-	eo, err := opts.Engine(ds.c)
+	eo, err := cfg.Engine(ds.c)
 	if err != nil {
 		return evaluate.Report{}, 0, fmt.Errorf("grid: %s: %w", cell.Name(), err)
 	}
@@ -269,9 +269,9 @@ func RunCellEngine(cell Cell, opts options.Options, tweak func(*engine.Options))
 		return evaluate.Report{}, dt, fmt.Errorf("grid: %s: %w", cell.Name(), err)
 	}
 	if d := os.Getenv("RELABEL_CALDUMP"); d != "" {
-		caldump(filepath.Join(d, fmt.Sprintf("%s-mu%g.tsv", strings.ReplaceAll(cell.Name(), "/", "__"), opts.Mu)), ds.truth, g.single, &res.States)
+		caldump(filepath.Join(d, fmt.Sprintf("%s-mu%g.tsv", strings.ReplaceAll(cell.Name(), "/", "__"), eo.Mixture.Mu)), ds.truth, g.single, &res.States)
 	}
-	cal := resultio.Calibration{Temperature: opts.Temperature.V, Auto: !opts.Temperature.Set, MinConfidence: opts.MinConfidence}
+	cal := cfg.Calibration()
 	if res.Given != nil {
 		// The given-label model's posteriors are probabilities already.
 		cal.Temperature, cal.Auto = 1, false
@@ -377,22 +377,21 @@ func (r Result) baseline(name string) float64 {
 	return nan
 }
 
-// Run runs every cell with opts, logging a line per cell to log (nil: none).
-func Run(cells []Cell, opts options.Options, log io.Writer) ([]Result, error) {
+// Run runs every cell with cfg, logging a line per cell to log (nil: none).
+func Run(cells []Cell, cfg job.Config, log io.Writer) ([]Result, error) {
 	if log == nil {
 		log = io.Discard
 	}
 	out := make([]Result, 0, len(cells))
 	for _, c := range cells {
-		rep, dt, err := RunCell(c, opts)
+		rep, dt, err := RunCell(c, cfg)
 		if err != nil {
 			return out, err
 		}
 		r := Result{Cell: c, Report: rep, Time: dt}
 		if c.Annotators() {
-			o := opts
-			o.Mu = 1
-			nf, _, err := RunCell(c, o)
+			// Mu 1: the items' neighbours out, their annotations alone.
+			nf, _, err := RunCellEngine(c, cfg, func(eo *engine.Options) { eo.Mixture.Mu = 1 })
 			if err != nil {
 				return out, err
 			}

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/relabel/relabel/options"
+	"github.com/relabel/relabel/job"
 	"github.com/relabel/relabel/transforms/evaluate"
 	"github.com/relabel/relabel/transforms/mixture"
 )
@@ -422,8 +422,8 @@ func WriteSection(path, section string) error {
 
 // Variant is one setting a sweep compares.
 type Variant struct {
-	Name    string
-	Options options.Options
+	Name   string
+	Config job.Config
 }
 
 // VariantResult is one variant's run over the cells.
@@ -471,7 +471,7 @@ func Sweep(w io.Writer, cells []Cell, variants []Variant) ([]VariantResult, erro
 	for _, v := range variants {
 		vr := VariantResult{Variant: v}
 		for _, c := range cells {
-			rep, dt, err := RunCell(c, v.Options)
+			rep, dt, err := RunCell(c, v.Config)
 			if err != nil {
 				return out, fmt.Errorf("grid: variant %s: %w", v.Name, err)
 			}
