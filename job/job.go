@@ -248,12 +248,12 @@ func (p *Job) Calibration() resultio.Calibration {
 	if p.Crowd != nil {
 		return p.Crowd.calibration(&p.Options)
 	}
-	t := p.Options.Temperature
+	cal := NewConfig(p.Options).Calibration()
 	if p.Given == engine.GivenBayes {
 		// The given-label model's posteriors are probabilities already.
-		return resultio.Calibration{Temperature: 1, MinConfidence: p.Options.MinConfidence}
+		cal.Temperature, cal.Auto = 1, false
 	}
-	return resultio.Calibration{Temperature: t.V, Auto: !t.Set, MinConfidence: p.Options.MinConfidence}
+	return cal
 }
 
 // NeighbourParams is what both neighbour paths (stages.Neighbours, and
@@ -266,6 +266,41 @@ func (p *Job) NeighbourParams() engine.NeighbourParams {
 		Weighting: o.Weighting, LLC: o.LLC(), Mixture: p.Mixture, Device: o.Device,
 	}
 }
+
+// The options as the later steps read them: the pipeline's stages and the
+// lake take these typed values, never the options themselves.
+
+// Input is the input as given (with --input-table, the snapshot read:
+// table@id); Output the output directory.
+func (p *Job) Input() string  { return p.Options.Input }
+func (p *Job) Output() string { return p.Options.Output }
+
+// Format is the output files' format (Parquet for an output table).
+func (p *Job) Format() shardio.Format { return p.Options.Format }
+
+// Seed seeds all sampling; Rounds is the number of rounds; K the
+// neighbours per item.
+func (p *Job) Seed() uint64 { return p.Options.Seed }
+func (p *Job) Rounds() int  { return p.Options.Rounds }
+func (p *Job) K() int       { return p.Options.K }
+
+// Lake is where the run reads and commits, and whether it is incremental.
+func (p *Job) Lake() Lake { return lakeOf(&p.Options) }
+
+// ModeFor is the neighbour mode the options give a run over rows rows (a
+// lake's incremental run, over another count than the job's).
+func (p *Job) ModeFor(rows int64) string { return p.Options.NeighbourMode(rows) }
+
+// Engine is the in-process engine's options for the job's classes
+// (Config.Engine): what the lake's incremental rounds run with.
+func (p *Job) Engine() (engine.Options, error) { return p.Options.Engine(p.C) }
+
+// SpillDir is where the run spills ("" or "none": nowhere).
+func (p *Job) SpillDir() string { return p.Options.SpillDir.Or("") }
+
+// LocalRoundsBytes bounds the size of ivf's rounds run in one stage
+// (--local-rounds-mib; LocalRounds).
+func (p *Job) LocalRoundsBytes() int64 { return int64(p.Options.LocalMiB) << 20 }
 
 // Recorded is what the run records of its options (summary.json, the
 // shards' metadata, a snapshot's properties): options.Record of the options

@@ -30,7 +30,7 @@ func planTableInput(ctx context.Context, cfg options.Options) (*Job, error) {
 		return nil, err
 	}
 	defer cat.Close()
-	p, _, err := ResolveTable(ctx, cfg, cat)
+	p, _, err := resolveTable(ctx, cfg, cat)
 	if err != nil {
 		os.RemoveAll(scratch)
 		return nil, err
@@ -39,13 +39,13 @@ func planTableInput(ctx context.Context, cfg options.Options) (*Job, error) {
 	return p, nil
 }
 
-// ResolveTable resolves a run over the input table's current snapshot: its
+// resolveTable resolves a run over the input table's current snapshot: its
 // data files become the shards (shardio.ScanPaths) and their units the
-// pipeline's units. The table lake (package lake) resolves its runs with
-// it, on the catalog it also commits through; the job's Input names the
-// snapshot. A run into an output table writes Parquet (Iceberg data files)
-// whatever --format says.
-func ResolveTable(ctx context.Context, cfg options.Options, cat *icebergio.Catalog) (*Job, *icebergio.InputPlan, error) {
+// pipeline's units. The table lake (package lake) resolves its runs with it
+// (Config.ResolveTable), on the catalog it also commits through; the job's
+// Input names the snapshot. A run into an output table writes Parquet
+// (Iceberg data files) whatever --format says.
+func resolveTable(ctx context.Context, cfg options.Options, cat *icebergio.Catalog) (*Job, *icebergio.InputPlan, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, err
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/job"
-	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/schemas"
 )
 
@@ -56,7 +55,7 @@ func coverage(ctx context.Context, plan *job.Job) ([]resultio.ManifestFile, erro
 		if err != nil {
 			return nil, fmt.Errorf("relabel: --incremental: %w", err)
 		}
-		m[i] = resultio.ManifestFile{Path: s.Path, Fingerprint: fp, Output: resultio.OutputName(s.Path, plan.Options.Format), Rows: max(s.Rows, 0)}
+		m[i] = resultio.ManifestFile{Path: s.Path, Fingerprint: fp, Output: resultio.OutputName(s.Path, plan.Format()), Rows: max(s.Rows, 0)}
 	}
 	return m, nil
 }
@@ -76,12 +75,12 @@ func fullLake(plan *job.Job, manifest []resultio.ManifestFile) *resultio.LakeSum
 // (updateDir); with no manifest to start from it is a full run (exec,
 // through job.Session.Full) that records one and keeps its rounds' fits
 // (fit.go).
-func RunDir(ctx context.Context, cfg options.Options, exec job.Execute) (*resultio.Summary, error) {
-	if !cfg.Lake.Incremental || cfg.Lake.OutputTable != "" {
+func RunDir(ctx context.Context, cfg job.Config, exec job.Execute) (*resultio.Summary, error) {
+	if l := cfg.Lake(); !l.Incremental || l.OutputTable != "" {
 		return nil, errors.New("relabel: lake.RunDir is for --incremental runs into an output directory")
 	}
 	t0 := time.Now()
-	plan, err := job.Resolve(ctx, cfg)
+	plan, err := cfg.Resolve(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -131,7 +130,7 @@ func RunDir(ctx context.Context, cfg options.Options, exec job.Execute) (*result
 	// once the new summary, which lists them as removed, is committed; a
 	// crash between leaves them to the next run's clean-up.
 	for _, name := range gone.RemovedOutputs {
-		s.FS.Remove(ctx, blobio.Join(plan.Options.Output, name))
+		s.FS.Remove(ctx, blobio.Join(plan.Output(), name))
 	}
 	return sum, nil
 }
@@ -146,10 +145,9 @@ func RunDir(ctx context.Context, cfg options.Options, exec job.Execute) (*result
 // the full run lists and removes.
 func runDirIncremental(ctx context.Context, s *job.Session) (sum *resultio.Summary, done bool, gone *resultio.LakeSummary, err error) {
 	plan, fsys := s.Job, s.FS
-	cfg := plan.Options
-	out := cfg.Output
+	out := plan.Output()
 	if plan.Crowd != nil {
-		return nil, true, nil, &options.Error{Flag: "incremental", Err: errors.New("with annotators: incremental runs relabel shards of items, not annotations")}
+		return nil, true, nil, job.FlagError("incremental", errors.New("with annotators: incremental runs relabel shards of items, not annotations"))
 	}
 	if resumed, err := s.Resume(ctx); err != nil {
 		return nil, true, nil, err
@@ -180,14 +178,14 @@ func runDirIncremental(ctx context.Context, s *job.Session) (sum *resultio.Summa
 	lake, newPath := planDir(prev.Lake.Manifest, manifest)
 	opts := plan.Recorded()
 	base := &resultio.Summary{
-		Version: job.Version, Input: cfg.Input, Output: out, Classes: plan.C, ClassNames: plan.ClassNames,
-		Neighbours: incrementalMode(&cfg, plan.Rows), Device: plan.Device, Options: opts, Lake: lake,
+		Version: job.Version, Input: plan.Input(), Output: out, Classes: plan.C, ClassNames: plan.ClassNames,
+		Neighbours: incrementalMode(plan, plan.Rows), Device: plan.Device, Options: opts, Lake: lake,
 	}
 	if len(newPath) == 0 && len(lake.GoneFiles) == 0 {
 		// Whatever the last run fitted: nothing to relabel.
 		lake.NothingNew = true
 		lake.Manifest = nil
-		progress.Notef("--incremental: no input file of %s is new, changed or gone since %s was written; nothing changed", cfg.Input, out)
+		progress.Notef("--incremental: no input file of %s is new, changed or gone since %s was written; nothing changed", plan.Input(), out)
 		base.Timings = map[string]float64{"total": time.Since(s.Start).Seconds()}
 		return base, true, nil, nil
 	}
@@ -238,8 +236,7 @@ func lists(sum *resultio.Summary, name string) bool {
 // protocol).
 func updateDir(ctx context.Context, sess *job.Session, cal resultio.Calibration, fit *keptio.Fit, prev *resultio.Summary, sum *resultio.Summary, lake *resultio.LakeSummary, newPath map[string]bool) (*resultio.Summary, error) {
 	plan, fsys, t0 := sess.Job, sess.FS, sess.Start
-	cfg := plan.Options
-	out := cfg.Output
+	out := plan.Output()
 	tmp, rmTmp, err := sess.Temp(ctx)
 	if err != nil {
 		return nil, err
@@ -251,7 +248,7 @@ func updateDir(ctx context.Context, sess *job.Session, cal resultio.Calibration,
 			newRows += max(s.Rows, 0)
 		}
 	}
-	progress.Report(progress.Event{Kind: progress.Planned, Rows: newRows, Shards: lake.NewFiles + lake.ChangedFiles, Rounds: cfg.Rounds})
+	progress.Report(progress.Event{Kind: progress.Planned, Rows: newRows, Shards: lake.NewFiles + lake.ChangedFiles, Rounds: plan.Rounds()})
 	progress.StageStarted("reading")
 	rows, err := shardio.ReadAll(ctx, plan.Shards, plan.Read)
 	if err != nil {
@@ -277,7 +274,7 @@ func updateDir(ctx context.Context, sess *job.Session, cal resultio.Calibration,
 		posts = append(posts, p)
 		postOf[s.Path] = p
 	}
-	u, err := storedUpdate(d, posts, nil, fit, plan, cal, cfg.Device, cfg.Input, t0, lake)
+	u, err := storedUpdate(d, posts, nil, fit, plan, cal, plan.Input(), t0, lake)
 	if err != nil {
 		return nil, err
 	}
@@ -288,11 +285,11 @@ func updateDir(ctx context.Context, sess *job.Session, cal resultio.Calibration,
 	for _, sh := range prev.Shards {
 		prevReport[sh.Output] = sh
 	}
-	meta := schemas.Metadata(job.Version, cfg.Seed, sum.Options, plan.ClassNames)
+	meta := schemas.Metadata(job.Version, plan.Seed(), sum.Options, plan.ClassNames)
 	carryFit(prev.Options, sum.Options)
-	so := resultio.ShardOptions{Format: cfg.Format, Meta: meta, LabelKind: plan.LabelKind, ClassNames: plan.ClassNames, IDKind: plan.IDKind}
+	so := resultio.ShardOptions{Format: plan.Format(), Meta: meta, LabelKind: plan.LabelKind, ClassNames: plan.ClassNames, IDKind: plan.IDKind}
 	var files []string
-	for _, f := range planDirFiles(plan.Shards, d, postOf, u, cfg.Format) {
+	for _, f := range planDirFiles(plan.Shards, d, postOf, u, plan.Format()) {
 		if f.reportOnly {
 			rep, ok := prevReport[f.name]
 			if !ok {

@@ -9,6 +9,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 
 	"github.com/relabel/relabel/io/resultio"
+	"github.com/relabel/relabel/job"
 	"github.com/relabel/relabel/lake"
 	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/pipelines"
@@ -36,11 +37,11 @@ func ctxT(t *testing.T) context.Context {
 func runLake(ctx context.Context, cfg options.Options, exec pipelines.Executor) (*resultio.Summary, error) {
 	switch {
 	case cfg.Lake.OutputTable != "":
-		return lake.RunTable(ctx, cfg, pipelines.Executing(exec))
+		return lake.RunTable(ctx, job.NewConfig(cfg), pipelines.Executing(exec))
 	case cfg.Lake.Incremental:
-		return lake.RunDir(ctx, cfg, pipelines.Executing(exec))
+		return lake.RunDir(ctx, job.NewConfig(cfg), pipelines.Executing(exec))
 	}
-	return pipelines.Run(ctx, cfg, exec)
+	return pipelines.Run(ctx, job.NewConfig(cfg), exec)
 }
 
 // digitsTruth is the digits slice's true labels, entry k the label of id k.

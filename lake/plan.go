@@ -10,7 +10,6 @@ import (
 	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/job"
-	"github.com/relabel/relabel/options"
 )
 
 // Planning an incremental run: what it relabels, rewrites and removes,
@@ -81,7 +80,7 @@ func calibration(p *job.Job, last, opts map[string]string) (resultio.Calibration
 		s, ok := last[resultio.MetaCalibratedTemperature]
 		t, err := strconv.ParseFloat(s, 64)
 		if !ok || err != nil || !(t > 0) {
-			return cal, &options.Error{Flag: "incremental", Err: fmt.Errorf("the stored posteriors record no fitted temperature (%s %q): run without --incremental to relabel everything", resultio.MetaCalibratedTemperature, s)}
+			return cal, job.FlagError("incremental", fmt.Errorf("the stored posteriors record no fitted temperature (%s %q): run without --incremental to relabel everything", resultio.MetaCalibratedTemperature, s))
 		}
 		cal.Temperature, cal.Auto = t, false
 	}
@@ -93,12 +92,12 @@ func calibration(p *job.Job, last, opts map[string]string) (resultio.Calibration
 // compared options differ from those of the run that made the stored
 // posteriors ("" when they are the same): rows relabelled under the new
 // settings must not sit beside rows relabelled under the old ones. Which
-// options are compared is the flag table's (options.Compared): the
+// options are compared is the flag table's (job.Changed): the
 // neighbour mode, device and ivf settings may differ (an incremental run
 // searches exactly). A changed default (a newer relabel's) reads the same
 // way as a changed flag, so a scheduled run goes on, once in full.
 func optionsChanged(last, now map[string]string) string {
-	if diffs := options.Changed(last, now); len(diffs) > 0 {
+	if diffs := job.Changed(last, now); len(diffs) > 0 {
 		return fmt.Sprintf("with other options than the stored posteriors were made with (%s): this run relabels every row again", strings.Join(diffs, ", "))
 	}
 	return ""

@@ -7,7 +7,6 @@ import (
 	"github.com/relabel/relabel/internal/progress"
 	"github.com/relabel/relabel/io/keptio"
 	"github.com/relabel/relabel/job"
-	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/ivf"
 	"github.com/relabel/relabel/transforms/knn"
@@ -17,7 +16,7 @@ import (
 // The incremental run's neighbour search: the K nearest neighbours of a few
 // rows (the new ones, then the old ones they reached) among all N rows.
 //
-// Exact (tables below options.AutoIVFRows, or --neighbours exact) it is the SGEMM
+// Exact (tables below ivf mode's automatic threshold, or --neighbours exact) it is the SGEMM
 // kernel of transforms/knn over all N rows, O(queries x N x d): at 1M rows
 // with a 1% append its second pass alone (up to K x new old rows) is about
 // 10^11 distances, more than a whole ivf run. So where a full run over the
@@ -34,11 +33,11 @@ import (
 // rows: ivf where a full run would use it, else exact (a --candidates
 // sample is a full run's approximation of exact; the few queried rows can
 // afford the exact search).
-func incrementalMode(o *options.Options, rows int64) string {
-	if o.NeighbourMode(rows) == options.NeighboursIVF {
-		return options.NeighboursIVF
+func incrementalMode(plan *job.Job, rows int64) string {
+	if plan.ModeFor(rows) == job.ModeIVF {
+		return job.ModeIVF
 	}
-	return options.NeighboursExact
+	return job.ModeExact
 }
 
 // incIndex answers "the k nearest of these rows among all rows": dst gets
@@ -69,13 +68,13 @@ func (v ivfIndex) search(dst *knn.Result, rows []int, k int) error { return v.Se
 func (ivfIndex) Close() error { return nil }
 
 // fitIVF fits and assigns the partitioning of x (already standardised) as
-// ivfstages does for a full run with the same options.
-func fitIVF(x knn.Matrix, keys []int64, o *options.Options, s knn.Searcher) (*ivf.Model, *ivf.Partitioning, error) {
+// ivfstages does for a full run of the same job.
+func fitIVF(x knn.Matrix, keys []int64, plan *job.Job, s knn.Searcher) (*ivf.Model, *ivf.Partitioning, error) {
 	n := x.Rows
-	p := job.IVFParams(o, int64(n))
+	p := plan.IVFParams(int64(n))
 	sm := ivf.Sample{Cap: p.Sample, D: x.Cols}
 	for i := 0; i < n; i++ {
-		sm.Add(ivf.Hash(o.Seed, keys[i]), keys[i], x.Row(i))
+		sm.Add(ivf.Hash(plan.Seed(), keys[i]), keys[i], x.Row(i))
 	}
 	sm.Trim()
 	model, err := ivf.Fit(knn.Matrix{Rows: sm.Len(), Cols: x.Cols, Data: sm.Features}, int64(n), p, s)
@@ -123,11 +122,12 @@ func neighbourWeights(x knn.Matrix, rows []int, nb *knn.Result, w engine.Weighti
 // the new rows, where it is usable; else fitted again: state is the one to
 // keep for the next run), else exactly. cm is the rows' standardised
 // features the searches and weights read.
-func newIncIndex(d *incData, o *options.Options, kept *keptio.IVF, keyRow map[int64]int, s knn.Searcher, workers int) (ix incIndex, cm knn.Matrix, state *keptio.IVF, err error) {
-	if incrementalMode(o, int64(d.n)) != options.NeighboursIVF {
-		feats, _, _ := standardised(d, o)
+func newIncIndex(d *incData, plan *job.Job, kept *keptio.IVF, keyRow map[int64]int, s knn.Searcher, workers int) (ix incIndex, cm knn.Matrix, state *keptio.IVF, err error) {
+	np := plan.NeighbourParams()
+	if incrementalMode(plan, int64(d.n)) != job.ModeIVF {
+		feats, _, _ := standardised(d, np.Standardise)
 		cm = knn.Matrix{Rows: d.n, Cols: d.d, Data: feats}
-		idx, err := s.Index(cm, d.keys, o.Metric)
+		idx, err := s.Index(cm, d.keys, np.Metric)
 		if err != nil {
 			return nil, cm, nil, fmt.Errorf("relabel: incremental: indexing %d rows: %w", d.n, err)
 		}
@@ -135,21 +135,21 @@ func newIncIndex(d *incData, o *options.Options, kept *keptio.IVF, keyRow map[in
 	}
 	var pt *ivf.Partitioning
 	if kept != nil {
-		if why := usable(kept, o, d.n); why != "" {
+		if why := usable(kept, plan, d.n); why != "" {
 			progress.Notef("--incremental: the kept ivf partitioning is not used (%s): partitioning all %d rows again", why, d.n)
 		} else if pt, state, err = keptPartitioning(kept, d, keyRow, s); err != nil {
 			return nil, cm, nil, err
 		} else if pt == nil {
 			progress.Notef("--incremental: the kept ivf partitioning does not hold every old row: partitioning all %d rows again", d.n)
 		} else {
-			feats, _, _ := standardised(d, o)
+			feats, _, _ := standardised(d, np.Standardise)
 			cm = knn.Matrix{Rows: d.n, Cols: d.d, Data: feats}
 		}
 	}
 	if pt == nil {
-		if state, pt, cm, err = newIVFState(d, o, s); err != nil {
+		if state, pt, cm, err = newIVFState(d, plan, s); err != nil {
 			return nil, cm, nil, fmt.Errorf("relabel: incremental: partitioning %d rows: %w", d.n, err)
 		}
 	}
-	return ivfIndex{ivf.NewIndex(cm, d.keys, pt, state.Model.P(), s, o.Metric, workers)}, cm, state, nil
+	return ivfIndex{ivf.NewIndex(cm, d.keys, pt, state.Model.P(), s, np.Metric, workers)}, cm, state, nil
 }

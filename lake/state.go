@@ -5,7 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/relabel/relabel/io/keptio"
-	"github.com/relabel/relabel/options"
+	"github.com/relabel/relabel/job"
 	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/ivf"
 	"github.com/relabel/relabel/transforms/knn"
@@ -34,17 +34,19 @@ import (
 // that removes orphan files removes it). A full run without --incremental
 // keeps none; directory lakes keep none (they refit every run).
 
-// usable says why a kept state cannot serve a run over n rows with options
-// o, or "" when it can.
-func usable(s *keptio.IVF, o *options.Options, n int) string {
-	np := min(o.NProbe.Or(ivf.DefaultNProbe), s.Model.P())
+// usable says why a kept state cannot serve a run of plan over n rows, or
+// "" when it can.
+func usable(s *keptio.IVF, plan *job.Job, n int) string {
+	parts, np := plan.IVFGiven()
+	np = min(np, s.Model.P())
+	o := plan.NeighbourParams()
 	switch {
-	case s.Seed != o.Seed:
+	case s.Seed != plan.Seed():
 		return fmt.Sprintf("it was made with seed %d", s.Seed)
 	case s.Metric != o.Metric || s.Model.Metric != o.Metric:
 		return "it was made with another metric"
-	case o.Partitions.Set && o.Partitions.V > 0 && o.Partitions.V != s.Model.P():
-		return fmt.Sprintf("it has %d partitions, --partitions is %d", s.Model.P(), o.Partitions.V)
+	case parts > 0 && parts != s.Model.P():
+		return fmt.Sprintf("it has %d partitions, --partitions is %d", s.Model.P(), parts)
 	case s.NProbe != np:
 		return fmt.Sprintf("it probes %d partitions per row, this run %d", s.NProbe, np)
 	case int64(n) > 2*s.FitRows:
@@ -62,26 +64,28 @@ func usable(s *keptio.IVF, o *options.Options, n int) string {
 // instead of fitting another (TestLakeKeptPartitioning).
 var launcherFits atomic.Int64
 
-// newIVFState fits and assigns the partitioning of d's rows for options o:
+// newIVFState fits and assigns the partitioning of d's rows for plan:
 // what an incremental run without a usable state does. (A full table run
 // with --incremental keeps its pipeline's: keptIVF.)
-func newIVFState(d *incData, o *options.Options, s knn.Searcher) (*keptio.IVF, *ivf.Partitioning, knn.Matrix, error) {
+func newIVFState(d *incData, plan *job.Job, s knn.Searcher) (*keptio.IVF, *ivf.Partitioning, knn.Matrix, error) {
 	launcherFits.Add(1)
-	feats, mean, std := standardised(d, o)
+	o := plan.NeighbourParams()
+	feats, mean, std := standardised(d, o.Standardise)
 	x := knn.Matrix{Rows: d.n, Cols: d.d, Data: feats}
-	model, pt, err := fitIVF(x, d.keys, o, s)
+	model, pt, err := fitIVF(x, d.keys, plan, s)
 	if err != nil {
 		return nil, nil, x, err
 	}
-	st := &keptio.IVF{Seed: o.Seed, Metric: o.Metric, NProbe: pt.NProbe, FitRows: int64(d.n), Model: model, Mean: mean, Std: std,
+	st := &keptio.IVF{Seed: plan.Seed(), Metric: o.Metric, NProbe: pt.NProbe, FitRows: int64(d.n), Model: model, Mean: mean, Std: std,
 		Keys: append([]int64(nil), d.keys...), Probes: pt.Probe}
 	return st, pt, x, nil
 }
 
 // standardised is d's features as the incremental run searches them:
-// standardised over all rows when o says so (a copy), with the moments.
-func standardised(d *incData, o *options.Options) ([]float32, []float64, []float64) {
-	if !o.Standardise {
+// standardised over all rows when on (--standardise; a copy), with the
+// moments.
+func standardised(d *incData, on bool) ([]float32, []float64, []float64) {
+	if !on {
 		return d.feats, nil, nil
 	}
 	feats := append([]float32(nil), d.feats...)

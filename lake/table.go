@@ -16,7 +16,6 @@ import (
 	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/io/shardio"
 	"github.com/relabel/relabel/job"
-	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/schemas"
 )
 
@@ -28,21 +27,22 @@ import (
 // fails or is killed before the commit commits nothing: the catalog's
 // pointer moves in one transaction at the end, and the files written are
 // removed (or left as orphans nothing references).
-func RunTable(ctx context.Context, cfg options.Options, exec job.Execute) (*resultio.Summary, error) {
-	if cfg.Lake.OutputTable == "" {
+func RunTable(ctx context.Context, cfg job.Config, exec job.Execute) (*resultio.Summary, error) {
+	lk := cfg.Lake()
+	if lk.OutputTable == "" {
 		return nil, errors.New("relabel: lake.RunTable is for runs with --output-table")
 	}
 	t0 := time.Now()
-	cat, err := icebergio.OpenCatalog(ctx, cfg.Lake.Catalog, icebergio.CatalogOptions{Name: cfg.Lake.CatalogName, Warehouse: cfg.Lake.Warehouse})
+	cat, err := icebergio.OpenCatalog(ctx, lk.Catalog, icebergio.CatalogOptions{Name: lk.CatalogName, Warehouse: lk.Warehouse})
 	if err != nil {
 		return nil, err
 	}
 	defer cat.Close()
-	plan, in, err := job.ResolveTable(ctx, cfg, cat)
+	plan, in, err := cfg.ResolveTable(ctx, cat)
 	if err != nil {
 		return nil, err
 	}
-	out, err := cat.OpenOutput(ctx, cfg.Lake.OutputTable, schemas.OutputSchema(plan.IDKind, plan.LabelKind, plan.Shards[0].Input.Multi, nil))
+	out, err := cat.OpenOutput(ctx, lk.OutputTable, schemas.OutputSchema(plan.IDKind, plan.LabelKind, plan.Shards[0].Input.Multi, nil))
 	if err != nil {
 		return nil, err
 	}
@@ -55,7 +55,7 @@ func RunTable(ctx context.Context, cfg options.Options, exec job.Execute) (*resu
 		}
 	})
 	defer dropOut.Run()
-	if cfg.Lake.Incremental {
+	if lk.Incremental {
 		last, ok, err := out.LastRun()
 		if err != nil {
 			return nil, err
@@ -64,7 +64,7 @@ func RunTable(ctx context.Context, cfg options.Options, exec job.Execute) (*resu
 		case !ok:
 			progress.Notef("--incremental: output table %s covers no input snapshot yet: this first run is a full one", out.Name())
 		case last.InputTable != in.Table:
-			return nil, &options.Error{Flag: "output-table", Err: fmt.Errorf("%s: its last run covered input table %s, not %s", out.Name(), last.InputTable, in.Table)}
+			return nil, job.FlagError("output-table", fmt.Errorf("%s: its last run covered input table %s, not %s", out.Name(), last.InputTable, in.Table))
 		default:
 			return runIncremental(ctx, cat, out, plan, in, last, exec, t0)
 		}
@@ -77,9 +77,9 @@ func RunTable(ctx context.Context, cfg options.Options, exec job.Execute) (*resu
 // table's rows; under --incremental it also keeps the pipeline's ivf
 // partitioning for the next runs.
 func fullTable(ctx context.Context, out *icebergio.Output, plan *job.Job, in *icebergio.InputPlan, exec job.Execute, t0 time.Time) (*resultio.Summary, error) {
-	cfg := plan.Options
+	incremental := plan.Lake().Incremental
 	lake := &resultio.LakeSummary{InputTable: in.Table, OutputTable: out.Name(), InputSnapshot: in.SnapshotID}
-	progress.Report(progress.Event{Kind: progress.Planned, Rows: plan.Rows, Shards: len(plan.Shards), Rounds: plan.Options.Rounds})
+	progress.Report(progress.Event{Kind: progress.Planned, Rows: plan.Rows, Shards: len(plan.Shards), Rounds: plan.Rounds()})
 	lake.NewFiles, lake.ScannedFiles = len(plan.Shards), len(plan.Shards)
 	lake.NewRows, lake.ScannedRows = plan.Rows, plan.Rows
 
@@ -96,14 +96,14 @@ func fullTable(ctx context.Context, out *icebergio.Output, plan *job.Job, in *ic
 	// they fitted, and its rounds what they fitted, for the next runs
 	// (keptIVF, keepFit).
 	dirs := job.Dirs{Tmp: tmp, Token: tok}
-	keep := cfg.Lake.Incremental && plan.Mode == options.NeighboursIVF
+	keep := incremental && plan.Mode == job.ModeIVF
 	if keep {
 		dirs.KeepIVF = blobio.Join(tmp, "ivf-kept")
 		if err := fs.MkdirAll(ctx, dirs.KeepIVF); err != nil {
 			return nil, fmt.Errorf("relabel: creating %s: %w", dirs.KeepIVF, err)
 		}
 	}
-	if cfg.Lake.Incremental {
+	if incremental {
 		dirs.KeepFit = blobio.Join(tmp, "fit-kept")
 		if err := fs.MkdirAll(ctx, dirs.KeepFit); err != nil {
 			return nil, fmt.Errorf("relabel: creating %s: %w", dirs.KeepFit, err)
@@ -212,7 +212,7 @@ func runRecord(plan *job.Job, in *icebergio.InputPlan, from int64, opts map[stri
 	return icebergio.Run{
 		InputTable: in.Table, InputSnapshotID: in.SnapshotID,
 		Incremental: from != 0, FromSnapshotID: from,
-		Version: job.Version, Seed: plan.Options.Seed, Options: opts,
+		Version: job.Version, Seed: plan.Seed(), Options: opts,
 	}
 }
 
@@ -222,7 +222,6 @@ func runRecord(plan *job.Job, in *icebergio.InputPlan, from int64, opts map[stri
 // the last run's posteriors need a fit it did not keep (fullAgain) or were
 // made under other options (optionsChanged); else the update.
 func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.Output, plan *job.Job, full *icebergio.InputPlan, last icebergio.Run, exec job.Execute, t0 time.Time) (*resultio.Summary, error) {
-	cfg := plan.Options
 	app, err := cat.PlanAppendedSince(ctx, full.Table, last.InputSnapshotID)
 	if err != nil {
 		return nil, err
@@ -243,9 +242,9 @@ func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.
 			return fullTable(ctx, out, plan, full, exec, t0)
 		}
 	}
-	plan = plan.WithMode(incrementalMode(&cfg, plan.Rows))
+	plan = plan.WithMode(incrementalMode(plan, plan.Rows))
 	sum := &resultio.Summary{
-		Version: job.Version, Input: cfg.Input, Output: out.Name(), Classes: plan.C, ClassNames: plan.ClassNames,
+		Version: job.Version, Input: plan.Input(), Output: out.Name(), Classes: plan.C, ClassNames: plan.ClassNames,
 		Neighbours: plan.Mode, Device: plan.Device, Options: plan.Recorded(),
 		ChangedFrom: make([]int64, plan.C), ChangedTo: make([]int64, plan.C),
 	}
@@ -260,7 +259,7 @@ func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.
 		sum.Timings = map[string]float64{"total": time.Since(t0).Seconds()}
 		return sum, nil
 	}
-	progress.Report(progress.Event{Kind: progress.Planned, Rows: app.Rows, Shards: len(app.Tasks), Rounds: cfg.Rounds})
+	progress.Report(progress.Event{Kind: progress.Planned, Rows: app.Rows, Shards: len(app.Tasks), Rounds: plan.Rounds()})
 	progress.StageStarted("reading")
 	// The stored posteriors of the old rows and the kept ivf state are read
 	// while the input is (the launcher would otherwise wait on one reader
@@ -290,7 +289,7 @@ func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.
 	if lake.NewFiles != len(app.Tasks) {
 		return nil, fmt.Errorf("relabel: input table %s: %d appended files planned, %d found among the snapshot's files", full.Table, len(app.Tasks), lake.NewFiles)
 	}
-	u, err := storedUpdate(d, posts, kept, fit, plan, cal, cfg.Device, fmt.Sprintf("input table %s", full.Table), t0, lake)
+	u, err := storedUpdate(d, posts, kept, fit, plan, cal, fmt.Sprintf("input table %s", full.Table), t0, lake)
 	if err != nil {
 		return nil, err
 	}
@@ -320,14 +319,14 @@ func runIncremental(ctx context.Context, cat *icebergio.Catalog, out *icebergio.
 	if res.state != nil {
 		guard.set(func() { statePath = blobio.Join(tmp, keptio.IVFFileName) })
 	}
-	meta := schemas.Metadata(job.Version, cfg.Seed, sum.Options, plan.ClassNames)
+	meta := schemas.Metadata(job.Version, plan.Seed(), sum.Options, plan.ClassNames)
 	jobs, remove := planTableFiles(d, posts, outFiles, u, plan.C)
 	for _, f := range jobs {
 		f.path = blobio.Join(tmp, f.name)
 		guard.set(func() { files = append(files, f.path) })
 	}
 	// The files and the kept state, on the run's workers.
-	err = pool.EachIndexErr(len(jobs)+1, max(1, cfg.WorkerCount()), func(j int) error {
+	err = pool.EachIndexErr(len(jobs)+1, max(1, plan.Workers), func(j int) error {
 		if j < len(jobs) {
 			return jobs[j].write(ctx, fs, d, u, cal, plan, meta)
 		}
@@ -393,7 +392,7 @@ func readStored(ctx context.Context, out *icebergio.Output, plan *job.Job, last 
 				return
 			}
 		}
-		if last.State != "" && plan.Mode == options.NeighboursIVF {
+		if last.State != "" && plan.Mode == job.ModeIVF {
 			var err error
 			if st.kept, err = keptio.ReadIVF(ctx, last.State); err != nil {
 				// The state only saves time: without it the run partitions

@@ -268,14 +268,14 @@ func (u *update) storedRows(p *resultio.Posteriors) (rs []int, touched bool) {
 // kept (fit.go), nil when none.
 // cal is the calibration the stored posteriors were made with
 // (calibration, plan.go).
-func storedUpdate(d *incData, posts []*resultio.Posteriors, kept *keptio.IVF, fit *keptio.Fit, plan *job.Job, cal resultio.Calibration, device, input string, t0 time.Time, lake *resultio.LakeSummary) (*update, error) {
+func storedUpdate(d *incData, posts []*resultio.Posteriors, kept *keptio.IVF, fit *keptio.Fit, plan *job.Job, cal resultio.Calibration, input string, t0 time.Time, lake *resultio.LakeSummary) (*update, error) {
 	stored, keyRow, err := storedStates(d, posts, plan, cal, input)
 	if err != nil {
 		return nil, err
 	}
 	u := &update{stored: stored, keyRow: keyRow, tPlan: time.Since(t0)}
 	progress.StageStarted("neighbours")
-	searcher, coder, _, err := gpu.Backends(device)
+	searcher, coder, _, err := gpu.Backends(plan.NeighbourParams().Device)
 	if err != nil {
 		return nil, err
 	}
@@ -295,8 +295,7 @@ func storedUpdate(d *incData, posts []*resultio.Posteriors, kept *keptio.IVF, fi
 // kept (nil: none; state.go) and the fits it kept (nil: none; fit.go).
 // keyRow is the row of each id key.
 func updateIncremental(d *incData, stored *storedPosts, kept *keptio.IVF, fit *keptio.Fit, keyRow map[int64]int, plan *job.Job, searcher knn.Searcher, coder llc.Coder) (*incResult, error) {
-	o := &plan.Options
-	eo, err := o.Engine(plan.C)
+	eo, err := plan.Engine()
 	if err != nil {
 		return nil, err
 	}
@@ -313,19 +312,19 @@ func updateIncremental(d *incData, stored *storedPosts, kept *keptio.IVF, fit *k
 		timings[name] = time.Since(t0).Seconds()
 		t0 = time.Now()
 	}
-	ix, cm, state, err := newIncIndex(d, o, kept, keyRow, be.Searcher, eo.Workers)
+	ix, cm, state, err := newIncIndex(d, plan, kept, keyRow, be.Searcher, eo.Workers)
 	if err != nil {
 		return nil, err
 	}
 	defer ix.Close()
 	lap("index")
-	k := o.K
+	k, weighting := plan.K(), plan.NeighbourParams().Weighting
 	search := func(rows []int) ([]int32, []float64, error) {
 		var res knn.Result
 		if err := ix.search(&res, rows, k); err != nil {
 			return nil, nil, fmt.Errorf("relabel: incremental: kNN: %w", err)
 		}
-		wt, err := neighbourWeights(cm, rows, &res, o.Weighting, eo.LLC, be.Coder, 1)
+		wt, err := neighbourWeights(cm, rows, &res, weighting, eo.LLC, be.Coder, 1)
 		if err != nil {
 			return nil, nil, fmt.Errorf("relabel: incremental: neighbour weights: %w", err)
 		}
@@ -471,11 +470,7 @@ func storedStates(d *incData, posts []*resultio.Posteriors, plan *job.Job, cal r
 	for i, key := range d.keys {
 		keyRow[key] = i
 	}
-	m, err := plan.Options.Mixture(plan.C)
-	if err != nil {
-		return nil, nil, err
-	}
-	s := &storedPosts{posts: posts, file: make([]int32, d.n), row: make([]int32, d.n), invT: 1 / cal.Temperature, smooth: m.Smooth, c: plan.C}
+	s := &storedPosts{posts: posts, file: make([]int32, d.n), row: make([]int32, d.n), invT: 1 / cal.Temperature, smooth: plan.Mixture.Smooth, c: plan.C}
 	for i := range s.file {
 		s.file[i] = -1
 	}

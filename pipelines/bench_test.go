@@ -90,7 +90,7 @@ func BenchmarkFashionPipelineVsEngine(b *testing.B) {
 		freeMemory(b)
 		cfg.Output = filepath.Join(b.TempDir(), "out")
 		t0, c0 := time.Now(), cpuTime(b)
-		sum, err := pipelines.Run(ctx, cfg, prism)
+		sum, err := pipelines.Run(ctx, job.NewConfig(cfg), prism)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -25,7 +25,7 @@ func annotations(s beam.Scope, j *job.Job, units beam.PCollection) beam.PCollect
 func crowdParams(j *job.Job, d job.Dirs) crowdstages.Params {
 	cp := j.Crowd
 	return crowdstages.Params{Crowd: cp.Model, Buckets: cp.Buckets, C0: cp.C0, IDKind: cp.IDKind, AnnotatorKind: cp.AnnotatorKind,
-		Format: j.Options.Format, TmpDir: d.Tmp, Spill: spillio.Dir(d.Spill)}
+		Format: j.Format(), TmpDir: d.Tmp, Spill: spillio.Dir(d.Spill)}
 }
 
 // buildLabelOnly is Build for label-only mode.
@@ -42,8 +42,8 @@ func buildCrowdFeatures(s beam.Scope, j *job.Job, d job.Dirs, units, items beam.
 // writeParams configures stages.Write for the job j, writing into tmpDir.
 func writeParams(j *job.Job, tmpDir string) stages.WriteParams {
 	return stages.WriteParams{
-		TmpDir: tmpDir, Format: j.Options.Format,
-		Meta:      schemas.Metadata(job.Version, j.Options.Seed, j.Recorded(), j.ClassNames),
+		TmpDir: tmpDir, Format: j.Format(),
+		Meta:      schemas.Metadata(job.Version, j.Seed(), j.Recorded(), j.ClassNames),
 		LabelKind: j.LabelKind, ClassNames: j.ClassNames, IDKind: j.IDKind, C: j.C,
 		Cal: j.Calibration(),
 	}

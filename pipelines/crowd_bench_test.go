@@ -18,6 +18,7 @@ import (
 	"github.com/relabel/relabel/io/annotio"
 	"github.com/relabel/relabel/io/blobio"
 	"github.com/relabel/relabel/io/shardio"
+	"github.com/relabel/relabel/job"
 	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/pipelines"
 	"github.com/relabel/relabel/transforms/crowd"
@@ -144,7 +145,7 @@ func runCrowdBench(b *testing.B, cfg options.Options, n int) {
 			}()
 		}
 		rss := sampleRSS(time.Second)
-		sum, err := pipelines.Run(context.Background(), cfg, prism)
+		sum, err := pipelines.Run(context.Background(), job.NewConfig(cfg), prism)
 		if err != nil {
 			b.Fatal(err)
 		}

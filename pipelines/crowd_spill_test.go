@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/relabel/relabel/io/resultio"
+	"github.com/relabel/relabel/job"
 	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/pipelines"
 	"github.com/relabel/relabel/transforms/crowd"
@@ -39,7 +40,7 @@ func TestCrowdSpill(t *testing.T) {
 					cfg.Output = out
 				}
 				cfg.Annotations, cfg.CrowdIters, cfg.SpillDir = tc.annotations, 6, options.Some(spill)
-				if _, err := pipelines.Run(ctxT(t), cfg, embedded); err != nil {
+				if _, err := pipelines.Run(ctxT(t), job.NewConfig(cfg), embedded); err != nil {
 					t.Fatal(err)
 				}
 				return out

@@ -19,6 +19,7 @@ import (
 	"github.com/relabel/relabel/io/blobio"
 	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/io/shardio"
+	"github.com/relabel/relabel/job"
 	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/pipelines"
 	"github.com/relabel/relabel/transforms/crowd"
@@ -77,7 +78,7 @@ func TestLabelOnlyRun(t *testing.T) {
 		out := t.TempDir()
 		cfg := options.Defaults()
 		cfg.Annotations, cfg.Output, cfg.CrowdIters = filepath.Join(in, "*.parquet"), out, 10
-		sum, err := pipelines.Run(ctxT(t), cfg, embedded)
+		sum, err := pipelines.Run(ctxT(t), job.NewConfig(cfg), embedded)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -195,7 +196,7 @@ func TestCrowdFeaturesRun(t *testing.T) {
 		out := t.TempDir()
 		cfg := quickConfig(input, out)
 		cfg.Annotations, cfg.CrowdIters = annotations, 10
-		sum, err := pipelines.Run(ctxT(t), cfg, embedded)
+		sum, err := pipelines.Run(ctxT(t), job.NewConfig(cfg), embedded)
 		if err != nil {
 			t.Fatal(err)
 		}

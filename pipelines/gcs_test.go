@@ -90,7 +90,7 @@ func comparable(s resultio.Summary) resultio.Summary {
 func TestRunGCS(t *testing.T) {
 	ctx := ctxT(t)
 	localDir := t.TempDir()
-	localSum, err := pipelines.Run(ctx, quickConfig(digits, localDir), embedded)
+	localSum, err := pipelines.Run(ctx, job.NewConfig(quickConfig(digits, localDir)), embedded)
 	if err != nil {
 		t.Fatalf("local run: %v", err)
 	}
@@ -121,7 +121,7 @@ func TestRunGCS(t *testing.T) {
 		}
 	}
 
-	gsSum, err := pipelines.Run(ctx, cfg, embedded)
+	gsSum, err := pipelines.Run(ctx, job.NewConfig(cfg), embedded)
 	if err != nil {
 		t.Fatalf("gs:// run: %v", err)
 	}
@@ -175,7 +175,7 @@ func TestRunGCS(t *testing.T) {
 	}
 
 	// The output exists now: a second run refuses to replace it.
-	if _, err := pipelines.Run(ctx, cfg, embedded); err == nil || !strings.Contains(err.Error(), "--overwrite") {
+	if _, err := pipelines.Run(ctx, job.NewConfig(cfg), embedded); err == nil || !strings.Contains(err.Error(), "--overwrite") {
 		t.Errorf("second run into gs://bucket/out/ = %v, want an error asking for --overwrite", err)
 	}
 }
@@ -198,7 +198,7 @@ func TestRunGCSFailedWrite(t *testing.T) {
 	})
 
 	start := time.Now()
-	_, err := pipelines.Run(ctxT(t), quickConfig("gs://bucket/in/*.parquet", "gs://bucket/out/"), embedded)
+	_, err := pipelines.Run(ctxT(t), job.NewConfig(quickConfig("gs://bucket/in/*.parquet", "gs://bucket/out/")), embedded)
 	if err == nil {
 		t.Fatalf("the run succeeded although an output upload was cut")
 	}

@@ -44,7 +44,7 @@ func TestGivenMatchesEngine(t *testing.T) {
 	if res.Given == nil {
 		t.Fatal("engine.Run: no given-label model fitted")
 	}
-	if _, err := pipelines.Run(ctx, o, prism); err != nil {
+	if _, err := pipelines.Run(ctx, job.NewConfig(o), prism); err != nil {
 		t.Fatal(err)
 	}
 	got := map[int64]int32{}

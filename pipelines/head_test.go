@@ -36,7 +36,7 @@ func TestHeadRun(t *testing.T) {
 		if head != "" {
 			o.Head = options.Some(head)
 		}
-		sum, err := pipelines.Run(ctx, o, embedded)
+		sum, err := pipelines.Run(ctx, job.NewConfig(o), embedded)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -22,14 +22,13 @@ import (
 // reads the units again rather than have Prism hold every row in memory
 // until the model is fitted.
 func buildIVF(s beam.Scope, plan *job.Job, d job.Dirs, units, rows beam.PCollection) (items, pooled beam.PCollection) {
-	o := &plan.Options
 	wb := plan.WaveBytes
 	var again beam.PCollection // no second read: the rows wait in the runner's shuffle
 	if d.Spill != "" {
 		again = units
 	}
 	blocks := ivfstages.Neighbours(s, rows, ivfstages.Params{
-		Partitioning: job.IVFParams(o, plan.Rows),
+		Partitioning: plan.IVFParams(plan.Rows),
 		Rows:         plan.Rows,
 		Search:       plan.NeighbourParams(),
 		IDColumn:     plan.IDColumn,
@@ -50,16 +49,16 @@ func buildIVF(s beam.Scope, plan *job.Job, d job.Dirs, units, rows beam.PCollect
 	if hp != nil {
 		headD = max(plan.Read.D, 1)
 	}
-	size := budget.LocalRounds(plan.Rows, o.K, plan.Mixture, headD)
-	local := d.Spill != "" && o.Rounds > 0 && size <= int64(o.LocalMiB)<<20
+	size := budget.LocalRounds(plan.Rows, plan.K(), plan.Mixture, headD)
+	local := d.Spill != "" && plan.Rounds() > 0 && size <= plan.LocalRoundsBytes()
 	if hp != nil && !local {
 		panic("pipelines: the linear head in ivf mode without the local rounds (job resolves --head so only there)")
 	}
 	if local {
-		progress.Notef("ivf: all %d rounds in one stage, every block in memory (about %d MiB)", o.Rounds, max(size>>20, 1))
+		progress.Notef("ivf: all %d rounds in one stage, every block in memory (about %d MiB)", plan.Rounds(), max(size>>20, 1))
 	}
 	items = ivfstages.JoinRounds(s, blocks, ivfstages.JoinRoundsParams{
-		Rounds: o.Rounds, Workers: plan.Workers, Waves: ivfstages.RoundWaves(plan.Rows, o.K, plan.Mixture, wb),
+		Rounds: plan.Rounds(), Workers: plan.Workers, Waves: ivfstages.RoundWaves(plan.Rows, plan.K(), plan.Mixture, wb),
 		Spill: ivfstages.Spill{Dir: d.Spill}, Mixture: plan.Mixture, Local: local, Head: hp, Keep: d.KeepFit,
 		Given: plan.Given == engine.GivenBayes,
 	})

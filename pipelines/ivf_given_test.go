@@ -10,6 +10,7 @@ import (
 	"github.com/relabel/relabel/io/blobio"
 	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/io/shardio"
+	"github.com/relabel/relabel/job"
 	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/pipelines"
 	"github.com/relabel/relabel/schemas"
@@ -66,7 +67,7 @@ func TestIVFGiven(t *testing.T) {
 		mod(&o)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
-		sum, err := pipelines.Run(ctx, o, ivfExec)
+		sum, err := pipelines.Run(ctx, job.NewConfig(o), ivfExec)
 		if err != nil {
 			t.Fatal(err)
 		}

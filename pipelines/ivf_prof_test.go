@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relabel/relabel/job"
 	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/pipelines"
 )
@@ -80,7 +81,7 @@ func TestTmpProf(t *testing.T) {
 		pprof.StartCPUProfile(w)
 		defer pprof.StopCPUProfile()
 	}
-	_, err := pipelines.Run(context.Background(), cfg, ivfExec)
+	_, err := pipelines.Run(context.Background(), job.NewConfig(cfg), ivfExec)
 	close(done)
 	if err != nil {
 		t.Fatal(err)

@@ -96,7 +96,7 @@ func TestIVFDigits(t *testing.T) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		t0 := time.Now()
-		sum, err := pipelines.Run(ctx, cfg, ivfExec)
+		sum, err := pipelines.Run(ctx, job.NewConfig(cfg), ivfExec)
 		cancel()
 		if err != nil {
 			t.Fatalf("%s: %v", mode, err)
@@ -212,7 +212,7 @@ func TestIVFSpill(t *testing.T) {
 		})()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
-		sum, err := pipelines.Run(ctx, cfg, ivfExec)
+		sum, err := pipelines.Run(ctx, job.NewConfig(cfg), ivfExec)
 		if err != nil {
 			t.Fatalf("spill dir %q: %v", spillDir, err)
 		}
@@ -260,7 +260,7 @@ func TestIVFSpill(t *testing.T) {
 	cfg.Output, cfg.SpillDir = t.TempDir(), options.Some(spillDir)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	_, err := pipelines.Run(ctx, cfg, func(ctx context.Context, p *beam.Pipeline) (beam.PipelineResult, error) {
+	_, err := pipelines.Run(ctx, job.NewConfig(cfg), func(ctx context.Context, p *beam.Pipeline) (beam.PipelineResult, error) {
 		if _, err := ivfExec(ctx, p); err != nil {
 			return nil, err
 		}

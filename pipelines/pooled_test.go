@@ -65,7 +65,7 @@ func runPairNoise(t *testing.T, in string, c int, mod func(*options.Options)) (*
 	o := options.Defaults()
 	o.Input, o.Output, o.Rounds, o.L, o.Report = filepath.Join(in, "*.parquet"), t.TempDir(), 3, 30, false
 	mod(&o)
-	sum, err := pipelines.Run(context.Background(), o, embedded)
+	sum, err := pipelines.Run(context.Background(), job.NewConfig(o), embedded)
 	if err != nil {
 		t.Fatal(err)
 	}

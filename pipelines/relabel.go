@@ -3,7 +3,6 @@ package pipelines
 import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/relabel/relabel/job"
-	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/pipelines/stages"
 	"github.com/relabel/relabel/transforms/engine"
 )
@@ -18,27 +17,26 @@ func Build(s beam.Scope, plan *job.Job, d job.Dirs) {
 		buildLabelOnly(s, plan, d)
 		return
 	}
-	o := &plan.Options
 	units := beam.CreateList(s, plan.Units)
 	rows := stages.Read(s, units, plan.Read)
 	var items, pooled beam.PCollection
-	if plan.Mode == options.NeighboursIVF {
+	if plan.Mode == job.ModeIVF {
 		items, pooled = buildIVF(s, plan, d, units, rows)
 	} else {
-		stats := stages.ComputeStats(s, rows, stages.StatsParams{Candidates: plan.Candidates, Seed: o.Seed, IDColumn: plan.IDColumn})
+		stats := stages.ComputeStats(s, rows, stages.StatsParams{Candidates: plan.Candidates, Seed: plan.Seed(), IDColumn: plan.IDColumn})
 		items = stages.Neighbours(s, rows, stats, plan.NeighbourParams())
 		if plan.Crowd != nil {
 			items = buildCrowdFeatures(s, plan, d, units, items)
 		} else {
 			// Rounds starts the items from the pooled fit first where
 			// plan.Mixture.PooledIters says so (stages.PooledStart).
-			rp := stages.RoundsParams{Rounds: o.Rounds, Workers: plan.Workers, Mixture: plan.Mixture, Head: plan.HeadParams(), Keep: d.KeepFit}
+			rp := stages.RoundsParams{Rounds: plan.Rounds(), Workers: plan.Workers, Mixture: plan.Mixture, Head: plan.HeadParams(), Keep: d.KeepFit}
 			if rp.Head != nil {
 				rp.Features = stages.CandidateFeatures(s, rows, stats)
 			}
 			items, pooled = stages.RoundsPooled(s, items, rp)
 			if plan.Given == engine.GivenBayes {
-				items = stages.Given(s, items, stages.GivenParams{C: plan.C, C0: plan.Mixture.C0, Seed: o.Seed, Workers: plan.Workers, Keep: d.KeepFit})
+				items = stages.Given(s, items, stages.GivenParams{C: plan.C, C0: plan.Mixture.C0, Seed: plan.Seed(), Workers: plan.Workers, Keep: d.KeepFit})
 			}
 		}
 	}

@@ -12,7 +12,6 @@ import (
 	"github.com/relabel/relabel/io/blobio"
 	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/job"
-	"github.com/relabel/relabel/options"
 )
 
 // Executor runs a built pipeline (the embedded Prism runner, a job server,
@@ -26,16 +25,16 @@ type Executor func(ctx context.Context, p *beam.Pipeline) (beam.PipelineResult, 
 // summary.json never sees a partial or mixed output, a killed run leaves
 // nothing a rerun cannot replace, and a concurrent run on the same output
 // fails fast. An existing finished output, or any other file the run would
-// replace, is replaced only with Options.Overwrite. Run is job.Resolve,
+// replace, is replaced only with --overwrite. Run is job.Resolve,
 // job.Open and Session.Full; lake runs (--output-table, --incremental) are
 // package lake's, which is given the same execution (Executing), and Run
 // refuses them rather than relabel everything as a plain run.
-func Run(ctx context.Context, cfg options.Options, exec Executor) (*resultio.Summary, error) {
-	if cfg.Lake.OutputTable != "" || cfg.Lake.Incremental {
+func Run(ctx context.Context, cfg job.Config, exec Executor) (*resultio.Summary, error) {
+	if l := cfg.Lake(); l.OutputTable != "" || l.Incremental {
 		return nil, errors.New("relabel: a lake run (--output-table, --incremental) is package lake's (lake.RunTable, lake.RunDir), not pipelines.Run's")
 	}
 	t0 := time.Now()
-	j, err := job.Resolve(ctx, cfg)
+	j, err := cfg.Resolve(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -112,7 +111,7 @@ func addCounters(sum *resultio.Summary, j *job.Job, res beam.PipelineResult) {
 			sum.Options[resultio.MetaPooledStart] = resultio.PooledStartOpen
 		}
 	}
-	if j.Head != "" && j.Head != options.HeadOff {
+	if j.Head != "" && j.Head != job.HeadOff {
 		sum.Head = &resultio.HeadSummary{Rounds: sum.Metrics["head_rounds"], Last: sum.Metrics["head_last"] > 0}
 		if sum.Head.Last {
 			sum.Options[resultio.MetaHeadLast] = resultio.HeadLastOn // as MetaPooledStart

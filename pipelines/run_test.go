@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/relabel/relabel/job"
 	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/pipelines"
 )
@@ -23,7 +24,7 @@ func TestRunRefusesLake(t *testing.T) {
 		out := filepath.Join(t.TempDir(), "out")
 		o := quickConfig(digits, out)
 		set(&o)
-		_, err := pipelines.Run(context.Background(), o, embedded)
+		_, err := pipelines.Run(context.Background(), job.NewConfig(o), embedded)
 		if err == nil || !strings.Contains(err.Error(), "package lake") {
 			t.Errorf("%s: %v, want a refusal naming package lake", name, err)
 		}

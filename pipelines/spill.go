@@ -10,7 +10,6 @@ import (
 	"github.com/relabel/relabel/internal/atexit"
 	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/job"
-	"github.com/relabel/relabel/options"
 )
 
 // A run's spill directory: relabel-spill-* under --spill-dir, one per run,
@@ -36,8 +35,8 @@ func removeSpill(dir string) {
 // stages' buckets), and returns it and what removes it; with --spill-dir
 // none, or nothing to spill, it makes nothing.
 func startSpill(j *job.Job, tok string) (string, func(), error) {
-	dir := j.Options.SpillDir.Or("")
-	if dir == "" || dir == "none" || j.Mode != options.NeighboursIVF && j.Crowd == nil {
+	dir := j.SpillDir()
+	if dir == "" || dir == "none" || j.Mode != job.ModeIVF && j.Crowd == nil {
 		return "", func() {}, nil
 	}
 	spill, err := makeSpill(dir, tok)

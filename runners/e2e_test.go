@@ -14,6 +14,7 @@ import (
 
 	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/io/shardio"
+	"github.com/relabel/relabel/job"
 	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/pipelines"
 	"github.com/relabel/relabel/runners"
@@ -40,7 +41,7 @@ func relabelDigits(t *testing.T, ctx context.Context, o runners.Options) string 
 	exec := func(ctx context.Context, p *beam.Pipeline) (beam.PipelineResult, error) {
 		return runners.Run(ctx, p, o)
 	}
-	if _, err := pipelines.Run(ctx, cfg, exec); err != nil {
+	if _, err := pipelines.Run(ctx, job.NewConfig(cfg), exec); err != nil {
 		t.Fatalf("relabel on runner %q endpoint %q: %v", o.Runner, o.Endpoint, err)
 	}
 	return out

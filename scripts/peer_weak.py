@@ -27,7 +27,7 @@ model predicts the given label"). With cleanlab importable, --cleanlab uses
 the library instead, to compare.
 
 The features are raw little-endian float32, n x d row-major (the dev data's
-features.f32, or what internal/quality's weak check writes); the labels raw
+features.f32, or what quality/grid's weak check writes); the labels raw
 little-endian int32 in the same row order.
 
 With --knn-only it stops after the kNN peers (the vote and cleanlab on kNN

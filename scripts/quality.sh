@@ -7,14 +7,14 @@
 #   scripts/quality.sh -data /path/to/data              # another data folder
 # The grid includes issue 32's high-noise cells (sym-0.6, pair-0.45); its
 # experiments run with
-#   go test ./internal/quality -run TestExplore -explore pooled10/50/0 -v
-#   go test ./internal/quality -run TestExplore -explore pooled10/30/0/50split \
+#   go test ./quality/grid -run TestExplore -explore pooled10/50/0 -v
+#   go test ./quality/grid -run TestExplore -explore pooled10/30/0/50split \
 #       -explore.without none -explore.only /pair- -v   # the gated split start
 # and issue 32's weak-neighbour check and linear head (docs/QUALITY.md, "Weak
 # neighbours"; the check needs python3-sklearn; the head is the default, --head
 # fit, so headoff is the variant without it) with
-#   go test ./internal/quality -run TestWeak -weak -weak.variants headoff -v
-#   go test ./internal/quality -run TestHeadGrid -head headoff -head.without none -v
+#   go test ./quality/grid -run TestWeak -weak -weak.variants headoff -v
+#   go test ./quality/grid -run TestHeadGrid -head headoff -head.without none -v
 set -eu
 cd "$(dirname "$0")/.."
-exec go test ./internal/quality -quality -run '^TestQuality$' -timeout 4h -v "$@"
+exec go test ./quality/grid -quality -run '^TestQuality$' -timeout 4h -v "$@"

@@ -11,10 +11,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/relabel/relabel/internal/quality"
 	"github.com/relabel/relabel/io/blobio"
 	"github.com/relabel/relabel/io/shardio"
-	"github.com/relabel/relabel/options"
+	"github.com/relabel/relabel/job"
+	"github.com/relabel/relabel/quality/grid"
 	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/transforms/evaluate"
 )
@@ -133,8 +133,8 @@ func TestEval(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, "clean.parquet")); err != nil {
 			t.Skipf("development data absent (%v): this test reads ../shared/data", err)
 		}
-		cell := quality.Cell{Dataset: "sklearn_digits", Dir: dir, Noise: "idn-0.4", File: filepath.Join(dir, "noisy-idn-0.4.parquet")}
-		h, _, err := quality.RunCell(cell, options.Defaults())
+		cell := grid.Cell{Dataset: "sklearn_digits", Dir: dir, Noise: "idn-0.4", File: filepath.Join(dir, "noisy-idn-0.4.parquet")}
+		h, _, err := grid.RunCell(cell, job.Defaults())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -179,15 +179,15 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 // (--incremental into an output directory), or a plain run.
 // The lake receives the pipeline's execution as a value
 // (pipelines.Executing), so that it depends on no Beam package.
-func runFor(o options.Options) func(context.Context, options.Options, pipelines.Executor) (*resultio.Summary, error) {
+func runFor(o options.Options) func(context.Context, job.Config, pipelines.Executor) (*resultio.Summary, error) {
 	switch {
 	case o.Lake.OutputTable != "":
-		return func(ctx context.Context, o options.Options, exec pipelines.Executor) (*resultio.Summary, error) {
-			return lake.RunTable(ctx, o, pipelines.Executing(exec))
+		return func(ctx context.Context, c job.Config, exec pipelines.Executor) (*resultio.Summary, error) {
+			return lake.RunTable(ctx, c, pipelines.Executing(exec))
 		}
 	case o.Lake.Incremental:
-		return func(ctx context.Context, o options.Options, exec pipelines.Executor) (*resultio.Summary, error) {
-			return lake.RunDir(ctx, o, pipelines.Executing(exec))
+		return func(ctx context.Context, c job.Config, exec pipelines.Executor) (*resultio.Summary, error) {
+			return lake.RunDir(ctx, c, pipelines.Executing(exec))
 		}
 	}
 	return pipelines.Run
@@ -293,7 +293,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	// A failed or stopped run leaves nothing it created (issue 35), a run
 	// stopped by a second signal too (signalContext).
 	undo := atexit.Push(made.undo)
-	sum, err := runFor(o)(ctx, o, exec)
+	sum, err := runFor(o)(ctx, job.NewConfig(o), exec)
 	if err != nil {
 		undo.Run()
 	} else {

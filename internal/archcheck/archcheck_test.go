@@ -77,3 +77,27 @@ func TestBeamFree(t *testing.T) {
 		}
 	}
 }
+
+// optionsReaders are the packages outside cmd/ and internal/ that may
+// import the options package: job, which resolves the options once into
+// the Job that every later step (the pipelines, the lake) reads.
+var optionsReaders = map[string]bool{module + "/job": true}
+
+// TestOptionsOnce: no package outside cmd/ and internal/ but job imports
+// options (its non-test files), so that nothing below the entry reads raw
+// options or resolves a default again.
+func TestOptionsOnce(t *testing.T) {
+	const opts = module + "/options"
+	for _, line := range goList(t, "-f", "{{.ImportPath}}:{{join .Imports \",\"}}", module+"/...") {
+		pkg, imports, _ := strings.Cut(line, ":")
+		rel := strings.TrimPrefix(pkg, module+"/")
+		if optionsReaders[pkg] || strings.HasPrefix(rel, "cmd/") || strings.HasPrefix(rel, "internal/") {
+			continue
+		}
+		for imp := range strings.SplitSeq(imports, ",") {
+			if imp == opts {
+				t.Errorf("%s imports %s: only job resolves the options (read the job.Job instead)", pkg, opts)
+			}
+		}
+	}
+}

@@ -1,4 +1,4 @@
-package quality
+package grid
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/relabel/relabel/job"
 	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/mixture"
@@ -17,11 +18,11 @@ import (
 // (neighbour weights, annotation weight), each moved to both sides of its
 // default where it has two.
 func sweepVariants() []Variant {
-	vs := []Variant{{"default", options.Defaults()}}
+	vs := []Variant{{"default", job.Defaults()}}
 	add := func(name string, change func(*options.Options)) {
 		o := options.Defaults()
 		change(&o)
-		vs = append(vs, Variant{name, o})
+		vs = append(vs, Variant{name, job.NewConfig(o)})
 	}
 	add("k=5", func(o *options.Options) { o.K = 5 })
 	add("k=20", func(o *options.Options) { o.K = 20 })

@@ -1,10 +1,10 @@
-package crowdquality
+package annotators
 
 import (
 	"strconv"
 
-	"github.com/relabel/relabel/internal/crowdquality/crowdset"
-	"github.com/relabel/relabel/options"
+	"github.com/relabel/relabel/job"
+	"github.com/relabel/relabel/quality/annotators/crowdset"
 	"github.com/relabel/relabel/transforms/crowd"
 	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/knn"
@@ -15,8 +15,7 @@ import (
 // Neighbours are the K nearest items with relabel's defaults (K = 10,
 // z-scored features; weights w): the neighbourhoods relabel itself uses.
 func Neighbours(s *crowdset.Set, w engine.Weighting) (*crowd.Neighbours, error) {
-	d := options.Defaults()
-	o, err := d.Engine(s.C)
+	o, err := job.Defaults().Engine(s.C)
 	if err != nil {
 		return nil, err
 	}
@@ -32,11 +31,11 @@ func Neighbours(s *crowdset.Set, w engine.Weighting) (*crowd.Neighbours, error) 
 	return &crowd.Neighbours{K: nb.K, Index: nb.Index, Weight: nb.Weight}, nil
 }
 
-// Relabel runs relabel's engine with its default options (options.Defaults) on the items'
-// labels, annotator ids ignored, and returns the posteriors (n x C).
+// Relabel runs relabel's engine with its default options (job.Defaults) on
+// the items' labels, annotator ids ignored, and returns the posteriors (n x
+// C).
 func Relabel(s *crowdset.Set) ([]float64, error) {
-	d := options.Defaults()
-	o, err := d.Engine(s.C)
+	o, err := job.Defaults().Engine(s.C)
 	if err != nil {
 		return nil, err
 	}

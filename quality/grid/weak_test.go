@@ -1,4 +1,4 @@
-package quality
+package grid
 
 import (
 	"encoding/binary"
@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/relabel/relabel/internal/weak"
+	"github.com/relabel/relabel/job"
 	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/head"
@@ -214,7 +215,7 @@ func TestWeak(t *testing.T) {
 		p := runPeers(t, py, tmp, w, g.single, strings.ReplaceAll(wc.Name(), "/", "_"))
 		for _, v := range variants {
 			tweak, _ := headVariant(t, v, w)
-			rep, dt, err := RunCellEngine(wc, options.Defaults(), tweak)
+			rep, dt, err := RunCellEngine(wc, job.Defaults(), tweak)
 			if err != nil {
 				t.Fatal(err)
 			}

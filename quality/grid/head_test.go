@@ -1,4 +1,4 @@
-package quality
+package grid
 
 import (
 	"flag"
@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/relabel/relabel/options"
+	"github.com/relabel/relabel/job"
 )
 
 var (
@@ -47,7 +47,7 @@ func TestHeadGrid(t *testing.T) {
 			t.Fatal(err)
 		}
 		cpu0 := cpuTime()
-		base, dt, err := RunCell(c, options.Defaults())
+		base, dt, err := RunCell(c, job.Defaults())
 		baseCPU := cpuTime() - cpu0
 		if err != nil {
 			t.Fatal(err)
@@ -70,7 +70,7 @@ func TestHeadGrid(t *testing.T) {
 		for k, v := range variants {
 			tweak, _ := headVariant(t, v, ds)
 			cpu0 := cpuTime()
-			rep, dt, err := RunCellEngine(c, options.Defaults(), tweak)
+			rep, dt, err := RunCellEngine(c, job.Defaults(), tweak)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,4 +1,4 @@
-package quality
+package grid
 
 import (
 	"bufio"
@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/relabel/relabel/io/resultio"
-	"github.com/relabel/relabel/options"
+	"github.com/relabel/relabel/job"
 	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/evaluate"
 	"github.com/relabel/relabel/transforms/mixture"
@@ -119,7 +119,7 @@ func DevGrid(dataDir string) ([]Cell, error) {
 	}
 	ents, err := os.ReadDir(dataDir)
 	if err != nil {
-		return nil, fmt.Errorf("quality: %w", err)
+		return nil, fmt.Errorf("grid: %w", err)
 	}
 	type ds struct {
 		name, dir string
@@ -178,7 +178,7 @@ func DevGrid(dataDir string) ([]Cell, error) {
 		}
 	}
 	if len(cells) == 0 {
-		return nil, fmt.Errorf("quality: no dataset folder with a clean.parquet in %s", dataDir)
+		return nil, fmt.Errorf("grid: no dataset folder with a clean.parquet in %s", dataDir)
 	}
 	return cells, nil
 }
@@ -221,18 +221,18 @@ func Only(cells []Cell, names ...string) []Cell {
 	return out
 }
 
-// RunCell relabels cell's labels with opts (resolved for the data's class
-// count as relabel run resolves them: options.Options.Engine), in process with the CPU kernels, and evaluates the result against the truth
+// RunCell relabels cell's labels with cfg (resolved for the data's class
+// count as relabel run resolves them: job.Config.Engine), in process with the CPU kernels, and evaluates the result against the truth
 // with the kNN vote (VoteK, z-scored) as baseline "knn". It returns the
 // report and the time engine.Run took (loading and the baseline excluded:
 // both are cached across calls).
-func RunCell(cell Cell, opts options.Options) (evaluate.Report, time.Duration, error) {
-	return RunCellEngine(cell, opts, nil)
+func RunCell(cell Cell, cfg job.Config) (evaluate.Report, time.Duration, error) {
+	return RunCellEngine(cell, cfg, nil)
 }
 
 // RunCellEngine is RunCell with tweak (nil: none) applied to the resolved
 // engine options: for trying a model part that has no flag yet.
-func RunCellEngine(cell Cell, opts options.Options, tweak func(*engine.Options)) (evaluate.Report, time.Duration, error) {
+func RunCellEngine(cell Cell, cfg job.Config, tweak func(*engine.Options)) (evaluate.Report, time.Duration, error) {
 	ds, err := loadDataset(cell.Dir)
 	if err != nil {
 		return evaluate.Report{}, 0, err
@@ -241,9 +241,9 @@ func RunCellEngine(cell Cell, opts options.Options, tweak func(*engine.Options))
 	if err != nil {
 		return evaluate.Report{}, 0, err
 	}
-	eo, err := opts.Engine(ds.c)
+	eo, err := cfg.Engine(ds.c)
 	if err != nil {
-		return evaluate.Report{}, 0, fmt.Errorf("quality: %s: %w", cell.Name(), err)
+		return evaluate.Report{}, 0, fmt.Errorf("grid: %s: %w", cell.Name(), err)
 	}
 	if tweak != nil {
 		tweak(&eo)
@@ -266,12 +266,12 @@ func RunCellEngine(cell Cell, opts options.Options, tweak func(*engine.Options))
 	res, err := engine.Run(&engine.Data{Keys: ds.ids, D: ds.d, Features: ds.x, Labels: g.labels, LabelOff: g.off}, eo, engine.Backends{})
 	dt := time.Since(t0)
 	if err != nil {
-		return evaluate.Report{}, dt, fmt.Errorf("quality: %s: %w", cell.Name(), err)
+		return evaluate.Report{}, dt, fmt.Errorf("grid: %s: %w", cell.Name(), err)
 	}
 	if d := os.Getenv("RELABEL_CALDUMP"); d != "" {
-		caldump(filepath.Join(d, fmt.Sprintf("%s-mu%g.tsv", strings.ReplaceAll(cell.Name(), "/", "__"), opts.Mu)), ds.truth, g.single, &res.States)
+		caldump(filepath.Join(d, fmt.Sprintf("%s-mu%g.tsv", strings.ReplaceAll(cell.Name(), "/", "__"), eo.Mixture.Mu)), ds.truth, g.single, &res.States)
 	}
-	cal := resultio.Calibration{Temperature: opts.Temperature.V, Auto: !opts.Temperature.Set, MinConfidence: opts.MinConfidence}
+	cal := cfg.Calibration()
 	if res.Given != nil {
 		// The given-label model's posteriors are probabilities already.
 		cal.Temperature, cal.Auto = 1, false
@@ -284,7 +284,7 @@ func RunCellEngine(cell Cell, opts options.Options, tweak func(*engine.Options))
 	in.Baselines = []evaluate.Baseline{{Name: "knn", Labels: g.vote(ds)}, {Name: "cleanlab", Labels: g.cleanlab(ds)}}
 	rep, err := evaluate.Evaluate(in)
 	if err != nil {
-		return rep, dt, fmt.Errorf("quality: %s: %w", cell.Name(), err)
+		return rep, dt, fmt.Errorf("grid: %s: %w", cell.Name(), err)
 	}
 	return rep, dt, nil
 }
@@ -377,22 +377,21 @@ func (r Result) baseline(name string) float64 {
 	return nan
 }
 
-// Run runs every cell with opts, logging a line per cell to log (nil: none).
-func Run(cells []Cell, opts options.Options, log io.Writer) ([]Result, error) {
+// Run runs every cell with cfg, logging a line per cell to log (nil: none).
+func Run(cells []Cell, cfg job.Config, log io.Writer) ([]Result, error) {
 	if log == nil {
 		log = io.Discard
 	}
 	out := make([]Result, 0, len(cells))
 	for _, c := range cells {
-		rep, dt, err := RunCell(c, opts)
+		rep, dt, err := RunCell(c, cfg)
 		if err != nil {
 			return out, err
 		}
 		r := Result{Cell: c, Report: rep, Time: dt}
 		if c.Annotators() {
-			o := opts
-			o.Mu = 1
-			nf, _, err := RunCell(c, o)
+			// Mu 1: the items' neighbours out, their annotations alone.
+			nf, _, err := RunCellEngine(c, cfg, func(eo *engine.Options) { eo.Mixture.Mu = 1 })
 			if err != nil {
 				return out, err
 			}

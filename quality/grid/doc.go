@@ -1,4 +1,4 @@
-// Package quality is relabel's quality benchmark: it runs the
+// Package grid is relabel's quality benchmark over the dev grid: it runs the
 // relabelling engine in process (transforms/engine, the same rounds the Beam
 // pipeline runs, without its I/O) over a grid of noisy datasets with known
 // truth, scores every cell with transforms/evaluate against the baselines a
@@ -9,6 +9,6 @@
 // development data (../shared/data); RunCell and Sweep are what a parameter
 // sweep calls. Datasets and the baselines' neighbours are loaded once per
 // process and cached, so repeated runs pay only for the engine. It reads the
-// dev data's files and writes docs/QUALITY.md, so it lives beside the binary
-// rather than among the math of transforms/.
-package quality
+// dev data's files and writes docs/QUALITY.md, so it lives with the other
+// harness under quality/, not among the math of transforms/.
+package grid

@@ -1,4 +1,4 @@
-package crowdquality
+package annotators
 
 import (
 	"flag"
@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/relabel/relabel/internal/crowdquality/crowdset"
+	"github.com/relabel/relabel/quality/annotators/crowdset"
 )
 
 var update = flag.Bool("update", false, "rewrite docs/QUALITY_CROWD.md")
@@ -23,7 +23,7 @@ func dataDir(t *testing.T) string {
 	return d
 }
 
-const qualityCmd = "go test ./internal/crowdquality -run TestQualityCrowd -update"
+const qualityCmd = "go test ./quality/annotators -run TestQualityCrowd -update"
 
 // TestQualityCrowd measures every crowd set, shared and generated, checks
 // issues 17's, 33's and 48's targets and that docs/QUALITY_CROWD.md holds these

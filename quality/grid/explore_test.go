@@ -1,4 +1,4 @@
-package quality
+package grid
 
 import (
 	"flag"
@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/relabel/relabel/options"
+	"github.com/relabel/relabel/job"
 	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/mixture"
 )
@@ -60,7 +60,7 @@ func TestExplore(t *testing.T) {
 				continue
 			}
 			cellName = cell.Name()
-			rep, dt, err := RunCellEngine(cell, options.Defaults(), tweak)
+			rep, dt, err := RunCellEngine(cell, job.Defaults(), tweak)
 			if err != nil {
 				t.Fatal(err)
 			}

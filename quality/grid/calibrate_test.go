@@ -1,4 +1,4 @@
-package quality
+package grid
 
 import (
 	"math"
@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/relabel/relabel/io/resultio"
+	"github.com/relabel/relabel/job"
 	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/mixture"
@@ -87,8 +88,9 @@ func TestPooledCalibration(t *testing.T) {
 		o.Mixture.PooledIters, o.Mixture.PooledWeight, o.Mixture.PooledSplit = 10, 0.3, true
 		o.OnPooled = func(*mixture.Pooled) { calls++ }
 	}
-	opts := options.Defaults()
-	opts.L = 50
+	o := options.Defaults()
+	o.L = 50
+	opts := job.NewConfig(o)
 	a, _, err := RunCellEngine(cell, opts, tweak)
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package quality
+package grid
 
 import (
 	"bytes"
@@ -18,6 +18,7 @@ import (
 	"github.com/relabel/relabel/io/blobio"
 	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/io/shardio"
+	"github.com/relabel/relabel/job"
 	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/transforms/engine"
@@ -42,7 +43,7 @@ var (
 var defaultQualityOut = filepath.Join("..", "..", "docs", "QUALITY.md")
 
 // QualityCommand is the command docs/QUALITY.md says reproduces it.
-const QualityCommand = "go test ./internal/quality -quality -run Quality -timeout 4h -v   # or scripts/quality.sh"
+const QualityCommand = "go test ./quality/grid -quality -run Quality -timeout 4h -v   # or scripts/quality.sh"
 
 // TestQuality is the benchmark of issue 4: relabel with
 // options.Defaults() over every cell of DevGrid, written to
@@ -72,7 +73,7 @@ func TestQuality(t *testing.T) {
 		}
 	}
 	t0 := time.Now()
-	rs, err := Run(cells, d, &testWriter{t: t})
+	rs, err := Run(cells, job.NewConfig(d), &testWriter{t: t})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,7 +291,7 @@ func TestDevData(t *testing.T) {
 func TestRunCellDigits(t *testing.T) {
 	cells := devGrid(t)
 	cell := Only(Without(cells, "satellite", "pendigits", "letter", "fashion_mnist_pca50"), "idn-0.4")[0]
-	rep, dt, err := RunCell(cell, options.Defaults())
+	rep, dt, err := RunCell(cell, job.Defaults())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,7 +313,7 @@ func TestRunCellDigits(t *testing.T) {
 	// labels. (The given-label model would read the neighbours' labels
 	// even then.)
 	o.Rounds, o.GivenLabel = 0, options.Some(engine.GivenVote)
-	rep0, _, err := RunCell(cell, o)
+	rep0, _, err := RunCell(cell, job.NewConfig(o))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -347,8 +348,9 @@ func TestSynthetic(t *testing.T) {
 		t.Errorf("peers of %s: %+v (target %v); of %s: target %v", cells[0].Name(), p, cells[0].Target(), cells[1].Name(), cells[1].Target())
 	}
 
-	opts := options.Defaults()
-	opts.L = 50
+	o50 := options.Defaults()
+	o50.L = 50
+	opts := job.NewConfig(o50)
 	a, _, err := RunCell(cells[0], opts)
 	if err != nil {
 		t.Fatal(err)
@@ -394,9 +396,9 @@ func TestSynthetic(t *testing.T) {
 	}
 
 	var sw bytes.Buffer
-	o0 := opts
+	o0 := o50
 	o0.Rounds, o0.GivenLabel = 0, options.Some(engine.GivenVote)
-	vrs, err := Sweep(&sw, cells[:2], []Variant{{"zero-rounds", o0}, {"default-rounds", opts}})
+	vrs, err := Sweep(&sw, cells[:2], []Variant{{"zero-rounds", job.NewConfig(o0)}, {"default-rounds", opts}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -606,7 +608,7 @@ func Example() {
 	for _, mu := range []float64{0.3, 0.5, 0.7} {
 		o := options.Defaults()
 		o.Mu = mu
-		variants = append(variants, Variant{Name: fmt.Sprintf("mu=%g", mu), Options: o})
+		variants = append(variants, Variant{Name: fmt.Sprintf("mu=%g", mu), Config: job.NewConfig(o)})
 	}
 	if _, err := Sweep(os.Stdout, cells, variants); err != nil {
 		panic(err)

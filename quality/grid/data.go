@@ -1,4 +1,4 @@
-package quality
+package grid
 
 import (
 	"bufio"
@@ -60,7 +60,7 @@ func ReadPeers(dataDir string) (map[string]Peers, error) {
 	path := filepath.Join(dataDir, "README.md")
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("quality: %w", err)
+		return nil, fmt.Errorf("grid: %w", err)
 	}
 	defer f.Close()
 	out := map[string]Peers{}
@@ -83,18 +83,18 @@ func ReadPeers(dataDir string) (map[string]Peers, error) {
 		knn, err1 := strconv.ParseFloat(cols[3], 64)
 		cl, err2 := strconv.ParseFloat(cols[4], 64)
 		if err1 != nil || err2 != nil {
-			return nil, fmt.Errorf("quality: %s line %d: peer figures %q, %q are not numbers", path, line, cols[3], cols[4])
+			return nil, fmt.Errorf("grid: %s line %d: peer figures %q, %q are not numbers", path, line, cols[3], cols[4])
 		}
 		p := Peers{KNN: knn, Cleanlab: cl, Logreg: nan}
 		if len(cols) == 6 {
 			if p.Logreg, err = strconv.ParseFloat(cols[5], 64); err != nil {
-				return nil, fmt.Errorf("quality: %s line %d: peer figure %q is not a number", path, line, cols[5])
+				return nil, fmt.Errorf("grid: %s line %d: peer figure %q is not a number", path, line, cols[5])
 			}
 		}
 		out[cols[0]+"/"+kind+"-"+rate] = p
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("quality: %s: %w", path, err)
+		return nil, fmt.Errorf("grid: %s: %w", path, err)
 	}
 	return out, nil
 }
@@ -110,13 +110,13 @@ func readMeta(dir string) (meta, error) {
 	var m meta
 	b, err := os.ReadFile(filepath.Join(dir, "meta.json"))
 	if err != nil {
-		return m, fmt.Errorf("quality: %w", err)
+		return m, fmt.Errorf("grid: %w", err)
 	}
 	if err := json.Unmarshal(b, &m); err != nil {
-		return m, fmt.Errorf("quality: %s/meta.json: %w", dir, err)
+		return m, fmt.Errorf("grid: %s/meta.json: %w", dir, err)
 	}
 	if m.N < 1 || m.D < 1 || m.C < 2 {
-		return m, fmt.Errorf("quality: %s/meta.json: n = %d, d = %d, C = %d", dir, m.N, m.D, m.C)
+		return m, fmt.Errorf("grid: %s/meta.json: n = %d, d = %d, C = %d", dir, m.N, m.D, m.C)
 	}
 	return m, nil
 }
@@ -221,7 +221,7 @@ func loadDataset(dir string) (*dataset, error) {
 	ds := &dataset{name: filepath.Base(abs), c: m.C, row: map[int64]int{}}
 	for _, r := range rows {
 		if r.Multi {
-			return nil, fmt.Errorf("quality: %s/clean.parquet: a list of labels, want one true label per row", dir)
+			return nil, fmt.Errorf("grid: %s/clean.parquet: a list of labels, want one true label per row", dir)
 		}
 		if ds.d == 0 {
 			ds.d = r.D
@@ -229,10 +229,10 @@ func loadDataset(dir string) (*dataset, error) {
 		for i, id := range r.IDs {
 			l := r.Labels[r.LabelOff[i]:r.LabelOff[i+1]]
 			if len(l) != 1 || l[0] < 0 {
-				return nil, fmt.Errorf("quality: %s row %d: no true label", r.Shard, r.Offset+int64(i))
+				return nil, fmt.Errorf("grid: %s row %d: no true label", r.Shard, r.Offset+int64(i))
 			}
 			if _, dup := ds.row[id]; dup {
-				return nil, fmt.Errorf("quality: %s row %d: id %d repeated", r.Shard, r.Offset+int64(i), id)
+				return nil, fmt.Errorf("grid: %s row %d: id %d repeated", r.Shard, r.Offset+int64(i), id)
 			}
 			ds.row[id] = len(ds.ids)
 			ds.ids = append(ds.ids, id)
@@ -242,7 +242,7 @@ func loadDataset(dir string) (*dataset, error) {
 	}
 	ds.n = len(ds.ids)
 	if ds.n != m.N || ds.d != m.D {
-		return nil, fmt.Errorf("quality: %s/clean.parquet: %d x %d, meta.json says %d x %d", dir, ds.n, ds.d, m.N, m.D)
+		return nil, fmt.Errorf("grid: %s/clean.parquet: %d x %d, meta.json says %d x %d", dir, ds.n, ds.d, m.N, m.D)
 	}
 	cache.datasets[abs] = ds
 	return ds, nil
@@ -254,7 +254,7 @@ func readRows(path string, c int) ([]*schemas.Rows, error) {
 	ctx := context.Background()
 	shards, err := shardio.Scan(ctx, path, shardio.ReadOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("quality: %w", err)
+		return nil, fmt.Errorf("grid: %w", err)
 	}
 	ro := shardio.ReadOptions{Classes: c, D: shards[0].D}
 	var rows []*schemas.Rows
@@ -262,7 +262,7 @@ func readRows(path string, c int) ([]*schemas.Rows, error) {
 		for _, u := range s.Units {
 			r, err := shardio.ReadUnit(ctx, u, ro)
 			if err != nil {
-				return nil, fmt.Errorf("quality: %w", err)
+				return nil, fmt.Errorf("grid: %w", err)
 			}
 			rows = append(rows, r)
 		}
@@ -289,13 +289,13 @@ func loadGiven(cell Cell, ds *dataset) (*given, error) {
 		nd := noise.Dataset{IDs: ds.ids, Truth: ds.truth, Features: ds.x, D: ds.d, C: ds.c}
 		out, err := noise.Generate(nd, cell.Generate)
 		if err != nil {
-			return nil, fmt.Errorf("quality: %s: %w", cell.Name(), err)
+			return nil, fmt.Errorf("grid: %s: %w", cell.Name(), err)
 		}
 		g.labels, g.off = out.Labels, out.Offsets
 	case strings.HasSuffix(cell.File, ".i32"):
 		t, err := resultio.ReadTruth(context.Background(), cell.File, resultio.TruthOptions{Rows: ds.n, Classes: ds.c})
 		if err != nil {
-			return nil, fmt.Errorf("quality: %w", err)
+			return nil, fmt.Errorf("grid: %w", err)
 		}
 		g.labels = t.Labels
 	default:
@@ -332,29 +332,29 @@ func (g *given) readFile(path string, ds *dataset) error {
 	seen := 0
 	for _, r := range rows {
 		if r.D != ds.d {
-			return fmt.Errorf("quality: %s: dimension %d, the clean file's is %d", path, r.D, ds.d)
+			return fmt.Errorf("grid: %s: dimension %d, the clean file's is %d", path, r.D, ds.d)
 		}
 		for i, id := range r.IDs {
 			j, ok := ds.row[id]
 			if !ok {
-				return fmt.Errorf("quality: %s row %d: id %d not in clean.parquet", path, r.Offset+int64(i), id)
+				return fmt.Errorf("grid: %s row %d: id %d not in clean.parquet", path, r.Offset+int64(i), id)
 			}
 			if per[j] != nil {
-				return fmt.Errorf("quality: %s row %d: id %d repeated", path, r.Offset+int64(i), id)
+				return fmt.Errorf("grid: %s row %d: id %d repeated", path, r.Offset+int64(i), id)
 			}
 			if !slices.Equal(r.Features[i*r.D:(i+1)*r.D], ds.x[j*ds.d:(j+1)*ds.d]) {
-				return fmt.Errorf("quality: %s row %d: id %d has other features than in clean.parquet", path, r.Offset+int64(i), id)
+				return fmt.Errorf("grid: %s row %d: id %d has other features than in clean.parquet", path, r.Offset+int64(i), id)
 			}
 			per[j] = r.Labels[r.LabelOff[i]:r.LabelOff[i+1]]
 			if len(per[j]) == 0 || slices.Contains(per[j], schemas.Unlabelled) {
-				return fmt.Errorf("quality: %s row %d: id %d has a missing label", path, r.Offset+int64(i), id)
+				return fmt.Errorf("grid: %s row %d: id %d has a missing label", path, r.Offset+int64(i), id)
 			}
 			seen++
 		}
 		g.multi = g.multi || r.Multi
 	}
 	if seen != ds.n {
-		return fmt.Errorf("quality: %s: %d rows, clean.parquet has %d", path, seen, ds.n)
+		return fmt.Errorf("grid: %s: %d rows, clean.parquet has %d", path, seen, ds.n)
 	}
 	if !g.multi {
 		g.labels = make([]int32, ds.n)

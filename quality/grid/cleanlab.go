@@ -1,4 +1,4 @@
-package quality
+package grid
 
 import (
 	"math"
@@ -27,7 +27,7 @@ const voteEps = 1e-3
 func CleanlabKNN(given, nb []int32, k, c int) []int32 {
 	n := len(given)
 	if len(nb) != n*k {
-		panic("quality: CleanlabKNN: neighbour lists do not match the labels")
+		panic("grid: CleanlabKNN: neighbour lists do not match the labels")
 	}
 	probs := make([]float64, n*c)
 	vote := make([]int32, n)

@@ -13,7 +13,7 @@ import (
 // smaller class balance the model fell 2 to 19 points below on five of
 // them. It needs no shared data. It runs the sets of at most 10 classes
 // (a few seconds: the long tail, skewed classes, shared confusion, few busy
-// annotators); internal/crowdquality TestQualityCrowd checks every set.
+// annotators); quality/annotators TestQualityCrowd checks every set.
 func TestGeneratedFloor(t *testing.T) {
 	for _, g := range Gens {
 		if g.C > 10 {
