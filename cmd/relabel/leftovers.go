@@ -11,7 +11,7 @@ import (
 )
 
 // checkUsable refuses option values that are well-formed but found bad only
-// when used (issue 35): they are bad flag values all the same, so exit 2
+// when used: they are bad flag values all the same, so exit 2
 // naming the flag, before anything is read or created. --device cuda needs
 // a GPU this binary can use; --spill-dir must be an existing directory
 // (relabel makes its own spill directory inside it, and never creates the

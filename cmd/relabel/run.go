@@ -290,7 +290,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return res, err
 	}
 	made := trackRun(&o)
-	// A failed or stopped run leaves nothing it created (issue 35), a run
+	// A failed or stopped run leaves nothing it created, a run
 	// stopped by a second signal too (signalContext).
 	undo := atexit.Push(made.undo)
 	sum, err := runFor(o)(ctx, job.NewConfig(o), exec)
@@ -334,8 +334,8 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	if l := lk; l != nil && l.Incremental {
 		// An incremental run relabels the new and re-scored rows only; the
-		// output's total is another number (issue 35: a deletion-only run
-		// said "1347 rows relabelled").
+		// output's total is another number (a deletion-only run relabels
+		// nothing, though the output holds all its rows).
 		if n := l.NewRows + l.Rescored; n == 0 {
 			fmt.Fprintf(stdout, "relabel: no row relabelled (the rows of %d gone input files removed); output in %s holds %d rows, %d labels changed (summary.json beside the shards)\n",
 				len(l.GoneFiles), progress.Safe(sum.Output), sum.Rows, sum.Changed)

@@ -145,8 +145,8 @@ func (o *Output) Committing() bool { return o.committing.Load() }
 
 // DropCreated drops the output table when this Output created it and no
 // snapshot was ever committed to it, nor is a Commit under way: a run that
-// fails or is stopped before its first commit leaves no empty table behind
-// (issue 35 target 5). The table's metadata file and its then empty data
+// fails or is stopped before its first commit leaves no empty table behind.
+// The table's metadata file and its then empty data
 // and metadata directories go too (DropTable only removes the catalog's
 // entry; a namespace is left, it may hold other tables later). The table is
 // reloaded first: one another run committed to meanwhile is kept.

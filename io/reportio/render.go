@@ -93,7 +93,7 @@ type view struct {
 
 // MaxClassRows is the most classes the per-class table lists: a run over
 // many classes would otherwise write a page of hundreds of megabytes that no
-// browser opens (issue 35: 185 MB at 1,000,000 classes). Beyond it the table
+// browser opens (185 MB at 1,000,000 classes). Beyond it the table
 // lists the classes with the most given labels.
 const MaxClassRows = 1000
 

@@ -41,8 +41,8 @@ func (f *candRowsFn) ProcessElement(r schemas.Rows, st Stats, emit func(Candidat
 		// neighboursFn reports the duplicate. Failing here too raced with
 		// it: a failed fragment left the candidates' singleton empty, and
 		// neighboursFn, started on it, sometimes failed first with "got 0
-		// values" for its side input instead of naming the duplicate
-		// (issue 34). An empty fragment keeps the singleton whole.
+		// values" for its side input instead of naming the duplicate.
+		// An empty fragment keeps the singleton whole.
 		emit(Candidates{D: r.D})
 		return nil
 	}

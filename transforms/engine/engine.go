@@ -81,7 +81,7 @@ type Options struct {
 	// Structure. It changes nothing.
 	OnPooled func(*mixture.Pooled)
 	// NewComponent, when set, builds one more mixture component for the
-	// candidates before the rounds (transforms/head's linear head, issue 32:
+	// candidates before the rounds (transforms/head's linear head:
 	// head.Factory), from the candidates' features as given (not
 	// standardised), their keys and the dimension, the candidates in key
 	// order (as pipelines/stages holds them; Component's indices are

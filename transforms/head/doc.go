@@ -1,4 +1,4 @@
-// Package head is the linear head of issue 32: a multinomial logistic
+// Package head is the linear head: a multinomial logistic
 // regression (softmax) on the item's features, fitted to relabel's current
 // posteriors out of fold, whose class probabilities enter each round as one
 // more mixture component beside the item's neighbours: in process through
