@@ -100,13 +100,13 @@ func scaleShards(rows int64) int64 { return max(8, rows/250_000) }
 // It reports wall and CPU seconds, the peak RSS, internal/budget's estimate
 // of it and their ratio (the estimate is meant to be within 2x), rows/s and
 // the cleaned accuracy against synth's truth; with -scale.rerun it runs
-// again and fails unless every output file but summary.json is
-// byte-identical. Inputs are kept under -scale.data (about 290 MB per
-// million rows) and the spill needs about 2.5 GB per million rows of free
-// disk in the system temporary directory. Slow (minutes per million rows on
-// 2 cores): run it alone,
+// again and fails unless every output shard is byte-identical (summary.json
+// and report.html record timings and paths). Inputs are kept under
+// -scale.data (about 290 MB per million rows); the spill needs about 2.6 GB
+// per million rows of free disk in the system temporary directory. Slow
+// (15 minutes per million rows on 2 cores under load): run it alone,
 //
-//	go test ./cmd/relabel -run '^$' -bench ScaleRun -benchtime 1x -timeout 4h -scale.rows 1000000,3000000
+//	go test ./cmd/relabel -run '^$' -bench ScaleRun -benchtime 1x -timeout 4h -args -scale.rows 1000000,2000000
 func BenchmarkScaleRun(b *testing.B) {
 	for _, s := range strings.Split(*scaleRows, ",") {
 		n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
@@ -124,7 +124,7 @@ func BenchmarkScaleRun(b *testing.B) {
 			}
 			in := filepath.Join(data, "part-*.parquet")
 			o := options.Defaults()
-			o.Input = in
+			o.Input, o.Output = in, filepath.Join(b.TempDir(), "plan")
 			o.SpillDir = options.Some(os.TempDir()) // as relabel run resolves it on the embedded runner
 			plan, err := job.Resolve(context.Background(), o)
 			if err != nil {
@@ -188,13 +188,14 @@ func loadAverage() string {
 }
 
 // diffOutputs names the first file that differs between two output
-// directories (summary.json, which records timings, aside); "" when none.
+// directories (summary.json and report.html, which record timings and
+// paths, aside); "" when none.
 func diffOutputs(a, b string) string {
 	names := func(dir string) []string {
 		es, _ := os.ReadDir(dir)
 		var ns []string
 		for _, e := range es {
-			if e.Name() != "summary.json" {
+			if e.Name() != "summary.json" && e.Name() != "report.html" {
 				ns = append(ns, e.Name())
 			}
 		}
