@@ -72,7 +72,7 @@ func checkPlan(ctx context.Context, p *Job) error {
 	est := budget.Of(p.Sizes())
 	if err := budget.Fit(est, budget.Memory()); err != nil {
 		be := err.(*budget.Error)
-		val := map[string]any{"k": o.K, "n": p.Mixture.N, "c0": p.Mixture.C0, "classes": p.C, "input": o.Input, "annotations": o.Annotations}[be.Flag]
+		val := map[string]any{"k": o.K, "n": p.Mixture.N, "c0": p.Mixture.C0, "classes": p.C, "input": o.Input, "annotations": o.Annotations, "local-rounds-mib": o.LocalMiB}[be.Flag]
 		return &options.Error{Flag: be.Flag, Err: fmt.Errorf("%v: %s", val, be.Msg)}
 	}
 	if o.Output != "" {
@@ -128,6 +128,16 @@ func (p *Job) Sizes() budget.Sizes {
 	o := &p.Options
 	s := budget.Sizes{Rows: p.Rows, D: p.Read.D, C: p.C, C0: p.Mixture.C0, K: o.K, L: p.Mixture.L, N: p.Mixture.N}
 	s.IVF = p.Mode == options.NeighboursIVF
+	if dir := o.SpillDir.Or(""); s.IVF && dir != "" && dir != "none" {
+		s.Spilled = true
+		if p.LocalRounds(p.Head != "") {
+			d := 0
+			if p.Head != "" {
+				d = max(p.Read.D, 1)
+			}
+			s.Local = budget.LocalRounds(p.Rows, o.K, p.Mixture, d)
+		}
+	}
 	if p.Crowd != nil {
 		for _, u := range p.Crowd.Units {
 			s.Annotations += max(u.Rows, 0)

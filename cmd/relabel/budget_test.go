@@ -4,11 +4,16 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/relabel/relabel/job"
 	"github.com/relabel/relabel/options"
@@ -55,6 +60,7 @@ func TestEstimateMeasured(t *testing.T) {
 		out := filepath.Join(t.TempDir(), "out")
 		o := options.Defaults()
 		o.Input, o.Output, o.K = in, out, sz.k
+		o.SpillDir = options.Some(os.TempDir()) // as relabel run resolves it on the embedded runner
 		plan, err := job.Resolve(context.Background(), o)
 		if err != nil {
 			t.Fatal(err)
@@ -74,4 +80,137 @@ func TestEstimateMeasured(t *testing.T) {
 			t.Errorf("rows %d d %d k %d: estimate %s is not within 2x of the measured %s", sz.rows, sz.d, sz.k, budget.Bytes(est.Peak), budget.Bytes(peak))
 		}
 	}
+}
+
+var (
+	scaleRows  = flag.String("scale.rows", "1000000", "BenchmarkScaleRun: comma-separated row counts")
+	scaleData  = flag.String("scale.data", filepath.Join(os.TempDir(), "relabel-scale-run"), "BenchmarkScaleRun: where generated inputs are kept between runs")
+	scaleRerun = flag.Bool("scale.rerun", false, "BenchmarkScaleRun: run each size twice and compare the outputs byte for byte")
+)
+
+// scaleShards is how many shards BenchmarkScaleRun's input of rows rows is
+// written in: 8 up to 2 million rows, then one per 250,000 (issue 49's 1M
+// and 10M inputs: 8 and 40 shards).
+func scaleShards(rows int64) int64 { return max(8, rows/250_000) }
+
+// BenchmarkScaleRun records a run at scale as a user makes it (issue 49,
+// target 1): relabel synth --rows N --d 64 --classes 20 (synth's other
+// defaults, scaleShards shards), then relabel run with every option at its
+// default, in a child process so that its peak resident memory is its own.
+// It reports wall and CPU seconds, the peak RSS, internal/budget's estimate
+// of it and their ratio (the estimate is meant to be within 2x), rows/s and
+// the cleaned accuracy against synth's truth; with -scale.rerun it runs
+// again and fails unless every output shard is byte-identical (summary.json
+// and report.html record timings and paths). Inputs are kept under
+// -scale.data (about 290 MB per million rows); the spill needs about 2.6 GB
+// per million rows of free disk in the system temporary directory. Slow
+// (15 minutes per million rows on 2 cores under load): run it alone,
+//
+//	go test ./cmd/relabel -run '^$' -bench ScaleRun -benchtime 1x -timeout 4h -args -scale.rows 1000000,2000000
+func BenchmarkScaleRun(b *testing.B) {
+	for _, s := range strings.Split(*scaleRows, ",") {
+		n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+		if err != nil || n <= 0 {
+			b.Fatalf("-scale.rows %q: want positive row counts", s)
+		}
+		b.Run(fmt.Sprintf("rows=%d", n), func(b *testing.B) {
+			data := filepath.Join(*scaleData, fmt.Sprintf("synth-%d-d64-c20-s%d", n, scaleShards(n)))
+			if _, err := os.Stat(filepath.Join(data, "truth.i32")); err != nil {
+				cmd := exec.Command(relabelBin, "synth", "--rows", strconv.FormatInt(n, 10), "--d", "64", "--classes", "20",
+					"--shards", strconv.FormatInt(scaleShards(n), 10), "--output", data, "--overwrite")
+				if out, err := cmd.CombinedOutput(); err != nil {
+					b.Fatalf("relabel synth: %v\n%s", err, out)
+				}
+			}
+			in := filepath.Join(data, "part-*.parquet")
+			o := options.Defaults()
+			o.Input, o.Output = in, filepath.Join(b.TempDir(), "plan")
+			o.SpillDir = options.Some(os.TempDir()) // as relabel run resolves it on the embedded runner
+			plan, err := job.Resolve(context.Background(), o)
+			if err != nil {
+				b.Fatal(err)
+			}
+			est := budget.Of(plan.Sizes())
+			for i := 0; i < b.N; i++ {
+				var outs []string
+				for run := 0; run < 1+btoi(*scaleRerun); run++ {
+					out := filepath.Join(b.TempDir(), "out")
+					outs = append(outs, out)
+					cmd := exec.Command(relabelBin, "run", "--input", in, "--output", out)
+					var errb bytes.Buffer
+					cmd.Stderr = &errb
+					load0 := loadAverage()
+					t0 := time.Now()
+					if err := cmd.Run(); err != nil {
+						b.Fatalf("relabel run: %v\n%s", err, tail(errb.String(), 4000))
+					}
+					wall := time.Since(t0)
+					ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+					peak := ru.Maxrss << 10 // KiB on Linux
+					cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+					acc := cleanedAccuracy(b, context.Background(), out, filepath.Join(data, "truth.i32"))
+					b.ReportMetric(wall.Seconds(), "wall-s")
+					b.ReportMetric(cpu.Seconds(), "cpu-s")
+					b.ReportMetric(float64(peak)/(1<<20), "peak-RSS-MiB")
+					b.ReportMetric(float64(est.Peak)/(1<<20), "estimate-MiB")
+					b.ReportMetric(float64(est.Peak)/float64(peak), "estimate/peak")
+					b.ReportMetric(float64(n)/wall.Seconds(), "rows/s")
+					b.ReportMetric(acc, "cleaned-acc")
+					b.Logf("rows %d (%s mode): wall %.1f s, %.1f CPU-s, peak RSS %s, estimate %s (%.2fx), cleaned accuracy %.4f; load average %s before, %s after",
+						n, plan.Mode, wall.Seconds(), cpu.Seconds(), budget.Bytes(peak), budget.Bytes(est.Peak), float64(est.Peak)/float64(peak), acc, load0, loadAverage())
+				}
+				if len(outs) == 2 {
+					if diff := diffOutputs(outs[0], outs[1]); diff != "" {
+						b.Errorf("rows %d: the rerun's output differs: %s", n, diff)
+					} else {
+						b.Logf("rows %d: the rerun's output is byte-identical", n)
+					}
+				}
+			}
+		})
+	}
+}
+
+func btoi(v bool) int {
+	if v {
+		return 1
+	}
+	return 0
+}
+
+// loadAverage is the 1-minute load average ("?" where /proc is absent).
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	return strings.Fields(string(b))[0]
+}
+
+// diffOutputs names the first file that differs between two output
+// directories (summary.json and report.html, which record timings and
+// paths, aside); "" when none.
+func diffOutputs(a, b string) string {
+	names := func(dir string) []string {
+		es, _ := os.ReadDir(dir)
+		var ns []string
+		for _, e := range es {
+			if e.Name() != "summary.json" && e.Name() != "report.html" {
+				ns = append(ns, e.Name())
+			}
+		}
+		return ns
+	}
+	na, nb := names(a), names(b)
+	if !slices.Equal(na, nb) {
+		return fmt.Sprintf("files %q against %q", na, nb)
+	}
+	for _, n := range na {
+		x, errx := os.ReadFile(filepath.Join(a, n))
+		y, erry := os.ReadFile(filepath.Join(b, n))
+		if errx != nil || erry != nil || !bytes.Equal(x, y) {
+			return n
+		}
+	}
+	return ""
 }

@@ -23,9 +23,18 @@ type Sizes struct {
 	K, L, N int
 	// Annotations are the annotation rows of an annotator-aware run.
 	Annotations int64
-	// IVF says the run searches neighbours with ivf (in waves, its blocks
-	// spilled): far less memory per row than exact or sample search.
+	// IVF says the run searches neighbours with ivf: its items meet in
+	// blocks, far less memory per row than exact or sample search.
 	IVF bool
+	// Spilled says the ivf blocks and states wait between stages in spill
+	// files, not in the runner's memory (the embedded runner's default,
+	// --spill-dir).
+	Spilled bool
+	// Local is, where the ivf rounds all run in one stage with every block
+	// in memory (the embedded runner within --local-rounds-mib), the
+	// blocks' estimated size, LocalRounds; 0 where they join one round at a
+	// time, one block at a time.
+	Local int64
 }
 
 // Term is one part of an estimate: the flag a user would change to shrink
@@ -56,8 +65,12 @@ type Estimate struct {
 // (2026-11-27, 2 cores at load 6-8 from other sessions). A row costs far more
 // than its features: Prism holds every PCollection encoded in its shuffle,
 // the worker decodes it again, and the garbage collector lets the heap grow
-// to twice what is live. ivf mode (spilled, in waves) holds much less per
-// row than exact and sample modes.
+// to twice what is live. ivf mode with spill files keeps its blocks and
+// states on disk between stages and holds far less per row; its
+// coefficients are fitted to relabel run at 1 and 2 million rows of
+// d 64, C 20 with every option at its default (one-stage rounds at 1M, a
+// join per round at 2M; cmd/relabel's BenchmarkScaleRun and
+// TestOfMeasuredIVF, docs/PERFORMANCE.md, 2026-11-28).
 const (
 	// Base is the process before any data: the Go runtime, Beam's and
 	// Prism's own structures and the kernels' workspaces.
@@ -67,8 +80,23 @@ const (
 	// or K (ids, labels, states, samples, their encodings); perNeighbour
 	// is one neighbour of one item (index, weight, label entries).
 	perFeature, perItem, perNeighbour = 120, 18000, 890
-	// The same in ivf mode (spilled blocks, shuffles in waves).
+	// The same in ivf mode with the shuffles in memory, in waves
+	// (--spill-dir none, not measured at scale: the first ivf fit's
+	// coefficients, several times what a spilled row holds).
 	ivfFeature, ivfItem, ivfNeighbour = 40, 6000, 300
+	// The same in ivf mode with spill files (the embedded runner's
+	// default): the blocks and states wait in the files, and a row's cost
+	// peaks after the rounds, where the given-label fit and the writer hold
+	// every row's state, labels and output in the runner's shuffles (RSS
+	// sampled every 2 s: 2.3 GiB of 2.4 at 1M rows, 4.9 of 5.0 at 2M),
+	// and in the search, about two thirds of that.
+	spillFeature, spillItem, spillNeighbour = 8, 1400, 40
+	// localFactor is the resident memory of the one-stage rounds per byte
+	// of LocalRounds' estimate of their blocks (Sizes.Local): the blocks,
+	// two rounds' states and the collector's 25% over them (ivfstages'
+	// tightenGC). The rounds end before the writer's peak, so they count
+	// only where they exceed it.
+	localFactor = 1.25
 	// perState is one entry of one item's c0-long state (pi, rho rows)
 	// beyond the default c0's, held in the round's input and output.
 	perState = 48
@@ -103,13 +131,23 @@ func Of(s Sizes) Estimate {
 	}
 	rows := float64(s.Rows)
 	feat, item, nb := float64(perFeature), float64(perItem), float64(perNeighbour)
-	if s.IVF {
+	switch {
+	case s.IVF && s.Spilled:
+		feat, item, nb = spillFeature, spillItem, spillNeighbour
+	case s.IVF:
 		feat, item, nb = ivfFeature, ivfItem, ivfNeighbour
 	}
 	add("input", fmt.Sprintf("%d rows x d=%d features", s.Rows, s.D), rows*float64(s.D)*feat)
 	add("k", fmt.Sprintf("%d rows x %d neighbours", s.Rows, s.K), rows*float64(s.K)*nb)
 	add("input", fmt.Sprintf("%d rows' labels and states", s.Rows), rows*item)
 	add("c0", fmt.Sprintf("%d rows x c0=%d posterior entries", s.Rows, s.C0), rows*float64(s.C0)*perState)
+	if s.Local > 0 {
+		var perRow float64
+		for _, t := range e.Terms {
+			perRow += float64(t.Bytes)
+		}
+		add("local-rounds-mib", fmt.Sprintf("every block of %d rows in memory for the rounds in one stage", s.Rows), float64(s.Local)*localFactor-perRow)
+	}
 	add("n", fmt.Sprintf("L=%d x N=%d trials per item, %d items at once", s.L, s.N, workers), float64(s.L)*float64(s.N)*perSample*workers)
 	c := float64(s.C)
 	add("classes", fmt.Sprintf("%d classes' tables", s.C), c*perClass)

@@ -6,6 +6,8 @@ import (
 	"runtime/debug"
 	"strings"
 	"testing"
+
+	"github.com/relabel/relabel/transforms/mixture"
 )
 
 func TestFitNamesLargestTerm(t *testing.T) {
@@ -89,5 +91,61 @@ func TestMemory(t *testing.T) {
 	defer debug.SetMemoryLimit(prev)
 	if got := Memory(); got != m/4 {
 		t.Errorf("with GOMEMLIMIT %d: Memory = %d", m/4, got)
+	}
+}
+
+// TestOfMeasuredIVF: at the sizes relabel run was measured at in ivf mode
+// with spill files and every option at its default (synth --d 64
+// --classes 20; cmd/relabel's BenchmarkScaleRun, docs/PERFORMANCE.md), the
+// estimate is within 2x of the measured peak RSS: a million rows with the
+// rounds in one stage (their blocks counted once, Local), two million with
+// a join per round.
+func TestOfMeasuredIVF(t *testing.T) {
+	p := mixture.DefaultParams(20)
+	for _, tc := range []struct {
+		name     string
+		rows     int64
+		local    bool
+		measured int64 // ru_maxrss, bytes
+	}{
+		{"1M rows, the rounds in one stage", 1_000_000, true, 2_353_620 << 10},
+		{"2M rows, a join per round", 2_000_000, false, 5_267_312 << 10},
+	} {
+		s := Sizes{Rows: tc.rows, D: 64, C: 20, C0: p.C0, K: 10, L: p.L, N: p.N, IVF: true, Spilled: true}
+		if tc.local {
+			s.Local = LocalRounds(tc.rows, s.K, p, 0)
+		}
+		e := Of(s)
+		if r := float64(e.Peak) / float64(tc.measured); r < 0.5 || r > 2 {
+			t.Errorf("%s: estimate %s, measured %s: ratio %.2f, want within 2x", tc.name, Bytes(e.Peak), Bytes(tc.measured), r)
+		}
+	}
+}
+
+// TestOfIVFTerms: the one-stage rounds' blocks count only where they
+// exceed the rows' other terms (the writer's peak comes after the rounds),
+// and spill files hold less in memory than shuffles kept in it.
+func TestOfIVFTerms(t *testing.T) {
+	for _, c0 := range []int{5, 20} {
+		p := mixture.DefaultParams(100)
+		p.C0, p.MaxRowEntries = c0, mixture.DefaultMaxRowEntries(c0)
+		s := Sizes{Rows: 1_000_000, D: 64, C: 100, C0: c0, K: 10, L: p.L, N: p.N, IVF: true, Spilled: true}
+		join := Of(s)
+		s.Local = LocalRounds(s.Rows, s.K, p, 0)
+		local := Of(s)
+		var rows int64
+		for _, term := range join.Terms {
+			if strings.Contains(term.What, "rows") {
+				rows += term.Bytes
+			}
+		}
+		want := max(0, int64(float64(s.Local)*localFactor)-rows)
+		if got := local.Peak - join.Peak; got < want-1 || got > want+1 {
+			t.Errorf("c0 %d: the one-stage rounds add %d bytes, want %d (LocalRounds x localFactor beyond the rows' %d)", c0, got, want, rows)
+		}
+		s.Local, s.Spilled = 0, false
+		if mem := Of(s); mem.Peak <= join.Peak {
+			t.Errorf("c0 %d: shuffles in memory estimated at %s, not above the spilled %s", c0, Bytes(mem.Peak), Bytes(join.Peak))
+		}
 	}
 }

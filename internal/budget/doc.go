@@ -9,8 +9,9 @@
 //
 // The estimate is a sum of terms, each proportional to the data a stage holds
 // (every input row's features, every item's neighbour list and state, the
-// per-class tables), with coefficients measured against the process's peak
-// resident memory at a few sizes (budget_test.go's TestEstimateMeasured,
-// -budget). It is meant to be within 2x of the measured peak, which is
+// per-class tables, ivf's blocks where its rounds hold them all at once),
+// with coefficients measured against the process's peak resident memory at
+// a few sizes (cmd/relabel's TestEstimateMeasured, -budget, and
+// BenchmarkScaleRun). It is meant to be within 2x of the measured peak, which is
 // enough to tell a run that fits from one that is 10x too large.
 package budget
