@@ -27,12 +27,11 @@ import (
 // the estimated size (budget.LocalRounds) of the blocks' data for which the
 // embedded runner runs every round in one stage (JoinRoundsParams.Local).
 // 1 GiB is about 1.25 million rows with relabel's defaults: the fashion
-// run's 70,000 rows hold about 60 MiB there, and the million-row run of
-// issue 14 about 800 MiB, which peaks at 1.76 GiB RSS with the collector's
-// tighter target (localRoundsGCPercent) and took 348-366 s, where a join
-// per round through spill files took 600 s in a phase of the machine about
-// as slow (docs/PERFORMANCE.md). Beyond the bound the join per round keeps
-// memory flat in the rows.
+// run's 70,000 rows hold about 60 MiB there and a million rows about 800
+// MiB, whose rounds in one stage stay under 2 GiB RSS with the collector's
+// tighter target (localRoundsGCPercent) and take about 0.6 of the time a
+// join per round through spill files does (docs/PERFORMANCE.md). Beyond the
+// bound the join per round keeps memory flat in the rows.
 const LocalRoundsBytes = 1024 << 20
 
 // localRounds runs every round of JoinRounds in one DoFn (localRoundsFn)
