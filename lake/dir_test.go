@@ -215,7 +215,7 @@ func TestLakeDirIncrementalDigits(t *testing.T) {
 // differently (an incremental day rescores a subset, with its own rounds), so
 // one seed's gap is noisy: over seeds 1-5 it ranged from -.22 to +.39 point
 // with every class in EM (--min-class-mass 0) and from -.11 to +.33 at the
-// default 0.01, means .12 and .14 (docs/PERFORMANCE.md). Issue 15's bar, 0.3
+// default 0.01, means .12 and .14 (docs/PERFORMANCE.md). The incremental bar, 0.3
 // point, is held by the mean over seeds: TestLakeDirIncrementalAccuracy.
 const incrementalOneSeed = 0.005
 
@@ -236,7 +236,7 @@ const (
 // TestLakeDirIncrementalAccuracy: over five seeds, the mean cleaned accuracy
 // of the digits days relabelled incrementally (a directory lake, four daily
 // files) is within 0.3 point of the mean of one full run per seed with the
-// given labels read as votes (issue 15's bar), each seed within
+// given labels read as votes, each seed within
 // incrementalOneSeed; with the given-label model, within its own bounds.
 func TestLakeDirIncrementalAccuracy(t *testing.T) {
 	ctx := ctxT(t)

@@ -21,7 +21,7 @@ import (
 var updateLakePins = flag.Bool("update-lake-pins", false, "rewrite testdata/lake.sha256 from this build's lake outputs")
 
 // TestLakePins pins the rows the lake writes, day by day, so that moving
-// the lake's code keeps its outputs byte for byte (issue 36): a directory
+// the lake's code keeps its outputs byte for byte: a directory
 // lake and a table lake over the digits days (exact neighbours), and a
 // table lake of 30,000 synthetic rows through ivf with a kept partitioning
 // and a 300-row append. What is hashed

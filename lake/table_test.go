@@ -67,7 +67,7 @@ func (l *testLake) config(out string) options.Options {
 	// The defaults. Measured with the earlier ones (i.i.d. component
 	// draws): at L = 100 the incremental result trailed a full run by .34
 	// point on average over five seeds (.11-.56), at L = 250 by .11-.17
-	// (issue 15's bar: 0.3 point); systematic draws at L = 100 (issue 14)
+	// (against a 0.3-point bar); systematic draws at L = 100
 	// are as accurate as i.i.d. ones at L = 250, and the test's seed passes.
 	o := options.Defaults()
 	o.Rounds = lakeRounds

@@ -49,7 +49,7 @@ func TestOptionsDoc(t *testing.T) {
 }
 
 // TestOptionsExplicitValues: an explicit value is used as given or rejected
-// with its flag named, never replaced by a default (issue 13 item 4).
+// with its flag named, never replaced by a default.
 func TestOptionsExplicitValues(t *testing.T) {
 	parse := func(args ...string) (Options, error) {
 		o := Defaults()

@@ -26,8 +26,7 @@ var other = map[string]string{
 	"annotator-prior": "3", "neighbour-prior": "0.3", "class-balance": "0.3",
 }
 
-// TestRecordedFlags: the recorded options are the flag table's (issue 35
-// item 7): every flag of the method and neighbour groups, and the
+// TestRecordedFlags: the recorded options are the flag table's: every flag of the method and neighbour groups, and the
 // annotators' method flags, is recorded (Record) under its own name, and
 // --incremental compares every method flag: a run with any one of them
 // changed is refused (Changed), naming the flag.

@@ -11,7 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// TestWorkerTokenEnv (issue 47, target 6): the worker pool token's
+// TestWorkerTokenEnv: the worker pool token's
 // environment variables, a new input surface: the file variable wins, a
 // token file's trailing newline is dropped, and a short, spaced, non-ASCII
 // or unreadable token is refused naming the variable, never echoing the

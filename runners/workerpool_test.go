@@ -24,7 +24,7 @@ import (
 )
 
 // TestRelabelOnWorkerPool proves that the pipeline shares nothing between its
-// workers and the process that submits it (issue 37). It builds the relabel
+// workers and the process that submits it. It builds the relabel
 // binary, starts Beam's standalone Prism job server (a separate process in
 // this test's private network namespace) and `relabel worker`, the EXTERNAL
 // worker pool, which starts every SDK worker as a separate relabel process
@@ -118,7 +118,7 @@ func TestRelabelOnWorkerPool(t *testing.T) {
 			}
 			// The launcher's temporary directory is empty: the embedded
 			// run's spill directory is gone, the external run made none, and
-			// neither left Beam's beamloopbackworker-* (issue 47).
+			// neither left Beam's beamloopbackworker-*.
 			if left, _ := os.ReadDir(launcherTmp); len(left) > 0 {
 				var names []string
 				for _, e := range left {

@@ -31,7 +31,7 @@ type budgetSize struct{ rows, d, k int }
 // says how well it predicts, not how well it was fitted.
 var fittedSizes = []budgetSize{{1797, 64, 10}, {3000, 32, 10}, {20000, 64, 10}, {2000, 4096, 10}, {10000, 64, 50}, {60000, 128, 10}}
 
-// TestEstimateMeasured (issue 35, target 2): internal/budget's estimate of a
+// TestEstimateMeasured: internal/budget's estimate of a
 // run's peak memory is within 2x of the peak resident memory the run
 // measures (getrusage's ru_maxrss of the relabel process), at sizes none of
 // which the coefficients were fitted to: rows, d and K each differ from
@@ -89,12 +89,12 @@ var (
 )
 
 // scaleShards is how many shards BenchmarkScaleRun's input of rows rows is
-// written in: 8 up to 2 million rows, then one per 250,000 (issue 49's 1M
-// and 10M inputs: 8 and 40 shards).
+// written in: 8 up to 2 million rows, then one per 250,000 (the 1M
+// and 10M inputs of docs/SCALE.md: 8 and 40 shards).
 func scaleShards(rows int64) int64 { return max(8, rows/250_000) }
 
-// BenchmarkScaleRun records a run at scale as a user makes it (issue 49,
-// target 1): relabel synth --rows N --d 64 --classes 20 (synth's other
+// BenchmarkScaleRun records a run at scale as a user makes it:
+// relabel synth --rows N --d 64 --classes 20 (synth's other
 // defaults, scaleShards shards), then relabel run with every option at its
 // default, in a child process so that its peak resident memory is its own.
 // It reports wall and CPU seconds, the peak RSS, internal/budget's estimate

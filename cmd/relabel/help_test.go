@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// TestHelpListsCommands (issue 47, defect 17; issue 46): `relabel --help`,
+// TestHelpListsCommands: `relabel --help`,
 // `-h`, `help` and `-help` print relabel's usage, every command listed, on
 // stdout with exit 0, not Beam's flag set (which main hands flags to when
 // relabel runs as a Beam worker); no arguments prints the same usage on

@@ -13,7 +13,7 @@ import (
 	"github.com/relabel/relabel/schemas"
 )
 
-// Issue 35: hostile names and values lose nothing and exhaust nothing.
+// Hostile names and values lose nothing and exhaust nothing.
 
 // finishedRun makes an input of 60 rows and a finished output of it.
 func finishedRun(t *testing.T) (in, out string) {
@@ -47,7 +47,7 @@ func sameFile(t *testing.T, path string, want []byte) bool {
 	return err == nil && bytes.Equal(b, want)
 }
 
-// TestNoOverwriteWithoutFlag (target 1): report, eval, noise and synth
+// TestNoOverwriteWithoutFlag: report, eval, noise and synth
 // replace no file they did not write unless --overwrite (run:
 // TestRunUserSummary).
 func TestNoOverwriteWithoutFlag(t *testing.T) {
@@ -162,7 +162,7 @@ func TestRunRefusesWhatCannotFit(t *testing.T) {
 	}
 }
 
-// TestKBelowLabelledRows (target 2): --k is bounded by the labelled rows,
+// TestKBelowLabelledRows: --k is bounded by the labelled rows,
 // not all rows, and the default K is bounded like a given one: input with 8
 // labelled rows of 60 refuses the default --k 10 and --k 8 (exit 2 naming
 // --k and the --k that fits), never replacing them, and runs --k 7.
@@ -213,7 +213,7 @@ func TestKBelowLabelledRows(t *testing.T) {
 	}
 }
 
-// TestRunLeavesNothing (target 5): a run that fails while it runs (a NaN
+// TestRunLeavesNothing: a run that fails while it runs (a NaN
 // feature, found by the pipeline's read) into a new directory, or with a
 // catalog that did not exist, leaves no directory and no catalog behind.
 func TestRunLeavesNothing(t *testing.T) {
@@ -284,7 +284,7 @@ func TestMessagesSafeAndPlain(t *testing.T) {
 	}
 }
 
-// TestDeletionOnlyMessage (target 6): an incremental directory run whose
+// TestDeletionOnlyMessage: an incremental directory run whose
 // only change is a gone input file says that no row was relabelled, not the
 // output's row count.
 func TestDeletionOnlyMessage(t *testing.T) {
@@ -304,7 +304,7 @@ func TestDeletionOnlyMessage(t *testing.T) {
 	}
 }
 
-// TestSynthRefusesHuge (target 2): relabel synth --d 1000000000 (issue 35:
+// TestSynthRefusesHuge: relabel synth --d 1000000000 (once
 // "fatal error: runtime: out of memory" and a goroutine dump) exits 2
 // naming --d, before allocating or creating anything.
 func TestSynthRefusesHuge(t *testing.T) {

@@ -25,7 +25,7 @@ import (
 // input of the runs below.
 const onePart = "../../testdata/digits/noisy-idn-0.4-part-0000.parquet"
 
-// TestEmbeddedRunListensOnLoopbackOnly (issue 47, defect 1): while an
+// TestEmbeddedRunListensOnLoopbackOnly: while an
 // embedded `relabel run` runs, every TCP socket the process listens on is
 // bound to loopback. Beam's prism.Execute served the job API on every
 // interface (":0"), where anyone reaching the host could read the job's
@@ -188,7 +188,7 @@ func TestParseProcAddr(t *testing.T) {
 	}
 }
 
-// TestRunLeavesNoBeamFiles (issue 47, defect 15): a run leaves nothing in
+// TestRunLeavesNoBeamFiles: a run leaves nothing in
 // TMPDIR. Beam's runnerlib created an empty beamloopbackworker-N there on
 // every LOOPBACK submission and never removed it; relabel submits with a
 // placeholder of its own, removed with the run.
@@ -273,7 +273,7 @@ func failedRun(t *testing.T, code int, want string, limit time.Duration, extra .
 	t.Logf("relabel %s: exit %d in %.1fs: %s", strings.Join(extra, " "), got, wall.Seconds(), lastLine(msg))
 }
 
-// TestRunExternalNoPool (issue 47, defect 5): EXTERNAL with no worker pool
+// TestRunExternalNoPool: EXTERNAL with no worker pool
 // at the address fails the run with exit 1 (a runner error, as README's exit
 // codes say) and a message naming the pool, where Prism panicked with a
 // goroutine dump (exit 2) and left the output directory, its lock and the
@@ -306,7 +306,7 @@ func TestRunExternalNoPool(t *testing.T) {
 	})
 }
 
-// TestRunProcessCommandFails (issue 47, defect 6): a PROCESS environment
+// TestRunProcessCommandFails: a PROCESS environment
 // whose command fails (/bin/false; a config that is no command) fails the run
 // at once, where Prism waited forever for a worker; a config that is broken
 // JSON is bad usage, refused before anything starts.
@@ -328,7 +328,7 @@ func TestRunProcessCommandFails(t *testing.T) {
 	})
 }
 
-// TestRunOnTokenPool (issue 47, defect 7): `relabel worker --token-file`
+// TestRunOnTokenPool: `relabel worker --token-file`
 // refuses a run that does not carry its token (exit 1 naming the reason, no
 // panic, nothing left behind) and serves one that does (relabel run reads it
 // from RELABEL_WORKER_TOKEN_FILE and sends it as an environment parameter,

@@ -15,7 +15,7 @@ import (
 	"github.com/relabel/relabel/io/shardio"
 )
 
-// sklearnKNN is the peer's kNN step (issue 14 target 1): scikit-learn's exact
+// sklearnKNN is the peer's kNN step: scikit-learn's exact
 // 10-NN graph (11 with the point itself) of the z-scored features, read from
 // a raw float32 file. It prints the seconds kneighbors took.
 const sklearnKNN = `
@@ -33,7 +33,7 @@ print(time.time() - t0)
 // default pure-Go build, the embedded runner, whole process) against
 // scikit-learn's exact 10-NN graph on the same z-scored features (whole
 // python3 process, and kneighbors alone), and reports the ratio relabel /
-// sklearn (issue 14's target: <= 1). It skips without ../shared or without
+// sklearn. It skips without ../shared or without
 // python3-sklearn (apt-get install python3-sklearn). Slow: run it alone,
 // go test ./cmd/relabel -run '^$' -bench VsSklearn -benchtime 1x.
 func BenchmarkVsSklearn(b *testing.B) {

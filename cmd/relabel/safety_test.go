@@ -16,7 +16,7 @@ import (
 )
 
 // TestRunBadFlags: every flag's bad values exit 2 with one line naming the
-// flag, before anything is read or written (issue 13 items 4 and 9).
+// flag, before anything is read or written.
 func TestRunBadFlags(t *testing.T) {
 	dir := t.TempDir()
 	in := filepath.Join(dir, "a.parquet")
@@ -120,7 +120,7 @@ func TestRunHelpFromFlags(t *testing.T) {
 
 // TestRunOutputIsInput: an output that is the input's directory (directly or
 // through a symlink) is refused with exit 2 even with --overwrite, and the
-// inputs stay intact (issue 13 item 1).
+// inputs stay intact.
 func TestRunOutputIsInput(t *testing.T) {
 	dir := t.TempDir()
 	in := filepath.Join(dir, "a.arrow")
@@ -142,7 +142,7 @@ func TestRunOutputIsInput(t *testing.T) {
 }
 
 // TestRunUserSummary: a summary.json of the user's in --output is never
-// replaced without --overwrite (issue 13 item 3).
+// replaced without --overwrite.
 func TestRunUserSummary(t *testing.T) {
 	dir := t.TempDir()
 	writeRows(t, filepath.Join(dir, "a.parquet"), schemas.LabelInt32, nil, synthRows(0, 60))
@@ -173,7 +173,7 @@ func crashArgs(out, spill string) []string {
 // reruns without --overwrite: no partial output was ever visible (no
 // summary.json, or the complete one), the rerun succeeds, its shards are
 // byte-identical to an uninterrupted run's, and no lock, temporary or spill
-// file remains (issue 13 item 2 and 8).
+// file remains.
 func TestRunCrash(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the crash test runs the binary about 20 times")

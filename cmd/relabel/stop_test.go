@@ -17,7 +17,7 @@ import (
 	"github.com/relabel/relabel/internal/faults"
 )
 
-// Issue 35 target 5: a failed or stopped run leaves nothing it created (no
+// A failed or stopped run leaves nothing it created (no
 // empty directories, catalogs or spill paths), whatever stopped it: a second
 // signal, a full disk, an unreachable job server, or a stop (SIGTERM, what
 // a scheduler's or a wrapper's timeout sends; relabel has no timeout flag of

@@ -40,7 +40,7 @@ func TestWorkerBadFlags(t *testing.T) {
 	}
 }
 
-// TestWorkerListenNeedsConsent (issue 47, defect 7): a --listen address
+// TestWorkerListenNeedsConsent: a --listen address
 // beyond loopback (every interface, a LAN address, a host name) is refused
 // with exit 2 unless --allow-remote is given, and then unless there is a
 // token; loopback needs neither.
@@ -110,7 +110,7 @@ func startReq(id string, params map[string]string) *fnpb.StartWorkerRequest {
 	return &fnpb.StartWorkerRequest{WorkerId: id, ControlEndpoint: ep, LoggingEndpoint: ep, Params: params}
 }
 
-// TestWorkerPoolCap (issue 47, defect 7): the pool runs at most --max-workers
+// TestWorkerPoolCap: the pool runs at most --max-workers
 // workers at once, refusing further requests until one exits.
 func TestWorkerPoolCap(t *testing.T) {
 	var log bytes.Buffer
@@ -142,7 +142,7 @@ func TestWorkerPoolCap(t *testing.T) {
 	}
 }
 
-// TestWorkerPoolToken (issue 47, defect 7): with a token, a StartWorker
+// TestWorkerPoolToken: with a token, a StartWorker
 // request must carry it, as the environment parameter job servers forward or
 // as gRPC metadata.
 func TestWorkerPoolToken(t *testing.T) {
@@ -180,7 +180,7 @@ func TestWorkerPoolToken(t *testing.T) {
 	}
 }
 
-// TestWorkerIDSanitised (issue 47, defect 12): a worker id is the caller's
+// TestWorkerIDSanitised: a worker id is the caller's
 // text; the pool refuses one with control characters or over maxIDLen bytes,
 // and its log shows ids only escaped and bounded, so that no id can forge a
 // log line, move the cursor or flood the log.

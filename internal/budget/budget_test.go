@@ -69,7 +69,7 @@ func TestOfMonotone(t *testing.T) {
 	}
 }
 
-// TestSynthRefusesHugeD: relabel synth --d 1000000000 (issue 35: "fatal
+// TestSynthRefusesHugeD: relabel synth --d 1000000000 (once "fatal
 // error: runtime: out of memory") is refused naming --d.
 func TestSynthRefusesHugeD(t *testing.T) {
 	e := Synth(100000, 1_000_000_000, 20, 0, 1, 2)

@@ -8,7 +8,7 @@ import (
 	"unicode/utf8"
 )
 
-// hostile are the strings of issue 35's probe: sequences that clear the
+// hostile are the strings of a hostile-input probe: sequences that clear the
 // screen, recolour it and set the window title, newlines that break a
 // table, bidi overrides and bytes that are not UTF-8.
 var hostile = []struct{ name, in, want string }{

@@ -243,7 +243,7 @@ func TestAnnotatorsErrors(t *testing.T) {
 // TestAnnotatorsTooFew: annotators with fewer labels than summary.json's
 // min_labels are counted from the file, must match its too_few, and are
 // shown as "not enough labels", never as spammers, on the page and in the
-// terminal line (issue 33: a long tail of one-label annotators was reported
+// terminal line (a long tail of one-label annotators was reported
 // as spammers). A count that disagrees with the file is an error.
 func TestAnnotatorsTooFew(t *testing.T) {
 	const n, minLabels = 60, 10

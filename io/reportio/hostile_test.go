@@ -13,7 +13,7 @@ import (
 	"github.com/relabel/relabel/io/shardio"
 )
 
-// TestSaveReplacesNothingItDidNotWrite (issue 35, target 1): --out naming an
+// TestSaveReplacesNothingItDidNotWrite: --out naming an
 // existing file (an output shard, an input, any file) is refused and the
 // file kept, unless Overwrite; the default DIR/report.html is replaced only
 // when it is an earlier report; a directory is refused naming it.

@@ -12,7 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
-// TestInvalidUTF8Refused (issue 35, target 4): a string id or a string label
+// TestInvalidUTF8Refused: a string id or a string label
 // that is not UTF-8 is refused naming the file, the row and the column (the
 // value shown escaped), so that no output string is invalid UTF-8.
 func TestInvalidUTF8Refused(t *testing.T) {

@@ -679,7 +679,7 @@ func TestSearchTile(t *testing.T) {
 }
 
 // TestSearchInFlight: the search keeps several blocks of a bundle in flight
-// (issue 37) and still emits them, with their progress counts, in the order
+// and still emits them, with their progress counts, in the order
 // they arrived, each byte for byte the block a search of one block at a time
 // gives.
 func TestSearchInFlight(t *testing.T) {

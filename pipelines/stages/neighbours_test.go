@@ -197,7 +197,7 @@ func TestNeighbourParams(t *testing.T) {
 // candidate stage still emits (an empty fragment, so the candidates'
 // singleton is whole) and only the neighbour stage fails, naming the
 // duplicate: two failing stages raced, and the loser's side-input error
-// ("got 0 values") was sometimes the run's message (issue 34).
+// ("got 0 values") was sometimes the run's message.
 func TestNeighboursDupOneReporter(t *testing.T) {
 	st := Stats{N: 2, D: 1, Mean: []float64{0}, M2: []float64{1}, Dup: "duplicate id 7 in b.parquet row 0 (first in a.parquet row 0)"}
 	r := schemas.Rows{Shard: "b.parquet", IDs: []int64{7}, D: 1, Features: []float32{1}, Labels: []int32{0}, LabelOff: []int32{0, 1}}

@@ -44,7 +44,7 @@ func lightCrowd(n, C, A int, spam, lo, hi float64, seed uint64) (*Items, []int32
 
 func pointAccuracy(post []float64, truth []int32, C int) float64 { return accuracy(post, truth, C) }
 
-// TestSkillLayer is the model choice of issue 33 on the crowd that defeats
+// TestSkillLayer is the model choice on the crowd that defeats
 // the other two: 400 one-coin annotators of very different skill (a fifth
 // spammers) with about 30 labels each over 20 classes. A per-annotator
 // matrix (Dawid-Skene: skill strength and row strength near 0) has 20 x 20

@@ -15,7 +15,7 @@ import (
 // TestUpdateIsRun: an Update of every item, its neighbours the items
 // themselves, computes Run's states bit for bit, with every item running
 // each round and, at --active-tol 0.05, the same items skipped as Run skips
-// (the lake's rounds once skipped none: issue 36).
+// (the lake's rounds once skipped none).
 func TestUpdateIsRun(t *testing.T) {
 	d, _ := digits(t)
 	for _, tol := range []float64{0, 0.05} {

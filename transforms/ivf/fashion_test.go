@@ -97,7 +97,7 @@ func recall(t testing.TB, x knn.Matrix, keys []int64, queries []int, got *knn.Re
 	return float64(hit) / float64(len(queries)*k)
 }
 
-// TestRecallFashion checks issue 6's bar: Recall@10 of the ivf neighbours
+// TestRecallFashion checks the ivf bar: Recall@10 of the ivf neighbours
 // against the exact ones >= 0.95 on fashion_mnist_pca50 (70k x 50, z-scored)
 // at the default partition size and nprobe, over a 2k-query sample.
 func TestRecallFashion(t *testing.T) {

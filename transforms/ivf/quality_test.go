@@ -129,7 +129,7 @@ func accuracy(s *mixture.States, truth []int32) float64 {
 }
 
 // TestQualityVsExact: cleaned-label accuracy with ivf neighbours within 0.5
-// point of exact neighbours (issue 6), at the CLI's default engine options,
+// point of exact neighbours, at the CLI's default engine options,
 // with partitions small enough that ivf really approximates: min(500, n/32)
 // items per partition, nprobe 8. By default sklearn_digits with idn noise
 // (each cell costs two full relabellings); -ivf.grid runs both noises of

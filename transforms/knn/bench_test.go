@@ -16,7 +16,7 @@ import (
 	"github.com/relabel/relabel/transforms/knn/knntest"
 )
 
-// BenchmarkKNN times, for each of issue 2's shapes, the CPU search (SGEMM
+// BenchmarkKNN times, for each of the shapes below, the CPU search (SGEMM
 // tiles + fused top-K) against two plain SGEMMs of the same B x S x d
 // shape, alternately within every iteration so that all see the same load
 // on a shared machine:

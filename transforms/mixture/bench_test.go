@@ -12,7 +12,7 @@ import (
 // K = 10 neighbours, C0 = 10 (N = 2 C0 - 1 = 19, rows of at most 20
 // entries), the rest DefaultParams (L = 100 with systematic component draws,
 // one EM step: DefaultEMIters). C0 is the issue's 10, not
-// DefaultC0 (5 since issue 14), so the figure stays comparable. Items/s
+// DefaultC0 (5), so the figure stays comparable. Items/s
 // at C = 1000 should stay within 3x of C = 10: nothing is O(C^2). items/cpu-s
 // is the same rate per CPU-second of the process, the figure to read on a
 // shared machine.
@@ -35,7 +35,7 @@ func BenchmarkRound(b *testing.B) {
 	}
 }
 
-// BenchmarkRoundScaling prints issue 14's target 3b directly: the time of a
+// BenchmarkRoundScaling prints the scaling directly: the time of a
 // round at C = 1000 over the time at C = 10 (same setups as BenchmarkRound),
 // measured in one run, alternating blocks of 256 rounds of each, and taking
 // each size's fastest block. On a shared machine whose speed drifts (this
