@@ -93,7 +93,7 @@ func makeLabelOnlyPlan(ctx context.Context, cfg options.Options) (*Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Job{Options: cfg, LabelKind: schemas.LabelInt32, IDKind: lay.IDKind, Rows: lay.Rows, Mode: "none", Device: "none"}
+	p := &Job{opts: cfg, LabelKind: schemas.LabelInt32, IDKind: lay.IDKind, Rows: lay.Rows, Mode: "none", Device: "none"}
 	if cfg.Classes.Set {
 		p.C = cfg.Classes.V
 	} else {
@@ -182,15 +182,15 @@ func (p *Job) OutputNames() []string {
 	var names []string
 	if p.Crowd != nil && p.Crowd.LabelOnly {
 		for b := 0; b < p.Crowd.Buckets; b++ {
-			names = append(names, resultio.OutputName(resultio.BucketName(b), p.Options.Format))
+			names = append(names, resultio.OutputName(resultio.BucketName(b), p.opts.Format))
 		}
 	} else {
 		for _, s := range p.Shards {
-			names = append(names, resultio.OutputName(s.Path, p.Options.Format))
+			names = append(names, resultio.OutputName(s.Path, p.opts.Format))
 		}
 	}
 	if p.Crowd != nil {
-		names = append(names, resultio.AnnotatorsName(p.Options.Format))
+		names = append(names, resultio.AnnotatorsName(p.opts.Format))
 	}
 	return names
 }
@@ -212,12 +212,12 @@ func (p *Job) InputPaths() []string {
 func (p *Job) ShardFiles() (names, inputs []string) {
 	if p.Crowd != nil && p.Crowd.LabelOnly {
 		for b := 0; b < p.Crowd.Buckets; b++ {
-			names = append(names, resultio.OutputName(resultio.BucketName(b), p.Options.Format))
+			names = append(names, resultio.OutputName(resultio.BucketName(b), p.opts.Format))
 		}
 		return names, names
 	}
 	for _, s := range p.Shards {
-		names = append(names, resultio.OutputName(s.Path, p.Options.Format))
+		names = append(names, resultio.OutputName(s.Path, p.opts.Format))
 		inputs = append(inputs, s.Path)
 	}
 	return names, inputs

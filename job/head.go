@@ -13,7 +13,7 @@ import (
 // (localRounds); ivf's join per round and annotator-aware runs have none,
 // and refuse an explicit value other than off, naming the flag.
 func (p *Job) resolveHead() error {
-	v, err := p.Options.ResolveHead(p.Mode, p.LocalRounds(true), p.Crowd != nil)
+	v, err := p.opts.ResolveHead(p.Mode, p.LocalRounds(true), p.Crowd != nil)
 	if err != nil {
 		return err
 	}
@@ -27,7 +27,7 @@ func (p *Job) resolveHead() error {
 // estimated size (budget.LocalRounds, with the head's features and
 // buffers when withHead) is within --local-rounds-mib.
 func (p *Job) LocalRounds(withHead bool) bool {
-	o := &p.Options
+	o := &p.opts
 	if p.Mode != options.NeighboursIVF || o.Rounds <= 0 {
 		return false
 	}
@@ -46,7 +46,7 @@ func (p *Job) HeadParams() *head.Params {
 	if p.Head == "" {
 		return nil
 	}
-	hp, err := options.HeadParams(p.Head, p.Options.Seed)
+	hp, err := options.HeadParams(p.Head, p.opts.Seed)
 	if err != nil {
 		panic(err) // resolveHead checked it
 	}

@@ -9,7 +9,7 @@ import (
 // place the lake and the pipeline resolve them: the lake's launcher-side
 // fit must partition as the pipeline's ivf stages do).
 func (p *Job) IVFParams(n int64) ivf.Params {
-	o := &p.Options
+	o := &p.opts
 	ip := ivf.DefaultParams(n)
 	if o.Partitions.Set {
 		ip = ip.WithPartitions(n, o.Partitions.V)
@@ -26,7 +26,7 @@ func (p *Job) IVFParams(n int64) ivf.Params {
 // when not given. A kept partitioning serves a run only where they match
 // it (the lake's usable).
 func (p *Job) IVFGiven() (partitions, nprobe int) {
-	o := &p.Options
+	o := &p.opts
 	if o.Partitions.Set && o.Partitions.V > 0 {
 		partitions = o.Partitions.V
 	}

@@ -20,8 +20,9 @@ import (
 // later step, the Beam pipeline (pipelines), the lake's incremental runs
 // (lake) and the output's commit (Session), reads it and none changes it.
 type Job struct {
-	// options.Options are the job's options as given.
-	Options options.Options
+	// opts are the job's options as given: read through the Job's typed
+	// values, so that no package below job reads options.
+	opts options.Options
 	// Mixture is the method's parameters resolved for the input's C classes
 	// (options.Options.Mixture); Candidates and Workers are --candidates (in sample
 	// mode options.PaperCandidates unless given; 0: every item) and --workers
@@ -68,6 +69,12 @@ type Job struct {
 	Given engine.GivenModel
 }
 
+// Unscanned is a Job of the options o over an input that was not scanned:
+// what the lake's planning steps read of a job (its recorded options, its
+// mode and fitted-state checks) for a plan made from recorded values, as
+// their tests make one. A run resolves its Job with Resolve.
+func Unscanned(o options.Options, classes int) *Job { return &Job{opts: o, C: classes} }
+
 // Resolve scans the input (footers and schemas only, plus the label column
 // when the class set must be collected) and fixes every option.
 func Resolve(ctx context.Context, cfg options.Options) (*Job, error) {
@@ -103,7 +110,7 @@ func Resolve(ctx context.Context, cfg options.Options) (*Job, error) {
 func planShards(ctx context.Context, cfg options.Options, ro shardio.ReadOptions, shards []shardio.Shard, skipped []shardio.Skipped) (*Job, error) {
 	var err error
 	in := shards[0].Input
-	p := &Job{Options: cfg, Shards: shards, Skipped: skipped, LabelKind: in.LabelKind, IDKind: in.IDKind}
+	p := &Job{opts: cfg, Shards: shards, Skipped: skipped, LabelKind: in.LabelKind, IDKind: in.IDKind}
 	ro.D = shards[0].D
 	if !cfg.Standardise {
 		// Raw features go straight into float32 distances: a finite value
@@ -220,7 +227,7 @@ func (p *Job) resolvePooled() error {
 	if p.Crowd == nil {
 		return nil
 	}
-	if it := p.Options.PooledIters; it.Set && it.V > 0 {
+	if it := p.opts.PooledIters; it.Set && it.V > 0 {
 		return &options.Error{Flag: "pooled-iters", Err: fmt.Errorf("%d: the pooled start is fitted in runs without annotators only, not in annotator-aware runs (give 0, or leave it unset)", it.V)}
 	}
 	p.Mixture.PooledIters = 0
@@ -235,7 +242,7 @@ func (p *Job) resolveGiven() error {
 	// each item's own mixture of its annotations reads how reliable they
 	// are, as engine.Run does where most items have several.
 	several := p.Crowd != nil || len(p.Shards) > 0 && p.Shards[0].Input.Multi
-	g, err := p.Options.ResolveGiven(several)
+	g, err := p.opts.ResolveGiven(several)
 	if err != nil {
 		return err
 	}
@@ -246,9 +253,9 @@ func (p *Job) resolveGiven() error {
 // Calibration is what the writer stage makes of the final states.
 func (p *Job) Calibration() resultio.Calibration {
 	if p.Crowd != nil {
-		return p.Crowd.calibration(&p.Options)
+		return p.Crowd.calibration(&p.opts)
 	}
-	cal := NewConfig(p.Options).Calibration()
+	cal := NewConfig(p.opts).Calibration()
 	if p.Given == engine.GivenBayes {
 		// The given-label model's posteriors are probabilities already.
 		cal.Temperature, cal.Auto = 1, false
@@ -260,7 +267,7 @@ func (p *Job) Calibration() resultio.Calibration {
 // ivfstages.Neighbours inside its blocks) get: the options as given, the
 // mixture resolved for the class set.
 func (p *Job) NeighbourParams() engine.NeighbourParams {
-	o := &p.Options
+	o := &p.opts
 	return engine.NeighbourParams{
 		K: o.K, Metric: o.Metric, Standardise: o.Standardise,
 		Weighting: o.Weighting, LLC: o.LLC(), Mixture: p.Mixture, Device: o.Device,
@@ -272,41 +279,41 @@ func (p *Job) NeighbourParams() engine.NeighbourParams {
 
 // Input is the input as given (with --input-table, the snapshot read:
 // table@id); Output the output directory.
-func (p *Job) Input() string  { return p.Options.Input }
-func (p *Job) Output() string { return p.Options.Output }
+func (p *Job) Input() string  { return p.opts.Input }
+func (p *Job) Output() string { return p.opts.Output }
 
 // Format is the output files' format (Parquet for an output table).
-func (p *Job) Format() shardio.Format { return p.Options.Format }
+func (p *Job) Format() shardio.Format { return p.opts.Format }
 
 // Seed seeds all sampling; Rounds is the number of rounds; K the
 // neighbours per item.
-func (p *Job) Seed() uint64 { return p.Options.Seed }
-func (p *Job) Rounds() int  { return p.Options.Rounds }
-func (p *Job) K() int       { return p.Options.K }
+func (p *Job) Seed() uint64 { return p.opts.Seed }
+func (p *Job) Rounds() int  { return p.opts.Rounds }
+func (p *Job) K() int       { return p.opts.K }
 
 // Lake is where the run reads and commits, and whether it is incremental.
-func (p *Job) Lake() Lake { return lakeOf(&p.Options) }
+func (p *Job) Lake() Lake { return lakeOf(&p.opts) }
 
 // ModeFor is the neighbour mode the options give a run over rows rows (a
 // lake's incremental run, over another count than the job's).
-func (p *Job) ModeFor(rows int64) string { return p.Options.NeighbourMode(rows) }
+func (p *Job) ModeFor(rows int64) string { return p.opts.NeighbourMode(rows) }
 
 // Engine is the in-process engine's options for the job's classes
 // (Config.Engine): what the lake's incremental rounds run with.
-func (p *Job) Engine() (engine.Options, error) { return p.Options.Engine(p.C) }
+func (p *Job) Engine() (engine.Options, error) { return p.opts.Engine(p.C) }
 
 // SpillDir is where the run spills ("" or "none": nowhere).
-func (p *Job) SpillDir() string { return p.Options.SpillDir.Or("") }
+func (p *Job) SpillDir() string { return p.opts.SpillDir.Or("") }
 
 // LocalRoundsBytes bounds the size of ivf's rounds run in one stage
 // (--local-rounds-mib; LocalRounds).
-func (p *Job) LocalRoundsBytes() int64 { return int64(p.Options.LocalMiB) << 20 }
+func (p *Job) LocalRoundsBytes() int64 { return int64(p.opts.LocalMiB) << 20 }
 
 // Recorded is what the run records of its options (summary.json, the
 // shards' metadata, a snapshot's properties): options.Record of the options
 // with their data-dependent defaults resolved as the run resolved them.
 func (p *Job) Recorded() map[string]string {
-	o, m := p.Options, p.Mixture
+	o, m := p.opts, p.Mixture
 	o.Classes, o.C0, o.N, o.EMIters = options.Some(m.C), options.Some(m.C0), options.Some(m.N), options.Some(m.EMIters)
 	o.Candidates, o.Neighbours = options.Some(p.Candidates), p.Mode
 	o.PooledIters = options.Some(m.PooledIters)

@@ -46,7 +46,7 @@ func maxClassesFor(seen int) int { return max(2*seen, seen+classSlack) }
 // what the input holds) or whose estimated peak memory does not fit this
 // machine (internal/budget), naming the flag.
 func checkPlan(ctx context.Context, p *Job) error {
-	o := &p.Options
+	o := &p.opts
 	if err := CheckBounds(o); err != nil {
 		return err
 	}
@@ -93,7 +93,7 @@ func checkPlan(ctx context.Context, p *Job) error {
 // (Plan.Labelled), or here when none was made; runs whose labels come from
 // --annotations are bounded by the input's rows.
 func checkK(ctx context.Context, p *Job) error {
-	o := &p.Options
+	o := &p.opts
 	if p.Rows <= 0 || p.Crowd != nil && p.Crowd.LabelOnly {
 		return nil
 	}
@@ -125,7 +125,7 @@ func checkK(ctx context.Context, p *Job) error {
 
 // Sizes are the plan's quantities for internal/budget.
 func (p *Job) Sizes() budget.Sizes {
-	o := &p.Options
+	o := &p.opts
 	s := budget.Sizes{Rows: p.Rows, D: p.Read.D, C: p.C, C0: p.Mixture.C0, K: o.K, L: p.Mixture.L, N: p.Mixture.N}
 	s.IVF = p.Mode == options.NeighboursIVF
 	if dir := o.SpillDir.Or(""); s.IVF && dir != "" && dir != "none" {

@@ -72,7 +72,7 @@ func Open(ctx context.Context, j *Job, start time.Time) (*Session, error) {
 	if j.Scratch != "" {
 		s.hooks = append(s.hooks, atexit.Push(func() { os.RemoveAll(j.Scratch) }))
 	}
-	cfg := &j.Options
+	cfg := &j.opts
 	for _, sk := range j.Skipped {
 		progress.Notef("%s", sk)
 	}
@@ -121,7 +121,7 @@ type FullRun struct {
 // output and commits it: the rest of a plain run after Open.
 func (s *Session) Full(ctx context.Context, exec Execute, fr FullRun) (*resultio.Summary, error) {
 	j := s.Job
-	cfg := &j.Options
+	cfg := &j.opts
 	files := j.OutputNames()
 	guarded := append(append([]string(nil), files...), resultio.SummaryName)
 	if cfg.Report {
@@ -220,7 +220,7 @@ func (s *Session) Previous(ctx context.Context) (*resultio.Summary, bool, error)
 // annotators file's) into the run's summary, without the pipeline's
 // counters or timings.
 func (p *Job) Summarise(ctx context.Context, fs blobio.FS, tmp string) (*resultio.Summary, error) {
-	cfg := p.Options
+	cfg := p.opts
 	input := cfg.Input
 	if input == "" {
 		input = cfg.Annotations

@@ -21,7 +21,7 @@ import (
 // none is refused naming --incremental; a fixed temperature is used as
 // given.
 func TestIncrementalCalibration(t *testing.T) {
-	p := &job.Job{Options: options.Defaults()}
+	p := job.Unscanned(options.Defaults(), 0)
 	opts := map[string]string{}
 	cal, err := calibration(p, map[string]string{resultio.MetaCalibratedTemperature: "0.3125"}, opts)
 	if err != nil || cal.Auto || cal.Temperature != 0.3125 {
@@ -37,8 +37,9 @@ func TestIncrementalCalibration(t *testing.T) {
 			t.Errorf("last %v: error %v, want one naming --incremental", last, err)
 		}
 	}
-	p.Options.Temperature = options.Some(0.4)
-	cal, err = calibration(p, map[string]string{}, opts)
+	fixed := options.Defaults()
+	fixed.Temperature = options.Some(0.4)
+	cal, err = calibration(job.Unscanned(fixed, 0), map[string]string{}, opts)
 	if err != nil || cal.Temperature != 0.4 || opts[resultio.MetaCalibratedTemperature] != "0.4" {
 		t.Errorf("fixed temperature: %+v (%v), recorded %q", cal, err, opts[resultio.MetaCalibratedTemperature])
 	}
@@ -92,13 +93,14 @@ func TestPlanDir(t *testing.T) {
 // from the stored run's is a full one, naming the option and both values;
 // the same options are not.
 func TestOptionsChanged(t *testing.T) {
-	p := &job.Job{Options: options.Defaults(), C: 3}
+	p := job.Unscanned(options.Defaults(), 3)
 	last := p.Recorded()
 	if why := optionsChanged(last, p.Recorded()); why != "" {
 		t.Fatalf("the same options: %q", why)
 	}
-	p.Options.K++
-	if why := optionsChanged(last, p.Recorded()); !strings.Contains(why, "--k 11 (the last run used 10)") || !strings.Contains(why, "relabels every row again") {
+	other := options.Defaults()
+	other.K++
+	if why := optionsChanged(last, job.Unscanned(other, 3).Recorded()); !strings.Contains(why, "--k 11 (the last run used 10)") || !strings.Contains(why, "relabels every row again") {
 		t.Errorf("another --k: %q, want a full run naming k and both values", why)
 	}
 }
@@ -108,7 +110,7 @@ func TestOptionsChanged(t *testing.T) {
 // input that moved while planned is refused; otherwise the appended files' rows are new and the last
 // run's fitted temperature is kept.
 func TestPlanTableRun(t *testing.T) {
-	p := &job.Job{Options: options.Defaults(), C: 3}
+	p := job.Unscanned(options.Defaults(), 3)
 	last := icebergio.Run{InputTable: "ns.in", InputSnapshotID: 7, Options: p.Recorded()}
 	last.Options[resultio.MetaCalibratedTemperature] = "0.5"
 	full := &icebergio.InputPlan{Table: "ns.in", SnapshotID: 9}

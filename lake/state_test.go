@@ -30,7 +30,7 @@ func TestIVFStateUsable(t *testing.T) {
 	o.Seed, o.Standardise = 7, false
 	o.NProbe = options.Some(2)
 	s := testState(false)
-	if why := usable(s, &job.Job{Options: o}, 10); why != "" {
+	if why := usable(s, job.Unscanned(o, 0), 10); why != "" {
 		t.Fatalf("usable: %s", why)
 	}
 	for _, c := range []struct {
@@ -48,7 +48,7 @@ func TestIVFStateUsable(t *testing.T) {
 	} {
 		oc := o
 		c.edit(&oc)
-		if why := usable(s, &job.Job{Options: oc}, c.n); !strings.Contains(why, c.want) {
+		if why := usable(s, job.Unscanned(oc, 0), c.n); !strings.Contains(why, c.want) {
 			t.Errorf("%s: %q, want it to say %q", c.name, why, c.want)
 		}
 	}

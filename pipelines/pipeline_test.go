@@ -30,9 +30,9 @@ const digitsPart = "../testdata/digits/noisy-idn-0.4-part-0000.parquet"
 func relabelItems(s beam.Scope, plan *job.Job) beam.PCollection {
 	units := beam.CreateList(s, plan.Units)
 	rows := stages.Read(s, units, plan.Read)
-	stats := stages.ComputeStats(s, rows, stages.StatsParams{Candidates: plan.Candidates, Seed: plan.Options.Seed, IDColumn: plan.IDColumn})
+	stats := stages.ComputeStats(s, rows, stages.StatsParams{Candidates: plan.Candidates, Seed: plan.Seed(), IDColumn: plan.IDColumn})
 	items := stages.Neighbours(s, rows, stats, plan.NeighbourParams())
-	return stages.Rounds(s, items, stages.RoundsParams{Rounds: plan.Options.Rounds, Workers: plan.Workers, Mixture: plan.Mixture})
+	return stages.Rounds(s, items, stages.RoundsParams{Rounds: plan.Rounds(), Workers: plan.Workers, Mixture: plan.Mixture})
 }
 
 func toCleaned(it stages.Items) schemas.Cleaned {
