@@ -27,18 +27,25 @@ func (p *Job) resolveHead() error {
 // estimated size (budget.LocalRounds, with the head's features and
 // buffers when withHead) is within --local-rounds-mib.
 func (p *Job) LocalRounds(withHead bool) bool {
-	o := &p.opts
-	if p.Mode != options.NeighboursIVF || o.Rounds <= 0 {
-		return false
-	}
-	if dir := o.SpillDir.Or(""); dir == "" || dir == "none" {
-		return false
+	_, local := p.LocalRoundsSize(withHead)
+	return local
+}
+
+// LocalRoundsSize is budget.LocalRounds of the job's ivf blocks (with the
+// head's features when withHead), and whether the rounds run in one stage
+// (LocalRounds): never where the run is not ivf, has no rounds or no spill
+// directory (size 0 there), else where the size is within
+// --local-rounds-mib.
+func (p *Job) LocalRoundsSize(withHead bool) (size int64, local bool) {
+	if p.Mode != options.NeighboursIVF || p.opts.Rounds <= 0 || p.SpillDir() == "" {
+		return 0, false
 	}
 	d := 0
 	if withHead {
 		d = max(p.Read.D, 1)
 	}
-	return budget.LocalRounds(p.Rows, o.K, p.Mixture, d) <= int64(o.LocalMiB)<<20
+	size = budget.LocalRounds(p.Rows, p.opts.K, p.Mixture, d)
+	return size, size <= p.LocalRoundsBytes()
 }
 
 // HeadParams is the head of the job's rounds, nil for none.

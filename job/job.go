@@ -302,8 +302,14 @@ func (p *Job) ModeFor(rows int64) string { return p.opts.NeighbourMode(rows) }
 // (Config.Engine): what the lake's incremental rounds run with.
 func (p *Job) Engine() (engine.Options, error) { return p.opts.Engine(p.C) }
 
-// SpillDir is where the run spills ("" or "none": nowhere).
-func (p *Job) SpillDir() string { return p.opts.SpillDir.Or("") }
+// SpillDir is where the run spills, "" for nowhere (--spill-dir none or
+// unset).
+func (p *Job) SpillDir() string {
+	if dir := p.opts.SpillDir.Or(""); dir != "none" {
+		return dir
+	}
+	return ""
+}
 
 // LocalRoundsBytes bounds the size of ivf's rounds run in one stage
 // (--local-rounds-mib; LocalRounds).

@@ -128,15 +128,9 @@ func (p *Job) Sizes() budget.Sizes {
 	o := &p.opts
 	s := budget.Sizes{Rows: p.Rows, D: p.Read.D, C: p.C, C0: p.Mixture.C0, K: o.K, L: p.Mixture.L, N: p.Mixture.N}
 	s.IVF = p.Mode == options.NeighboursIVF
-	if dir := o.SpillDir.Or(""); s.IVF && dir != "" && dir != "none" {
-		s.Spilled = true
-		if p.LocalRounds(p.Head != "") {
-			d := 0
-			if p.Head != "" {
-				d = max(p.Read.D, 1)
-			}
-			s.Local = budget.LocalRounds(p.Rows, o.K, p.Mixture, d)
-		}
+	s.Spilled = s.IVF && p.SpillDir() != ""
+	if size, local := p.LocalRoundsSize(p.Head != ""); local {
+		s.Local = size
 	}
 	if p.Crowd != nil {
 		for _, u := range p.Crowd.Units {

@@ -3,7 +3,6 @@ package pipelines
 import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 
-	"github.com/relabel/relabel/internal/budget"
 	"github.com/relabel/relabel/internal/progress"
 	"github.com/relabel/relabel/job"
 	"github.com/relabel/relabel/pipelines/ivfstages"
@@ -45,12 +44,7 @@ func buildIVF(s beam.Scope, plan *job.Job, d job.Dirs, units, rows beam.PCollect
 	// stage when the blocks fit in memory (--local-rounds-mib), with the
 	// linear head where the job resolved one (only there).
 	hp := plan.HeadParams()
-	headD := 0
-	if hp != nil {
-		headD = max(plan.Read.D, 1)
-	}
-	size := budget.LocalRounds(plan.Rows, plan.K(), plan.Mixture, headD)
-	local := d.Spill != "" && plan.Rounds() > 0 && size <= plan.LocalRoundsBytes()
+	size, local := plan.LocalRoundsSize(hp != nil)
 	if hp != nil && !local {
 		panic("pipelines: the linear head in ivf mode without the local rounds (job resolves --head so only there)")
 	}

@@ -36,7 +36,7 @@ func removeSpill(dir string) {
 // none, or nothing to spill, it makes nothing.
 func startSpill(j *job.Job, tok string) (string, func(), error) {
 	dir := j.SpillDir()
-	if dir == "" || dir == "none" || j.Mode != job.ModeIVF && j.Crowd == nil {
+	if dir == "" || j.Mode != job.ModeIVF && j.Crowd == nil {
 		return "", func() {}, nil
 	}
 	spill, err := makeSpill(dir, tok)
