@@ -60,7 +60,7 @@ func TestFitFile(t *testing.T) {
 	k := &keptio.Fit{
 		Head:   &head.Fit{Folds: 2, Seed: 7, D: d, C: c, Mean: []float64{1, 2, 3}, SD: []float64{1, 1, 2}, W: [][]float64{{1, 2, 3, 4, 5, 6, 7, 8}, {8, 7, 6, 5, 4, 3, 2, 1}}, Weight: 0.25},
 		Pooled: &keptio.Pooled{Open: true, Fitted: 10, Structure: 0.5, C: c, T: []float64{0.9, 0.1, 0.2, 0.8}, Prior: []float64{0.5, 0.5}},
-		Given:  &mixture.GivenFit{C: c, T: 0.25, A: []float64{0.95, 0.05, 0.1, 0.9}, LogLik: -12.5, Items: 40, Mass: []float64{22.5, 17.5}},
+		Given:  &mixture.GivenFit{C: c, T: 0.25, Power: 3, A: []float64{0.95, 0.05, 0.1, 0.9}, LogLik: -12.5, Items: 40, Mass: []float64{22.5, 17.5}},
 	}
 	b, err := keptio.EncodeFitFile(k)
 	if err != nil {

@@ -29,7 +29,7 @@ var updateLakePins = flag.Bool("update-lake-pins", false, "rewrite testdata/lake
 // which records the options and version, and the files' names, which carry a
 // run's token, are left out). Regenerate with
 //
-//	go test ./pipelines -run TestLakePins -update-lake-pins
+//	go test ./lake -run TestLakePins -update-lake-pins
 //
 // only when a change of the lake's outputs is intended, and say why in the
 // commit.

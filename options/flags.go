@@ -300,7 +300,7 @@ var Flags = []Flag{
 		}},
 	{Name: "no-standardise", Group: GroupNeighbours, Record: Compared, Usage: "search neighbours on raw features instead of z-scored ones",
 		bind: func(o *Options) flag.Value { return (*notValue)(&o.Standardise) }},
-	{Name: "given-label", Group: GroupMethod, Record: Compared, Usage: "how the output reads each item's given label: vote (one component of its mixture, the paper's) or bayes (one noisy draw through the class-level label transition fitted after the rounds, weighed against its neighbours' final posteriors: docs/QUALITY.md, the given-label model), for one label per item; vote can be better where the neighbours' vote is very reliable (docs/QUALITY.md, off the grid: synthetic clusters, 1.1-7.4 points at 10-40% noise)",
+	{Name: "given-label", Group: GroupMethod, Record: Compared, Usage: "how the output reads each item's given label: vote (one component of its mixture, the paper's) or bayes (one noisy draw through the class-level label transition fitted after the rounds, weighed against its neighbours' final posteriors, their sharpness chosen by the given labels' likelihood: docs/QUALITY.md, the given-label model), for one label per item",
 		Default: DefaultGivenLabel.String() + " with one label per item; vote with several (annotators, a list label column), whose own mixtures read them (bayes given there: an error)",
 		bind: func(o *Options) flag.Value {
 			return &optEnum[engine.GivenModel]{p: &o.GivenLabel, parse: engine.ParseGivenModel}

@@ -106,17 +106,21 @@ func encodeGiven(f *mixture.GivenFit) []byte {
 	w.Float64(f.LogLik)
 	w.Uvarint(uint64(f.Items))
 	wire.Slice(&w, f.Mass)
+	w.Float64(f.Power)
 	return w.B
 }
 
 func decodeGiven(b []byte) (*mixture.GivenFit, error) {
 	r := wire.Reader{B: b}
 	f := &mixture.GivenFit{C: int(r.Uvarint()), T: r.Float64(), A: wire.ReadSlice[float64](&r), LogLik: r.Float64(), Items: int(r.Uvarint()), Mass: wire.ReadSlice[float64](&r)}
+	if len(r.B) > 0 { // kept before the evidence's power was chosen: none (1)
+		f.Power = r.Float64()
+	}
 	if err := r.Err(); err != nil {
 		return nil, err
 	}
-	if f.C < 2 || len(f.A) != f.C*f.C || len(f.Mass) != f.C || !(f.T > 0) {
-		return nil, fmt.Errorf("%d transition values and %d masses for %d classes at temperature %v", len(f.A), len(f.Mass), f.C, f.T)
+	if f.C < 2 || len(f.A) != f.C*f.C || len(f.Mass) != f.C || !(f.T > 0) || !(f.Power == 0 || f.Power >= 1) {
+		return nil, fmt.Errorf("%d transition values and %d masses for %d classes at temperature %v, evidence power %v", len(f.A), len(f.Mass), f.C, f.T, f.Power)
 	}
 	return f, nil
 }

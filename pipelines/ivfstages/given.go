@@ -249,9 +249,10 @@ func fitGiven(s GivenSample, c int) (*mixture.GivenFit, error) {
 
 // noteGiven tells the user what the model chose: a temperature at the
 // end of mixture.GivenTemperatures' range says the neighbours' evidence is
-// as sharp, or as flat, as the model allows.
+// as sharp, or as flat, as the model allows; a power above 1 that the given
+// labels are better predicted by evidence sharper than the neighbours' vote.
 func noteGiven(fit *mixture.GivenFit) {
-	progress.Notef("given-label model: neighbours' temperature %g, transition fitted over %d labelled items", fit.T, fit.Items)
+	progress.Notef("given-label model: neighbours' temperature %g, evidence power %g, transition fitted over %d labelled items", fit.T, fit.Power, fit.Items)
 }
 
 // givenLocal replaces the final states cur of the blocks bs (sorted by
@@ -380,13 +381,14 @@ type GivenScore struct {
 type GivenModel struct {
 	C      int
 	T      float64
+	Power  float64
 	A      []float64
 	LogLik float64
 	Items  int
 }
 
 func (m GivenModel) fit() *mixture.GivenFit {
-	return &mixture.GivenFit{C: m.C, T: m.T, A: m.A, LogLik: m.LogLik, Items: m.Items}
+	return &mixture.GivenFit{C: m.C, T: m.T, Power: m.Power, A: m.A, LogLik: m.LogLik, Items: m.Items}
 }
 
 func encodeGivenScore(s GivenScore) []byte {
@@ -428,6 +430,7 @@ func encodeGivenModel(m GivenModel) []byte {
 	var w wire.Writer
 	w.Uvarint(uint64(m.C))
 	w.Float64(m.T)
+	w.Float64(m.Power)
 	wire.Slice(&w, m.A)
 	w.Float64(m.LogLik)
 	w.Uvarint(uint64(m.Items))
@@ -436,7 +439,7 @@ func encodeGivenModel(m GivenModel) []byte {
 
 func decodeGivenModel(b []byte) (GivenModel, error) {
 	r := wire.Reader{B: b}
-	m := GivenModel{C: int(r.Uvarint()), T: r.Float64()}
+	m := GivenModel{C: int(r.Uvarint()), T: r.Float64(), Power: r.Float64()}
 	m.A = wire.ReadSlice[float64](&r)
 	m.LogLik = r.Float64()
 	m.Items = int(r.Uvarint())
@@ -618,7 +621,7 @@ func (f *givenFitFn) ProcessElement(ctx context.Context, s GivenSample, emit fun
 		}
 	}
 	noteGiven(fit)
-	emit(GivenModel{C: fit.C, T: fit.T, A: fit.A, LogLik: fit.LogLik, Items: fit.Items})
+	emit(GivenModel{C: fit.C, T: fit.T, Power: fit.Power, A: fit.A, LogLik: fit.LogLik, Items: fit.Items})
 	return nil
 }
 

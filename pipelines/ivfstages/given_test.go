@@ -315,7 +315,7 @@ func TestGivenCoders(t *testing.T) {
 	if got, err := decodeGivenScore(encodeGivenScore(sc)); err != nil || !reflect.DeepEqual(got, sc) {
 		t.Errorf("GivenScore: coder round trip differs (err %v)", err)
 	}
-	m := GivenModel{C: 2, T: 0.3, A: []float64{0.9, 0.1, 0.2, 0.8}, LogLik: -3.5, Items: 7}
+	m := GivenModel{C: 2, T: 0.3, Power: 5, A: []float64{0.9, 0.1, 0.2, 0.8}, LogLik: -3.5, Items: 7}
 	if got, err := decodeGivenModel(encodeGivenModel(m)); err != nil || !reflect.DeepEqual(got, m) {
 		t.Errorf("GivenModel: coder round trip differs (err %v)", err)
 	}

@@ -126,6 +126,7 @@ func harmLoad(t *testing.T, cell Cell) *harmRun {
 		t.Fatal(err)
 	}
 	r := &harmRun{Truth: ds.truth, Given: g.single, Vote: g.vote(ds), C: ds.c}
+	eo.Given = false // the rules read the rounds' final states
 	eo.OnPooled = func(m *mixture.Pooled) {
 		r.Open = eo.Mixture.PooledOpen(m)
 		r.TOwn = m.LabelTransition()
@@ -503,6 +504,7 @@ func TestHarm(t *testing.T) {
 		{"calT", calBayes(30, []float64{0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.7, 1}, nbEvidence)},
 		{"fix2", fixBayes(30, 2, []float64{0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.7, 1}, nbEvidence)},
 		{"fix20", fixBayes(30, 20, []float64{0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.7, 1}, nbEvidence)},
+		{"pow1", powBayes(1)}, {"pow2", powBayes(2)}, {"pow3", powBayes(3)}, {"pow5", powBayes(5)}, {"pow10", powBayes(10)},
 		{"engine", func(r *harmRun) ([]int32, []float32) {
 			n := len(r.Truth)
 			k := r.NbK
@@ -546,5 +548,43 @@ func TestHarm(t *testing.T) {
 			}
 			t.Log(line)
 		}
+	}
+}
+
+// powBayes is the engine's fit with the evidence's power fixed at p
+// instead of chosen by the given labels' likelihood (mixture.FitGiven).
+func powBayes(p float64) func(r *harmRun) ([]int32, []float32) {
+	return func(r *harmRun) ([]int32, []float32) {
+		n := len(r.Truth)
+		k := r.NbK
+		b := engine.GivenBatch{N: n, K: k, Own: &r.States,
+			Neighbour: func(i, j int) (*mixture.States, int, float64) {
+				if x := r.NbIndex[i*k+j]; x >= 0 {
+					return &r.States, int(x), r.NbWeight[i*k+j]
+				}
+				return nil, 0, 0
+			},
+			Key:   func(i int) int64 { return int64(i) },
+			Given: func(i int) int32 { return r.Given[i] },
+		}
+		own := make([]int32, n)
+		for i := range own {
+			own[i], _ = r.States.Top(i)
+		}
+		score := make([]float64, len(mixture.GivenTemperatures))
+		engine.GivenScores(b, own, 2, score)
+		t := mixture.GivenTemperature(score)
+		ev, given := engine.GivenEvidence(b, t, 2)
+		f, err := mixture.FitGivenPrior(ev, given, r.C, t, p, nil)
+		if err != nil {
+			panic(err)
+		}
+		st := engine.GivenStates(b, f, 5, 2)
+		clean := make([]int32, n)
+		prob := make([]float32, n)
+		for i := range n {
+			clean[i], prob[i] = st.Top(i)
+		}
+		return clean, prob
 	}
 }

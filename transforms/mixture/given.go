@@ -23,14 +23,30 @@ import (
 // a fixed e its log-likelihood, sum_i log sum_c e_i(c) A(c, g_i), is concave
 // in A, so EM finds its maximum whatever the start.
 //
-// The scale of e is not identified by the given labels (a flat e with A near
-// the identity predicts them as well as a sharp e with a noisy A), so it is
-// chosen from the model's own output instead: the temperature at which the
-// neighbours' tempered posteriors best predict each item's own clean label
-// (the argmax of its final state), from GivenTemperatures.
+// e is calibrated in two steps. The neighbours' temperature is chosen from
+// the model's own output: the temperature at which the neighbours' tempered
+// posteriors best predict each item's own clean label (the argmax of its
+// final state), from GivenTemperatures. That makes e at most as sharp as
+// its neighbours' vote: where classes are cleanly separated but a
+// neighbourhood's members are not all of one class (a vote share of .7 for
+// a class the rounds, reading the neighbours' neighbours too, are sure of),
+// e understates what the rounds know, and one neighbour agreeing with a
+// wrong given label keeps it. So the evidence is then raised to a power,
+// e^p renormalised, with p from GivenPowers chosen, with A fitted at each,
+// by the likelihood of the given labels: the power at which the model
+// predicts the labels the data holds best. Where neighbourhoods' mixing is
+// real class overlap the labels are best predicted by the unsharpened
+// evidence (p = 1); where it is not, by sharper evidence and a noisier A.
+// Choosing the temperature by that likelihood as well was measured and
+// dropped: at high temperatures the neighbours' posteriors carry mass on
+// the item's own label (the item is one of their neighbours), which predicts
+// it without being evidence about the clean class (docs/QUALITY.md).
 
 // GivenTemperatures are the neighbour temperatures GivenFit chooses from.
 var GivenTemperatures = []float64{0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.7, 1}
+
+// GivenPowers are the powers of the evidence GivenFit chooses from.
+var GivenPowers = []float64{1, 2, 3, 5, 10}
 
 // givenFloor is the share of an item's evidence spread over every class, so
 // that a label no neighbour holds keeps a nonzero posterior.
@@ -122,6 +138,8 @@ type GivenFit struct {
 	C int
 	// T is the neighbours' temperature.
 	T float64
+	// Power is the evidence's power (GivenPowers; 1: as pooled).
+	Power float64
 	// A is row-major C x C: A[c*C+g] = p(given label g | clean class c).
 	A []float64
 	// LogLik is the given labels' log-likelihood under the fit.
@@ -133,29 +151,53 @@ type GivenFit struct {
 	Mass  []float64
 }
 
-// FitGiven fits A by GivenIters EM steps over the items' evidence at
-// temperature t (ev[i]) and given labels (given[i]; negative: unlabelled,
-// skipped), starting from 80% right labels, with one pseudo-count spread
-// over each row. Sums run in item order: the same inputs give the same
-// bits.
+// FitGiven fits the model over the items' evidence at temperature t
+// (ev[i]) and given labels (given[i]; negative: unlabelled, skipped): at
+// each of GivenPowers, A by FitGivenPrior without a prior; the fit of the
+// largest likelihood of the given labels is returned (the smallest power
+// of equal ones).
 func FitGiven(ev []Evidence, given []int32, c int, t float64) (*GivenFit, error) {
-	return FitGivenPrior(ev, given, c, t, nil)
+	var best *GivenFit
+	for _, p := range GivenPowers {
+		f, err := FitGivenPrior(ev, given, c, t, p, nil)
+		if err != nil {
+			return nil, err
+		}
+		if best == nil || f.LogLik > best.LogLik {
+			best = f
+		}
+	}
+	return best, nil
 }
 
-// FitGivenPrior is FitGiven with the counts of an earlier fit (prior:
-// prior.Mass[c] items of clean class c, their given labels spread as
-// prior.A's row c) added to the items' own in every M-step: the MAP
-// estimate under a Dirichlet prior worth the items that fit read. It is
-// how an incremental run updates the fit of the run before it with the
-// rows it relabels, each weighing in with the items behind it. nil: none.
-func FitGivenPrior(ev []Evidence, given []int32, c int, t float64, prior *GivenFit) (*GivenFit, error) {
+// FitGivenPrior fits A by GivenIters EM steps over the items' evidence at
+// temperature t raised to power (Sharpen), starting from 80% right
+// labels, with one pseudo-count spread over each row, and the counts of an
+// earlier fit (prior: prior.Mass[c] items of clean class c, their given
+// labels spread as prior.A's row c) added to the items' own in every
+// M-step: the MAP estimate under a Dirichlet prior worth the items that fit
+// read. The prior is how an incremental run updates the fit of the run
+// before it with the rows it relabels, each weighing in with the items
+// behind it; nil: none. Sums run in item order: the same inputs give the
+// same bits.
+func FitGivenPrior(ev []Evidence, given []int32, c int, t, power float64, prior *GivenFit) (*GivenFit, error) {
 	if c < 2 || len(ev) != len(given) {
 		return nil, fmt.Errorf("mixture: given-label fit: C = %d, %d evidence rows, %d labels", c, len(ev), len(given))
 	}
 	if prior != nil && (prior.C != c || len(prior.A) != c*c || len(prior.Mass) != c) {
 		return nil, fmt.Errorf("mixture: given-label fit: a prior of %d classes (%d transition values, %d masses) for %d", prior.C, len(prior.A), len(prior.Mass), c)
 	}
-	f := &GivenFit{C: c, T: t, A: make([]float64, c*c), Mass: make([]float64, c)}
+	if !(power >= 1) {
+		return nil, fmt.Errorf("mixture: given-label fit: evidence power %v, want >= 1", power)
+	}
+	if power != 1 {
+		sharp := make([]Evidence, len(ev))
+		for i := range ev {
+			Sharpen(&sharp[i], &ev[i], power)
+		}
+		ev = sharp
+	}
+	f := &GivenFit{C: c, T: t, Power: power, A: make([]float64, c*c), Mass: make([]float64, c)}
 	for k := range c {
 		for l := range c {
 			if k == l {
@@ -210,6 +252,29 @@ func FitGivenPrior(ev []Evidence, given []int32, c int, t float64, prior *GivenF
 	return f, nil
 }
 
+// Sharpen sets dst to src raised to the power p and renormalised (p = 1:
+// a copy). The powers are taken relative to src's largest mass, so that
+// a power of evidence spread thin does not underflow.
+func Sharpen(dst, src *Evidence, p float64) {
+	dst.Class = append(dst.Class[:0], src.Class...)
+	dst.P = append(dst.P[:0], src.P...)
+	if p == 1 || len(src.P) == 0 {
+		return
+	}
+	top := slices.Max(src.P)
+	if !(top > 0) {
+		return
+	}
+	var s float64
+	for k, v := range dst.P {
+		dst.P[k] = math.Pow(v/top, p)
+		s += dst.P[k]
+	}
+	for k := range dst.P {
+		dst.P[k] /= s
+	}
+}
+
 // support is the classes an item's posterior covers: its evidence's and
 // its given label.
 func (f *GivenFit) support(e *Evidence, g int32) []int32 {
@@ -243,9 +308,14 @@ func (f *GivenFit) posterior(p []float64, e *Evidence, g int32) ([]float64, floa
 
 // Posterior sets dst to an item's clean-label posterior (its classes most
 // probable first, at most c0 of them, renormalised) from its neighbours'
-// evidence and its given label g; an unlabelled item (g < 0) gets its
-// evidence alone.
+// evidence (raised to f's power) and its given label g; an unlabelled item
+// (g < 0) gets its evidence alone.
 func (f *GivenFit) Posterior(dst *State, e *Evidence, g int32, c0 int) {
+	if p := f.power(); p != 1 {
+		var sharp Evidence
+		Sharpen(&sharp, e, p)
+		e = &sharp
+	}
 	dst.Reset()
 	if g < 0 || int(g) >= f.C {
 		for k, x := range e.Class {
@@ -258,4 +328,13 @@ func (f *GivenFit) Posterior(dst *State, e *Evidence, g int32, c0 int) {
 		}
 	}
 	dst.Truncate(c0, 0)
+}
+
+// power is f's evidence power; a fit kept before the power was chosen has
+// none, which is 1.
+func (f *GivenFit) power() float64 {
+	if f.Power == 0 {
+		return 1
+	}
+	return f.Power
 }

@@ -3,6 +3,7 @@ package mixture
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -122,5 +123,127 @@ func TestGivenTemperature(t *testing.T) {
 	}
 	if _, err := FitGiven(nil, []int32{1}, 3, 1); err == nil {
 		t.Error("FitGiven with mismatched lengths: no error")
+	}
+}
+
+func TestSharpen(t *testing.T) {
+	src := Evidence{Class: []int32{1, 4, 7}, P: []float64{0.2, 0.7, 0.1}}
+	var dst Evidence
+	Sharpen(&dst, &src, 1)
+	if !slices.Equal(dst.P, src.P) || !slices.Equal(dst.Class, src.Class) {
+		t.Errorf("power 1: %v %v, want a copy of %v %v", dst.Class, dst.P, src.Class, src.P)
+	}
+	Sharpen(&dst, &src, 2)
+	want := []float64{0.04 / 0.54, 0.49 / 0.54, 0.01 / 0.54}
+	for k := range want {
+		if math.Abs(dst.P[k]-want[k]) > 1e-12 {
+			t.Errorf("power 2: %v, want %v", dst.P, want)
+			break
+		}
+	}
+	if src.P[1] != 0.7 {
+		t.Errorf("Sharpen changed its source: %v", src.P)
+	}
+	// Evidence spread thin over many classes does not underflow.
+	thin := Evidence{}
+	for k := range int32(1000) {
+		thin.Class = append(thin.Class, k)
+		thin.P = append(thin.P, 1e-3*(1+1e-6*float64(k)))
+	}
+	Sharpen(&dst, &thin, 10)
+	var s float64
+	for _, v := range dst.P {
+		if math.IsNaN(v) || v <= 0 {
+			t.Fatalf("power 10 of 1000 near-equal masses: %v", v)
+		}
+		s += v
+	}
+	if math.Abs(s-1) > 1e-9 || dst.P[999] <= dst.P[0] {
+		t.Errorf("power 10 of near-equal masses: sum %v, order %v <= %v", s, dst.P[999], dst.P[0])
+	}
+}
+
+// TestFitGivenPower: the likelihood of the given labels chooses the
+// evidence's power. Where the neighbours' evidence is calibrated (each
+// item's class drawn from it, its label right) it is kept as it is; where
+// it understates a clean class it always points at (symmetric noise on
+// the labels), it is sharpened, and the posteriors fix more labels than
+// unsharpened evidence does.
+func TestFitGivenPower(t *testing.T) {
+	const c, n = 5, 6000
+	rng := rand.New(rand.NewPCG(3, 4))
+	spread := func(e *Evidence, top int32, p float64) {
+		e.Class, e.P = e.Class[:0], e.P[:0]
+		for k := range int32(c) {
+			e.Class = append(e.Class, k)
+			if k == top {
+				e.P = append(e.P, p)
+			} else {
+				e.P = append(e.P, (1-p)/(c-1))
+			}
+		}
+	}
+	// Calibrated: the clean class is drawn from the evidence, whose
+	// confidence varies from item to item; the labels are right.
+	ev := make([]Evidence, n)
+	given := make([]int32, n)
+	for i := range n {
+		top := int32(rng.IntN(c))
+		spread(&ev[i], top, 0.3+0.69*rng.Float64())
+		u := rng.Float64()
+		for k, p := range ev[i].P {
+			if u -= p; u < 0 || k == c-1 {
+				given[i] = ev[i].Class[k]
+				break
+			}
+		}
+	}
+	f, err := FitGiven(ev, given, c, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Power != 1 {
+		t.Errorf("calibrated evidence: power %v, want 1", f.Power)
+	}
+	// Understated: the evidence always points at the clean class with
+	// .5 of its mass; 30% of the labels are flipped to another class.
+	truth := make([]int32, n)
+	for i := range n {
+		truth[i] = int32(rng.IntN(c))
+		spread(&ev[i], truth[i], 0.5)
+		given[i] = truth[i]
+		if rng.Float64() < 0.3 {
+			given[i] = (truth[i] + 1 + int32(rng.IntN(c-1))) % c
+		}
+	}
+	f, err = FitGiven(ev, given, c, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Power < 3 {
+		t.Errorf("understated evidence: power %v, want >= 3", f.Power)
+	}
+	flat, err := FitGivenPrior(ev, given, c, 1, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !(f.LogLik > flat.LogLik) {
+		t.Errorf("chosen power's log-likelihood %v, power 1's %v: want larger", f.LogLik, flat.LogLik)
+	}
+	right := func(f *GivenFit) (r int) {
+		var st State
+		for i := range n {
+			f.Posterior(&st, &ev[i], given[i], c)
+			if st.Class[0] == truth[i] {
+				r++
+			}
+		}
+		return r
+	}
+	if rs, rf := right(f), right(flat); rs != n || rf > n*9/10 {
+		t.Errorf("understated evidence: %d of %d right at power %v, %d at power 1: want all, and power 1 to keep flipped labels", rs, n, f.Power, rf)
+	}
+	if _, err := FitGivenPrior(ev, given, c, 1, 0.5, nil); err == nil {
+		t.Error("power 0.5: no error")
 	}
 }
