@@ -418,7 +418,7 @@ func givenUpdate(d *incData, r *incResult, k int, src []int32, wt []float64, fix
 		Given: func(a int) int32 { return schemas.GivenLabel(d.labelsOf(r.affected[a])) },
 	}
 	ev, given := engine.GivenEvidence(gb, f.T, workers)
-	if nf, err := mixture.FitGivenPrior(ev, given, f.C, f.T, f.Power, f); err == nil {
+	if nf, err := mixture.FitGivenPrior(ev, given, f.C, f.T, f.EvidencePower(), f); err == nil {
 		f = nf
 	}
 	return engine.GivenStates(gb, f, c0, workers)

@@ -311,7 +311,7 @@ func (f *GivenFit) posterior(p []float64, e *Evidence, g int32) ([]float64, floa
 // evidence (raised to f's power) and its given label g; an unlabelled item
 // (g < 0) gets its evidence alone.
 func (f *GivenFit) Posterior(dst *State, e *Evidence, g int32, c0 int) {
-	if p := f.power(); p != 1 {
+	if p := f.EvidencePower(); p != 1 {
 		var sharp Evidence
 		Sharpen(&sharp, e, p)
 		e = &sharp
@@ -330,9 +330,9 @@ func (f *GivenFit) Posterior(dst *State, e *Evidence, g int32, c0 int) {
 	dst.Truncate(c0, 0)
 }
 
-// power is f's evidence power; a fit kept before the power was chosen has
-// none, which is 1.
-func (f *GivenFit) power() float64 {
+// EvidencePower is f's evidence power; a fit kept before the power was
+// chosen has none, which is 1.
+func (f *GivenFit) EvidencePower() float64 {
 	if f.Power == 0 {
 		return 1
 	}

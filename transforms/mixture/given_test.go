@@ -247,3 +247,23 @@ func TestFitGivenPower(t *testing.T) {
 		t.Error("power 0.5: no error")
 	}
 }
+
+// TestGivenFitWithoutPower: a fit kept before the evidence's power was
+// chosen (Power 0) reads evidence as pooled, as a power of 1 does, and an
+// incremental update of it refits at that power.
+func TestGivenFitWithoutPower(t *testing.T) {
+	ev := Evidence{Class: []int32{0, 1}, P: []float64{0.3, 0.7}}
+	old := &GivenFit{C: 2, T: 0.5, A: []float64{.8, .2, .2, .8}, Items: 10, Mass: []float64{5, 5}}
+	one := *old
+	one.Power = 1
+	var a, b State
+	old.Posterior(&a, &ev, 0, 2)
+	one.Posterior(&b, &ev, 0, 2)
+	if !slices.Equal(a.Class, b.Class) || !slices.Equal(a.Pi, b.Pi) {
+		t.Errorf("power 0: %v %v, power 1: %v %v", a.Class, a.Pi, b.Class, b.Pi)
+	}
+	f, err := FitGivenPrior([]Evidence{ev}, []int32{0}, 2, old.T, old.EvidencePower(), old)
+	if err != nil || f.Power != 1 || f.Items != 11 {
+		t.Errorf("update of a fit without a power: %+v, %v; want power 1 over 11 items", f, err)
+	}
+}
