@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/relabel/relabel/internal/pool"
 	"github.com/relabel/relabel/internal/progress"
 	"github.com/relabel/relabel/io/blobio"
 	"github.com/relabel/relabel/io/keptio"
@@ -261,18 +262,28 @@ func updateDir(ctx context.Context, sess *job.Session, cal resultio.Calibration,
 	for _, f := range lake.Manifest {
 		outName[f.Path] = f.Output
 	}
-	var posts []*resultio.Posteriors
-	postOf := map[string]*resultio.Posteriors{}
+	// Read on every core: a scheduled run's input is often hundreds of
+	// small files, and a small update reads all their outputs.
+	var old []string
 	for _, s := range plan.Shards {
-		if newPath[s.Path] {
-			continue
+		if !newPath[s.Path] {
+			old = append(old, s.Path)
 		}
-		p, err := resultio.ReadPosteriors(ctx, blobio.Join(out, outName[s.Path]), plan.ClassNames, nil)
+	}
+	posts := make([]*resultio.Posteriors, len(old))
+	if err := pool.EachIndexErr(len(old), 0, func(i int) error {
+		p, err := resultio.ReadPosteriors(ctx, blobio.Join(out, outName[old[i]]), plan.ClassNames, nil)
 		if err != nil {
-			return nil, fmt.Errorf("relabel: --incremental: the stored posteriors of %s: %w", s.Path, err)
+			return fmt.Errorf("relabel: --incremental: the stored posteriors of %s: %w", old[i], err)
 		}
-		posts = append(posts, p)
-		postOf[s.Path] = p
+		posts[i] = p
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	postOf := map[string]*resultio.Posteriors{}
+	for i, path := range old {
+		postOf[path] = posts[i]
 	}
 	u, err := storedUpdate(d, posts, nil, fit, plan, cal, plan.Input(), t0, lake)
 	if err != nil {

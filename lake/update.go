@@ -106,7 +106,16 @@ type incData struct {
 func flatten(rows []*schemas.Rows, isNewShard func(string) bool) *incData {
 	rows = slices.Clone(rows)
 	slices.SortStableFunc(rows, func(a, b *schemas.Rows) int { return cmp.Compare(firstKey(a), firstKey(b)) })
-	d := &incData{off: []int32{0}}
+	// Sized up front: a lake's input is often hundreds of small units, and
+	// growing the features by appending copied them over and over.
+	var n, labels, feats int
+	for _, r := range rows {
+		n += r.Len()
+		labels += len(r.Labels)
+		feats += len(r.Features)
+	}
+	d := &incData{off: make([]int32, 1, n+1), keys: make([]int64, 0, n), labels: make([]int32, 0, labels),
+		shard: make([]int32, 0, n), isNew: make([]bool, 0, n), feats: make([]float32, 0, feats)}
 	shardIdx := map[string]int32{}
 	for _, r := range rows {
 		si, ok := shardIdx[r.Shard]

@@ -3,6 +3,7 @@ package shardio
 import (
 	"context"
 
+	"github.com/relabel/relabel/internal/pool"
 	"github.com/relabel/relabel/schemas"
 )
 
@@ -29,13 +30,24 @@ func ReadEach(ctx context.Context, shards []Shard, opts ReadOptions, fn func(*sc
 	return nil
 }
 
-// ReadAll reads every unit of shards, in order (ReadEach), and returns their
-// rows, one batch per unit.
+// ReadAll reads every unit of shards and returns their rows, one batch per
+// unit, in order: the units are read on GOMAXPROCS goroutines (a lake's
+// incremental run reads every shard of its input, often hundreds of small
+// files, whose footers and decoding dominate a small update), and the error
+// returned, if any, is the first unit's in order, as ReadEach's would be.
 func ReadAll(ctx context.Context, shards []Shard, opts ReadOptions) ([]*schemas.Rows, error) {
-	var rows []*schemas.Rows
-	err := ReadEach(ctx, shards, opts, func(r *schemas.Rows) error {
-		rows = append(rows, r)
-		return nil
+	var units []Unit
+	for _, s := range shards {
+		units = append(units, s.Units...)
+	}
+	rows := make([]*schemas.Rows, len(units))
+	err := pool.EachIndexErr(len(units), 0, func(i int) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		r, err := ReadUnit(ctx, units[i], opts)
+		rows[i] = r
+		return err
 	})
 	if err != nil {
 		return nil, err
