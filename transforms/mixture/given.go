@@ -208,6 +208,20 @@ func FitGivenPrior(ev []Evidence, given []int32, c int, t, power float64, prior 
 		}
 	}
 	next := make([]float64, c*c)
+	// Each labelled item's support and floored evidence over it, computed
+	// once: every EM step reads the same (posterior's first factor).
+	var sup []int32
+	var mass []float64
+	off := []int{0}
+	for i := range ev {
+		if g := given[i]; g >= 0 && int(g) < c {
+			for _, x := range f.support(&ev[i], g) {
+				sup = append(sup, x)
+				mass = append(mass, ev[i].Mass(x)*(1-givenFloor)+givenFloor/float64(c))
+			}
+		}
+		off = append(off, len(sup))
+	}
 	var p []float64
 	for it := 0; it < GivenIters; it++ {
 		clear(next)
@@ -225,10 +239,10 @@ func FitGivenPrior(ev []Evidence, given []int32, c int, t, power float64, prior 
 				continue
 			}
 			var lik float64
-			p, lik = f.posterior(p, &ev[i], g)
+			p, lik = f.posteriorOf(p, sup[off[i]:off[i+1]], mass[off[i]:off[i+1]], g)
 			f.LogLik += math.Log(lik)
 			f.Items++
-			for k, x := range f.support(&ev[i], g) {
+			for k, x := range sup[off[i]:off[i+1]] {
 				next[int(x)*c+int(g)] += p[k]
 			}
 		}
@@ -291,12 +305,22 @@ func (f *GivenFit) support(e *Evidence, g int32) []int32 {
 // posterior writes into p the posterior over support(e, g) and returns it
 // with the likelihood of the given label.
 func (f *GivenFit) posterior(p []float64, e *Evidence, g int32) ([]float64, float64) {
-	c := f.C
 	sup := f.support(e, g)
+	mass := make([]float64, len(sup))
+	for k, x := range sup {
+		mass[k] = e.Mass(x)*(1-givenFloor) + givenFloor/float64(f.C)
+	}
+	return f.posteriorOf(p, sup, mass, g)
+}
+
+// posteriorOf is posterior over the classes sup whose floored evidence is
+// mass.
+func (f *GivenFit) posteriorOf(p []float64, sup []int32, mass []float64, g int32) ([]float64, float64) {
+	c := f.C
 	p = p[:0]
 	var s float64
-	for _, x := range sup {
-		v := (e.Mass(x)*(1-givenFloor) + givenFloor/float64(c)) * f.A[int(x)*c+int(g)]
+	for k, x := range sup {
+		v := mass[k] * f.A[int(x)*c+int(g)]
 		p = append(p, v)
 		s += v
 	}
