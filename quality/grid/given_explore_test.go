@@ -506,30 +506,13 @@ func TestHarm(t *testing.T) {
 		{"fix20", fixBayes(30, 20, []float64{0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.7, 1}, nbEvidence)},
 		{"pow1", powBayes(1)}, {"pow2", powBayes(2)}, {"pow3", powBayes(3)}, {"pow5", powBayes(5)}, {"pow10", powBayes(10)},
 		{"engine", func(r *harmRun) ([]int32, []float32) {
-			n := len(r.Truth)
-			k := r.NbK
-			b := engine.GivenBatch{N: n, K: k, Own: &r.States,
-				Neighbour: func(i, j int) (*mixture.States, int, float64) {
-					if x := r.NbIndex[i*k+j]; x >= 0 {
-						return &r.States, int(x), r.NbWeight[i*k+j]
-					}
-					return nil, 0, 0
-				},
-				Key:   func(i int) int64 { return int64(i) },
-				Given: func(i int) int32 { return r.Given[i] },
-			}
+			b := harmBatch(r)
 			f, err := engine.FitGivenBatch(b, r.C, 1, 2)
 			if err != nil {
 				panic(err)
 			}
 			lastT = f.T
-			st := engine.GivenStates(b, f, 5, 2)
-			clean := make([]int32, n)
-			prob := make([]float32, n)
-			for i := range n {
-				clean[i], prob[i] = st.Top(i)
-			}
-			return clean, prob
+			return harmTops(engine.GivenStates(b, f, 5, 2))
 		}},
 	}
 	_ = os.Getenv
@@ -555,19 +538,8 @@ func TestHarm(t *testing.T) {
 // instead of chosen by the given labels' likelihood (mixture.FitGiven).
 func powBayes(p float64) func(r *harmRun) ([]int32, []float32) {
 	return func(r *harmRun) ([]int32, []float32) {
-		n := len(r.Truth)
-		k := r.NbK
-		b := engine.GivenBatch{N: n, K: k, Own: &r.States,
-			Neighbour: func(i, j int) (*mixture.States, int, float64) {
-				if x := r.NbIndex[i*k+j]; x >= 0 {
-					return &r.States, int(x), r.NbWeight[i*k+j]
-				}
-				return nil, 0, 0
-			},
-			Key:   func(i int) int64 { return int64(i) },
-			Given: func(i int) int32 { return r.Given[i] },
-		}
-		own := make([]int32, n)
+		b := harmBatch(r)
+		own := make([]int32, b.N)
 		for i := range own {
 			own[i], _ = r.States.Top(i)
 		}
@@ -579,12 +551,33 @@ func powBayes(p float64) func(r *harmRun) ([]int32, []float32) {
 		if err != nil {
 			panic(err)
 		}
-		st := engine.GivenStates(b, f, 5, 2)
-		clean := make([]int32, n)
-		prob := make([]float32, n)
-		for i := range n {
-			clean[i], prob[i] = st.Top(i)
-		}
-		return clean, prob
+		return harmTops(engine.GivenStates(b, f, 5, 2))
 	}
+}
+
+// harmBatch is the given-label model's view of a cached run: its final
+// states and neighbours, keyed by item index.
+func harmBatch(r *harmRun) engine.GivenBatch {
+	k := r.NbK
+	return engine.GivenBatch{N: len(r.Truth), K: k, Own: &r.States,
+		Neighbour: func(i, j int) (*mixture.States, int, float64) {
+			if x := r.NbIndex[i*k+j]; x >= 0 {
+				return &r.States, int(x), r.NbWeight[i*k+j]
+			}
+			return nil, 0, 0
+		},
+		Key:   func(i int) int64 { return int64(i) },
+		Given: func(i int) int32 { return r.Given[i] },
+	}
+}
+
+// harmTops is every item's top class and its probability.
+func harmTops(st mixture.States) ([]int32, []float32) {
+	n := st.Len()
+	clean := make([]int32, n)
+	prob := make([]float32, n)
+	for i := range n {
+		clean[i], prob[i] = st.Top(i)
+	}
+	return clean, prob
 }
