@@ -84,6 +84,11 @@ func Neighbours(feats []float32, keys []int64, d int, cands []int, o Options, be
 	return nb, nil
 }
 
+// weightGatherFloats bounds the neighbours' features Weights gathers at a
+// time (4 Mi floats, 16 MiB): large enough for a GPU coder's batch, small
+// enough to stay resident between batches.
+const weightGatherFloats = 4 << 20
+
 // WeightBuffer is reusable scratch for Weights.
 type WeightBuffer struct {
 	nbr  []float32
@@ -121,22 +126,37 @@ func (wb *WeightBuffer) Weights(dst []float64, q, cands knn.Matrix, res *knn.Res
 		}
 		return nil
 	}
-	if cap(wb.nbr) < b*k*d {
-		wb.nbr = make([]float32, b*k*d)
+	// The neighbours' features are gathered and coded a slice of rows at a
+	// time: a batch's whole gather (B x K x D floats, 95 MB for 9,300 rows
+	// of 10 neighbours at d = 256) is fresh memory the kernel must fault in
+	// on every batch, which cost more than the coding on the 2-core VM.
+	// The coding of a row does not depend on the others, so the weights are
+	// the same bits.
+	step := max(1, weightGatherFloats/(k*d))
+	if n := min(step, b) * k * d; cap(wb.nbr) < n {
+		wb.nbr = make([]float32, n)
 	}
-	wb.nbr = wb.nbr[:b*k*d]
-	for i := 0; i < b; i++ {
-		for j := 0; j < k; j++ {
-			row := wb.nbr[(i*k+j)*d : (i*k+j+1)*d]
-			if c := res.Index[i*k+j]; c >= 0 {
-				copy(row, cands.Row(int(c)))
-			} else {
-				clear(row)
+	for lo := 0; lo < b; lo += step {
+		hi := min(lo+step, b)
+		nbr := wb.nbr[:(hi-lo)*k*d]
+		for i := lo; i < hi; i++ {
+			for j := 0; j < k; j++ {
+				row := nbr[((i-lo)*k+j)*d : ((i-lo)*k+j+1)*d]
+				if c := res.Index[i*k+j]; c >= 0 {
+					copy(row, cands.Row(int(c)))
+				} else {
+					clear(row)
+				}
 			}
 		}
-	}
-	if err := coder.Code(dst, llc.Batch{B: b, K: k, D: d, X: q.Data, N: wb.nbr, Dist: res.Dist, Len: wb.lens}, lp); err != nil {
-		return err
+		sub := llc.Batch{B: hi - lo, K: k, D: d, X: q.Data[lo*d : hi*d], N: nbr, Dist: res.Dist[lo*k : hi*k], Len: wb.lens[lo:hi]}
+		if err := coder.Code(dst[lo*k:hi*k], sub, lp); err != nil {
+			if lo > 0 {
+				// The coder numbers neighbourhoods within the slice.
+				return fmt.Errorf("the batch's rows from %d: %w", lo, err)
+			}
+			return err
+		}
 	}
 	if w == Blend {
 		for i := 0; i < b; i++ {
