@@ -217,7 +217,7 @@ func FitGivenPrior(ev []Evidence, given []int32, c int, t, power float64, prior 
 		if g := given[i]; g >= 0 && int(g) < c {
 			for _, x := range f.support(&ev[i], g) {
 				sup = append(sup, x)
-				mass = append(mass, ev[i].Mass(x)*(1-givenFloor)+givenFloor/float64(c))
+				mass = append(mass, f.floored(&ev[i], x))
 			}
 		}
 		off = append(off, len(sup))
@@ -302,19 +302,15 @@ func (f *GivenFit) support(e *Evidence, g int32) []int32 {
 	return append(s, e.Class[at:]...)
 }
 
-// posterior writes into p the posterior over support(e, g) and returns it
-// with the likelihood of the given label.
-func (f *GivenFit) posterior(p []float64, e *Evidence, g int32) ([]float64, float64) {
-	sup := f.support(e, g)
-	mass := make([]float64, len(sup))
-	for k, x := range sup {
-		mass[k] = e.Mass(x)*(1-givenFloor) + givenFloor/float64(f.C)
-	}
-	return f.posteriorOf(p, sup, mass, g)
+// floored is e's mass on class x with givenFloor spread over every class:
+// the first factor of an item's posterior.
+func (f *GivenFit) floored(e *Evidence, x int32) float64 {
+	return e.Mass(x)*(1-givenFloor) + givenFloor/float64(f.C)
 }
 
-// posteriorOf is posterior over the classes sup whose floored evidence is
-// mass.
+// posteriorOf writes into p the posterior over the classes sup (an item's
+// support) whose floored evidence is mass, and returns it with the
+// likelihood of the given label g.
 func (f *GivenFit) posteriorOf(p []float64, sup []int32, mass []float64, g int32) ([]float64, float64) {
 	c := f.C
 	p = p[:0]
@@ -346,8 +342,13 @@ func (f *GivenFit) Posterior(dst *State, e *Evidence, g int32, c0 int) {
 			dst.add(x, e.P[k])
 		}
 	} else {
-		p, _ := f.posterior(nil, e, g)
-		for k, x := range f.support(e, g) {
+		sup := f.support(e, g)
+		mass := make([]float64, len(sup))
+		for k, x := range sup {
+			mass[k] = f.floored(e, x)
+		}
+		p, _ := f.posteriorOf(nil, sup, mass, g)
+		for k, x := range sup {
 			dst.add(x, p[k])
 		}
 	}
