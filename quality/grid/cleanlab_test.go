@@ -169,14 +169,7 @@ func TestCleanlabREADME(t *testing.T) {
 		cells = Without(cells, "fashion_mnist_pca50")
 	}
 	for _, cell := range cells {
-		ds, err := loadDataset(cell.Dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		g, err := loadGiven(cell, ds)
-		if err != nil {
-			t.Fatal(err)
-		}
+		ds, g := loadCell(t, cell)
 		got := agreeFrac(g.cleanlab(ds), ds.truth)
 		d := got - cell.Peers.Cleanlab
 		t.Logf("%-30s cleanlab kNN (ours) %.4f, README %.3f: %+.4f", cell.Name(), got, cell.Peers.Cleanlab, d)
@@ -213,14 +206,7 @@ func TestCleanlabPeerWeak(t *testing.T) {
 		t.Skip("no python3 with scikit-learn: this test runs scripts/peer_weak.py")
 	}
 	for _, cell := range Only(devGrid(t), "sklearn_digits/idn-0.4", "sklearn_digits/sym-0.4") {
-		ds, err := loadDataset(cell.Dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		g, err := loadGiven(cell, ds)
-		if err != nil {
-			t.Fatal(err)
-		}
+		ds, g := loadCell(t, cell)
 		p := runPeers(t, py, t.TempDir(), ds, g.single, cell.Noise)
 		got := agreeFrac(g.cleanlab(ds), ds.truth)
 		t.Logf("%s: cleanlab kNN Go %.6f, peer_weak.py %.6f", cell.Name(), got, p.CleanlabKNN)

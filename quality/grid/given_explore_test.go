@@ -112,14 +112,7 @@ func harmLoad(t *testing.T, cell Cell) *harmRun {
 			return &r
 		}
 	}
-	ds, err := loadDataset(cell.Dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := loadGiven(cell, ds)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ds, g := loadCell(t, cell)
 	opts := options.Defaults()
 	eo, err := opts.Engine(ds.c)
 	if err != nil {
@@ -185,16 +178,6 @@ func score(r *harmRun, clean []int32, prob []float32) (acc, changed, ece float64
 	}
 	e, _ := evaluate.ECE(prob, ok, 15)
 	return acc / float64(n), changed / float64(n), float64(e)
-}
-
-func accOf(truth, l []int32) float64 {
-	a := 0
-	for i := range truth {
-		if truth[i] == l[i] {
-			a++
-		}
-	}
-	return float64(a) / float64(len(truth))
 }
 
 // post returns item i's tempered posterior over its kept classes.
@@ -277,33 +260,7 @@ var lastT float64
 // posterior), then fits A by EM.
 func calBayes(iters int, temps []float64, mk func(float64) func(r *harmRun, i int) ([]int32, []float64)) func(r *harmRun) ([]int32, []float32) {
 	return func(r *harmRun) ([]int32, []float32) {
-		n := len(r.Truth)
-		hat := make([]int32, n)
-		for i := range n {
-			cls, _ := post(r, i, 1)
-			hat[i] = r.Given[i]
-			if len(cls) > 0 {
-				hat[i] = cls[0]
-			}
-		}
-		best, bt := math.Inf(-1), 0.0
-		for _, tp := range temps {
-			ev := mk(tp)
-			ll := 0.0
-			for i := range n {
-				cls, q := ev(r, i)
-				v := 1e-6
-				for k, c := range cls {
-					if c == hat[i] {
-						v += q[k]
-					}
-				}
-				ll += math.Log(v)
-			}
-			if ll > best {
-				best, bt = ll, tp
-			}
-		}
+		bt := bestTemp(r, runTops(r), temps, mk)
 		lastT = bt
 		return evBayes(iters, 1, 1e-6, 1, mk(bt))(r)
 	}
@@ -314,40 +271,15 @@ func calBayes(iters int, temps []float64, mk func(float64) func(r *harmRun, i in
 // classes, and A refitted, up to steps times or until no label moves.
 func fixBayes(iters, steps int, temps []float64, mk func(float64) func(r *harmRun, i int) ([]int32, []float64)) func(r *harmRun) ([]int32, []float32) {
 	return func(r *harmRun) ([]int32, []float32) {
-		n := len(r.Truth)
-		hat := make([]int32, n)
-		for i := range n {
-			cls, _ := post(r, i, 1)
-			hat[i] = r.Given[i]
-			if len(cls) > 0 {
-				hat[i] = cls[0]
-			}
-		}
+		hat := runTops(r)
 		var clean []int32
 		var prob []float32
 		for step := 0; step < steps; step++ {
-			best, bt := math.Inf(-1), 0.0
-			for _, tp := range temps {
-				ev := mk(tp)
-				ll := 0.0
-				for i := range n {
-					cls, q := ev(r, i)
-					v := 1e-6
-					for k, c := range cls {
-						if c == hat[i] {
-							v += q[k]
-						}
-					}
-					ll += math.Log(v)
-				}
-				if ll > best {
-					best, bt = ll, tp
-				}
-			}
+			bt := bestTemp(r, hat, temps, mk)
 			lastT = bt
 			clean, prob = evBayes(iters, 1, 1e-6, 1, mk(bt))(r)
 			moved := 0
-			for i := range n {
+			for i := range hat {
 				if clean[i] != hat[i] {
 					moved++
 				}
@@ -359,6 +291,44 @@ func fixBayes(iters, steps int, temps []float64, mk func(float64) func(r *harmRu
 		}
 		return clean, prob
 	}
+}
+
+// runTops is every item's top class after the rounds (its given label
+// where its state is empty).
+func runTops(r *harmRun) []int32 {
+	hat := make([]int32, len(r.Truth))
+	for i := range hat {
+		cls, _ := post(r, i, 1)
+		hat[i] = r.Given[i]
+		if len(cls) > 0 {
+			hat[i] = cls[0]
+		}
+	}
+	return hat
+}
+
+// bestTemp is the temperature of temps at which the evidence mk makes
+// best predicts the labels hat (the first of equal log-likelihoods).
+func bestTemp(r *harmRun, hat []int32, temps []float64, mk func(float64) func(r *harmRun, i int) ([]int32, []float64)) float64 {
+	best, bt := math.Inf(-1), 0.0
+	for _, tp := range temps {
+		ev := mk(tp)
+		ll := 0.0
+		for i := range hat {
+			cls, q := ev(r, i)
+			v := 1e-6
+			for k, c := range cls {
+				if c == hat[i] {
+					v += q[k]
+				}
+			}
+			ll += math.Log(v)
+		}
+		if ll > best {
+			best, bt = ll, tp
+		}
+	}
+	return bt
 }
 
 // nbRawEvidence is the weighted mean of item i's neighbours' raw pi, then
@@ -520,7 +490,7 @@ func TestHarm(t *testing.T) {
 		for _, nz := range strings.Split(*harmNoise, ",") {
 			cell := harmCell(t, set, nz)
 			r := harmLoad(t, cell)
-			line := fmt.Sprintf("%-16s %-9s given %.4f vote %.4f T %.2f open %v |", set, nz, accOf(r.Truth, r.Given), accOf(r.Truth, r.Vote), r.Temp, r.Open)
+			line := fmt.Sprintf("%-16s %-9s given %.4f vote %.4f T %.2f open %v |", set, nz, agreeFrac(r.Truth, r.Given), agreeFrac(r.Truth, r.Vote), r.Temp, r.Open)
 			for _, ru := range rules {
 				cl, pr := ru.f(r)
 				a, ch, e := score(r, cl, pr)

@@ -481,6 +481,20 @@ func btoi(b bool) int {
 
 func binomTol(p float64, n int) float64 { return 4.5*math.Sqrt(p*(1-p)/float64(n)) + 1/float64(n) }
 
+// loadCell loads cell's dataset and given labels, failing t when it cannot.
+func loadCell(t testing.TB, cell Cell) (*dataset, *given) {
+	t.Helper()
+	ds, err := loadDataset(cell.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := loadGiven(cell, ds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ds, g
+}
+
 func agreeFrac(a, b []int32) float64 {
 	same := 0
 	for i := range a {
