@@ -144,31 +144,21 @@ func blockSample(b engine.GivenBatch, t float64, seed uint64, size int) GivenSam
 		keys[i] = b.Key(i)
 	}
 	out := GivenSample{T: t, Off: []int32{0}}
-	var neigh []mixture.State
-	var w []float64
-	var ev mixture.Evidence
-	var scratch mixture.GivenScratch
-	for _, i := range sampleOf(keys, seed, size) {
-		g := b.Given(i)
-		if g < 0 {
-			out.add(keys[i], g, nil)
+	idx := sampleOf(keys, seed, size)
+	// The sampled items' evidence as engine computes it for a batch (the
+	// neighbours in slot order, those present), one worker: blocks run
+	// side by side.
+	ev, given := engine.GivenEvidence(engine.GivenBatch{N: len(idx), K: b.K,
+		Neighbour: func(x, j int) (*mixture.States, int, float64) { return b.Neighbour(idx[x], j) },
+		Key:       func(x int) int64 { return keys[idx[x]] },
+		Given:     func(x int) int32 { return b.Given(idx[x]) },
+	}, t, 1)
+	for x, i := range idx {
+		if given[x] < 0 {
+			out.add(keys[i], given[x], nil)
 			continue
 		}
-		// The neighbours gathered as engine's GivenBatch does: in slot
-		// order, those present.
-		if cap(neigh) < b.K {
-			neigh = make([]mixture.State, b.K)
-		}
-		neigh, w = neigh[:0], w[:0]
-		for j := range b.K {
-			if ss, at, wt := b.Neighbour(i, j); ss != nil {
-				neigh = neigh[:len(neigh)+1]
-				ss.Get(&neigh[len(neigh)-1], at)
-				w = append(w, wt)
-			}
-		}
-		mixture.NeighbourEvidence(&ev, neigh, w, t, &scratch)
-		out.add(keys[i], g, &ev)
+		out.add(keys[i], given[x], &ev[x])
 	}
 	return out
 }

@@ -47,7 +47,15 @@ func (f *candRowsFn) ProcessElement(r schemas.Rows, st Stats, emit func(Candidat
 		return nil
 	}
 	x := Standardised(&r, &st, f.Standardise)
-	out := Candidates{D: r.D}
+	// Sized up front: appending a batch's features grew them by copying
+	// at every doubling.
+	n := 0
+	for _, key := range r.IDs {
+		if st.CandIndex(key) >= 0 {
+			n++
+		}
+	}
+	out := Candidates{D: r.D, Keys: make([]int64, 0, n), Features: make([]float32, 0, n*r.D)}
 	for i, key := range r.IDs {
 		if st.CandIndex(key) < 0 {
 			continue

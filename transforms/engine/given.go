@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/relabel/relabel/internal/pool"
 	"github.com/relabel/relabel/transforms/mixture"
@@ -19,26 +20,110 @@ type GivenBatch struct {
 	Given     func(i int) int32
 }
 
-// givenScratch is one goroutine's room for gathering an item's neighbours.
-type givenScratch struct {
-	neigh []mixture.State
-	w     []float64
-	ev    []mixture.Evidence
-	s     mixture.GivenScratch
+// tempered is a batch's neighbour references with each referenced state's
+// posterior tempered at every one of a list of temperatures, once per
+// state: a state neighbours about K items, and tempering it again for each
+// of them (math.Pow per class, temperature and neighbour) was most of the
+// temperature choice's CPU. The evidence it gives is
+// mixture.NeighbourEvidence's, bit for bit: the same tempered values summed
+// in the same neighbour order.
+type tempered struct {
+	k, nt int
+	// ref[i*k+j] is neighbour j of item i as an index into cls and off
+	// (-1: absent, of weight <= 0 or with an empty state: it adds
+	// nothing), w[i*k+j] its weight.
+	ref []int32
+	w   []float64
+	// cls[u] is referenced state u's classes (a view of its packed
+	// Class); its values tempered at temperature x are
+	// q[off[u]+x*len(cls[u]):][:len(cls[u])].
+	cls [][]int32
+	off []int
+	q   []float32
 }
 
-func (g *givenScratch) gather(b *GivenBatch, i int) {
-	if cap(g.neigh) < b.K {
-		g.neigh = make([]mixture.State, b.K)
+// temper gathers b's neighbour references (of the items with want(i); nil:
+// every item) and tempers each state they reference at temps.
+func temper(b *GivenBatch, temps []float64, want func(i int) bool, workers int) *tempered {
+	tn := &tempered{k: b.K, nt: len(temps), ref: make([]int32, b.N*b.K), w: make([]float64, b.N*b.K)}
+	type state struct {
+		ss *mixture.States
+		at int
 	}
-	g.neigh, g.w = g.neigh[:0], g.w[:0]
-	for j := 0; j < b.K; j++ {
-		if ss, at, wt := b.Neighbour(i, j); ss != nil {
-			g.neigh = g.neigh[:len(g.neigh)+1]
-			ss.Get(&g.neigh[len(g.neigh)-1], at)
-			g.w = append(g.w, wt)
+	var uniq []state
+	// Each distinct packed States gets an index of its items' unique
+	// numbers; a batch's neighbours live in one or a few of them.
+	seen := map[*mixture.States][]int32{}
+	var last *mixture.States
+	var lastIdx []int32
+	for i := 0; i < b.N; i++ {
+		row := tn.ref[i*b.K : (i+1)*b.K]
+		if want != nil && !want(i) {
+			for j := range row {
+				row[j] = -1
+			}
+			continue
+		}
+		for j := range row {
+			row[j] = -1
+			ss, at, wt := b.Neighbour(i, j)
+			if ss == nil || wt <= 0 || ss.ItemOff[at] == ss.ItemOff[at+1] {
+				continue
+			}
+			if ss != last {
+				idx, ok := seen[ss]
+				if !ok {
+					idx = make([]int32, ss.Len())
+					for x := range idx {
+						idx[x] = -1
+					}
+					seen[ss] = idx
+				}
+				last, lastIdx = ss, idx
+			}
+			if lastIdx[at] < 0 {
+				lastIdx[at] = int32(len(uniq))
+				uniq = append(uniq, state{ss, at})
+			}
+			row[j], tn.w[i*b.K+j] = lastIdx[at], wt
 		}
 	}
+	tn.cls, tn.off = make([][]int32, len(uniq)), make([]int, len(uniq))
+	n := 0
+	for u, st := range uniq {
+		tn.cls[u] = st.ss.Class[st.ss.ItemOff[st.at]:st.ss.ItemOff[st.at+1]]
+		tn.off[u] = n
+		n += len(tn.cls[u]) * len(temps)
+	}
+	tn.q = make([]float32, n)
+	pool.EachChunk(len(uniq), workers, nil, func(_ *struct{}, _, lo, hi int) {
+		for u := lo; u < hi; u++ {
+			st := uniq[u]
+			pi := st.ss.Pi[st.ss.ItemOff[st.at]:st.ss.ItemOff[st.at+1]]
+			for x, t := range temps {
+				at := tn.off[u] + x*len(pi)
+				mixture.Temper(tn.q[at:at:at+len(pi)], pi, t)
+			}
+		}
+	})
+	return tn
+}
+
+// evidence sets e to item i's neighbours' evidence at temperature x.
+func (tn *tempered) evidence(e *mixture.Evidence, i, x int) {
+	e.Reset()
+	var ws float64
+	for j, u := range tn.ref[i*tn.k : (i+1)*tn.k] {
+		if u < 0 {
+			continue
+		}
+		n := len(tn.cls[u])
+		at := tn.off[u] + x*n
+		w := tn.w[i*tn.k+j]
+		e.Add(tn.cls[u], tn.q[at:at+n], w)
+		ws += w
+	}
+	e.Normalise(ws)
 }
 
 // GivenScores adds, for every item of b, the log-likelihood of its clean
@@ -47,27 +132,30 @@ func (g *givenScratch) gather(b *GivenBatch, i int) {
 // Items are summed in item order: the same batch gives the same bits on any
 // number of workers.
 func GivenScores(b GivenBatch, own []int32, workers int, score []float64) {
-	nt := len(mixture.GivenTemperatures)
-	per := make([]float64, b.N*nt)
-	var scratch pool.Scratch[givenScratch]
-	pool.EachChunk(b.N, workers, &scratch, func(g *givenScratch, _, lo, hi int) {
-		if len(g.ev) < nt {
-			g.ev = make([]mixture.Evidence, nt)
+	givenScores(temper(&b, mixture.GivenTemperatures, func(i int) bool { return own[i] >= 0 }, workers), own, workers, score)
+}
+
+func givenScores(tn *tempered, own []int32, workers int, score []float64) {
+	nt := tn.nt
+	per := make([]float64, len(own)*nt)
+	var scratch pool.Scratch[[]mixture.Evidence]
+	pool.EachChunk(len(own), workers, &scratch, func(ev *[]mixture.Evidence, _, lo, hi int) {
+		if len(*ev) < nt {
+			*ev = make([]mixture.Evidence, nt)
 		}
 		for i := lo; i < hi; i++ {
 			if own[i] < 0 {
 				continue
 			}
-			g.gather(&b, i)
-			for j, t := range mixture.GivenTemperatures {
-				mixture.NeighbourEvidence(&g.ev[j], g.neigh, g.w, t, &g.s)
+			for x := range nt {
+				tn.evidence(&(*ev)[x], i, x)
 			}
-			mixture.GivenScore(per[i*nt:(i+1)*nt], g.ev[:nt], own[i])
+			mixture.GivenScore(per[i*nt:(i+1)*nt], (*ev)[:nt], own[i])
 		}
 	})
-	for i := 0; i < b.N; i++ {
-		for j := range nt {
-			score[j] += per[i*nt+j]
+	for i := range own {
+		for x := range nt {
+			score[x] += per[i*nt+x]
 		}
 	}
 }
@@ -75,13 +163,16 @@ func GivenScores(b GivenBatch, own []int32, workers int, score []float64) {
 // GivenEvidence returns every item's neighbours' evidence at temperature t
 // and its given label, in item order.
 func GivenEvidence(b GivenBatch, t float64, workers int) ([]mixture.Evidence, []int32) {
+	return givenEvidence(&b, temper(&b, []float64{t}, nil, workers), 0, workers)
+}
+
+// givenEvidence is GivenEvidence at tn's temperature x.
+func givenEvidence(b *GivenBatch, tn *tempered, x, workers int) ([]mixture.Evidence, []int32) {
 	ev := make([]mixture.Evidence, b.N)
 	given := make([]int32, b.N)
-	var scratch pool.Scratch[givenScratch]
-	pool.EachChunk(b.N, workers, &scratch, func(g *givenScratch, _, lo, hi int) {
+	pool.EachChunk(b.N, workers, nil, func(_ *struct{}, _, lo, hi int) {
 		for i := lo; i < hi; i++ {
-			g.gather(&b, i)
-			mixture.NeighbourEvidence(&ev[i], g.neigh, g.w, t, &g.s)
+			tn.evidence(&ev[i], i, x)
 			given[i] = b.Given(i)
 		}
 	})
@@ -93,19 +184,16 @@ func GivenEvidence(b GivenBatch, t float64, workers int) ([]mixture.Evidence, []
 // no transition rows): what the output reads instead of the tempered final
 // states.
 func GivenStates(b GivenBatch, f *mixture.GivenFit, c0, workers int) mixture.States {
+	tn := temper(&b, []float64{f.T}, nil, workers)
 	parts := make([]mixture.States, pool.Chunks(b.N))
-	var scratch pool.Scratch[givenScratch]
-	pool.EachChunk(b.N, workers, &scratch, func(g *givenScratch, c, lo, hi int) {
-		if len(g.ev) < 1 {
-			g.ev = make([]mixture.Evidence, 1)
-		}
+	pool.EachChunk(b.N, workers, nil, func(_ *struct{}, c, lo, hi int) {
 		var st mixture.State
+		var ev mixture.Evidence
 		part := &parts[c]
 		part.Reset()
 		for i := lo; i < hi; i++ {
-			g.gather(&b, i)
-			mixture.NeighbourEvidence(&g.ev[0], g.neigh, g.w, f.T, &g.s)
-			f.Posterior(&st, &g.ev[0], b.Given(i), c0)
+			tn.evidence(&ev, i, 0)
+			f.Posterior(&st, &ev, b.Given(i), c0)
 			part.Append(&st)
 		}
 	})
@@ -123,10 +211,11 @@ func GivenStates(b GivenBatch, f *mixture.GivenFit, c0, workers int) mixture.Sta
 // chosen again to predict the fit's own output) was tried and dropped: it
 // drifts towards keeping every given label (docs/QUALITY.md).
 func FitGivenSample(s GivenBatch, own []int32, c, workers int) (*mixture.GivenFit, error) {
+	tn := temper(&s, mixture.GivenTemperatures, nil, workers)
 	score := make([]float64, len(mixture.GivenTemperatures))
-	GivenScores(s, own, workers, score)
+	givenScores(tn, own, workers, score)
 	t := mixture.GivenTemperature(score)
-	ev, given := GivenEvidence(s, t, workers)
+	ev, given := givenEvidence(&s, tn, slices.Index(mixture.GivenTemperatures, t), workers)
 	return mixture.FitGiven(ev, given, c, t)
 }
 

@@ -249,7 +249,14 @@ func Temper(dst, p []float32, t float64) []float32 {
 		return dst
 	}
 	var z float64
-	tmp := make([]float64, len(p))
+	// A posterior holds a few classes: room on the stack for them, as
+	// Temper runs once per neighbour state and temperature.
+	var buf [16]float64
+	tmp := buf[:0]
+	if len(p) > len(buf) {
+		tmp = make([]float64, len(p))
+	}
+	tmp = tmp[:len(p)]
 	for k, v := range p {
 		if v > 0 {
 			tmp[k] = math.Pow(float64(v), 1/t)

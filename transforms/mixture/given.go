@@ -85,16 +85,29 @@ func NeighbourEvidence(e *Evidence, neigh []State, w []float64, t float64, s *Gi
 			s.src = append(s.src, float32(p))
 		}
 		s.q = Temper(s.q, s.src, t)
-		for k, c := range n.Class {
-			at, found := slices.BinarySearch(e.Class, c)
-			if !found {
-				e.Class = slices.Insert(e.Class, at, c)
-				e.P = slices.Insert(e.P, at, 0)
-			}
-			e.P[at] += w[j] * float64(s.q[k])
-		}
+		e.Add(n.Class, s.q, w[j])
 		ws += w[j]
 	}
+	e.Normalise(ws)
+}
+
+// Add adds w times one neighbour's tempered posterior (q over classes
+// class) to e: NeighbourEvidence's sum, for callers that temper each
+// neighbour state once and reuse it for every item it neighbours.
+func (e *Evidence) Add(class []int32, q []float32, w float64) {
+	for k, c := range class {
+		at, found := slices.BinarySearch(e.Class, c)
+		if !found {
+			e.Class = slices.Insert(e.Class, at, c)
+			e.P = slices.Insert(e.P, at, 0)
+		}
+		e.P[at] += w * float64(q[k])
+	}
+}
+
+// Normalise divides e by ws, the sum of the weights Add added (0: left
+// empty as it is).
+func (e *Evidence) Normalise(ws float64) {
 	if ws > 0 {
 		for k := range e.P {
 			e.P[k] /= ws
