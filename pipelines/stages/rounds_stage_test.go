@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/relabel/relabel/gpu"
 	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/engine/roundstest"
 	"github.com/relabel/relabel/transforms/mixture"
@@ -87,6 +88,14 @@ func TestRoundsRounder(t *testing.T) {
 	}
 	if f.rounder != engine.Rounder(engine.CPU{Workers: 3, Scratch: &f.scratch}) {
 		t.Errorf("--device cpu: Setup resolved %#v, want engine.CPU on the stage's workers and scratch", f.rounder)
+	}
+	if !gpu.Available() { // the default build: auto is the CPU
+		for _, device := range []string{"auto", ""} {
+			f := &roundsFn{Workers: 3, Device: device}
+			if err := f.Setup(); err != nil || f.rounder != engine.Rounder(engine.CPU{Workers: 3, Scratch: &f.scratch}) {
+				t.Errorf("--device %q without a GPU: Setup resolved %#v (%v), want engine.CPU", device, f.rounder, err)
+			}
+		}
 	}
 	if err := (&roundsFn{Device: "tpu"}).Setup(); err == nil || !strings.Contains(err.Error(), `"tpu"`) {
 		t.Errorf("--device tpu: Setup: %v, want an error naming it", err)
