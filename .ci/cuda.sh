@@ -11,7 +11,8 @@
 # 3. Checks that the PTX embedded in gpu/kernels equals what nvcc compiles from
 #    gpu/kernels/*.cu (regenerated into a temporary directory and diffed).
 # 4. Runs the gpu tests: under -tags cuda they skip without a device; under
-#    -tags cudaemu the kernels run in the CPU emulator (no GPU needed).
+#    -tags cudaemu the kernels run in the CPU emulator (no GPU needed), as
+#    do the round stages' device tests and the pipeline's --device cuda run.
 #
 # No GPU is needed: the build links against the driver's user-space library
 # (libcuda1), which loads without a GPU; gpu.Available then reports false and
@@ -95,7 +96,7 @@ go build -tags cuda ./gpu/... ./pipelines/stages/... ./pipelines/ivfstages/...
 go build -tags cuda -o /tmp/relabel-cuda ./cmd/relabel
 log "go vet -tags cuda ./gpu/... and -tags cudaemu"
 go vet -tags cuda ./gpu/...
-go vet -tags cudaemu ./gpu/...
+go vet -tags cudaemu ./gpu/... ./pipelines/...
 
 log "checking embedded PTX against nvcc"
 bash gpu/kernels/ptx.sh check
@@ -108,5 +109,10 @@ go test -tags cuda -count=1 ./gpu/...
 # code: the conformance suites for the CUDA backend, GPU or not.
 log "go test -tags cudaemu ./gpu/... (kernels emulated on the CPU)"
 go test -tags cudaemu -count=1 ./gpu/...
+# The stages resolve --device in Setup: with the emulated device their
+# rounds run through gpu.Rounds, and a run with --device cuda writes what
+# --device cpu writes (exact, ivf in one stage, ivf joined per round).
+log "go test -tags cudaemu: the round stages and the pipeline on the emulated device"
+go test -tags cudaemu -count=1 -run 'TestRoundsSetupDevice|TestDeviceRuns' ./pipelines/ ./pipelines/stages/ ./pipelines/ivfstages/
 
 log "ok"

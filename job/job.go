@@ -53,7 +53,9 @@ type Job struct {
 	// Skipped are input files left out (0 rows), each reported to the user
 	// and recorded in summary.json.
 	Skipped []shardio.Skipped
-	// Device describes the kernels the launcher's process resolved --device to.
+	// Device describes the kernels (kNN, LLC and the rounds) the
+	// launcher's process resolved --device to (gpu.Resolve's About): what
+	// summary.json records as the run's device.
 	Device string
 	// Scratch is a local directory holding input files read through
 	// iceberg-go's scanner (--input-table with deletes or renamed columns);
@@ -276,6 +278,12 @@ func (p *Job) NeighbourParams() engine.NeighbourParams {
 
 // The options as the later steps read them: the pipeline's stages and the
 // lake take these typed values, never the options themselves.
+
+// Kernels is --device as given (cpu, cuda or auto), which every stage and
+// the lake resolve with gpu.Resolve where their kernels run (a worker's
+// process, not the launcher's); Device describes what the launcher's
+// resolved to.
+func (p *Job) Kernels() string { return p.opts.Device }
 
 // Input is the input as given (with --input-table, the snapshot read:
 // table@id); Output the output directory.

@@ -284,12 +284,13 @@ func storedUpdate(d *incData, posts []*resultio.Posteriors, kept *keptio.IVF, fi
 	}
 	u := &update{stored: stored, keyRow: keyRow, tPlan: time.Since(t0)}
 	progress.StageStarted("neighbours")
-	searcher, coder, _, err := gpu.Backends(plan.NeighbourParams().Device)
+	kern, err := gpu.Resolve(plan.Kernels())
 	if err != nil {
 		return nil, err
 	}
 	t1 := time.Now()
-	if u.res, err = updateIncremental(d, stored, kept, fit, keyRow, plan, searcher, coder); err != nil {
+	be := engine.Backends{Searcher: kern.Searcher, Coder: kern.Coder, Rounder: kern.Rounder}
+	if u.res, err = updateIncremental(d, stored, kept, fit, keyRow, plan, be); err != nil {
 		return nil, err
 	}
 	lake.NewRows, lake.Rescored, lake.Searched = int64(len(u.res.affected)-u.res.rescored), int64(u.res.rescored), int64(u.res.searched)
@@ -302,13 +303,12 @@ func storedUpdate(d *incData, posts []*resultio.Posteriors, kept *keptio.IVF, fi
 // updateIncremental runs steps 2-4 on d, with old rows' states rebuilt from
 // their stored posteriors (stored), the ivf partitioning the last run
 // kept (nil: none; state.go) and the fits it kept (nil: none; fit.go).
-// keyRow is the row of each id key.
-func updateIncremental(d *incData, stored *storedPosts, kept *keptio.IVF, fit *keptio.Fit, keyRow map[int64]int, plan *job.Job, searcher knn.Searcher, coder llc.Coder) (*incResult, error) {
+// keyRow is the row of each id key; be the kernels (nil fields: the CPU's).
+func updateIncremental(d *incData, stored *storedPosts, kept *keptio.IVF, fit *keptio.Fit, keyRow map[int64]int, plan *job.Job, be engine.Backends) (*incResult, error) {
 	eo, err := plan.Engine()
 	if err != nil {
 		return nil, err
 	}
-	be := engine.Backends{Searcher: searcher, Coder: coder}
 	if be.Searcher == nil {
 		be.Searcher = knn.CPU{}
 	}
@@ -388,9 +388,12 @@ func updateIncremental(d *incData, stored *storedPosts, kept *keptio.IVF, fit *k
 		Labels:   func(a int) []int32 { return d.labelsOf(r.affected[a]) },
 		Key:      func(a int) uint64 { return uint64(d.keys[r.affected[a]]) },
 		Progress: func(round int) { progress.RoundStarted(round, eo.Rounds) },
+		Rounder:  be.Rounder,
 	}
 	r.keptFit = applyFit(&up, fit, d, r.affected, nb, &eo.Mixture)
-	r.states, r.itemRounds = up.Run(eo.Rounds, eo.Workers, nil, &eo.Mixture)
+	if r.states, r.itemRounds, err = up.Run(eo.Rounds, eo.Workers, nil, &eo.Mixture); err != nil {
+		return nil, fmt.Errorf("relabel: incremental: %w", err)
+	}
 	if plan.Given == engine.GivenBayes {
 		if fit == nil || fit.Given == nil {
 			return nil, errors.New("relabel: incremental: the last run's given-label fit is not kept")

@@ -383,7 +383,7 @@ var Flags = []Flag{
 			return nil
 		}},
 
-	{Name: "device", Group: GroupRun, Record: Recorded, Usage: "kNN/LLC kernels: cpu, cuda (needs a -tags cuda build and a GPU) or auto",
+	{Name: "device", Group: GroupRun, Record: Recorded, Usage: "kernels of the kNN, LLC and rounds: cpu, cuda (needs a -tags cuda build and a GPU) or auto",
 		bind: func(o *Options) flag.Value {
 			return &enumValue[string]{p: &o.Device, parse: func(s string) (string, error) {
 				switch s {

@@ -30,7 +30,7 @@ func Build(s beam.Scope, plan *job.Job, d job.Dirs) {
 		} else {
 			// Rounds starts the items from the pooled fit first where
 			// plan.Mixture.PooledIters says so (stages.PooledStart).
-			rp := stages.RoundsParams{Rounds: plan.Rounds(), Workers: plan.Workers, Mixture: plan.Mixture, Head: plan.HeadParams(), Keep: d.KeepFit}
+			rp := stages.RoundsParams{Rounds: plan.Rounds(), Workers: plan.Workers, Mixture: plan.Mixture, Device: plan.Kernels(), Head: plan.HeadParams(), Keep: d.KeepFit}
 			if rp.Head != nil {
 				rp.Features = stages.CandidateFeatures(s, rows, stats)
 			}

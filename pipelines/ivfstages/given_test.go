@@ -14,6 +14,7 @@ import (
 
 	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/transforms/engine"
+	"github.com/relabel/relabel/transforms/engine/roundstest"
 	"github.com/relabel/relabel/transforms/mixture"
 )
 
@@ -134,13 +135,17 @@ func TestGivenLocal(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(7, 8))
 	rng.Shuffle(len(in), func(i, j int) { in[i], in[j] = in[j], in[i] })
-	byBatch := map[string][]BatchItems{}
-	fn := &localRoundsFn{RoundConf: RoundConf{Rounds: f.rounds, Mixture: mp, Workers: 3, Given: true}}
-	if err := fn.ProcessElement(context.Background(), 0, iterOf(in),
-		func(bk string, rs BatchItems) { byBatch[bk] = append(byBatch[bk], rs) }); err != nil {
-		t.Fatal(err)
+	// Block by block (the CPU), and every block as one batch (a device's
+	// Rounder, here one that counts).
+	for _, rounder := range []engine.Rounder{nil, &roundstest.Counter{}} {
+		byBatch := map[string][]BatchItems{}
+		fn := &localRoundsFn{RoundConf: RoundConf{Rounds: f.rounds, Mixture: mp, Workers: 3, Given: true}, rounder: rounder}
+		if err := fn.ProcessElement(context.Background(), 0, iterOf(slices.Clone(in)),
+			func(bk string, rs BatchItems) { byBatch[bk] = append(byBatch[bk], rs) }); err != nil {
+			t.Fatal(err)
+		}
+		checkBatches(t, f, byBatch, want, rng)
 	}
-	checkBatches(t, f, byBatch, want, rng)
 }
 
 // TestGivenGather: the fit's sample gathered from the blocks' shares

@@ -8,6 +8,7 @@ import (
 
 	"github.com/relabel/relabel/pipelines/stages"
 	"github.com/relabel/relabel/transforms/engine"
+	"github.com/relabel/relabel/transforms/engine/roundstest"
 	"github.com/relabel/relabel/transforms/head"
 	"github.com/relabel/relabel/transforms/mixture"
 )
@@ -100,7 +101,8 @@ func headReference(t *testing.T, f *fixture, blocks map[int64]Block, hp head.Par
 // blocks' neighbour graph, engine.Run's states with the head bit for bit
 // (headReference), at 1 and 3 workers, whatever order the blocks come in,
 // with the head's share fitted (switching itself off as it does) and
-// fixed; and the head changes the result (it is not silently off).
+// fixed, block by block and every block as one batch (a device's
+// Rounder); and the head changes the result (it is not silently off).
 func TestLocalRoundsHead(t *testing.T) {
 	f := newFixture(t, 600, 70)
 	f.features, f.rounds = true, 4
@@ -113,7 +115,7 @@ func TestLocalRoundsHead(t *testing.T) {
 			t.Fatalf("block %d: the coder loses the features (%v)", b.Key, err)
 		}
 	}
-	run := func(hp *head.Params, workers int, seed uint64) map[int64]mixture.State {
+	run := func(hp *head.Params, workers int, seed uint64, rounder engine.Rounder) map[int64]mixture.State {
 		t.Helper()
 		var in []Block
 		for _, b := range blocks {
@@ -123,7 +125,7 @@ func TestLocalRoundsHead(t *testing.T) {
 		rng := rand.New(rand.NewPCG(seed, 9))
 		rng.Shuffle(len(in), func(i, j int) { in[i], in[j] = in[j], in[i] })
 		byBatch := map[string][]BatchItems{}
-		fn := &localRoundsFn{RoundConf: RoundConf{Rounds: f.rounds, Mixture: f.nb.Mixture, Workers: workers, Head: hp}}
+		fn := &localRoundsFn{RoundConf: RoundConf{Rounds: f.rounds, Mixture: f.nb.Mixture, Workers: workers, Head: hp}, rounder: rounder}
 		if err := fn.ProcessElement(context.Background(), 0, iterOf(in),
 			func(bk string, rs BatchItems) { byBatch[bk] = append(byBatch[bk], rs) }); err != nil {
 			t.Fatal(err)
@@ -153,7 +155,7 @@ func TestLocalRoundsHead(t *testing.T) {
 		}
 		return true
 	}
-	off := run(nil, 1, 1)
+	off := run(nil, 1, 1, nil)
 	for _, c := range []struct {
 		name   string
 		weight float64
@@ -169,9 +171,13 @@ func TestLocalRoundsHead(t *testing.T) {
 				t.Fatal("reference: the head changes no state; the case tests nothing")
 			}
 			for _, w := range []int{1, 3} {
-				if got := run(&hp, w, uint64(w)); !same(got, want) {
+				if got := run(&hp, w, uint64(w), nil); !same(got, want) {
 					t.Errorf("%d workers: the local rounds' states with the head differ from engine.Run's", w)
 				}
+			}
+			c := &roundstest.Counter{}
+			if got := run(&hp, 3, 5, c); !same(got, want) || c.Calls() != int64(f.rounds) {
+				t.Errorf("every block as one batch: %d calls (want %d), states engine.Run's: %v", c.Calls(), f.rounds, same(got, want))
 			}
 		})
 	}

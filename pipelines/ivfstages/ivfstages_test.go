@@ -3,6 +3,8 @@ package ivfstages
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"maps"
 	"math"
 	"math/rand/v2"
@@ -17,6 +19,7 @@ import (
 	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/schemas/wire"
 	"github.com/relabel/relabel/transforms/engine"
+	"github.com/relabel/relabel/transforms/engine/roundstest"
 	"github.com/relabel/relabel/transforms/ivf"
 	"github.com/relabel/relabel/transforms/knn"
 	"github.com/relabel/relabel/transforms/llc"
@@ -221,15 +224,20 @@ func TestSearchOrder(t *testing.T) {
 // when blocks and states are spilled to files, where the joins carry only
 // small references and each round removes the generation it made obsolete.
 func TestJoinRounds(t *testing.T) {
-	t.Run("shuffled", func(t *testing.T) { testJoinRounds(t, Spill{}, 0) })
-	t.Run("spilled", func(t *testing.T) { testJoinRounds(t, Spill{Dir: t.TempDir()}, 0) })
+	t.Run("shuffled", func(t *testing.T) { testJoinRounds(t, Spill{}, 0, false) })
+	t.Run("spilled", func(t *testing.T) { testJoinRounds(t, Spill{Dir: t.TempDir()}, 0, false) })
 	// Settled items skip rounds: which ones depends on the neighbours'
 	// moves, which travel with their states through the joins (and spills).
-	t.Run("skipping", func(t *testing.T) { testJoinRounds(t, Spill{}, 0.2) })
-	t.Run("skipping spilled", func(t *testing.T) { testJoinRounds(t, Spill{Dir: t.TempDir()}, 0.2) })
+	t.Run("skipping", func(t *testing.T) { testJoinRounds(t, Spill{}, 0.2, false) })
+	t.Run("skipping spilled", func(t *testing.T) { testJoinRounds(t, Spill{Dir: t.TempDir()}, 0.2, false) })
+	// Through the Rounder Setup resolves (one that counts its calls):
+	// every block's round runs there, and its failure fails the round.
+	t.Run("through a Rounder", func(t *testing.T) { testJoinRounds(t, Spill{}, 0.2, true) })
 }
 
-func testJoinRounds(t *testing.T, sp Spill, tol float64) {
+// testJoinRounds runs the join per round against the reference; counted,
+// its rounds run through a roundstest.Counter, as a resolved device's would.
+func testJoinRounds(t *testing.T, sp Spill, tol float64, counted bool) {
 	f := newFixture(t, 500, 64)
 	f.nb.Mixture.ActiveTol = tol
 	blocks := f.search(t, f.parts(t, 2), nil)
@@ -300,6 +308,12 @@ func testJoinRounds(t *testing.T, sp Spill, tol float64) {
 	cogroup(in, inMsgs, func(k int64, b func(*Block) bool, m func(*JoinMsg) bool) error {
 		return (&routeFn{Waves: waves, Spill: sp}).ProcessElement(k, b, m, emitOwn, emitMsg, func(int64) {})
 	})
+	var counter *roundstest.Counter
+	var rounder engine.Rounder // nil: the CPU's, as without Setup
+	if counted {
+		counter = &roundstest.Counter{Inner: engine.CPU{Workers: 2}}
+		rounder = counter
+	}
 	cur := map[int64]Block{}
 	byBatch := map[string][]BatchItems{}
 	doneItems := 0
@@ -321,12 +335,26 @@ func testJoinRounds(t *testing.T, sp Spill, tol float64) {
 		// one wave), odd ones inline (joinRoundFn, as in waves): both must
 		// give the reference's states.
 		conf := RoundConf{Round: r, Rounds: f.rounds, Mixture: p, Workers: 2, Waves: waves, Spill: sp}
-		jf := joinRoundFn{RoundConf: conf}
-		of := overlapRoundFn{joinRoundFn: joinRoundFn{RoundConf: conf}}
+		jf := joinRoundFn{RoundConf: conf, rounder: rounder}
+		of := overlapRoundFn{joinRoundFn: joinRoundFn{RoundConf: conf, rounder: rounder}}
+		if counted && r == 0 {
+			lost := errors.New("device lost")
+			fail := joinRoundFn{RoundConf: conf, rounder: &roundstest.Counter{Err: lost}}
+			var ms []JoinMsg
+			for _, m := range inMsgs {
+				if m.k == in[0].k {
+					ms = append(ms, m.v)
+				}
+			}
+			err := fail.ProcessElement(context.Background(), in[0].k, iterOf([]Block{in[0].v}), iterOf(ms), emitOwn, emitMsg, countDone)
+			if !errors.Is(err, lost) || !strings.Contains(err.Error(), fmt.Sprintf("block %d round 0", blockOf(in[0].k))) {
+				t.Fatalf("a failing Rounder: error %v, want the block, the round and %v", err, lost)
+			}
+		}
 		cogroup(in, inMsgs, func(k int64, b func(*Block) bool, m func(*JoinMsg) bool) error {
 			if r == f.rounds-1 {
 				// The last round sends the items back to their batches.
-				last := &lastRoundFn{joinRoundFn{RoundConf: RoundConf{Round: r, Rounds: f.rounds, Mixture: p, Workers: 2, Spill: sp}}}
+				last := &lastRoundFn{joinRoundFn{RoundConf: RoundConf{Round: r, Rounds: f.rounds, Mixture: p, Workers: 2, Spill: sp}, rounder: rounder}}
 				return last.ProcessElement(context.Background(), k, b, m,
 					func(bk string, rs BatchItems) { byBatch[bk] = append(byBatch[bk], rs) }, func(int64) {})
 			}
@@ -393,6 +421,9 @@ func testJoinRounds(t *testing.T, sp Spill, tol float64) {
 	}
 	if tol > 0 && skipped == 0 {
 		t.Errorf("tolerance %g: no item skipped a round; the case tests nothing", tol)
+	}
+	if counted && (counter.Calls() != int64(f.rounds*len(blocks)) || counter.Items() != int64(f.rounds*len(where))) {
+		t.Errorf("the Rounder ran %d blocks' rounds of %d items, want %d of %d", counter.Calls(), counter.Items(), f.rounds*len(blocks), f.rounds*len(where))
 	}
 
 	checkBatches(t, f, byBatch, states, rng)

@@ -14,6 +14,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
+	"github.com/relabel/relabel/gpu"
 	"github.com/relabel/relabel/internal/budget"
 	"github.com/relabel/relabel/internal/pool"
 	"github.com/relabel/relabel/internal/progress"
@@ -172,6 +173,28 @@ type joinRoundFn struct {
 
 	scratch pool.Scratch[engine.RoundScratch]
 	once    sync.Once
+	// rounder runs the block's round (nil: engine.CPU on Workers and
+	// scratch).
+	rounder engine.Rounder
+}
+
+// Setup resolves the rounds' kernels once per worker process (one CUDA
+// context per process, shared by every DoFn instance), as the search
+// resolves its own.
+func (f *joinRoundFn) Setup() error {
+	var err error
+	f.rounder, err = resolveRounder(f.Device, f.Workers, &f.scratch)
+	return err
+}
+
+// resolveRounder is device's Rounder (gpu.Resolve), on workers goroutines
+// with scratch where it is the CPU's.
+func resolveRounder(device string, workers int, scratch *pool.Scratch[engine.RoundScratch]) (engine.Rounder, error) {
+	k, err := gpu.Resolve(device)
+	if err != nil {
+		return nil, fmt.Errorf("ivfstages: rounds: %w", err)
+	}
+	return engine.WithWorkers(k.Rounder, workers, scratch), nil
 }
 
 func (f *joinRoundFn) ProcessElement(ctx context.Context, key int64, blocks func(*Block) bool, msgs func(*JoinMsg) bool, emitBlock func(int64, Block), emitMsg func(int64, JoinMsg), done func(int64)) error {
@@ -286,6 +309,8 @@ type RoundConf struct {
 	Keep string
 	// Given: JoinRoundsParams.Given, for the local rounds.
 	Given bool
+	// Device: JoinRoundsParams.Device, resolved in Setup.
+	Device string
 }
 
 // orderedRoundFn and orderedLastRoundFn are the rounds of a join in waves:
@@ -333,11 +358,15 @@ func (f *joinRoundFn) round(ctx context.Context, key int64, blocks func(*Block) 
 	if err != nil {
 		return b, err
 	}
-	var ran int
-	b.State, ran = engine.RunRound(b.batch(&b.State, func(e int) (*mixture.States, int) {
+	rounder := engine.WithWorkers(f.rounder, f.Workers, &f.scratch)
+	next, ran, err := rounder.Round(b.batch(&b.State, func(e int) (*mixture.States, int) {
 		l := ext[e]
 		return &got[l.m].States, int(l.i)
-	}), f.Round, f.Workers, &f.scratch, &f.Mixture)
+	}), f.Round, &f.Mixture)
+	if err != nil {
+		return b, fmt.Errorf("ivfstages: block %d round %d (%d items): %w", b.Key, f.Round, b.Len(), err)
+	}
+	b.State = next
 	itemRounds.Inc(ctx, int64(ran))
 	return b, nil
 }
@@ -458,6 +487,10 @@ type JoinRoundsParams struct {
 	// Mixture configures each round. Required: Mixture.C and a valid rest
 	// (mixture.Params.Validate), defaults already applied.
 	Mixture mixture.Params
+	// Device selects the rounds' kernels (gpu.Resolve: cpu, cuda or
+	// auto), resolved in each worker's Setup. On a device the local rounds
+	// run every block of a round as one batch. Optional, default "": auto.
+	Device string
 	// Given, when set, reads each item's given label through the
 	// given-label model fitted after the last round (mixture.GivenFit),
 	// as engine.Run does with engine.Options.Given: the items' states out
@@ -522,7 +555,7 @@ func JoinRounds(s beam.Scope, blocks beam.PCollection, jp JoinRoundsParams) beam
 		return rebatch(s, beam.ParDo(s, &unblockFn{}, blocks))
 	}
 	if jp.Local && rounds > 0 {
-		return localRounds(s, blocks, RoundConf{Rounds: rounds, Mixture: p, Workers: workers, Spill: sp, Head: jp.Head, Keep: jp.Keep, Given: jp.Given})
+		return localRounds(s, blocks, RoundConf{Rounds: rounds, Mixture: p, Workers: workers, Spill: sp, Head: jp.Head, Keep: jp.Keep, Given: jp.Given, Device: jp.Device})
 	}
 	own, asks := beam.ParDo2(s, &requestFn{}, blocks)
 	// Every stage that makes states keys them for the next round and splits
@@ -550,7 +583,7 @@ func JoinRounds(s beam.Scope, blocks beam.PCollection, jp JoinRoundsParams) beam
 			// With the given-label model the last round sends its
 			// states on as any round does: the model's join reads them.
 			last := r == rounds-1 && !jp.Given
-			conf := RoundConf{Round: r, Rounds: rounds, Mixture: p, Workers: workers, Spill: sp}
+			conf := RoundConf{Round: r, Rounds: rounds, Mixture: p, Workers: workers, Spill: sp, Device: jp.Device}
 			if !last {
 				conf.Waves = waves
 			}

@@ -56,12 +56,25 @@ func oneKey(b Block) (int64, Block) { return 0, b }
 // wall time in the fashion run, most of it with a core idle
 // (docs/PERFORMANCE.md). The items' rounds are engine.RunRound's, on the
 // same states, so the results are the same bit for bit (TestLocalRounds).
+// On the CPU each block is one batch; a device's Rounder gets every block
+// of a round as one batch (wholeRound), the same output for any split of
+// the items into batches (transforms/engine/roundstest).
 // It holds every block at once (budget.LocalRounds), so JoinRounds uses it
 // only when JoinRoundsParams.Local says they fit.
 type localRoundsFn struct {
 	RoundConf
 
 	scratch pool.Scratch[engine.RoundScratch]
+	// rounder runs the rounds (nil: engine.CPU, block by block).
+	rounder engine.Rounder
+}
+
+// Setup resolves the rounds' kernels once per worker process (one CUDA
+// context per process, shared by every DoFn instance).
+func (f *localRoundsFn) Setup() error {
+	var err error
+	f.rounder, err = resolveRounder(f.Device, 1, &f.scratch)
+	return err
 }
 
 func (f *localRoundsFn) ProcessElement(ctx context.Context, _ int64, iter func(*Block) bool, emit func(string, BatchItems)) error {
@@ -106,6 +119,20 @@ func (f *localRoundsFn) ProcessElement(ctx context.Context, _ int64, iter func(*
 	for x := range bs {
 		cur[x], bs[x].State = bs[x].State, mixture.States{}
 	}
+	rounder := engine.WithWorkers(f.rounder, 1, &f.scratch)
+	// whole is nil on the CPU, which runs block by block; on a device it
+	// holds every block's states as one batch's, all, across the rounds.
+	var whole *wholeRound
+	var all mixture.States
+	if _, cpu := rounder.(engine.CPU); !cpu && len(bs) > 0 {
+		if whole, err = newWholeRound(bs, cur); err != nil {
+			return err
+		}
+		all.Concat(cur)
+		if len(all.Moved) != 0 && len(all.Moved) != all.Len() {
+			return fmt.Errorf("ivfstages: local rounds: %d items' states with %d moves (some blocks' tracked, some not)", all.Len(), len(all.Moved))
+		}
+	}
 	ranLast := int64(-1)
 	for r := range f.Rounds {
 		progress.RoundStarted(r, f.Rounds)
@@ -114,6 +141,9 @@ func (f *localRoundsFn) ProcessElement(ctx context.Context, _ int64, iter func(*
 		// A round after one where no item ran runs none either
 		// (engine.Run stops there): the head is not fitted for it.
 		if lh != nil && !lh.h.Off() && ranLast != 0 {
+			if whole != nil {
+				whole.split(&all, cur, f.Workers)
+			}
 			if extra, ew, err = lh.round(r, bs, ext, cur, &f.Mixture); err != nil {
 				return fmt.Errorf("ivfstages: round %d: %w", r, err)
 			}
@@ -127,12 +157,26 @@ func (f *localRoundsFn) ProcessElement(ctx context.Context, _ int64, iter func(*
 				headLast.Inc(ctx, 1)
 			}
 		}
+		if whole != nil {
+			var at [][]int32
+			if lh != nil {
+				at = lh.at
+			}
+			next, n, err := rounder.Round(whole.batch(bs, ext, &all, extra, ew, at), r, &f.Mixture)
+			if err != nil {
+				return fmt.Errorf("ivfstages: local rounds: round %d of %d blocks (%d items): %w", r, len(bs), all.Len(), err)
+			}
+			all = next
+			itemRounds.Inc(ctx, int64(n))
+			ranLast = int64(n)
+			continue
+		}
 		next := make([]mixture.States, len(bs))
 		var ran atomic.Int64
 		// Blocks run on all cores, one block per goroutine at a time:
 		// within a block of a few hundred items, RunRound's chunks of 64
 		// would leave cores idle at every block's end.
-		pool.EachIndex(len(bs), f.Workers, func(x int) {
+		err := pool.EachIndexErr(len(bs), f.Workers, func(x int) error {
 			var n int
 			b := bs[x].batch(&cur[x], func(e int) (*mixture.States, int) {
 				l := ext[x][e]
@@ -150,12 +194,23 @@ func (f *localRoundsFn) ProcessElement(ctx context.Context, _ int64, iter func(*
 					return inner(i, j)
 				}
 			}
-			next[x], n = engine.RunRound(b, r, 1, &f.scratch, &f.Mixture)
+			var err error
+			if next[x], n, err = rounder.Round(b, r, &f.Mixture); err != nil {
+				return fmt.Errorf("ivfstages: local rounds: block %d round %d (%d items): %w", bs[x].Key, r, b.N, err)
+			}
 			ran.Add(int64(n))
+			return nil
 		})
+		if err != nil {
+			return err
+		}
 		itemRounds.Inc(ctx, ran.Load())
 		ranLast = ran.Load()
 		cur = next
+	}
+	if whole != nil {
+		whole.split(&all, cur, f.Workers)
+		all = mixture.States{}
 	}
 	if f.Given {
 		fit, err := givenLocal(bs, ext, cur, f.Mixture.C, f.Mixture.C0, f.Mixture.Seed, 0, f.Workers)
@@ -200,6 +255,104 @@ func (f *localRoundsFn) ProcessElement(ctx context.Context, _ int64, iter func(*
 		res[x] = unblocked{}
 	}
 	return nil
+}
+
+// wholeRound is the local rounds' input with every block as one batch, for
+// a device: the blocks' items in block order, block x's items from
+// start[x]. Block by block, each call would hand the device every state
+// its block's external neighbours live in, most of the dataset, once per
+// block.
+type wholeRound struct {
+	start []int32
+	// block is each item's block.
+	block []int32
+	k     int
+	// init is the blocks' initial states (the anchors), packed as the
+	// items.
+	init mixture.States
+}
+
+// newWholeRound lays out bs (sorted, every block with K neighbour slots)
+// and their states cur as one batch.
+func newWholeRound(bs []Block, cur []mixture.States) (*wholeRound, error) {
+	w := &wholeRound{start: make([]int32, len(bs)+1), k: bs[0].K}
+	inits := make([]mixture.States, len(bs))
+	var withInit int
+	for x := range bs {
+		b := &bs[x]
+		if b.K != w.k {
+			return nil, fmt.Errorf("ivfstages: local rounds: block %d has %d neighbour slots, block %d %d", b.Key, b.K, bs[0].Key, w.k)
+		}
+		if cur[x].Len() != b.Len() {
+			return nil, fmt.Errorf("ivfstages: local rounds: block %d: %d states for %d items", b.Key, cur[x].Len(), b.Len())
+		}
+		w.start[x+1] = w.start[x] + int32(b.Len())
+		for range b.Len() {
+			w.block = append(w.block, int32(x))
+		}
+		inits[x] = b.Init
+		withInit += b.Init.Len()
+	}
+	if withInit != 0 && withInit != int(w.start[len(bs)]) {
+		return nil, fmt.Errorf("ivfstages: local rounds: %d initial states for %d items (some blocks keep theirs, some not)", withInit, w.start[len(bs)])
+	}
+	w.init.Concat(inits)
+	return w, nil
+}
+
+// batch is one round's input: every block's items, their states (and
+// their neighbours') in all, with the head's states extra (weight ew, item
+// i of block x at at[x][i]) as one more slot per item, as Block.batch
+// gives each block alone.
+func (w *wholeRound) batch(bs []Block, ext [][]extLoc, all, extra *mixture.States, ew float64, at [][]int32) engine.Batch {
+	k := w.k
+	slots := k
+	if extra != nil {
+		slots++
+	}
+	item := func(g int) (*Block, int, int) {
+		x := int(w.block[g])
+		return &bs[x], x, g - int(w.start[x])
+	}
+	return engine.Batch{N: int(w.start[len(bs)]), K: slots, Own: all, Init: &w.init,
+		Neighbour: func(g, j int) (*mixture.States, int, float64) {
+			b, x, i := item(g)
+			if j == k {
+				return engine.ExtraSlot(extra, at[x][i], ew, b.Weight[i*k:(i+1)*k])
+			}
+			switch c := b.Nbr[i*k+j]; {
+			case c >= 0:
+				return all, int(w.start[x] + c), b.Weight[i*k+j]
+			case c != -1:
+				l := ext[x][-2-c]
+				return all, int(w.start[l.block] + l.item), b.Weight[i*k+j]
+			}
+			return nil, 0, 0
+		},
+		Annotations: func(g int) int {
+			b, _, i := item(g)
+			return engine.Annotations(b.Labels[b.LabelOff[i]:b.LabelOff[i+1]])
+		},
+		Key: func(g int) uint64 {
+			b, _, i := item(g)
+			return uint64(b.Keys[i])
+		},
+	}
+}
+
+// split packs all's items back into each block's states cur[x], on workers
+// goroutines (0: GOMAXPROCS).
+func (w *wholeRound) split(all *mixture.States, cur []mixture.States, workers int) {
+	pool.EachIndex(len(cur), workers, func(x int) {
+		lo, hi := int(w.start[x]), int(w.start[x+1])
+		var s mixture.States
+		cl, en := all.Sizes(lo, hi)
+		s.Reserve(hi-lo, cl, en)
+		for g := lo; g < hi; g++ {
+			s.AppendFrom(all, g)
+		}
+		cur[x] = s
+	})
 }
 
 // headRounds and headLast are the exact path's counters of the same names

@@ -2,6 +2,7 @@ package ivfstages
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -9,19 +10,26 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/relabel/relabel/transforms/engine"
+	"github.com/relabel/relabel/transforms/engine/roundstest"
 )
 
 // TestLocalRounds: all rounds in one stage (localRoundsFn) give the
 // reference's states bit for bit, as the join per round does
 // (TestJoinRounds), whatever order the blocks come in, spilled or not,
 // skipping settled items or not; spilled, it removes the search's
-// generations and sends only references of its posteriors.
+// generations and sends only references of its posteriors. Through a
+// device's Rounder (here one that counts, on the CPU) every round is one
+// call over every block, with the same states.
 func TestLocalRounds(t *testing.T) {
 	for _, c := range []struct {
 		name  string
 		spill bool
 		tol   float64
-	}{{"inline", false, 0}, {"spilled", true, 0}, {"skipping", false, 0.2}, {"skipping spilled", true, 0.2}} {
+		whole bool
+	}{{"inline", false, 0, false}, {"spilled", true, 0, false}, {"skipping", false, 0.2, false}, {"skipping spilled", true, 0.2, false},
+		{"whole rounds", false, 0, true}, {"whole rounds skipping spilled", true, 0.2, true}} {
 		t.Run(c.name, func(t *testing.T) {
 			f := newFixture(t, 500, 64)
 			f.nb.Mixture.ActiveTol = c.tol
@@ -50,9 +58,16 @@ func TestLocalRounds(t *testing.T) {
 			rng.Shuffle(len(in), func(i, j int) { in[i], in[j] = in[j], in[i] })
 			byBatch := map[string][]BatchItems{}
 			fn := &localRoundsFn{RoundConf: RoundConf{Rounds: f.rounds, Mixture: f.nb.Mixture, Workers: 3, Spill: sp}}
+			counter := &roundstest.Counter{}
+			if c.whole {
+				fn.rounder = counter
+			}
 			if err := fn.ProcessElement(context.Background(), 0, iterOf(in),
 				func(bk string, rs BatchItems) { byBatch[bk] = append(byBatch[bk], rs) }); err != nil {
 				t.Fatal(err)
+			}
+			if n := int64(f.rounds * len(states)); c.whole && (counter.Calls() != int64(f.rounds) || counter.Items() != n) {
+				t.Errorf("the Rounder ran %d calls of %d items, want %d of %d", counter.Calls(), counter.Items(), f.rounds, n)
 			}
 			if sp.On() {
 				for _, g := range []int{genSearchIn, genSearched} {
@@ -86,6 +101,11 @@ func TestLocalRoundsErrors(t *testing.T) {
 	run := func(bs []Block) error {
 		fn := &localRoundsFn{RoundConf: RoundConf{Rounds: 1, Mixture: f.nb.Mixture}}
 		return fn.ProcessElement(context.Background(), 0, iterOf(bs), func(string, BatchItems) {})
+	}
+	gone := errors.New("device lost")
+	fn := &localRoundsFn{RoundConf: RoundConf{Rounds: 1, Mixture: f.nb.Mixture}, rounder: &roundstest.Counter{Err: gone}}
+	if err := fn.ProcessElement(context.Background(), 0, iterOf(in), func(string, BatchItems) {}); !errors.Is(err, gone) || !strings.Contains(err.Error(), "round 0") {
+		t.Errorf("a failing Rounder: error %v, want the round and %v", err, gone)
 	}
 	if err := run(append(slices.Clone(in), in[0])); err == nil || !strings.Contains(err.Error(), "two blocks under one key") {
 		t.Errorf("a block twice: error %v, want two blocks under one key", err)
@@ -124,7 +144,7 @@ func TestLocalRoundsErrors(t *testing.T) {
 	if err := os.Remove(lost.Spilled.Path); err != nil {
 		t.Fatal(err)
 	}
-	fn := &localRoundsFn{RoundConf: RoundConf{Rounds: 1, Mixture: f.nb.Mixture, Workers: 3, Spill: sp}}
+	fn = &localRoundsFn{RoundConf: RoundConf{Rounds: 1, Mixture: f.nb.Mixture, Workers: 3, Spill: sp}}
 	err := fn.ProcessElement(context.Background(), 0, iterOf(spilled), func(string, BatchItems) {})
 	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("block %d", lost.Key)) {
 		t.Errorf("block %d's spill file gone: error %v, want one naming the block", lost.Key, err)
@@ -160,5 +180,32 @@ func TestTightenGC(t *testing.T) {
 	c()
 	if got := debug.SetGCPercent(137); got != 137 {
 		t.Fatalf("with GOGC set, GC percent after = %d, want 137", got)
+	}
+}
+
+// TestRoundsSetup: without a GPU (--device cpu) the round stages resolve
+// the CPU's Rounder on their own workers (the local rounds: one per block,
+// blocks spread over the cores) and scratch; an unknown device fails
+// Setup.
+func TestRoundsSetup(t *testing.T) {
+	l := &localRoundsFn{RoundConf: RoundConf{Workers: 3, Device: "cpu"}}
+	j := &joinRoundFn{RoundConf: RoundConf{Workers: 3, Device: "cpu"}}
+	for name, c := range map[string]struct {
+		setup func() error
+		got   *engine.Rounder
+		want  engine.Rounder
+	}{
+		"local": {l.Setup, &l.rounder, engine.CPU{Workers: 1, Scratch: &l.scratch}},
+		"join":  {j.Setup, &j.rounder, engine.CPU{Workers: 3, Scratch: &j.scratch}},
+	} {
+		if err := c.setup(); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if *c.got != c.want {
+			t.Errorf("%s: Setup resolved %#v, want %#v", name, *c.got, c.want)
+		}
+	}
+	if err := (&overlapRoundFn{joinRoundFn: joinRoundFn{RoundConf: RoundConf{Device: "tpu"}}}).Setup(); err == nil || !strings.Contains(err.Error(), `"tpu"`) {
+		t.Errorf("--device tpu: Setup: %v, want an error naming it", err)
 	}
 }

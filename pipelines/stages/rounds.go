@@ -90,6 +90,9 @@ type RoundsParams struct {
 	// Mixture configures each round. Required: Mixture.C and a valid rest
 	// (mixture.Params.Validate), defaults already applied.
 	Mixture mixture.Params
+	// Device selects the rounds' kernels (gpu.Resolve: cpu, cuda or
+	// auto), resolved in each worker's Setup. Optional, default "": auto.
+	Device string
 	// Head, when set, fits the linear head (transforms/head) before every
 	// round and adds its component to the candidates' mixtures
 	// (headRoundsFn), as engine.Run does with head.Factory. Optional, nil:
@@ -151,11 +154,11 @@ func RoundsPooled(s beam.Scope, items beam.PCollection, p RoundsParams) (beam.PC
 	}
 	keyed := beam.ParDo(s, keyItems, items)
 	if p.Head != nil {
-		fn := &headRoundsFn{roundsFn{Rounds: p.Rounds, Mixture: p.Mixture, Workers: p.Workers, Head: *p.Head, Keep: p.Keep}}
+		fn := &headRoundsFn{roundsFn{Rounds: p.Rounds, Mixture: p.Mixture, Workers: p.Workers, Device: p.Device, Head: *p.Head, Keep: p.Keep}}
 		in := beam.CoGroupByKey(s, keyed, beam.ParDo(s, keyCandidates, p.Features))
 		items = beam.ParDo(s, fn, in)
 	} else {
-		fn := &roundsFn{Rounds: p.Rounds, Mixture: p.Mixture, Workers: p.Workers}
+		fn := &roundsFn{Rounds: p.Rounds, Mixture: p.Mixture, Workers: p.Workers, Device: p.Device}
 		items = beam.ParDo(s, fn, beam.GroupByKey(s, keyed))
 	}
 	// A fusion break after the rounds: what reads their output first

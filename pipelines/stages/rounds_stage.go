@@ -7,6 +7,7 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 
+	"github.com/relabel/relabel/gpu"
 	"github.com/relabel/relabel/internal/pool"
 	"github.com/relabel/relabel/internal/progress"
 	"github.com/relabel/relabel/transforms/engine"
@@ -36,6 +37,8 @@ type roundsFn struct {
 	Rounds  int
 	Mixture mixture.Params
 	Workers int
+	// Device is RoundsParams.Device, resolved in Setup.
+	Device string
 	// Head is the head's parameters (headRoundsFn only).
 	Head head.Params
 	// Keep, when set with the head, is where the last round keeps the
@@ -43,6 +46,22 @@ type roundsFn struct {
 	Keep string
 
 	scratch pool.Scratch[engine.RoundScratch]
+	// rounder runs each batch's round (nil: engine.CPU on Workers and
+	// scratch).
+	rounder engine.Rounder
+}
+
+// Setup resolves the rounds' kernels once per worker process, as the
+// neighbour stages resolve theirs (one CUDA context per process, shared by
+// every DoFn instance); on the CPU they run on the stage's own goroutines
+// and scratch.
+func (f *roundsFn) Setup() error {
+	k, err := gpu.Resolve(f.Device)
+	if err != nil {
+		return fmt.Errorf("stages: rounds: %w", err)
+	}
+	f.rounder = engine.WithWorkers(k.Rounder, f.Workers, &f.scratch)
+	return nil
 }
 
 // ProcessElement is the stage without the head: the batches alone.
@@ -183,8 +202,10 @@ func (f *roundsFn) batch(ctx context.Context, r int, bt *Items, cs *CandStates, 
 		slots++
 	}
 	next := *bt
+	rounder := engine.WithWorkers(f.rounder, f.Workers, &f.scratch)
 	var ran int
-	next.State, ran = engine.RunRound(engine.Batch{N: n, K: slots, Own: &bt.State, Init: &bt.Init,
+	var err error
+	next.State, ran, err = rounder.Round(engine.Batch{N: n, K: slots, Own: &bt.State, Init: &bt.Init,
 		Neighbour: func(i, j int) (*mixture.States, int, float64) {
 			if j == k {
 				return engine.ExtraSlot(extra, bt.Cand[i], ew, bt.Weight[i*k:(i+1)*k])
@@ -196,7 +217,10 @@ func (f *roundsFn) batch(ctx context.Context, r int, bt *Items, cs *CandStates, 
 		},
 		Annotations: func(i int) int { return engine.Annotations(bt.Labels[bt.LabelOff[i]:bt.LabelOff[i+1]]) },
 		Key:         func(i int) uint64 { return uint64(bt.IDs[i]) },
-	}, r, f.Workers, &f.scratch, &f.Mixture)
+	}, r, &f.Mixture)
+	if err != nil {
+		return Items{}, fmt.Errorf("stages: round %d: batch of %d items: %w", r, n, err)
+	}
 	itemRounds.Inc(ctx, int64(ran))
 	return next, nil
 }

@@ -166,6 +166,9 @@ type Result struct {
 type Backends struct {
 	Searcher knn.Searcher
 	Coder    llc.Coder
+	// Rounder runs the rounds (gpu.Resolve's); nil or the zero CPU:
+	// RunRound on the caller's workers (WithWorkers).
+	Rounder Rounder
 }
 
 // Run relabels d. It is deterministic for fixed options: every random draw is
@@ -180,6 +183,7 @@ func Run(d *Data, o Options, be Backends) (*Result, error) {
 	if be.Coder == nil {
 		be.Coder = llc.CPU{}
 	}
+	rounder := WithWorkers(be.Rounder, o.Workers, nil)
 	n := d.Len()
 	feats := d.Features
 	if o.Standardise {
@@ -305,7 +309,9 @@ func Run(d *Data, o Options, be Backends) (*Result, error) {
 			Key:         func(i int) uint64 { return uint64(d.Keys[i]) },
 		}
 		var ran int
-		states, ran = RunRound(b, r, o.Workers, nil, &o.Mixture)
+		if states, ran, err = rounder.Round(b, r, &o.Mixture); err != nil {
+			return nil, fmt.Errorf("engine: round %d of %d items: %w", r, n, err)
+		}
 		res.ItemRounds += int64(ran)
 		if ran == 0 {
 			// Nothing moved: every later round would skip every item.

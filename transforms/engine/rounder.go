@@ -37,6 +37,18 @@ func (c CPU) Round(b Batch, r int, p *mixture.Params) (mixture.States, int, erro
 
 var _ Rounder = CPU{}
 
+// WithWorkers is r, or where r is nil or the zero CPU (what gpu.Resolve
+// gives for the CPU, which leaves the goroutines and the scratch to its
+// caller) CPU{workers, scratch}: a caller's rounds on the CPU then run as
+// RunRound on its own goroutines and scratch, as they did before a device
+// was resolved, and a device's Rounder is kept as it is.
+func WithWorkers(r Rounder, workers int, scratch *pool.Scratch[RoundScratch]) Rounder {
+	if r == nil || r == Rounder(CPU{}) {
+		return CPU{Workers: workers, Scratch: scratch}
+	}
+	return r
+}
+
 // Flat is a round's input for some items of a batch, flattened into plain
 // arrays for a device: each item's mixture components (mixture.Round's
 // p~(y): its own state, its neighbours' and its given-label anchor's, each

@@ -1,7 +1,9 @@
 package engine_test
 
 import (
+	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/relabel/relabel/internal/pool"
@@ -76,5 +78,81 @@ func TestFlattenOn(t *testing.T) {
 	}
 	if len(a.Sources) != 2 {
 		t.Errorf("%d sources, want 2", len(a.Sources))
+	}
+}
+
+// TestWithWorkers: the CPU as gpu.Resolve gives it (the zero CPU) or none
+// takes the caller's goroutines and scratch; any other Rounder is kept.
+func TestWithWorkers(t *testing.T) {
+	var sc pool.Scratch[engine.RoundScratch]
+	want := engine.CPU{Workers: 3, Scratch: &sc}
+	for name, r := range map[string]engine.Rounder{"nil": nil, "zero CPU": engine.CPU{}} {
+		if got := engine.WithWorkers(r, 3, &sc); got != engine.Rounder(want) {
+			t.Errorf("%s: %#v, want %#v", name, got, want)
+		}
+	}
+	set := engine.CPU{Workers: 1}
+	if got := engine.WithWorkers(set, 3, &sc); got != engine.Rounder(set) {
+		t.Errorf("a CPU with its own workers: %#v, want it kept", got)
+	}
+	c := &roundstest.Counter{}
+	if got := engine.WithWorkers(c, 3, &sc); got != engine.Rounder(c) {
+		t.Errorf("another Rounder: %#v, want it kept", got)
+	}
+}
+
+// TestRunRounder: Run and Update run every round through the Rounder of
+// their Backends (one call a round, the states it returns), with the same
+// states as the CPU's, and a failing Rounder fails them with its error.
+func TestRunRounder(t *testing.T) {
+	d, _ := digits(t)
+	o := options()
+	o.Rounds = 3
+	want, err := engine.Run(d, o, engine.Backends{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &roundstest.Counter{}
+	got, err := engine.Run(d, o, engine.Backends{Rounder: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Calls() != int64(o.Rounds) || c.Items() != int64(o.Rounds*d.Len()) {
+		t.Errorf("Run: %d calls of %d items, want %d of %d", c.Calls(), c.Items(), o.Rounds, o.Rounds*d.Len())
+	}
+	if !equalStates(&got.States, &want.States) {
+		t.Error("Run: the states through the Rounder differ from the CPU's")
+	}
+	fail := errors.New("device lost")
+	if _, err := engine.Run(d, o, engine.Backends{Rounder: &roundstest.Counter{Err: fail}}); !errors.Is(err, fail) || !strings.Contains(err.Error(), "round 0") {
+		t.Errorf("Run with a failing Rounder: %v, want the round and %v", err, fail)
+	}
+
+	var none mixture.States
+	none.Reset()
+	src := make([]int32, d.Len()*o.K)
+	for e := range src {
+		src[e] = engine.NoNeighbour
+	}
+	up := engine.Update{N: d.Len(), K: o.K, Src: src, Weight: make([]float64, len(src)), Fixed: &none,
+		Labels: func(i int) []int32 { return d.Labels[d.LabelOff[i]:d.LabelOff[i+1]] },
+		Key:    func(i int) uint64 { return uint64(d.Keys[i]) },
+	}
+	plain, _, err := up.Run(o.Rounds, 2, nil, &o.Mixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c = &roundstest.Counter{}
+	up.Rounder = c
+	through, _, err := up.Run(o.Rounds, 2, nil, &o.Mixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Calls() != int64(o.Rounds) || !equalStates(&through, &plain) {
+		t.Errorf("Update: %d calls (want %d), states the CPU's: %v", c.Calls(), o.Rounds, equalStates(&through, &plain))
+	}
+	up.Rounder = &roundstest.Counter{Err: fail}
+	if _, _, err := up.Run(o.Rounds, 2, nil, &o.Mixture); !errors.Is(err, fail) {
+		t.Errorf("Update with a failing Rounder: %v, want %v", err, fail)
 	}
 }

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/relabel/relabel/internal/pool"
@@ -13,9 +14,9 @@ const NoNeighbour = math.MinInt32
 // Update is an incremental run's rounds (the lake's): a subset of the items
 // (new rows, and old rows a new row became a neighbour of) runs every round
 // from its given labels, while their other neighbours keep the states the
-// last run stored. It runs through RunRound, as Run and both pipelines'
-// rounds do, so every round option (--active-tol included) means what it
-// means in a full run.
+// last run stored. It runs through a Rounder (RunRound's contract), as Run
+// and both pipelines' rounds do, so every round option (--active-tol
+// included) means what it means in a full run.
 type Update struct {
 	// N is the number of items that run, K the neighbour slots per item.
 	N, K int
@@ -46,11 +47,16 @@ type Update struct {
 	ExtraWeight float64
 	// Progress, if set, is called as each round starts.
 	Progress func(round int)
+	// Rounder runs the rounds (gpu.Resolve's). Optional, nil or the zero
+	// CPU: RunRound on Run's workers and scratch (WithWorkers).
+	Rounder Rounder
 }
 
 // Run runs rounds rounds of the update on workers goroutines and returns the
-// items' final states, packed in item order, and how many item-rounds ran.
-func (u *Update) Run(rounds, workers int, scratch *pool.Scratch[RoundScratch], p *mixture.Params) (mixture.States, int64) {
+// items' final states, packed in item order, and how many item-rounds ran;
+// an error is the Rounder's (a device's failure).
+func (u *Update) Run(rounds, workers int, scratch *pool.Scratch[RoundScratch], p *mixture.Params) (mixture.States, int64, error) {
+	rounder := WithWorkers(u.Rounder, workers, scratch)
 	var states, init mixture.States
 	states.Reset()
 	var st mixture.State
@@ -96,11 +102,14 @@ func (u *Update) Run(rounds, workers int, scratch *pool.Scratch[RoundScratch], p
 			Key:         u.Key,
 		}
 		var ran int
-		states, ran = RunRound(b, r, workers, scratch, p)
+		var err error
+		if states, ran, err = rounder.Round(b, r, p); err != nil {
+			return mixture.States{}, total, fmt.Errorf("engine: update round %d of %d items: %w", r, u.N, err)
+		}
 		total += int64(ran)
 		if ran == 0 {
 			break // nothing moved: every later round would skip every item
 		}
 	}
-	return states, total
+	return states, total, nil
 }

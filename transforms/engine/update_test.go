@@ -47,7 +47,10 @@ func TestUpdateIsRun(t *testing.T) {
 			Labels: func(i int) []int32 { return d.Labels[d.LabelOff[i]:d.LabelOff[i+1]] },
 			Key:    func(i int) uint64 { return uint64(d.Keys[i]) },
 		}
-		got, ran := up.Run(o.Rounds, 2, nil, &o.Mixture)
+		got, ran, err := up.Run(o.Rounds, 2, nil, &o.Mixture)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if !reflect.DeepEqual(got, res.States) {
 			t.Errorf("active-tol %g: the update's states differ from Run's", tol)
 		}
@@ -139,7 +142,10 @@ func TestUpdateStartAndExtra(t *testing.T) {
 		},
 		Extra: &byItem, ExtraWeight: ew,
 	}
-	got, _ := up.Run(o.Rounds, 2, nil, &o.Mixture)
+	got, _, err := up.Run(o.Rounds, 2, nil, &o.Mixture)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if !reflect.DeepEqual(got, res.States) {
 		t.Error("the update's states differ from Run's")
 	}
@@ -147,7 +153,7 @@ func TestUpdateStartAndExtra(t *testing.T) {
 	// are applied.
 	for name, u := range map[string]engine.Update{"no start": {N: up.N, K: up.K, Src: src, Weight: nb.Weight, Fixed: &none, Labels: labels, Key: up.Key, Extra: &byItem, ExtraWeight: ew},
 		"no component": {N: up.N, K: up.K, Src: src, Weight: nb.Weight, Fixed: &none, Labels: labels, Key: up.Key, Start: up.Start, NeighbourLabels: up.NeighbourLabels}} {
-		if other, _ := u.Run(o.Rounds, 2, nil, &o.Mixture); reflect.DeepEqual(other, res.States) {
+		if other, _, _ := u.Run(o.Rounds, 2, nil, &o.Mixture); reflect.DeepEqual(other, res.States) {
 			t.Errorf("%s: the same states as with it", name)
 		}
 	}
