@@ -673,7 +673,8 @@ func TestPackedStates(t *testing.T) {
 // tile only spreads the work: blocks searched in tiles of 7 queries on
 // three goroutines are byte for byte those of Setup's searcher.
 func TestSearchTile(t *testing.T) {
-	s := &searchFn{P: engine.NeighbourParams{K: 3}}
+	// The CPU searcher's tiling, whatever device a build would pick.
+	s := &searchFn{P: engine.NeighbourParams{K: 3, Device: "cpu"}}
 	if err := s.Setup(); err != nil {
 		t.Fatal(err)
 	}
