@@ -3,6 +3,7 @@ package gpu
 import (
 	"fmt"
 
+	"github.com/relabel/relabel/internal/pool"
 	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/knn"
 	"github.com/relabel/relabel/transforms/llc"
@@ -49,4 +50,15 @@ func Resolve(device string) (Kernels, error) {
 func Backends(device string) (knn.Searcher, llc.Coder, string, error) {
 	k, err := Resolve(device)
 	return k.Searcher, k.Coder, k.About, err
+}
+
+// RoundsOn is Resolve(device)'s Rounder as a stage runs it: the device's
+// own, or the CPU's on the stage's workers goroutines with its scratch
+// (engine.WithWorkers).
+func RoundsOn(device string, workers int, scratch *pool.Scratch[engine.RoundScratch]) (engine.Rounder, error) {
+	k, err := Resolve(device)
+	if err != nil {
+		return nil, err
+	}
+	return engine.WithWorkers(k.Rounder, workers, scratch), nil
 }

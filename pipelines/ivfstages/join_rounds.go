@@ -183,18 +183,10 @@ type joinRoundFn struct {
 // resolves its own.
 func (f *joinRoundFn) Setup() error {
 	var err error
-	f.rounder, err = resolveRounder(f.Device, f.Workers, &f.scratch)
-	return err
-}
-
-// resolveRounder is device's Rounder (gpu.Resolve), on workers goroutines
-// with scratch where it is the CPU's.
-func resolveRounder(device string, workers int, scratch *pool.Scratch[engine.RoundScratch]) (engine.Rounder, error) {
-	k, err := gpu.Resolve(device)
-	if err != nil {
-		return nil, fmt.Errorf("ivfstages: rounds: %w", err)
+	if f.rounder, err = gpu.RoundsOn(f.Device, f.Workers, &f.scratch); err != nil {
+		return fmt.Errorf("ivfstages: rounds: %w", err)
 	}
-	return engine.WithWorkers(k.Rounder, workers, scratch), nil
+	return nil
 }
 
 func (f *joinRoundFn) ProcessElement(ctx context.Context, key int64, blocks func(*Block) bool, msgs func(*JoinMsg) bool, emitBlock func(int64, Block), emitMsg func(int64, JoinMsg), done func(int64)) error {

@@ -14,6 +14,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
+	"github.com/relabel/relabel/gpu"
 	"github.com/relabel/relabel/internal/budget"
 	"github.com/relabel/relabel/internal/pool"
 	"github.com/relabel/relabel/internal/progress"
@@ -73,8 +74,10 @@ type localRoundsFn struct {
 // context per process, shared by every DoFn instance).
 func (f *localRoundsFn) Setup() error {
 	var err error
-	f.rounder, err = resolveRounder(f.Device, 1, &f.scratch)
-	return err
+	if f.rounder, err = gpu.RoundsOn(f.Device, 1, &f.scratch); err != nil {
+		return fmt.Errorf("ivfstages: rounds: %w", err)
+	}
+	return nil
 }
 
 func (f *localRoundsFn) ProcessElement(ctx context.Context, _ int64, iter func(*Block) bool, emit func(string, BatchItems)) error {

@@ -56,11 +56,10 @@ type roundsFn struct {
 // every DoFn instance); on the CPU they run on the stage's own goroutines
 // and scratch.
 func (f *roundsFn) Setup() error {
-	k, err := gpu.Resolve(f.Device)
-	if err != nil {
+	var err error
+	if f.rounder, err = gpu.RoundsOn(f.Device, f.Workers, &f.scratch); err != nil {
 		return fmt.Errorf("stages: rounds: %w", err)
 	}
-	f.rounder = engine.WithWorkers(k.Rounder, f.Workers, &f.scratch)
 	return nil
 }
 
