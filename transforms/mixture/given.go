@@ -170,16 +170,13 @@ type GivenFit struct {
 // largest likelihood of the given labels is returned (the smallest power
 // of equal ones).
 func FitGiven(ev []Evidence, given []int32, c int, t float64) (*GivenFit, error) {
+	if err := checkGiven(ev, given, c, nil); err != nil {
+		return nil, err
+	}
 	var best *GivenFit
 	var gs givenScratch
 	for _, p := range GivenPowers {
-		if err := checkGiven(ev, given, c, p, nil); err != nil {
-			return nil, err
-		}
-		f, err := fitGiven(ev, given, c, t, p, nil, &gs)
-		if err != nil {
-			return nil, err
-		}
+		f := fitGiven(ev, given, c, t, p, nil, &gs)
 		if best == nil || f.LogLik > best.LogLik {
 			best = f
 		}
@@ -195,18 +192,16 @@ func FitGiven(ev []Evidence, given []int32, c int, t float64) (*GivenFit, error)
 // held over a sample of 200,000 items.
 type givenScratch struct {
 	sup   []int32
-	off   []int
+	off   []int // nil until supports fills it
 	mass  []float64
 	sharp Evidence
-	built bool
 }
 
 // supports fills s's supports from ev and given (once).
 func (s *givenScratch) supports(f *GivenFit, ev []Evidence, given []int32) {
-	if s.built {
+	if s.off != nil {
 		return
 	}
-	s.built = true
 	n := 0
 	for i := range ev {
 		n += len(ev[i].Class) + 1
@@ -231,29 +226,29 @@ func (s *givenScratch) supports(f *GivenFit, ev []Evidence, given []int32) {
 // behind it; nil: none. Sums run in item order: the same inputs give the
 // same bits.
 func FitGivenPrior(ev []Evidence, given []int32, c int, t, power float64, prior *GivenFit) (*GivenFit, error) {
-	if err := checkGiven(ev, given, c, power, prior); err != nil {
+	if err := checkGiven(ev, given, c, prior); err != nil {
 		return nil, err
 	}
-	return fitGiven(ev, given, c, t, power, prior, &givenScratch{})
+	if !(power >= 1) {
+		return nil, fmt.Errorf("mixture: given-label fit: evidence power %v, want >= 1", power)
+	}
+	return fitGiven(ev, given, c, t, power, prior, &givenScratch{}), nil
 }
 
-// checkGiven checks a fit's arguments.
-func checkGiven(ev []Evidence, given []int32, c int, power float64, prior *GivenFit) error {
+// checkGiven checks a fit's evidence, labels and prior.
+func checkGiven(ev []Evidence, given []int32, c int, prior *GivenFit) error {
 	if c < 2 || len(ev) != len(given) {
 		return fmt.Errorf("mixture: given-label fit: C = %d, %d evidence rows, %d labels", c, len(ev), len(given))
 	}
 	if prior != nil && (prior.C != c || len(prior.A) != c*c || len(prior.Mass) != c) {
 		return fmt.Errorf("mixture: given-label fit: a prior of %d classes (%d transition values, %d masses) for %d", prior.C, len(prior.A), len(prior.Mass), c)
 	}
-	if !(power >= 1) {
-		return fmt.Errorf("mixture: given-label fit: evidence power %v, want >= 1", power)
-	}
 	return nil
 }
 
 // fitGiven is FitGivenPrior on checked arguments, with the supports in gs
 // (built on the first call) and its room for the floored evidence.
-func fitGiven(ev []Evidence, given []int32, c int, t, power float64, prior *GivenFit, gs *givenScratch) (*GivenFit, error) {
+func fitGiven(ev []Evidence, given []int32, c int, t, power float64, prior *GivenFit, gs *givenScratch) *GivenFit {
 	f := &GivenFit{C: c, T: t, Power: power, A: make([]float64, c*c), Mass: make([]float64, c)}
 	for k := range c {
 		for l := range c {
@@ -328,7 +323,7 @@ func fitGiven(ev []Evidence, given []int32, c int, t, power float64, prior *Give
 	if prior != nil {
 		f.Items += prior.Items
 	}
-	return f, nil
+	return f
 }
 
 // Sharpen sets dst to src raised to the power p and renormalised (p = 1:
