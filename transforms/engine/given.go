@@ -189,11 +189,12 @@ func GivenStates(b GivenBatch, f *mixture.GivenFit, c0, workers int) mixture.Sta
 	pool.EachChunk(b.N, workers, nil, func(_ *struct{}, c, lo, hi int) {
 		var st mixture.State
 		var ev mixture.Evidence
+		var ps mixture.PosteriorScratch
 		part := &parts[c]
 		part.Reset()
 		for i := lo; i < hi; i++ {
 			tn.evidence(&ev, i, 0)
-			f.Posterior(&st, &ev, b.Given(i), c0)
+			f.Posterior(&st, &ev, b.Given(i), c0, &ps)
 			part.Append(&st)
 		}
 	})

@@ -209,7 +209,7 @@ func (s *givenScratch) supports(f *GivenFit, ev []Evidence, given []int32) {
 	s.sup, s.off = make([]int32, 0, n), make([]int, 1, len(ev)+1)
 	for i := range ev {
 		if g := given[i]; g >= 0 && int(g) < f.C {
-			s.sup = append(s.sup, f.support(&ev[i], g)...)
+			s.sup = appendSupport(s.sup, &ev[i], g)
 		}
 		s.off = append(s.off, len(s.sup))
 	}
@@ -349,17 +349,16 @@ func Sharpen(dst, src *Evidence, p float64) {
 	}
 }
 
-// support is the classes an item's posterior covers: its evidence's and
-// its given label.
-func (f *GivenFit) support(e *Evidence, g int32) []int32 {
-	if _, ok := slices.BinarySearch(e.Class, g); ok {
-		return e.Class
+// appendSupport appends to dst the classes an item's posterior covers:
+// its evidence's and its given label, ascending.
+func appendSupport(dst []int32, e *Evidence, g int32) []int32 {
+	at, ok := slices.BinarySearch(e.Class, g)
+	if ok {
+		return append(dst, e.Class...)
 	}
-	at, _ := slices.BinarySearch(e.Class, g)
-	s := make([]int32, 0, len(e.Class)+1)
-	s = append(s, e.Class[:at]...)
-	s = append(s, g)
-	return append(s, e.Class[at:]...)
+	dst = append(dst, e.Class[:at]...)
+	dst = append(dst, g)
+	return append(dst, e.Class[at:]...)
 }
 
 // floored is e's mass on class x with givenFloor spread over every class:
@@ -389,12 +388,15 @@ func (f *GivenFit) posteriorOf(p []float64, sup []int32, mass []float64, g int32
 // Posterior sets dst to an item's clean-label posterior (its classes most
 // probable first, at most c0 of them, renormalised) from its neighbours'
 // evidence (raised to f's power) and its given label g; an unlabelled item
-// (g < 0) gets its evidence alone.
-func (f *GivenFit) Posterior(dst *State, e *Evidence, g int32, c0 int) {
+// (g < 0) gets its evidence alone. s is the caller's room for the
+// working (nil: a fresh one): it runs for every item of a run.
+func (f *GivenFit) Posterior(dst *State, e *Evidence, g int32, c0 int, s *PosteriorScratch) {
+	if s == nil {
+		s = &PosteriorScratch{}
+	}
 	if p := f.EvidencePower(); p != 1 {
-		var sharp Evidence
-		Sharpen(&sharp, e, p)
-		e = &sharp
+		Sharpen(&s.sharp, e, p)
+		e = &s.sharp
 	}
 	dst.Reset()
 	if g < 0 || int(g) >= f.C {
@@ -402,17 +404,25 @@ func (f *GivenFit) Posterior(dst *State, e *Evidence, g int32, c0 int) {
 			dst.add(x, e.P[k])
 		}
 	} else {
-		sup := f.support(e, g)
-		mass := make([]float64, len(sup))
-		for k, x := range sup {
-			mass[k] = f.floored(e, x)
+		s.sup = appendSupport(s.sup[:0], e, g)
+		s.mass = s.mass[:0]
+		for _, x := range s.sup {
+			s.mass = append(s.mass, f.floored(e, x))
 		}
-		p, _ := f.posteriorOf(nil, sup, mass, g)
-		for k, x := range sup {
-			dst.add(x, p[k])
+		s.p, _ = f.posteriorOf(s.p, s.sup, s.mass, g)
+		for k, x := range s.sup {
+			dst.add(x, s.p[k])
 		}
 	}
 	dst.Truncate(c0, 0)
+}
+
+// PosteriorScratch is reusable room for GivenFit.Posterior.
+type PosteriorScratch struct {
+	sharp Evidence
+	sup   []int32
+	mass  []float64
+	p     []float64
 }
 
 // EvidencePower is f's evidence power; a fit kept before the power was

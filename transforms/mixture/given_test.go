@@ -70,7 +70,7 @@ func TestGivenPosteriorTrust(t *testing.T) {
 	for _, tc := range cases {
 		f := &GivenFit{C: 2, T: 1, A: tc.a}
 		var st State
-		f.Posterior(&st, &ev, 0, 2)
+		f.Posterior(&st, &ev, 0, 2, nil)
 		if st.Class[0] != tc.want {
 			t.Errorf("%s: clean %d (pi %v), want %d", tc.name, st.Class[0], st.Pi, tc.want)
 		}
@@ -81,7 +81,7 @@ func TestGivenPosteriorTrust(t *testing.T) {
 	// A label no neighbour holds is still a candidate.
 	f := &GivenFit{C: 3, T: 1, A: []float64{.98, .01, .01, .01, .98, .01, 1e-9, 1e-9, 1}}
 	var st State
-	f.Posterior(&st, &Evidence{Class: []int32{0}, P: []float64{1}}, 2, 3)
+	f.Posterior(&st, &Evidence{Class: []int32{0}, P: []float64{1}}, 2, 3, nil)
 	if st.Len() != 2 || st.ProbOf(2) <= 0 {
 		t.Errorf("given label outside the evidence: classes %v pi %v, want it kept as a candidate", st.Class, st.Pi)
 	}
@@ -233,8 +233,9 @@ func TestFitGivenPower(t *testing.T) {
 	}
 	right := func(f *GivenFit) (r int) {
 		var st State
+		var ps PosteriorScratch // reused item after item, as GivenStates does
 		for i := range n {
-			f.Posterior(&st, &ev[i], given[i], c)
+			f.Posterior(&st, &ev[i], given[i], c, &ps)
 			if st.Class[0] == truth[i] {
 				r++
 			}
@@ -258,8 +259,8 @@ func TestGivenFitWithoutPower(t *testing.T) {
 	one := *old
 	one.Power = 1
 	var a, b State
-	old.Posterior(&a, &ev, 0, 2)
-	one.Posterior(&b, &ev, 0, 2)
+	old.Posterior(&a, &ev, 0, 2, nil)
+	one.Posterior(&b, &ev, 0, 2, nil)
 	if !slices.Equal(a.Class, b.Class) || !slices.Equal(a.Pi, b.Pi) {
 		t.Errorf("power 0: %v %v, power 1: %v %v", a.Class, a.Pi, b.Class, b.Pi)
 	}
