@@ -531,7 +531,8 @@ func (p JoinRoundsParams) Validate() error {
 // states, then the model's stages, given.go). With
 // Spill on, blocks and states wait in spill files and the joins carry only their
 // references, so no waves are needed (Waves is ignored).
-// Returns PCollection<stages.Items>, as Rounds does, for Write. It panics on
+// Returns PCollection<stages.Items>, as Rounds does, for Write
+// (PCollection<stages.SpilledItems> with Spill on: rebatch). It panics on
 // invalid jp, while the pipeline is built.
 func JoinRounds(s beam.Scope, blocks beam.PCollection, jp JoinRoundsParams) beam.PCollection {
 	s = s.Scope("relabel.ivf.JoinRounds")
@@ -544,7 +545,7 @@ func JoinRounds(s beam.Scope, blocks beam.PCollection, jp JoinRoundsParams) beam
 		waves = 1
 	}
 	if rounds <= 0 && !jp.Given {
-		return rebatch(s, beam.ParDo(s, &unblockFn{}, blocks))
+		return rebatch(s, beam.ParDo(s, &unblockFn{}, blocks), sp)
 	}
 	if jp.Local && rounds > 0 {
 		return localRounds(s, blocks, RoundConf{Rounds: rounds, Mixture: p, Workers: workers, Spill: sp, Head: jp.Head, Keep: jp.Keep, Given: jp.Given, Device: jp.Device})
@@ -594,7 +595,7 @@ func JoinRounds(s beam.Scope, blocks beam.PCollection, jp JoinRoundsParams) beam
 		owns, msgss = nextOwns, nextMsgss
 	}
 	if !jp.Given {
-		return rebatch(s, flatten(s, rows))
+		return rebatch(s, flatten(s, rows), sp)
 	}
 	// One more join, of the final states, in the rounds' waves.
 	gs := s.Scope("given")
@@ -617,7 +618,7 @@ func JoinRounds(s beam.Scope, blocks beam.PCollection, jp JoinRoundsParams) beam
 	}
 	return rebatch(s, givenModel(gs, flatten(gs, gbs), flatten(gs, scores), givenStage{
 		keep: jp.Keep, c: p.C, c0: p.C0, seed: p.Seed, workers: workers, sp: sp, gen: genRouted + rounds,
-	}))
+	}), sp)
 }
 
 // roundDoFn is the DoFn of a round with conf (the last round's when last)

@@ -41,7 +41,7 @@ const LocalRoundsBytes = 1024 << 20
 func localRounds(s beam.Scope, blocks beam.PCollection, conf RoundConf) beam.PCollection {
 	s = s.Scope("local")
 	all := beam.GroupByKey(s, beam.ParDo(s, oneKey, blocks))
-	return rebatch(s, beam.ParDo(s, &localRoundsFn{RoundConf: conf}, all))
+	return rebatch(s, beam.ParDo(s, &localRoundsFn{RoundConf: conf}, all), conf.Spill)
 }
 
 func oneKey(b Block) (int64, Block) { return 0, b }

@@ -154,7 +154,12 @@ func init() {
 }
 
 // rebatch groups BatchItems (PCollection<KV<string, BatchItems>>, by input batch)
-// into the batches' stages.Items. Returns PCollection<stages.Items>.
-func rebatch(s beam.Scope, rows beam.PCollection) beam.PCollection {
+// into the batches' stages.Items. Returns PCollection<stages.Items>, or
+// with sp on PCollection<stages.SpilledItems> (stages.WritePooled takes
+// either).
+func rebatch(s beam.Scope, rows beam.PCollection, sp Spill) beam.PCollection {
+	if sp.On() {
+		return beam.ParDo(s, &rebatchSpillFn{Spill: sp}, beam.GroupByKey(s, rows))
+	}
 	return beam.ParDo(s, &rebatchFn{}, beam.GroupByKey(s, rows))
 }

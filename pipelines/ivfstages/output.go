@@ -3,6 +3,7 @@ package ivfstages
 import (
 	"cmp"
 	"fmt"
+	"hash/fnv"
 	"maps"
 	"reflect"
 	"slices"
@@ -114,6 +115,30 @@ func batchKey(shard string, offset int64) string {
 type rebatchFn struct{}
 
 func (rebatchFn) ProcessElement(key string, iter func(*BatchItems) bool, emit func(stages.Items)) error {
+	return rebatchItems(iter, emit)
+}
+
+// rebatchSpillFn is rebatchFn that hands the writer its batch in a spill
+// file of generation genWrite (stages.SpilledItems says why).
+type rebatchSpillFn struct {
+	Spill Spill
+}
+
+func (f *rebatchSpillFn) ProcessElement(key string, iter func(*BatchItems) bool, emit func(stages.SpilledItems)) error {
+	var err error
+	rerr := rebatchItems(iter, func(it stages.Items) {
+		h := fnv.New64a()
+		h.Write([]byte(it.Shard))
+		var refs []spillRef
+		refs, err = f.Spill.write(genWrite, fmt.Sprintf("w%016x-%x", h.Sum64(), it.Offset), stages.EncodeItems(it))
+		if err == nil {
+			emit(stages.SpilledItems{Shard: it.Shard, Ref: refs[0]})
+		}
+	})
+	return cmp.Or(rerr, err)
+}
+
+func rebatchItems(iter func(*BatchItems) bool, emit func(stages.Items)) error {
 	parts, err := unspillAll(iter, 0)
 	if err != nil {
 		return err
@@ -160,5 +185,7 @@ func init() {
 	beam.RegisterDoFn(reflect.TypeOf((*unblockFn)(nil)).Elem())
 	register.Emitter2[string, BatchItems]()
 	beam.RegisterDoFn(reflect.TypeOf((*rebatchFn)(nil)).Elem())
+	beam.RegisterDoFn(reflect.TypeOf((*rebatchSpillFn)(nil)).Elem())
+	register.Emitter1[stages.SpilledItems]()
 	register.Iter1[BatchItems]()
 }

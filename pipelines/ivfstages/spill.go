@@ -58,6 +58,10 @@ const (
 	// writes genRouted+r+1 and removes genRouted+r-1; the last round
 	// writes its posteriors (BatchItems) there, read by rebatchFn.
 	genRouted = 2
+	// genWrite: the batches' Items for the writer (stages.SpilledItems),
+	// written by rebatchSpillFn and read by the writer's stages until the
+	// run ends; removed with Dir. Far above any round's generation.
+	genWrite = 1 << 20
 )
 
 func (s Spill) genDir(gen int) string { return s.files().Gen(gen) }

@@ -2,6 +2,7 @@ package stages
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"strconv"
 
@@ -10,7 +11,9 @@ import (
 
 	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/io/shardio"
+	"github.com/relabel/relabel/io/spillio"
 	"github.com/relabel/relabel/schemas"
+	"github.com/relabel/relabel/schemas/wire"
 	"github.com/relabel/relabel/transforms/mixture"
 )
 
@@ -82,16 +85,21 @@ func (f *writeFn) ProcessElement(ctx context.Context, shard string, iter func(*s
 		batches = append(batches, &cc)
 		c = schemas.Cleaned{}
 	}
-	name := resultio.OutputName(shard, f.P.Format)
-	rep := resultio.Report(shard, name, batches, f.P.C)
-	rep.Temperature = f.P.Cal.Resolve(sumStats(stats)).Temperature
-	meta := make(map[string]string, len(f.P.Meta)+1)
-	for k, v := range f.P.Meta {
+	return f.P.writeShard(ctx, shard, batches, f.P.Cal.Resolve(sumStats(stats)))
+}
+
+// writeShard writes one shard's batches, calibrated by cal (resolved).
+func (p *WriteParams) writeShard(ctx context.Context, shard string, batches []*schemas.Cleaned, cal resultio.Calibration) error {
+	name := resultio.OutputName(shard, p.Format)
+	rep := resultio.Report(shard, name, batches, p.C)
+	rep.Temperature = cal.Temperature
+	meta := make(map[string]string, len(p.Meta)+1)
+	for k, v := range p.Meta {
 		meta[k] = v
 	}
 	meta[schemas.MetaOptionPrefix+resultio.MetaCalibratedTemperature] = strconv.FormatFloat(rep.Temperature, 'g', -1, 64)
-	err := resultio.WriteShard(ctx, f.P.TmpDir, name, batches, rep, resultio.ShardOptions{
-		Format: f.P.Format, Meta: meta, LabelKind: f.P.LabelKind, ClassNames: f.P.ClassNames, IDKind: f.P.IDKind,
+	err := resultio.WriteShard(ctx, p.TmpDir, name, batches, rep, resultio.ShardOptions{
+		Format: p.Format, Meta: meta, LabelKind: p.LabelKind, ClassNames: p.ClassNames, IDKind: p.IDKind,
 	})
 	if err != nil {
 		return err
@@ -99,6 +107,83 @@ func (f *writeFn) ProcessElement(ctx context.Context, shard string, iter func(*s
 	rowsWritten.Inc(ctx, rep.Rows)
 	labelsChanged.Inc(ctx, rep.Changed)
 	return nil
+}
+
+// SpilledItems is one batch's Items waiting in a spill file (io/spillio)
+// for the writer: ivf mode's writer input where it spills. The embedded
+// runner holds a shuffle's whole input in memory (ivfstages.Spill says
+// why), and the writer's input waits twice, for the calibration statistics
+// of every batch and for the grouping by shard: inline, every row's
+// posterior was held there, the largest part of a big run's peak memory.
+// Spilled, the runner holds about a hundred bytes per batch.
+type SpilledItems struct {
+	Shard string
+	Ref   spillio.Ref
+}
+
+func encodeSpilledItems(s SpilledItems) []byte {
+	var w wire.Writer
+	w.String(s.Shard)
+	spillio.PutRef(&w, s.Ref)
+	return w.B
+}
+
+func decodeSpilledItems(b []byte) (SpilledItems, error) {
+	r := wire.Reader{B: b}
+	s := SpilledItems{Shard: r.String(), Ref: spillio.GetRef(&r)}
+	return s, r.Err()
+}
+
+// Load reads the batch back.
+func (s SpilledItems) Load() (Items, error) {
+	it, err := spillio.Load(s.Ref, DecodeItems)
+	if err != nil {
+		return it, fmt.Errorf("stages: the writer's input of %s: %w", s.Shard, err)
+	}
+	return it, nil
+}
+
+// spilledCalStatsFn is calStatsFn of a spilled batch.
+func spilledCalStatsFn(s SpilledItems, pooled func(*PooledModel) bool) (mixture.CalibrationStats, error) {
+	it, err := s.Load()
+	if err != nil {
+		return mixture.CalibrationStats{}, err
+	}
+	return calStatsFn(it, pooled), nil
+}
+
+func loadSpilledItems(s SpilledItems) (Items, error) { return s.Load() }
+
+// Unspilled is items as PCollection<Items>, read back from the spill
+// files where items is PCollection<SpilledItems>.
+func Unspilled(s beam.Scope, items beam.PCollection) beam.PCollection {
+	if items.Type().Type() != reflect.TypeOf(SpilledItems{}) {
+		return items
+	}
+	return beam.ParDo(s.Scope("relabel.Unspilled"), loadSpilledItems, items)
+}
+
+func keySpilledByShard(s SpilledItems) (string, SpilledItems) { return s.Shard, s }
+
+// writeSpilledFn is writeFn of spilled batches: each is read back and
+// turned into output rows here, one shard at a time.
+type writeSpilledFn struct {
+	P WriteParams
+}
+
+func (f *writeSpilledFn) ProcessElement(ctx context.Context, shard string, iter func(*SpilledItems) bool, stats func(*mixture.CalibrationStats) bool) error {
+	cal := f.P.Cal.Resolve(sumStats(stats))
+	var batches []*schemas.Cleaned
+	var s SpilledItems
+	for iter(&s) {
+		it, err := s.Load()
+		if err != nil {
+			return err
+		}
+		c := ToCleaned(&it, cal)
+		batches = append(batches, &c)
+	}
+	return f.P.writeShard(ctx, shard, batches, cal)
 }
 
 var (
@@ -109,6 +194,12 @@ var (
 func init() {
 	beam.RegisterDoFn(reflect.TypeOf((*keyByShardFn)(nil)).Elem())
 	beam.RegisterDoFn(reflect.TypeOf((*writeFn)(nil)).Elem())
+	beam.RegisterDoFn(reflect.TypeOf((*writeSpilledFn)(nil)).Elem())
+	beam.RegisterCoder(reflect.TypeOf(SpilledItems{}), encodeSpilledItems, decodeSpilledItems)
+	register.Iter1[SpilledItems]()
+	register.Function2x2(spilledCalStatsFn)
+	register.Function1x2(keySpilledByShard)
+	register.Function1x2(loadSpilledItems)
 	register.Iter1[schemas.Cleaned]()
 	register.Iter1[mixture.CalibrationStats]()
 	register.Function2x1(calStatsFn)
@@ -125,7 +216,9 @@ func Write(s beam.Scope, items beam.PCollection, p WriteParams) {
 // WritePooled is Write for items that Rounds started from the pooled fit
 // (pooled: RoundsPooled's outcome, one PooledModel; invalid: none): where
 // the fit's gate opened, --temperature auto is fitted from the given
-// labels' likelihood through the fit's own transition (StatsOf).
+// labels' likelihood through the fit's own transition (StatsOf). items may
+// be PCollection<SpilledItems> instead: the same output, read back from
+// the spill files.
 func WritePooled(s beam.Scope, items beam.PCollection, p WriteParams, pooled beam.PCollection) {
 	s = s.Scope("relabel.Write")
 	if !pooled.IsValid() {
@@ -140,6 +233,12 @@ func WritePooled(s beam.Scope, items beam.PCollection, p WriteParams, pooled bea
 	// in any order), reach both stages as a side input; with a fixed
 	// temperature they go unused. Both stages are short, so Prism's
 	// rescheduling of side-input stages (ARCHITECTURE.md) costs little here.
+	if items.Type().Type() == reflect.TypeOf(SpilledItems{}) {
+		stats := beam.Combine(s, mergeCalStats, beam.ParDo(s, spilledCalStatsFn, items, beam.SideInput{Input: pooled}))
+		grouped := beam.GroupByKey(s, beam.ParDo(s, keySpilledByShard, items))
+		beam.ParDo0(s, &writeSpilledFn{P: p}, grouped, beam.SideInput{Input: stats})
+		return
+	}
 	stats := beam.Combine(s, mergeCalStats, beam.ParDo(s, calStatsFn, items, beam.SideInput{Input: pooled}))
 	keyed := beam.ParDo(s, &keyByShardFn{Cal: p.Cal}, items, beam.SideInput{Input: stats})
 	grouped := beam.GroupByKey(s, keyed)

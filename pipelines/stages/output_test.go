@@ -1,11 +1,14 @@
 package stages
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -14,6 +17,7 @@ import (
 
 	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/io/shardio"
+	"github.com/relabel/relabel/io/spillio"
 	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/transforms/mixture"
 )
@@ -130,5 +134,54 @@ func TestWrite(t *testing.T) {
 	}
 	if rows != n || ch != want {
 		t.Errorf("reports: %d rows, %d changed; want %d, %d", rows, ch, n, want)
+	}
+}
+
+// TestWriteSpilled: the writer given its batches in spill files
+// (SpilledItems) writes the same bytes as given them inline, with the
+// temperature fitted from every batch's statistics (Auto) and with a
+// fixed one; a batch whose file is gone fails the run, naming its shard.
+func TestWriteSpilled(t *testing.T) {
+	items, _, _ := outputItems(100, 9)
+	for _, cal := range []resultio.Calibration{{Auto: true}, {Temperature: 0.5}} {
+		wp := WriteParams{Format: shardio.Parquet, Meta: map[string]string{"k": "v"}, LabelKind: schemas.LabelInt32,
+			IDKind: schemas.IDInt64, C: 4, Cal: cal}
+		inline, spilled := t.TempDir(), t.TempDir()
+		sp := spillio.Dir(t.TempDir())
+		var refs []SpilledItems
+		for i, it := range items {
+			r, err := sp.Write(0, fmt.Sprint("b", i), EncodeItems(it))
+			if err != nil {
+				t.Fatal(err)
+			}
+			refs = append(refs, SpilledItems{Shard: it.Shard, Ref: r[0]})
+		}
+		p, s := beam.NewPipelineWithRoot()
+		wp.TmpDir = inline
+		Write(s.Scope("inline"), beam.CreateList(s, items), wp)
+		wp.TmpDir = spilled
+		Write(s.Scope("spilled"), beam.CreateList(s, refs), wp)
+		ptest.RunAndValidate(t, p)
+		for _, name := range []string{"a.parquet", "b.parquet", "a.parquet" + resultio.ReportSuffix, "b.parquet" + resultio.ReportSuffix} {
+			a, err := os.ReadFile(filepath.Join(inline, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := os.ReadFile(filepath.Join(spilled, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(a, b) {
+				t.Errorf("%+v: %s differs between the inline and the spilled writer's input", cal, name)
+			}
+		}
+	}
+
+	gone := []SpilledItems{{Shard: "in/a.parquet", Ref: spillio.Ref{Path: filepath.Join(t.TempDir(), "missing"), Len: 10}}}
+	p, s := beam.NewPipelineWithRoot()
+	Write(s, beam.CreateList(s, gone), WriteParams{TmpDir: t.TempDir(), Format: shardio.Parquet, LabelKind: schemas.LabelInt32,
+		IDKind: schemas.IDInt64, C: 4, Cal: resultio.Calibration{Temperature: 1}})
+	if err := ptest.Run(p); err == nil || !strings.Contains(err.Error(), "in/a.parquet") {
+		t.Errorf("a missing spill file: error %v, want one naming in/a.parquet", err)
 	}
 }
