@@ -8,8 +8,8 @@ import (
 )
 
 // TestDot4KernelsStayInBounds: each of dot4's assembly kernels (and its
-// dot4Add kernel) reads b and out and writes out no further than their last
-// column, with both slices ending
+// dot4Sums with each set of flags) reads b and out and writes out no
+// further than their last column, with both slices ending
 // where an inaccessible page starts (a read or write past them faults), at
 // every width.
 func TestDot4KernelsStayInBounds(t *testing.T) {
@@ -34,13 +34,7 @@ func TestDot4KernelsStayInBounds(t *testing.T) {
 	}
 	const steps = 3
 	for _, k := range ks {
-		for _, add := range []bool{false, true} {
-			kernel := k.k
-			if add {
-				if kernel = k.add; kernel == nil {
-					continue
-				}
-			}
+		for _, v := range dot4Variants(k) {
 			for n := 1; n <= dot4Cols; n++ {
 				a := make([]float64, 4*steps)
 				for i := range a {
@@ -55,10 +49,10 @@ func TestDot4KernelsStayInBounds(t *testing.T) {
 					out[i] = float64(i % 3)
 				}
 				want := slices.Clone(out)
-				dot4Ref(a, 1, steps, b, n, want, n, steps, n, add)
-				kernel(a, 1, steps, b, n, out, n, steps, n)
+				dot4Ref(a, 1, steps, b, n, want, n, steps, n, v.flags)
+				v.call(a, 1, steps, b, n, out, n, steps, n, v.flags)
 				if !slices.Equal(out, want) {
-					t.Errorf("%s (add %v), n %d:\n got %v\nwant %v", k.name, add, n, out, want)
+					t.Errorf("%s, n %d:\n got %v\nwant %v", v.name, n, out, want)
 				}
 			}
 		}

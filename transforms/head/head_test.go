@@ -448,29 +448,33 @@ type kernelImpl struct {
 	use  func() func()
 }
 
-// dot4Func is dot4's and dot4Add's kernels' signature.
-type dot4Func = func(a []float64, as, ai int, b []float64, bs int, out []float64, os, steps, n int)
+// dot4Func is dot4's kernels' signature, sumsFunc dot4Sums'.
+type (
+	dot4Func = func(a []float64, as, ai int, b []float64, bs int, out []float64, os, steps, n int)
+	sumsFunc = func(a []float64, as, ai int, b []float64, bs int, out []float64, os, steps, n, flags int)
+)
 
 // namedKernel is one of dot4's assembly kernels (asmKernels), with its
-// dot4Add kernel where it has one that mulXtZ uses.
+// dot4Sums kernel where it has one that the products use.
 type namedKernel struct {
-	name   string
-	k, add dot4Func
+	name string
+	k    dot4Func
+	sums sumsFunc
 }
 
 // kernelImpls lists dot4's assembly kernels that this CPU runs
 // (asmKernels), then the Go loops, always last.
 func kernelImpls() []kernelImpl {
-	swap := func(k, add dot4Func) func() func() {
+	swap := func(k dot4Func, sums sumsFunc) func() func() {
 		return func() func() {
-			prevK, prevAdd := dot4Kernel, dot4AddKernel
-			dot4Kernel, dot4AddKernel = k, add
-			return func() { dot4Kernel, dot4AddKernel = prevK, prevAdd }
+			prevK, prevSums := dot4Kernel, dot4SumsKernel
+			dot4Kernel, dot4SumsKernel = k, sums
+			return func() { dot4Kernel, dot4SumsKernel = prevK, prevSums }
 		}
 	}
 	var impls []kernelImpl
 	for _, k := range asmKernels() {
-		impls = append(impls, kernelImpl{k.name, swap(k.k, k.add)})
+		impls = append(impls, kernelImpl{k.name, swap(k.k, k.sums)})
 	}
 	return append(impls, kernelImpl{"Go loops", swap(nil, nil)})
 }
@@ -507,6 +511,8 @@ func BenchmarkKernels(b *testing.B) {
 	}
 	z := make([]float64, rows*c)
 	g := make([]float64, cols*c)
+	// Each product's kernels one after the other, so that their times,
+	// taken close together, compare on a shared machine.
 	for _, impl := range kernelImpls() {
 		b.Run("XW/"+impl.name, func(b *testing.B) {
 			defer impl.use()()
@@ -515,6 +521,8 @@ func BenchmarkKernels(b *testing.B) {
 				mulXW(z, x, w, c)
 			}
 		})
+	}
+	for _, impl := range kernelImpls() {
 		b.Run("XtZ/"+impl.name, func(b *testing.B) {
 			defer impl.use()()
 			b.SetBytes(int64(8 * rows * cols))
