@@ -474,9 +474,10 @@ const (
 	dot4Add = 1 << iota
 	// dot4Finite says that b holds no infinity or NaN (nor out, with
 	// dot4Add, a -0), so that the kernel may add a zero a's term rather
-	// than test for it: the term is a +0 or -0 product, and x + 0 is x for
-	// every x but -0, which no sum here is (it starts from +0, or from out,
-	// and rounding to nearest a sum is -0 only where both its terms are).
+	// than test for it: the term is a +0 or -0 product, and x plus either
+	// zero is x for every x but -0, which no sum here is (it starts from +0,
+	// or from out, and rounding to nearest a sum is -0 only where both its
+	// terms are).
 	dot4Finite
 )
 
