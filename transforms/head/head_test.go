@@ -371,10 +371,12 @@ func TestKernels(t *testing.T) {
 	}
 }
 
-// TestKernelsSpecialValues: dot4's assembly and the Go loops agree bit for
-// bit where gonum's comparison cannot say (NaN is not equal to itself): x
-// holding -0, +0, NaN and infinities, sums that come out -0, on a view into
-// a wider matrix (a fold's rows, as fit hands them).
+// TestKernelsSpecialValues: each of dot4's assembly kernels and the Go
+// loops agree bit for bit where gonum's comparison cannot say (NaN is not
+// equal to itself): x holding -0, +0, NaN, infinities and subnormals, W and
+// z a few infinities and NaNs (so that a zero x's term, were it added,
+// would show as a NaN), sums that come out -0, on a view into a wider
+// matrix (a fold's rows, as fit hands them).
 func TestKernelsSpecialValues(t *testing.T) {
 	impls := kernelImpls()
 	if len(impls) < 2 {
@@ -405,6 +407,13 @@ func TestKernelsSpecialValues(t *testing.T) {
 	for i := range z {
 		z[i] = r.NormFloat64()
 	}
+	nonFinite := []float64{math.Inf(1), math.Inf(-1), math.NaN()}
+	for i := 3; i < len(w); i += 29 {
+		w[i] = nonFinite[i%3]
+	}
+	for i := 5; i < len(z); i += 31 {
+		z[i] = nonFinite[i%3]
+	}
 	run := func(impl kernelImpl) (xw, xtz []float64) {
 		defer impl.use()()
 		xw = make([]float64, rows*c)
@@ -413,17 +422,23 @@ func TestKernelsSpecialValues(t *testing.T) {
 		mulXtZ(xtz, x, z, c)
 		return
 	}
-	bits := func(a, b float64) bool {
-		return math.Float64bits(a) == math.Float64bits(b) || math.IsNaN(a) && math.IsNaN(b)
+	goLoops := impls[len(impls)-1]
+	ww, wz := run(goLoops)
+	for _, impl := range impls[:len(impls)-1] {
+		gw, gz := run(impl)
+		if !slices.EqualFunc(gw, ww, sameBits) {
+			t.Errorf("x W: %s and %s differ", impl.name, goLoops.name)
+		}
+		if !slices.EqualFunc(gz, wz, sameBits) {
+			t.Errorf("x^T z: %s and %s differ", impl.name, goLoops.name)
+		}
 	}
-	gw, gz := run(impls[0])
-	ww, wz := run(impls[1])
-	if !slices.EqualFunc(gw, ww, bits) {
-		t.Errorf("x W: %s and %s differ", impls[0].name, impls[1].name)
-	}
-	if !slices.EqualFunc(gz, wz, bits) {
-		t.Errorf("x^T z: %s and %s differ", impls[0].name, impls[1].name)
-	}
+}
+
+// sameBits is whether a and b have the same bits, any NaN matching any
+// other (which NaN a sum of two keeps is not the products' concern).
+func sameBits(a, b float64) bool {
+	return math.Float64bits(a) == math.Float64bits(b) || math.IsNaN(a) && math.IsNaN(b)
 }
 
 // kernelImpl is one way of computing the products; use switches to it and
@@ -433,21 +448,35 @@ type kernelImpl struct {
 	use  func() func()
 }
 
-// kernelImpls lists dot4's assembly (where this CPU runs it) and the Go
-// loops.
+// dot4Func is dot4's kernels' signature, sumsFunc dot4Sums'.
+type (
+	dot4Func = func(a []float64, as, ai int, b []float64, bs int, out []float64, os, steps, n int)
+	sumsFunc = func(a []float64, as, ai int, b []float64, bs int, out []float64, os, steps, n, flags int)
+)
+
+// namedKernel is one of dot4's assembly kernels (asmKernels), with its
+// dot4Sums kernel where it has one that the products use.
+type namedKernel struct {
+	name string
+	k    dot4Func
+	sums sumsFunc
+}
+
+// kernelImpls lists dot4's assembly kernels that this CPU runs
+// (asmKernels), then the Go loops, always last.
 func kernelImpls() []kernelImpl {
-	swap := func(k func(a []float64, as, ai int, b []float64, bs int, out []float64, os, steps, n int)) func() func() {
+	swap := func(k dot4Func, sums sumsFunc) func() func() {
 		return func() func() {
-			prev := dot4Kernel
-			dot4Kernel = k
-			return func() { dot4Kernel = prev }
+			prevK, prevSums := dot4Kernel, dot4SumsKernel
+			dot4Kernel, dot4SumsKernel = k, sums
+			return func() { dot4Kernel, dot4SumsKernel = prevK, prevSums }
 		}
 	}
 	var impls []kernelImpl
-	if dot4Kernel != nil {
-		impls = append(impls, kernelImpl{"dot4", swap(dot4Kernel)})
+	for _, k := range asmKernels() {
+		impls = append(impls, kernelImpl{k.name, swap(k.k, k.sums)})
 	}
-	return append(impls, kernelImpl{"Go loops", swap(nil)})
+	return append(impls, kernelImpl{"Go loops", swap(nil, nil)})
 }
 
 // givenStates is every item's round-0 state from its given label (c0 2,
@@ -464,7 +493,9 @@ func givenStates(given []int32, c int) mixture.States {
 }
 
 // BenchmarkKernels is one fold's products of a fit on 9,300 items of d =
-// 256 and 10 classes (7,440 training rows): x W and x^T z.
+// 256 and 10 classes (7,440 training rows): x W and x^T z, with each of
+// dot4's assembly kernels that this CPU runs and with the Go loops, in one
+// run so that their times compare.
 func BenchmarkKernels(b *testing.B) {
 	const rows, cols, c = 7440, 257, 10
 	r := rand.New(rand.NewPCG(1, 2))
@@ -480,16 +511,24 @@ func BenchmarkKernels(b *testing.B) {
 	}
 	z := make([]float64, rows*c)
 	g := make([]float64, cols*c)
-	b.Run("XW", func(b *testing.B) {
-		b.SetBytes(int64(8 * rows * cols))
-		for b.Loop() {
-			mulXW(z, x, w, c)
-		}
-	})
-	b.Run("XtZ", func(b *testing.B) {
-		b.SetBytes(int64(8 * rows * cols))
-		for b.Loop() {
-			mulXtZ(g, x, z, c)
-		}
-	})
+	// Each product's kernels one after the other, so that their times,
+	// taken close together, compare on a shared machine.
+	for _, impl := range kernelImpls() {
+		b.Run("XW/"+impl.name, func(b *testing.B) {
+			defer impl.use()()
+			b.SetBytes(int64(8 * rows * cols))
+			for b.Loop() {
+				mulXW(z, x, w, c)
+			}
+		})
+	}
+	for _, impl := range kernelImpls() {
+		b.Run("XtZ/"+impl.name, func(b *testing.B) {
+			defer impl.use()()
+			b.SetBytes(int64(8 * rows * cols))
+			for b.Loop() {
+				mulXtZ(g, x, z, c)
+			}
+		})
+	}
 }

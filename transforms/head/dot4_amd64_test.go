@@ -1,0 +1,20 @@
+//go:build !noasm
+
+package head
+
+import "golang.org/x/sys/cpu"
+
+// asmKernels lists the dot4 assembly kernels this CPU runs, for the tests
+// to compare with the Go loops and with each other: on an AVX-512 machine
+// both, so that the AVX2 kernel (and its dot4Sums, which the products use
+// only without AVX-512) is checked there too.
+func asmKernels() []namedKernel {
+	var ks []namedKernel
+	if cpu.X86.HasAVX512F {
+		ks = append(ks, namedKernel{"dot4AVX512", dot4AVX512, nil})
+	}
+	if cpu.X86.HasAVX2 {
+		ks = append(ks, namedKernel{"dot4AVX2", dot4AVX2, dot4AVX2Sums})
+	}
+	return ks
+}
