@@ -17,10 +17,12 @@ import (
 // TestTmpProf is a profiling harness, not a check: it relabels PROF_IN
 // in process on Prism (PROF_MODE: --neighbours; PROF_ROUNDS, PROF_WAVE:
 // rounds and --wave-mib; PROF_L: --l; PROF_EMTOL: --em-tol; PROF_SPILL=none keeps blocks and states in Prism's
-// shuffle instead of spill files, as --spill-dir none does) and prints the
+// shuffle instead of spill files, as --spill-dir none does; PROF_LOCAL:
+// --local-rounds-mib; PROF_DEFAULTS: the default rounds and L) and prints the
 // peak heap in use; PROF_CPU writes a
-// CPU profile, PROF_OUT a heap profile taken when the heap first passes
-// PROF_AT MiB (docs/perf/scale.md).
+// CPU profile, PROF_OUT a heap profile taken at the heap's largest size
+// past PROF_AT MiB (rewritten at each 5% more), none in the first PROF_SKIP
+// (a duration) (docs/perf/scale.md).
 func TestTmpProf(t *testing.T) {
 	in := os.Getenv("PROF_IN")
 	if in == "" {
@@ -49,11 +51,20 @@ func TestTmpProf(t *testing.T) {
 	if os.Getenv("PROF_SPILL") != "none" {
 		cfg.SpillDir = options.Some(t.TempDir())
 	}
+	if v := os.Getenv("PROF_LOCAL"); v != "" {
+		cfg.LocalMiB, _ = strconv.Atoi(v)
+	}
+	if os.Getenv("PROF_DEFAULTS") != "" {
+		d := options.Defaults()
+		cfg.Rounds, cfg.L = d.Rounds, d.L
+	}
 	if w := os.Getenv("PROF_WAVE"); w != "" {
 		v, _ := strconv.Atoi(w)
 		cfg.WaveMiB = options.Some(v)
 	}
-	var peak uint64
+	var peak, profiled uint64
+	skip, _ := time.ParseDuration(os.Getenv("PROF_SKIP"))
+	start := time.Now()
 	done := make(chan bool)
 	go func() {
 		for {
@@ -64,7 +75,8 @@ func TestTmpProf(t *testing.T) {
 			}
 			var ms runtime.MemStats
 			runtime.ReadMemStats(&ms)
-			if ms.HeapInuse > at<<20 && peak < at<<20 && os.Getenv("PROF_OUT") != "" {
+			if ms.HeapInuse > at<<20 && ms.HeapInuse > profiled+profiled/20 && time.Since(start) > skip && os.Getenv("PROF_OUT") != "" {
+				profiled = ms.HeapInuse
 				f, _ := os.Create(os.Getenv("PROF_OUT"))
 				pprof.Lookup("heap").WriteTo(f, 0)
 				f.Close()
