@@ -177,6 +177,74 @@ func (f *fixture) search(t *testing.T, parts map[int64][]Part, shuffle *rand.Ran
 	return out
 }
 
+// TestSearchRefs: with the parts spilled, the search's shuffle carries one
+// PartRefs per batch and group of blocks, fewer elements than blocks and a
+// few bytes a block, that survive their coder; searchRefsFn, given each
+// group's references in any order, emits every block with the bytes
+// searchFn gives it.
+func TestSearchRefs(t *testing.T) {
+	f := newFixture(t, 600, 70)
+	want := f.search(t, f.parts(t, 1), nil)
+	sp := Spill{Dir: t.TempDir()}
+	pf := &probeFn{NProbe: 3, Standardise: true}
+	groups := map[int64][]PartRefs{}
+	elems, perBlock := 0, 0
+	for _, r := range f.batches {
+		var pr Probed
+		if err := pf.ProcessElement(context.Background(), r, f.stats, f.model, func(p Probed) { pr = p }); err != nil {
+			t.Fatal(err)
+		}
+		ef := &emitRefsFn{Waves: 1, Spill: sp, Group: 2}
+		if err := ef.ProcessElement(pr, f.model, "", iterOf([]int64{1}), func(g int64, refs PartRefs) {
+			enc := encodePartRefs(refs)
+			if got, err := decodePartRefs(enc); err != nil || !reflect.DeepEqual(got, refs) {
+				t.Fatalf("PartRefs coder: err %v", err)
+			}
+			if len(enc) > len(refs.Path)+4+8*len(refs.Blocks) {
+				t.Errorf("%d blocks' references take %d bytes", len(refs.Blocks), len(enc))
+			}
+			for _, bk := range refs.Blocks {
+				if searchGroup(bk, 2) != g {
+					t.Errorf("block %d sent to group %d", bk, g)
+				}
+			}
+			groups[g] = append(groups[g], refs)
+			elems++
+			perBlock += len(refs.Blocks)
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(groups) < 2 || elems >= perBlock {
+		t.Fatalf("%d groups, %d elements for %d blocks' parts: the fixture does not group", len(groups), elems, perBlock)
+	}
+	s := &searchRefsFn{P: f.nb, Features: f.features}
+	if err := s.Setup(); err != nil {
+		t.Fatal(err)
+	}
+	got := map[int64]Block{}
+	emit := func(b Block) { got[b.Key] = b }
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, g := range slices.Sorted(maps.Keys(groups)) {
+		refs := groups[g]
+		rng.Shuffle(len(refs), func(i, j int) { refs[i], refs[j] = refs[j], refs[i] })
+		if err := s.ProcessElement(context.Background(), g, iterOf(refs), emit, func(int64) {}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.FinishBundle(context.Background(), emit, func(int64) {}); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d blocks searched from references, %d from parts", len(got), len(want))
+	}
+	for k, b := range want {
+		if !bytes.Equal(encodeBlock(b), encodeBlock(got[k])) {
+			t.Errorf("block %d differs searched from references", k)
+		}
+	}
+}
+
 // TestSearchOrder: a block does not depend on the number of waves nor on
 // the order the shuffle delivers its parts in; every item is searched in exactly one block; the
 // partitioning has several blocks per partition and external neighbours.

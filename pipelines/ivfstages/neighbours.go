@@ -132,9 +132,16 @@ func Neighbours(s beam.Scope, rows beam.PCollection, p Params) beam.PCollection 
 	var all []beam.PCollection
 	for w := 0; w < waves; w++ {
 		ws := s.Scope(fmt.Sprintf("wave%02d", w))
-		parts := beam.ParDo(ws, &emitFn{Wave: w, Waves: waves, Spill: p.Spill}, probed, beam.SideInput{Input: model}, beam.SideInput{Input: dup}, beam.SideInput{Input: token})
+		sides := []beam.Option{beam.SideInput{Input: model}, beam.SideInput{Input: dup}, beam.SideInput{Input: token}}
 		var blocks beam.PCollection
-		blocks, token = beam.ParDo2(ws, &searchFn{P: p.Search, Spill: p.Spill, Features: p.Features}, beam.GroupByKey(ws, parts))
+		if p.Spill.On() {
+			// One element per batch and group of blocks (PartRefs says why).
+			refs := beam.ParDo(ws, &emitRefsFn{Wave: w, Waves: waves, Spill: p.Spill}, probed, sides...)
+			blocks, token = beam.ParDo2(ws, &searchRefsFn{P: p.Search, Spill: p.Spill, Features: p.Features}, beam.GroupByKey(ws, refs))
+		} else {
+			parts := beam.ParDo(ws, &emitFn{Wave: w, Waves: waves, Spill: p.Spill}, probed, sides...)
+			blocks, token = beam.ParDo2(ws, &searchFn{P: p.Search, Spill: p.Spill, Features: p.Features}, beam.GroupByKey(ws, parts))
+		}
 		all = append(all, blocks)
 	}
 	if len(all) == 1 {

@@ -19,6 +19,7 @@ import (
 	"github.com/relabel/relabel/io/keptio"
 	"github.com/relabel/relabel/pipelines/stages"
 	"github.com/relabel/relabel/schemas"
+	"github.com/relabel/relabel/schemas/wire"
 	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/ivf"
 	"github.com/relabel/relabel/transforms/knn"
@@ -102,8 +103,21 @@ type emitFn struct {
 }
 
 func (f *emitFn) ProcessElement(pr Probed, m ivf.Model, dup string, _ func(*int64) bool, emit func(int64, Part)) error {
+	keys, out, err := f.parts(pr, m, dup)
+	if err != nil {
+		return err
+	}
+	for i, k := range keys {
+		emit(k, out[i])
+	}
+	return nil
+}
+
+// parts are the parts of pr for the blocks of wave f.Wave, by block key
+// ascending (spilled where f.Spill is on).
+func (f *emitFn) parts(pr Probed, m ivf.Model, dup string) ([]int64, []Part, error) {
 	if dup != "" {
-		return errors.New(dupMessage(dup))
+		return nil, nil, errors.New(dupMessage(dup))
 	}
 	r := &pr.Rows
 	n, d, np := r.Len(), r.D, pr.NProbe
@@ -150,13 +164,10 @@ func (f *emitFn) ProcessElement(pr Probed, m ivf.Model, dup string, _ func(*int6
 	}
 	if f.Spill.On() {
 		if err := f.Spill.putParts(r.Shard, r.Offset, f.Wave, out); err != nil {
-			return err
+			return nil, nil, err
 		}
 	}
-	for i, k := range keys {
-		emit(k, out[i])
-	}
-	return nil
+	return keys, out, nil
 }
 
 // modelTokenFn is the first wave's order token: the model is ready.
@@ -255,6 +266,12 @@ func (f *searchFn) ProcessElement(ctx context.Context, key int64, iter func(*Par
 		parts = append(parts, p)
 		p = Part{}
 	}
+	return f.start(key, parts, emit, done)
+}
+
+// start searches block key (its parts) in the background, once fewer than
+// inFlight searches are pending, and emits what has finished at the head.
+func (f *searchFn) start(key int64, parts []Part, emit func(Block), done func(int64)) error {
 	if len(parts) == 0 {
 		return nil
 	}
@@ -460,6 +477,163 @@ func search64(s []int64, x int64) int {
 		panic(fmt.Sprintf("ivfstages: key %d missing from its block", x))
 	}
 	return i
+}
+
+// searchGroupPartitions is how many partitions' blocks make one group of
+// the spilled search's shuffle (PartRefs).
+const searchGroupPartitions = 64
+
+// searchGroup is the group of block key bk with per partitions to a group
+// (0: searchGroupPartitions; with 64, partitions 0-63 are group 0).
+func searchGroup(bk int64, per int) int64 {
+	if per <= 0 {
+		per = searchGroupPartitions
+	}
+	return (bk >> 24) / int64(per)
+}
+
+// PartRefs locates, in one input batch's spill file, its parts for the
+// blocks of one group of partitions: the spilled search's shuffle element.
+//
+// Why not one reference per (batch, block): that shuffle held batches x
+// blocks elements, quadratic in the rows (both grow with them): at 2M rows
+// 512,000 references, which the embedded runner handed the search in one
+// bundle of about 180 MB, held four times over in its data plane (the
+// search's, and the run's, peak); at 10M rows 25 times as many. Grouped,
+// it is batches x groups elements of a few bytes per block.
+type PartRefs struct {
+	// Path is the batch's spill file; Blocks the block keys, ascending;
+	// Block Blocks[i]'s part is Len[i] bytes at Off[i].
+	Path     string
+	Blocks   []int64
+	Off, Len []int64
+}
+
+// encodePartRefs writes the blocks and offsets as varint deltas: the
+// parts follow each other in the file in block order, so most take two
+// or three bytes.
+func encodePartRefs(r PartRefs) []byte {
+	w := wire.Writer{B: make([]byte, 0, len(r.Path)+8+6*len(r.Blocks))}
+	w.String(r.Path)
+	w.Uvarint(uint64(len(r.Blocks)))
+	var prevKey, end int64
+	for i, bk := range r.Blocks {
+		w.Varint(bk - prevKey)
+		w.Varint(r.Off[i] - end)
+		w.Varint(r.Len[i])
+		prevKey, end = bk, r.Off[i]+r.Len[i]
+	}
+	return w.B
+}
+
+func decodePartRefs(b []byte) (PartRefs, error) {
+	rd := wire.Reader{B: b}
+	r := PartRefs{Path: rd.String()}
+	n := rd.Uvarint()
+	if n > uint64(len(b)) {
+		return r, fmt.Errorf("ivfstages: decoding part references: %d blocks in %d bytes", n, len(b))
+	}
+	r.Blocks, r.Off, r.Len = make([]int64, n), make([]int64, n), make([]int64, n)
+	var prevKey, end int64
+	for i := range r.Blocks {
+		r.Blocks[i] = prevKey + rd.Varint()
+		r.Off[i] = end + rd.Varint()
+		r.Len[i] = rd.Varint()
+		prevKey, end = r.Blocks[i], r.Off[i]+r.Len[i]
+	}
+	return r, rd.Err()
+}
+
+// emitRefsFn is emitFn where the parts are spilled (Spill on): each
+// batch's parts go into its file as before, and one PartRefs per group of
+// blocks passes the shuffle, keyed by searchGroup.
+type emitRefsFn struct {
+	Wave, Waves int
+	Spill       Spill
+	// Group is how many partitions make a group. Optional: 0 means
+	// searchGroupPartitions.
+	Group int
+}
+
+func (f *emitRefsFn) ProcessElement(pr Probed, m ivf.Model, dup string, _ func(*int64) bool, emit func(int64, PartRefs)) error {
+	if !f.Spill.On() {
+		return errors.New("ivfstages: emitRefsFn without a spill directory")
+	}
+	keys, out, err := (&emitFn{Wave: f.Wave, Waves: f.Waves, Spill: f.Spill}).parts(pr, m, dup)
+	if err != nil {
+		return err
+	}
+	for lo := 0; lo < len(keys); {
+		g := searchGroup(keys[lo], f.Group)
+		hi := lo
+		var r PartRefs
+		for ; hi < len(keys) && searchGroup(keys[hi], f.Group) == g; hi++ {
+			ref := out[hi].Spilled
+			if r.Path == "" {
+				r.Path = ref.Path
+			} else if ref.Path != r.Path {
+				return fmt.Errorf("ivfstages: a batch's parts in two files (%s, %s)", r.Path, ref.Path)
+			}
+			r.Blocks, r.Off, r.Len = append(r.Blocks, keys[hi]), append(r.Off, ref.Off), append(r.Len, ref.Len)
+		}
+		emit(g, r)
+		lo = hi
+	}
+	return nil
+}
+
+// searchRefsFn is searchFn for a group of blocks (emitRefsFn's): it reads
+// each block's parts from the batches' files and searches the blocks in
+// key order, one block's parts in memory at a time (beside those of the
+// searches in flight).
+type searchRefsFn struct {
+	P        engine.NeighbourParams
+	Spill    Spill
+	Features bool
+
+	fn *searchFn
+}
+
+func (f *searchRefsFn) Setup() error {
+	f.fn = &searchFn{P: f.P, Spill: f.Spill, Features: f.Features}
+	return f.fn.Setup()
+}
+
+func (f *searchRefsFn) ProcessElement(ctx context.Context, group int64, iter func(*PartRefs) bool, emit func(Block), done func(int64)) error {
+	byBlock := map[int64][]spillRef{}
+	var r PartRefs
+	for iter(&r) {
+		for i, bk := range r.Blocks {
+			byBlock[bk] = append(byBlock[bk], spillRef{Path: r.Path, Off: r.Off[i], Len: r.Len[i]})
+		}
+		r = PartRefs{}
+	}
+	for _, bk := range slices.Sorted(maps.Keys(byBlock)) {
+		refs := byBlock[bk]
+		parts := make([]Part, len(refs))
+		for i, ref := range refs {
+			parts[i].Spilled = ref
+			if err := parts[i].unspill(); err != nil {
+				return err
+			}
+		}
+		if err := f.fn.start(bk, parts, emit, done); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (f *searchRefsFn) FinishBundle(ctx context.Context, emit func(Block), done func(int64)) error {
+	return f.fn.FinishBundle(ctx, emit, done)
+}
+
+func init() {
+	beam.RegisterDoFn(reflect.TypeOf((*emitRefsFn)(nil)).Elem())
+	beam.RegisterDoFn(reflect.TypeOf((*searchRefsFn)(nil)).Elem())
+	beam.RegisterCoder(reflect.TypeOf(PartRefs{}), encodePartRefs, decodePartRefs)
+	register.Emitter2[int64, PartRefs]()
+	register.Iter1[PartRefs]()
 }
 
 func init() {
