@@ -54,7 +54,7 @@ func buildIVF(s beam.Scope, plan *job.Job, d job.Dirs, units, rows beam.PCollect
 	items = ivfstages.JoinRounds(s, blocks, ivfstages.JoinRoundsParams{
 		Rounds: plan.Rounds(), Workers: plan.Workers, Waves: ivfstages.RoundWaves(plan.Rows, plan.K(), plan.Mixture, wb),
 		Spill: ivfstages.Spill{Dir: d.Spill}, Mixture: plan.Mixture, Local: local, Head: hp, Keep: d.KeepFit,
-		Given: plan.Given == engine.GivenBayes, Device: plan.Kernels(),
+		Given: plan.Given == engine.GivenBayes, Device: plan.Kernels(), Rows: plan.Rows,
 	})
 	return items, pooled
 }

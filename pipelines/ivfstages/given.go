@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"math"
 	"reflect"
 	"slices"
 	"strconv"
@@ -136,15 +137,19 @@ func sampleOf(keys []int64, seed uint64, cap int) []int {
 // blockSample is block b's share of the fit's sample at temperature t:
 // its items among the cap first of its own by engine.PooledBefore (a
 // superset of its items among the cap first of all: the first of a union
-// are among the first of each part), the labelled ones with their
+// are among the first of each part) whose hash is below below
+// (sampleThreshold; math.MaxUint64: all), the labelled ones with their
 // neighbours' evidence as engine.GivenSample computes it.
-func blockSample(b engine.GivenBatch, t float64, seed uint64, size int) GivenSample {
+func blockSample(b engine.GivenBatch, t float64, seed uint64, size int, below uint64) GivenSample {
 	keys := make([]int64, b.N)
 	for i := range keys {
 		keys[i] = b.Key(i)
 	}
 	out := GivenSample{T: t, Off: []int32{0}}
 	idx := sampleOf(keys, seed, size)
+	if below != math.MaxUint64 {
+		idx = slices.DeleteFunc(idx, func(i int) bool { return engine.CandidateHash(seed, keys[i]) >= below })
+	}
 	// The sampled items' evidence as engine computes it for a batch (the
 	// neighbours in slot order, those present), one worker: blocks run
 	// side by side.
@@ -161,6 +166,25 @@ func blockSample(b engine.GivenBatch, t float64, seed uint64, size int) GivenSam
 		out.add(keys[i], given[x], &ev[x])
 	}
 	return out
+}
+
+// sampleThreshold is the hash (engine.CandidateHash) below which an item
+// is offered to a sample that takes the cap first of rows items by hash:
+// the share of twice the cap, so that the cap first are all offered save
+// where fewer than the cap of the rows fall below it, a binomial count of
+// mean 2 cap (at the default cap of 200,000, 300 standard deviations
+// away; givenFitFn checks it). Why offer fewer: every block offered all
+// of its items (each block's own cap first), so the combine's inputs held
+// every item's evidence, and the embedded runner handed them to its merge
+// in one bundle, several copies at once: at 2M rows 330 MB a copy, the
+// run's peak; offered at this threshold, about twice the cap whatever the
+// rows. math.MaxUint64 (all) where rows are unknown (0) or at most twice
+// the cap.
+func sampleThreshold(rows int64, cap int) uint64 {
+	if rows <= 2*int64(cap) {
+		return math.MaxUint64
+	}
+	return uint64(float64(2*cap) / float64(rows) * (1 << 64))
 }
 
 // givenGatherFn gathers the blocks' samples (blockSample) into the fit's:
@@ -269,7 +293,7 @@ func givenLocal(bs []Block, ext [][]extLoc, cur []mixture.States, c, c0 int, see
 	samples := make([]GivenSample, len(bs))
 	g := givenGatherFn{Seed: seed, Cap: capN}
 	pool.EachIndex(len(bs), workers, func(x int) {
-		samples[x] = blockSample(gb[x], t, seed, g.cap())
+		samples[x] = blockSample(gb[x], t, seed, g.cap(), math.MaxUint64)
 	})
 	acc := g.CreateAccumulator()
 	for x := range samples {
@@ -571,6 +595,8 @@ type givenSampleFn struct {
 	Spill Spill
 	// Gen is the generation the last round wrote, read by givenJoinFn only.
 	Gen int
+	// Rows is the run's item count (sampleThreshold); 0: unknown.
+	Rows int64
 
 	once sync.Once
 }
@@ -588,7 +614,8 @@ func (f *givenSampleFn) ProcessElement(key int64, gbs func(*GivenBlock) bool, mo
 	if err != nil {
 		return err
 	}
-	emit(blockSample(g.batch(), m.T, f.Seed, givenGatherFn{Cap: f.Cap}.cap()))
+	capN := givenGatherFn{Cap: f.Cap}.cap()
+	emit(blockSample(g.batch(), m.T, f.Seed, capN, sampleThreshold(f.Rows, capN)))
 	return nil
 }
 
@@ -598,9 +625,16 @@ func (f *givenSampleFn) ProcessElement(key int64, gbs func(*GivenBlock) bool, mo
 type givenFitFn struct {
 	C    int
 	Keep string
+	// Rows and Cap: the sample's sizes (sampleThreshold), to check that
+	// it got the cap's items.
+	Rows int64
+	Cap  int
 }
 
 func (f *givenFitFn) ProcessElement(ctx context.Context, s GivenSample, emit func(GivenModel)) error {
+	if want := min(f.Rows, int64(givenGatherFn{Cap: f.Cap}.cap())); f.Rows > 0 && int64(len(s.Keys)) < want {
+		return fmt.Errorf("ivfstages: the given-label fit's sample holds %d of the %d items it takes: fewer than expected passed the sampling threshold (sampleThreshold)", len(s.Keys), want)
+	}
 	fit, err := fitGiven(s, f.C)
 	if err != nil {
 		return err
@@ -670,6 +704,8 @@ type givenStage struct {
 	// gen is the generation the last round (or routeFn, with no rounds)
 	// wrote its blocks and messages to.
 	gen int
+	// rows: JoinRoundsParams.Rows.
+	rows int64
 }
 
 // givenModel fits the given-label model over the joined blocks (gbs:
@@ -684,9 +720,9 @@ func givenModel(s beam.Scope, gbs, scores beam.PCollection, st givenStage) beam.
 		return beam.ParDo(s, &givenToBlocksFn{}, beam.CoGroupByKey(s, keys, beam.ParDo(s, givenModelAtZero, m)))
 	}
 	t := toBlocks(s.Scope("temperature"), beam.Combine(s, &givenScoreFn{}, scores))
-	sample := beam.ParDo(s, &givenSampleFn{Seed: st.seed, Cap: st.cap, Spill: st.sp, Gen: st.gen}, beam.CoGroupByKey(s, gbs, t))
+	sample := beam.ParDo(s, &givenSampleFn{Seed: st.seed, Cap: st.cap, Spill: st.sp, Gen: st.gen, Rows: st.rows}, beam.CoGroupByKey(s, gbs, t))
 	gathered := beam.Combine(s, &givenGatherFn{Seed: st.seed, Cap: st.cap}, sample)
-	fit := toBlocks(s.Scope("fit"), beam.ParDo(s, &givenFitFn{C: st.c, Keep: st.keep}, gathered))
+	fit := toBlocks(s.Scope("fit"), beam.ParDo(s, &givenFitFn{C: st.c, Keep: st.keep, Rows: st.rows, Cap: st.cap}, gathered))
 	out := unblockFn{Spill: st.sp, Gen: st.gen + 2}
 	return beam.ParDo(s, &givenPostFn{C0: st.c0, Workers: st.workers, Out: out}, beam.CoGroupByKey(s, gbs, fit))
 }

@@ -3,6 +3,7 @@ package ivfstages
 import (
 	"context"
 	"maps"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -163,7 +164,7 @@ func TestGivenGather(t *testing.T) {
 	const capN, temp = 60, 0.3
 	seed := f.nb.Mixture.Seed
 	unlabelled := func(key int64) bool { return key%7 == 0 }
-	var shares []GivenSample
+	var shares, offered []GivenSample
 	var all []extLoc
 	gb := make([]engine.GivenBatch, len(bs))
 	for x := range bs {
@@ -178,7 +179,7 @@ func TestGivenGather(t *testing.T) {
 			}
 			return given(i)
 		}
-		shares = append(shares, blockSample(gb[x], temp, seed, capN))
+		shares = append(shares, blockSample(gb[x], temp, seed, capN, math.MaxUint64))
 		for i := range bs[x].Keys {
 			all = append(all, extLoc{int32(x), int32(i)})
 		}
@@ -189,7 +190,19 @@ func TestGivenGather(t *testing.T) {
 		Key:       func(i int) int64 { return bs[all[i].block].Keys[all[i].item] },
 		Given:     func(i int) int32 { return gb[all[i].block].Given(int(all[i].item)) },
 	}
-	want := blockSample(whole, temp, seed, capN)
+	want := blockSample(whole, temp, seed, capN, math.MaxUint64)
+	// Offered only below the sampling threshold, the blocks' shares hold
+	// fewer items and gather to the same sample.
+	below := sampleThreshold(int64(len(all)), capN)
+	nOffered, nShared := 0, 0
+	for x := range bs {
+		offered = append(offered, blockSample(gb[x], temp, seed, capN, below))
+		nOffered += len(offered[x].Keys)
+		nShared += len(shares[x].Keys)
+	}
+	if nOffered >= nShared || nOffered < capN {
+		t.Fatalf("%d items offered below the threshold, %d without: want fewer, and at least the cap %d", nOffered, nShared, capN)
+	}
 	if len(want.Keys) != capN {
 		t.Fatalf("%d items sampled of %d, want the cap %d", len(want.Keys), len(all), capN)
 	}
@@ -203,7 +216,7 @@ func TestGivenGather(t *testing.T) {
 		t.Fatal("no unlabelled item in the sample; the case tests nothing")
 	}
 	g := givenGatherFn{Seed: seed, Cap: capN}
-	gather := func(order []int, split int) GivenSample {
+	gather := func(shares []GivenSample, order []int, split int) GivenSample {
 		a, b := g.CreateAccumulator(), g.CreateAccumulator()
 		for n, x := range order {
 			if n < split {
@@ -221,13 +234,24 @@ func TestGivenGather(t *testing.T) {
 	rev := slices.Clone(order)
 	slices.Reverse(rev)
 	for name, got := range map[string]GivenSample{
-		"in order":      gather(order, len(order)/3),
-		"reversed":      gather(rev, 2*len(rev)/3),
-		"one at a time": gather(order, len(order)),
+		"in order":               gather(shares, order, len(order)/3),
+		"reversed":               gather(shares, rev, 2*len(rev)/3),
+		"one at a time":          gather(shares, order, len(order)),
+		"offered, in order":      gather(offered, order, len(order)/3),
+		"offered, one at a time": gather(offered, order, len(order)),
 	} {
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: gathered %d items (keys %v...), one batch of all %d (keys %v...)", name, len(got.Keys), got.Keys[:min(5, len(got.Keys))], len(want.Keys), want.Keys[:5])
 		}
+	}
+	// A sample short of the cap (too few below the threshold) is refused.
+	short := want.pick([]int{0, 1, 2})
+	ff := &givenFitFn{C: f.nb.Mixture.C, Rows: int64(len(all)), Cap: capN}
+	if err := ff.ProcessElement(context.Background(), short, func(GivenModel) {}); err == nil {
+		t.Error("a sample of 3 items where the cap takes 60: no error")
+	}
+	if err := ff.ProcessElement(context.Background(), want, func(GivenModel) {}); err != nil {
+		t.Errorf("the full sample: %v", err)
 	}
 	// The fit reads the labelled ones only, in key order.
 	fit, err := fitGiven(want, f.nb.Mixture.C)

@@ -142,18 +142,6 @@ func (f *fixture) parts(t *testing.T, waves int) map[int64][]Part {
 	return out
 }
 
-func iterOf[T any](vs []T) func(*T) bool {
-	i := 0
-	return func(v *T) bool {
-		if i == len(vs) {
-			return false
-		}
-		*v = vs[i]
-		i++
-		return true
-	}
-}
-
 // search runs the search DoFn on every key, the parts in the given order.
 func (f *fixture) search(t *testing.T, parts map[int64][]Part, shuffle *rand.Rand) map[int64]Block {
 	t.Helper()
@@ -505,15 +493,43 @@ func checkBatches(t *testing.T, f *fixture, byBatch map[string][]BatchItems, sta
 	// Back to input batches after the last round: every batch whole, in row
 	// order, with the posteriors (the transition rows are dropped: the
 	// output has no use for them).
-	if len(byBatch) != len(f.batches) {
+	//
+	// Spilled, the elements are groups of batches (putBatchGroups), read
+	// by rebatchSpillFn, which hands the writer each batch in a file.
+	spilled := map[string]stages.Items{}
+	for key, rs := range byBatch {
+		if len(rs) == 0 || rs[0].Spilled.Path == "" {
+			continue
+		}
+		sp := Spill{Dir: t.TempDir()}
+		rng.Shuffle(len(rs), func(i, j int) { rs[i], rs[j] = rs[j], rs[i] })
+		if err := (&rebatchSpillFn{Spill: sp}).ProcessElement(key, iterOf(rs), func(s stages.SpilledItems) {
+			it, err := s.Load()
+			if err != nil {
+				t.Fatal(err)
+			}
+			spilled[batchKey(it.Shard, it.Offset)] = it
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if len(key) < 2 || key[0] != 'g' {
+			t.Errorf("spilled posteriors keyed %q, want a group's key", key)
+		}
+	}
+	if len(spilled) == 0 && len(byBatch) != len(f.batches) {
 		t.Fatalf("%d batches back, want %d", len(byBatch), len(f.batches))
 	}
+	if len(spilled) > 0 && (len(spilled) != len(f.batches) || len(byBatch) > batchGroups) {
+		t.Fatalf("%d batches back in %d groups, want %d batches in at most %d groups", len(spilled), len(byBatch), len(f.batches), batchGroups)
+	}
 	for _, in := range f.batches {
-		rs := byBatch[batchKey(in.Shard, in.Offset)]
-		rng.Shuffle(len(rs), func(i, j int) { rs[i], rs[j] = rs[j], rs[i] })
-		var got stages.Items
-		if err := (rebatchFn{}).ProcessElement("", iterOf(rs), func(it stages.Items) { got = it }); err != nil {
-			t.Fatal(err)
+		got, ok := spilled[batchKey(in.Shard, in.Offset)]
+		if !ok {
+			rs := byBatch[batchKey(in.Shard, in.Offset)]
+			rng.Shuffle(len(rs), func(i, j int) { rs[i], rs[j] = rs[j], rs[i] })
+			if err := (rebatchFn{}).ProcessElement("", iterOf(rs), func(it stages.Items) { got = it }); err != nil {
+				t.Fatal(err)
+			}
 		}
 		if got.Shard != in.Shard || got.Offset != in.Offset || !slices.Equal(got.IDs, in.IDs) || !slices.Equal(got.Labels, in.Labels) {
 			t.Errorf("batch %s@%d: ids or labels not restored in row order", in.Shard, in.Offset)

@@ -490,6 +490,10 @@ type JoinRoundsParams struct {
 	// writer takes at temperature 1. Optional, default false: the final
 	// states.
 	Given bool
+	// Rows is the number of items (the plan's rows), with which the
+	// given-label fit's sample is offered only the items it can take
+	// (sampleThreshold). Optional: 0 offers it every item.
+	Rows int64
 }
 
 // Validate checks p, in the stage's terms.
@@ -617,7 +621,7 @@ func JoinRounds(s beam.Scope, blocks beam.PCollection, jp JoinRoundsParams) beam
 		gbs, scores = append(gbs, g), append(scores, sc)
 	}
 	return rebatch(s, givenModel(gs, flatten(gs, gbs), flatten(gs, scores), givenStage{
-		keep: jp.Keep, c: p.C, c0: p.C0, seed: p.Seed, workers: workers, sp: sp, gen: genRouted + rounds,
+		keep: jp.Keep, c: p.C, c0: p.C0, seed: p.Seed, workers: workers, sp: sp, gen: genRouted + rounds, rows: jp.Rows,
 	}), sp)
 }
 

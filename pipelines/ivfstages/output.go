@@ -37,9 +37,10 @@ func (f unblockFn) ProcessElement(b Block, emit func(string, BatchItems)) error 
 	return nil
 }
 
-// unblock returns the items of b grouped by input batch (spilled when
-// f.Spill is on) and each group's batch key, in the order ProcessElement
-// emits them. It is safe to call on several blocks at once (localRoundsFn
+// unblock returns the items of b grouped by input batch and each group's
+// batch key, in the order ProcessElement emits them; with f.Spill on, the
+// batches' items in a file and one reference per group of batches, keyed
+// by the group (putBatchGroups). It is safe to call on several blocks at once (localRoundsFn
 // does, and emits in block order).
 func (f unblockFn) unblock(b Block) ([]string, []BatchItems, error) {
 	if err := b.unspill(); err != nil {
@@ -83,9 +84,7 @@ func (f unblockFn) unblock(b Block) ([]string, []BatchItems, error) {
 		batches[i] = batchKey(out[i].Items.Shard, out[i].Items.Offset)
 	}
 	if f.Spill.On() {
-		if err := f.Spill.putBatchItems(f.Gen, b.Key, out); err != nil {
-			return nil, nil, err
-		}
+		return f.Spill.putBatchGroups(f.Gen, b.Key, batches, out)
 	}
 	return batches, out, nil
 }
@@ -124,24 +123,67 @@ type rebatchSpillFn struct {
 	Spill Spill
 }
 
+// Its input is a group of batches (putBatchGroups): spilled elements hold
+// several batches' items, inline ones one batch's; it reassembles each
+// batch of the group in turn, in batch key order.
 func (f *rebatchSpillFn) ProcessElement(key string, iter func(*BatchItems) bool, emit func(stages.SpilledItems)) error {
-	var err error
-	rerr := rebatchItems(iter, func(it stages.Items) {
-		h := fnv.New64a()
-		h.Write([]byte(it.Shard))
-		var refs []spillRef
-		refs, err = f.Spill.write(genWrite, fmt.Sprintf("w%016x-%x", h.Sum64(), it.Offset), stages.EncodeItems(it))
-		if err == nil {
-			emit(stages.SpilledItems{Shard: it.Shard, Ref: refs[0]})
+	byBatch := map[string][]BatchItems{}
+	var r BatchItems
+	for iter(&r) {
+		rs := []BatchItems{r}
+		if r.Spilled.Path != "" {
+			var err error
+			if rs, err = loadBatchGroup(r.Spilled); err != nil {
+				return err
+			}
 		}
-	})
-	return cmp.Or(rerr, err)
+		for _, x := range rs {
+			k := batchKey(x.Items.Shard, x.Items.Offset)
+			byBatch[k] = append(byBatch[k], x)
+		}
+		r = BatchItems{}
+	}
+	var err error
+	for _, k := range slices.Sorted(maps.Keys(byBatch)) {
+		rerr := rebatchItems(iterOf(byBatch[k]), func(it stages.Items) {
+			h := fnv.New64a()
+			h.Write([]byte(it.Shard))
+			var refs []spillRef
+			refs, err = f.Spill.write(genWrite, fmt.Sprintf("w%016x-%x", h.Sum64(), it.Offset), stages.EncodeItems(it))
+			if err == nil {
+				emit(stages.SpilledItems{Shard: it.Shard, Ref: refs[0]})
+			}
+		})
+		if err = cmp.Or(rerr, err); err != nil {
+			return err
+		}
+		delete(byBatch, k)
+	}
+	return nil
+}
+
+// iterOf iterates over vs.
+func iterOf[T any](vs []T) func(*T) bool {
+	i := 0
+	return func(v *T) bool {
+		if i == len(vs) {
+			return false
+		}
+		*v = vs[i]
+		i++
+		return true
+	}
 }
 
 func rebatchItems(iter func(*BatchItems) bool, emit func(stages.Items)) error {
-	parts, err := unspillAll(iter, 0)
-	if err != nil {
-		return err
+	var parts []BatchItems
+	var r BatchItems
+	for iter(&r) {
+		if r.Spilled.Path != "" {
+			return fmt.Errorf("ivfstages: batch %s: a group's posteriors in %s, where one batch's inline were expected", r.Items.Shard, r.Spilled.Path)
+		}
+		parts = append(parts, r)
+		r = BatchItems{}
 	}
 	n := 0
 	for _, r := range parts {

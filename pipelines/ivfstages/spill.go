@@ -3,9 +3,12 @@ package ivfstages
 import (
 	"fmt"
 	"hash/fnv"
+	"maps"
+	"slices"
 	"strconv"
 
 	"github.com/relabel/relabel/io/spillio"
+	"github.com/relabel/relabel/schemas/wire"
 )
 
 // Spill keeps ivf mode's blocks and the states they send each other in local
@@ -122,30 +125,72 @@ func (s Spill) putParts(shard string, offset int64, w int, parts []Part) error {
 	return nil
 }
 
-// putBatchItems writes the items block key sends back to their input
-// batches (the last round's output) into one file of generation gen and
-// replaces them by references.
-func (s Spill) putBatchItems(gen int, key int64, rs []BatchItems) error {
-	encs := make([][]byte, len(rs))
-	for i := range rs {
-		encs[i] = encodeBatchItems(rs[i])
+// batchGroups is how many groups the input batches fall into where the
+// last round's posteriors are spilled (putBatchGroups).
+const batchGroups = 32
+
+// putBatchGroups writes the items block key sends back to their input
+// batches (the last round's output; rs[i] is batch batches[i]'s) into one
+// file of generation gen, one encoding per group of batches (a hash of
+// the batch key, batchGroups groups), and returns the groups' keys and a
+// reference to each.
+//
+// Why groups: a block's items come from nearly every batch once there are
+// more batches than items in a block, so one reference per block and batch
+// made about one shuffle element per row (10 million at 10M rows, each
+// held several times over by the embedded runner); per group of batches
+// it is at most batchGroups per block.
+func (s Spill) putBatchGroups(gen int, key int64, batches []string, rs []BatchItems) ([]string, []BatchItems, error) {
+	byGroup := map[int][]int{}
+	for i, bk := range batches {
+		h := fnv.New32a()
+		h.Write([]byte(bk))
+		g := int(h.Sum32() % batchGroups)
+		byGroup[g] = append(byGroup[g], i)
+	}
+	groups := slices.Sorted(maps.Keys(byGroup))
+	encs := make([][]byte, len(groups))
+	for j, g := range groups {
+		var w wire.Writer
+		w.Uvarint(uint64(len(byGroup[g])))
+		for _, i := range byGroup[g] {
+			w.String(string(encodeBatchItems(rs[i])))
+		}
+		encs[j] = w.B
 	}
 	refs, err := s.write(gen, "o"+strconv.FormatInt(key, 16), encs...)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	for i := range rs {
-		rs[i] = BatchItems{Spilled: refs[i]}
+	keys := make([]string, len(groups))
+	out := make([]BatchItems, len(groups))
+	for j, g := range groups {
+		keys[j] = "g" + strconv.Itoa(g)
+		out[j] = BatchItems{Spilled: refs[j]}
 	}
-	return nil
+	return keys, out, nil
 }
 
-// unspill replaces spilled items by their contents; inline ones stay.
-func (r *BatchItems) unspill() (err error) {
-	if r.Spilled.Path != "" {
-		*r, err = load(r.Spilled, decodeBatchItems, "posteriors")
-	}
-	return err
+// loadBatchGroup reads the batches' items a group reference points to
+// (putBatchGroups).
+func loadBatchGroup(ref spillRef) ([]BatchItems, error) {
+	return load(ref, func(b []byte) ([]BatchItems, error) {
+		r := wire.Reader{B: b}
+		n := r.Uvarint()
+		if n > uint64(len(b)) {
+			return nil, fmt.Errorf("%d batches in %d bytes", n, len(b))
+		}
+		out := make([]BatchItems, 0, n)
+		for range n {
+			enc := r.String() // "" once r fails: r.Err says so below
+			x, err := decodeBatchItems([]byte(enc))
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, x)
+		}
+		return out, r.Err()
+	}, "posteriors")
 }
 
 // load reads and decodes the element ref points to (spillio.Load; what
