@@ -39,7 +39,7 @@ func buildIVF(s beam.Scope, plan *job.Job, d job.Dirs, units, rows beam.PCollect
 		Keep:         d.KeepIVF,
 		Features:     plan.Head != "",
 	})
-	blocks, pooled = ivfstages.PooledStart(s, blocks, plan.Mixture, ivfstages.Spill{Dir: d.Spill})
+	blocks, pooled = ivfstages.PooledStart(s, blocks, plan.Mixture, ivfstages.Spill{Dir: d.Spill}, plan.Rows)
 	// The embedded runner (the one that spills) runs all rounds in one
 	// stage when the blocks fit in memory (--local-rounds-mib), with the
 	// linear head where the job resolved one (only there).

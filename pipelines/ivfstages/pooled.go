@@ -2,6 +2,7 @@ package ivfstages
 
 import (
 	"fmt"
+	"math"
 	"reflect"
 	"strconv"
 
@@ -32,8 +33,13 @@ import (
 // fitted model is exact mode's bit for bit. An external neighbour's labels
 // came to the block with its stored copy for the search (Part.Labels,
 // Block.ExtLabels): no join is needed.
+//
+// With Rows set, a block offers only its items below sampleThreshold
+// (given.go says why); ExtractOutput checks that the cap's items came.
 type pooledGatherFn struct {
 	Seed uint64
+	// Rows is the run's item count; 0: unknown (every item offered).
+	Rows int64
 }
 
 func (pooledGatherFn) CreateAccumulator() stages.PooledGather { return stages.PooledGather{} }
@@ -49,7 +55,11 @@ func (f pooledGatherFn) AddInput(a stages.PooledGather, b Block) (stages.PooledG
 	if len(b.ExtLabelOff) != len(b.ExtKeys)+1 {
 		return a, fmt.Errorf("ivfstages: pooled fit: block %d: labels of %d external neighbours for %d (searched with the pooled start off?)", b.Key, len(b.ExtLabelOff)-1, len(b.ExtKeys))
 	}
+	below := sampleThreshold(f.Rows, mixture.PooledSampleCap)
 	for i := range b.Len() {
+		if below != math.MaxUint64 && engine.CandidateHash(f.Seed, b.Keys[i]) >= below {
+			continue
+		}
 		labels := b.Labels[b.LabelOff[i]:b.LabelOff[i+1]]
 		a.Keys = append(a.Keys, b.Keys[i])
 		a.Labels = append(a.Labels, labels...)
@@ -96,8 +106,11 @@ func (f pooledGatherFn) trim(a stages.PooledGather) stages.PooledGather {
 // ExtractOutput returns the sample (engine.PooledSample) in ascending key
 // order with its neighbour slots numbered as stages.PooledFit reads them:
 // slot i*K+j is candidate i*K+j.
-func (f pooledGatherFn) ExtractOutput(a stages.PooledGather) stages.PooledGather {
-	return reorder(&a, engine.PooledSample(a.Keys, f.Seed), true)
+func (f pooledGatherFn) ExtractOutput(a stages.PooledGather) (stages.PooledGather, error) {
+	if want := min(f.Rows, int64(mixture.PooledSampleCap)); f.Rows > 0 && int64(len(a.Keys)) < want {
+		return a, fmt.Errorf("ivfstages: the pooled fit's sample holds %d of the %d items it takes: fewer than expected passed the sampling threshold (sampleThreshold)", len(a.Keys), want)
+	}
+	return reorder(&a, engine.PooledSample(a.Keys, f.Seed), true), nil
 }
 
 // reorder returns a's items in the given order, each with its K neighbour
@@ -259,12 +272,12 @@ func init() {
 // element, the transition only: stages.WritePooled's calibration reads
 // it). With PooledIters 0 it returns blocks as they are and an invalid
 // PCollection.
-func PooledStart(s beam.Scope, blocks beam.PCollection, p mixture.Params, sp Spill) (beam.PCollection, beam.PCollection) {
+func PooledStart(s beam.Scope, blocks beam.PCollection, p mixture.Params, sp Spill, rows int64) (beam.PCollection, beam.PCollection) {
 	if p.PooledIters <= 0 {
 		return blocks, beam.PCollection{}
 	}
 	s = s.Scope("relabel.ivf.PooledStart")
-	g := beam.Combine(s, &pooledGatherFn{Seed: p.Seed}, blocks)
+	g := beam.Combine(s, &pooledGatherFn{Seed: p.Seed, Rows: rows}, blocks)
 	fit := beam.ParDo(s, stages.PooledTransitionOnly, stages.PooledFit(s, g, p))
 	models := beam.ParDo(s, &pooledToBlocksFn{}, beam.CoGroupByKey(s, beam.ParDo(s, blockKeyAtZero, blocks), beam.ParDo(s, modelAtZero, fit)))
 	in := beam.CoGroupByKey(s, beam.ParDo(s, keyBlock, blocks), models)

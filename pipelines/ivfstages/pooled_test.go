@@ -141,9 +141,8 @@ func TestPooledStart(t *testing.T) {
 	}
 
 	// The gather, split and merged two ways.
-	gf := pooledGatherFn{Seed: mp.Seed}
 	keys := slices.Sorted(maps.Keys(blocks))
-	gather := func(order []int64, split int) stages.PooledGather {
+	gatherOf := func(gf pooledGatherFn, order []int64, split int) (stages.PooledGather, error) {
 		a, b := gf.CreateAccumulator(), gf.CreateAccumulator()
 		for x, k := range order {
 			var err error
@@ -157,6 +156,27 @@ func TestPooledStart(t *testing.T) {
 			}
 		}
 		return gf.ExtractOutput(gf.MergeAccumulators(b, a))
+	}
+	gather := func(order []int64, split int) stages.PooledGather {
+		g, err := gatherOf(pooledGatherFn{Seed: mp.Seed}, order, split)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	// Told the run has ten million rows, the blocks offer only the items
+	// below the sampling threshold (a few of these hundreds), and the
+	// gather refuses a sample short of what the cap takes.
+	big := pooledGatherFn{Seed: mp.Seed, Rows: 10_000_000}
+	acc, err := big.AddInput(big.CreateAccumulator(), blocks[keys[0]])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if all, _ := (pooledGatherFn{Seed: mp.Seed}).AddInput(big.CreateAccumulator(), blocks[keys[0]]); len(acc.Keys) >= len(all.Keys) {
+		t.Errorf("below the threshold a block offered %d of its %d items", len(acc.Keys), len(all.Keys))
+	}
+	if _, err := gatherOf(big, keys, len(keys)/2); err == nil {
+		t.Error("a sample far short of the cap gathered without an error")
 	}
 	rev := slices.Clone(keys)
 	slices.Reverse(rev)
@@ -173,7 +193,7 @@ func TestPooledStart(t *testing.T) {
 	for _, k := range keys {
 		list = append(list, blocks[k])
 	}
-	out, fit := PooledStart(s, beam.CreateList(s, list), mp, Spill{})
+	out, fit := PooledStart(s, beam.CreateList(s, list), mp, Spill{}, int64(len(in.Keys)))
 	passert.Equals(s, fit, want)
 	var wantList []any
 	for _, k := range keys {
@@ -224,7 +244,7 @@ func TestPooledStart(t *testing.T) {
 	b := blocks[keys[0]]
 	b.ExtLabels, b.ExtLabelOff = nil, nil
 	if len(b.ExtKeys) > 0 {
-		if _, err := gf.AddInput(gf.CreateAccumulator(), b); err == nil {
+		if _, err := (pooledGatherFn{Seed: mp.Seed}).AddInput(stages.PooledGather{}, b); err == nil {
 			t.Error("block without its external neighbours' labels gathered")
 		}
 	}

@@ -59,7 +59,8 @@ const (
 	genSearched = 1
 	// genRouted: what routeFn sends round 0. Round r reads genRouted+r,
 	// writes genRouted+r+1 and removes genRouted+r-1; the last round
-	// writes its posteriors (BatchItems) there, read by rebatchFn.
+	// writes its posteriors there in groups of batches (putBatchGroups),
+	// read by rebatchSpillFn.
 	genRouted = 2
 	// genWrite: the batches' Items for the writer (stages.SpilledItems),
 	// written by rebatchSpillFn and read by the writer's stages until the
