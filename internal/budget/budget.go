@@ -85,18 +85,22 @@ const (
 	// coefficients, several times what a spilled row holds).
 	ivfFeature, ivfItem, ivfNeighbour = 40, 6000, 300
 	// The same in ivf mode with spill files (the embedded runner's
-	// default): the blocks and states wait in the files, and a row's cost
-	// peaks after the rounds, where the given-label fit and the writer hold
-	// every row's state, labels and output in the runner's shuffles (RSS
-	// sampled every 2 s: 2.3 GiB of 2.4 at 1M rows, 4.9 of 5.0 at 2M),
-	// and in the search, about two thirds of that.
-	spillFeature, spillItem, spillNeighbour = 8, 1400, 40
+	// default): the blocks, states, the search's copies and the writer's
+	// input wait in the files, and what passes the runner's shuffles is
+	// references that grow no faster than the rows (ivfstages' PartRefs
+	// and putBatchGroups, the samples' sampleThreshold). A row's cost is
+	// then the runner's and the heap's overhead around the stages that
+	// hold a batch or a block at a time: 1.58 GiB at 2M rows with a join
+	// per round (heap in use at most 1.09 GiB, in the given-label fit's
+	// stages; docs/PERFORMANCE.md).
+	spillFeature, spillItem, spillNeighbour = 4, 200, 24
 	// localFactor is the resident memory of the one-stage rounds per byte
 	// of LocalRounds' estimate of their blocks (Sizes.Local): the blocks,
-	// two rounds' states and the collector's 25% over them (ivfstages'
-	// tightenGC). The rounds end before the writer's peak, so they count
-	// only where they exceed it.
-	localFactor = 1.25
+	// two rounds' states, the collector's 25% over them (ivfstages'
+	// tightenGC) and what the runtime keeps of the search's heap (RSS
+	// 1.7-1.9 GiB through the rounds at 1M rows for an estimate of 797
+	// MiB). They count only where they exceed the rows' other terms.
+	localFactor = 2
 	// perState is one entry of one item's c0-long state (pi, rho rows)
 	// beyond the default c0's, held in the round's input and output.
 	perState = 48
