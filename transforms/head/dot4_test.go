@@ -204,15 +204,7 @@ func TestOutOfFoldSameBits(t *testing.T) {
 		x, keys, _, given := linearSet(n, d, c, 3)
 		run := func(impl kernelImpl) []float64 {
 			defer impl.use()()
-			h, err := New(x, keys, d, c, testParams)
-			if err != nil {
-				t.Fatal(err)
-			}
-			p := make([]float64, n*c)
-			if err := h.OutOfFold(p, oneHot(given, c)); err != nil {
-				t.Fatal(err)
-			}
-			return p
+			return outOfFold(t, x, keys, d, c, given)
 		}
 		want := run(impls[len(impls)-1])
 		for _, impl := range impls[:len(impls)-1] {

@@ -148,23 +148,28 @@ func TestRecoversWhatKNNCannot(t *testing.T) {
 	}
 }
 
+// outOfFold is a head's out-of-fold probabilities (n x c) of the one-hot
+// targets g on x, at testParams.
+func outOfFold(t *testing.T, x []float32, keys []int64, d, c int, g []int32) []float64 {
+	t.Helper()
+	h, err := New(x, keys, d, c, testParams)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := make([]float64, len(keys)*c)
+	if err := h.OutOfFold(p, oneHot(g, c)); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // TestOutOfFold: an item's probabilities do not depend on its own target.
 // Flipping one item's target changes the fits of the folds it trains, not
 // the one that predicts it.
 func TestOutOfFold(t *testing.T) {
 	const n, d, c = 200, 5, 3
 	x, keys, _, given := linearSet(n, d, c, 2)
-	run := func(g []int32) []float64 {
-		h, err := New(x, keys, d, c, testParams)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := make([]float64, n*c)
-		if err := h.OutOfFold(p, oneHot(g, c)); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	run := func(g []int32) []float64 { return outOfFold(t, x, keys, d, c, g) }
 	a := run(given)
 	g := slices.Clone(given)
 	g[17] = (g[17] + 1) % c
