@@ -40,8 +40,8 @@ func (f unblockFn) ProcessElement(b Block, emit func(string, BatchItems)) error 
 // unblock returns the items of b grouped by input batch and each group's
 // batch key, in the order ProcessElement emits them; with f.Spill on, the
 // batches' items in a file and one reference per group of batches, keyed
-// by the group (putBatchGroups). It is safe to call on several blocks at once (localRoundsFn
-// does, and emits in block order).
+// by the group (putBatchGroups). It is safe to call on several blocks at
+// once (localRoundsFn does, and emits in block order).
 func (f unblockFn) unblock(b Block) ([]string, []BatchItems, error) {
 	if err := b.unspill(); err != nil {
 		return nil, nil, err
