@@ -498,9 +498,9 @@ func searchGroup(bk int64, per int) int64 {
 // Why not one reference per (batch, block): that shuffle held batches x
 // blocks elements, quadratic in the rows (both grow with them): at 2M rows
 // 512,000 references, which the embedded runner handed the search in one
-// bundle of about 180 MB, held four times over in its data plane (the
-// search's, and the run's, peak); at 10M rows 25 times as many. Grouped,
-// it is batches x groups elements of a few bytes per block.
+// bundle of about 180 MB, held several times over in its data plane (the
+// search's peak); at 10M rows 25 times as many. Grouped, it is batches x
+// groups elements of a few bytes per block.
 type PartRefs struct {
 	// Path is the batch's spill file; Blocks the block keys, ascending;
 	// Block Blocks[i]'s part is Len[i] bytes at Off[i].
