@@ -148,7 +148,7 @@ func blockSample(b engine.GivenBatch, t float64, seed uint64, size int, below ui
 	out := GivenSample{T: t, Off: []int32{0}}
 	idx := sampleOf(keys, seed, size)
 	if below != math.MaxUint64 {
-		idx = slices.DeleteFunc(idx, func(i int) bool { return engine.CandidateHash(seed, keys[i]) >= below })
+		idx = slices.DeleteFunc(idx, func(i int) bool { return !offered(seed, keys[i], below) })
 	}
 	// The sampled items' evidence as engine computes it for a batch (the
 	// neighbours in slot order, those present), one worker: blocks run
@@ -185,6 +185,22 @@ func sampleThreshold(rows int64, cap int) uint64 {
 		return math.MaxUint64
 	}
 	return uint64(float64(2*cap) / float64(rows) * (1 << 64))
+}
+
+// offered is whether key is offered to a sample at threshold below
+// (sampleThreshold).
+func offered(seed uint64, key int64, below uint64) bool {
+	return below == math.MaxUint64 || engine.CandidateHash(seed, key) < below
+}
+
+// checkSample is the error of a fit's sample (what) of n items where it
+// takes the cap first of rows (0: unknown, no check) and got fewer: too
+// few fell below sampleThreshold.
+func checkSample(what string, n int, rows int64, cap int) error {
+	if want := min(rows, int64(cap)); rows > 0 && int64(n) < want {
+		return fmt.Errorf("ivfstages: the %s fit's sample holds %d of the %d items it takes: fewer than expected passed the sampling threshold (sampleThreshold)", what, n, want)
+	}
+	return nil
 }
 
 // givenGatherFn gathers the blocks' samples (blockSample) into the fit's:
@@ -632,8 +648,8 @@ type givenFitFn struct {
 }
 
 func (f *givenFitFn) ProcessElement(ctx context.Context, s GivenSample, emit func(GivenModel)) error {
-	if want := min(f.Rows, int64(givenGatherFn{Cap: f.Cap}.cap())); f.Rows > 0 && int64(len(s.Keys)) < want {
-		return fmt.Errorf("ivfstages: the given-label fit's sample holds %d of the %d items it takes: fewer than expected passed the sampling threshold (sampleThreshold)", len(s.Keys), want)
+	if err := checkSample("given-label", len(s.Keys), f.Rows, givenGatherFn{Cap: f.Cap}.cap()); err != nil {
+		return err
 	}
 	fit, err := fitGiven(s, f.C)
 	if err != nil {

@@ -3,7 +3,6 @@ package ivfstages
 import (
 	"cmp"
 	"fmt"
-	"hash/fnv"
 	"maps"
 	"reflect"
 	"slices"
@@ -146,10 +145,8 @@ func (f *rebatchSpillFn) ProcessElement(key string, iter func(*BatchItems) bool,
 	var err error
 	for _, k := range slices.Sorted(maps.Keys(byBatch)) {
 		rerr := rebatchItems(iterOf(byBatch[k]), func(it stages.Items) {
-			h := fnv.New64a()
-			h.Write([]byte(it.Shard))
 			var refs []spillRef
-			refs, err = f.Spill.write(genWrite, fmt.Sprintf("w%016x-%x", h.Sum64(), it.Offset), stages.EncodeItems(it))
+			refs, err = f.Spill.write(genWrite, batchName('w', it.Shard, it.Offset), stages.EncodeItems(it))
 			if err == nil {
 				emit(stages.SpilledItems{Shard: it.Shard, Ref: refs[0]})
 			}

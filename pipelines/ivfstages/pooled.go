@@ -2,7 +2,6 @@ package ivfstages
 
 import (
 	"fmt"
-	"math"
 	"reflect"
 	"strconv"
 
@@ -57,7 +56,7 @@ func (f pooledGatherFn) AddInput(a stages.PooledGather, b Block) (stages.PooledG
 	}
 	below := sampleThreshold(f.Rows, mixture.PooledSampleCap)
 	for i := range b.Len() {
-		if below != math.MaxUint64 && engine.CandidateHash(f.Seed, b.Keys[i]) >= below {
+		if !offered(f.Seed, b.Keys[i], below) {
 			continue
 		}
 		labels := b.Labels[b.LabelOff[i]:b.LabelOff[i+1]]
@@ -107,8 +106,8 @@ func (f pooledGatherFn) trim(a stages.PooledGather) stages.PooledGather {
 // order with its neighbour slots numbered as stages.PooledFit reads them:
 // slot i*K+j is candidate i*K+j.
 func (f pooledGatherFn) ExtractOutput(a stages.PooledGather) (stages.PooledGather, error) {
-	if want := min(f.Rows, int64(mixture.PooledSampleCap)); f.Rows > 0 && int64(len(a.Keys)) < want {
-		return a, fmt.Errorf("ivfstages: the pooled fit's sample holds %d of the %d items it takes: fewer than expected passed the sampling threshold (sampleThreshold)", len(a.Keys), want)
+	if err := checkSample("pooled", len(a.Keys), f.Rows, mixture.PooledSampleCap); err != nil {
+		return a, err
 	}
 	return reorder(&a, engine.PooledSample(a.Keys, f.Seed), true), nil
 }

@@ -114,9 +114,7 @@ func (s Spill) putParts(shard string, offset int64, w int, parts []Part) error {
 	for i := range parts {
 		encs[i] = encodePart(parts[i])
 	}
-	h := fnv.New64a()
-	h.Write([]byte(shard))
-	refs, err := s.write(genSearchIn, fmt.Sprintf("s%016x-%x-w%d", h.Sum64(), offset, w), encs...)
+	refs, err := s.write(genSearchIn, batchName('s', shard, offset)+fmt.Sprintf("-w%d", w), encs...)
 	if err != nil {
 		return err
 	}
@@ -124,6 +122,14 @@ func (s Spill) putParts(shard string, offset int64, w int, parts []Part) error {
 		parts[i] = Part{Spilled: refs[i]}
 	}
 	return nil
+}
+
+// batchName names a spill file of one input batch (shard, offset): kind,
+// a hash of the shard's name (of any length and characters) and the offset.
+func batchName(kind byte, shard string, offset int64) string {
+	h := fnv.New64a()
+	h.Write([]byte(shard))
+	return fmt.Sprintf("%c%016x-%x", kind, h.Sum64(), offset)
 }
 
 // batchGroups is how many groups the input batches fall into where the
