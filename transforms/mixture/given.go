@@ -197,8 +197,9 @@ type givenScratch struct {
 	sharp Evidence
 }
 
-// supports fills s's supports from ev and given (once).
-func (s *givenScratch) supports(f *GivenFit, ev []Evidence, given []int32) {
+// supports fills s's supports from ev and given, labels of c classes
+// (once).
+func (s *givenScratch) supports(c int, ev []Evidence, given []int32) {
 	if s.off != nil {
 		return
 	}
@@ -208,7 +209,7 @@ func (s *givenScratch) supports(f *GivenFit, ev []Evidence, given []int32) {
 	}
 	s.sup, s.off = make([]int32, 0, n), make([]int, 1, len(ev)+1)
 	for i := range ev {
-		if g := given[i]; g >= 0 && int(g) < f.C {
+		if g := given[i]; g >= 0 && int(g) < c {
 			s.sup = appendSupport(s.sup, &ev[i], g)
 		}
 		s.off = append(s.off, len(s.sup))
@@ -263,7 +264,7 @@ func fitGiven(ev []Evidence, given []int32, c int, t, power float64, prior *Give
 	// Each labelled item's floored evidence over its support at this power,
 	// computed once: every EM step reads the same (posterior's first
 	// factor).
-	gs.supports(f, ev, given)
+	gs.supports(c, ev, given)
 	sup, off := gs.sup, gs.off
 	if cap(gs.mass) < len(sup) {
 		gs.mass = make([]float64, len(sup))
