@@ -20,19 +20,12 @@ func dot4AVX512(a []float64, as, ai int, b []float64, bs int, out []float64, os,
 //go:noescape
 func dot4AVX2Sums(a []float64, as, ai int, b []float64, bs int, out []float64, os, steps, n int, flags int)
 
-// dot4AVX2 is dot4's kernel in AVX2: dot4AVX512's contract.
-func dot4AVX2(a []float64, as, ai int, b []float64, bs int, out []float64, os, steps, n int) {
-	dot4AVX2Sums(a, as, ai, b, bs, out, os, steps, n, 0)
-}
-
 // dot4Kernel is dot4 where this CPU runs it (golang.org/x/sys/cpu also
-// checks that the OS saves the vector registers), nil elsewhere.
+// checks that the OS saves the vector registers), nil elsewhere. Without
+// AVX-512 the products take dot4SumsKernel instead, which comes first.
 var dot4Kernel = func() func(a []float64, as, ai int, b []float64, bs int, out []float64, os, steps, n int) {
-	switch {
-	case cpu.X86.HasAVX512F:
+	if cpu.X86.HasAVX512F {
 		return dot4AVX512
-	case cpu.X86.HasAVX2:
-		return dot4AVX2
 	}
 	return nil
 }()

@@ -18,3 +18,9 @@ func asmKernels() []namedKernel {
 	}
 	return ks
 }
+
+// dot4AVX2 is dot4AVX2Sums without flags: dot4AVX512's contract, so that
+// the tests hold both kernels to it.
+func dot4AVX2(a []float64, as, ai int, b []float64, bs int, out []float64, os, steps, n int) {
+	dot4AVX2Sums(a, as, ai, b, bs, out, os, steps, n, 0)
+}
