@@ -231,6 +231,15 @@ func TestSearchRefs(t *testing.T) {
 			t.Errorf("block %d differs searched from references", k)
 		}
 	}
+	// A part whose bytes are damaged fails the search naming its file.
+	g := slices.Sorted(maps.Keys(groups))[0]
+	bad := slices.Clone(groups[g])
+	bad[0].Len = slices.Clone(bad[0].Len)
+	bad[0].Len[0]--
+	err := s.ProcessElement(context.Background(), g, iterOf(bad), emit, func(int64) {})
+	if err == nil || !strings.Contains(err.Error(), bad[0].Path) {
+		t.Errorf("a truncated part: err %v, want one naming %s", err, bad[0].Path)
+	}
 }
 
 // TestSearchOrder: a block does not depend on the number of waves nor on
