@@ -48,6 +48,30 @@ func (p *Job) LocalRoundsSize(withHead bool) (size int64, local bool) {
 	return size, size <= p.LocalRoundsBytes()
 }
 
+// StreamedRoundsSize is budget.StreamedRounds of the job's ivf items, and
+// whether its rounds run in one stage with only the items' states in
+// memory, every block read from its spill file each round
+// (ivfstages.JoinRoundsParams.Streamed): on the embedded runner (spill
+// files) where every block does not fit in --local-rounds-mib, unless that
+// is 0 (a join per round asked for), without the linear head, and where
+// the whole run's estimate with those states fits in half of this
+// machine's memory (budget.Memory): the other half is the page cache that
+// holds the blocks' spill files, read every round. Elsewhere the rounds
+// join one round at a time.
+func (p *Job) StreamedRoundsSize() (size int64, streamed bool) {
+	if p.Mode != options.NeighboursIVF || p.opts.Rounds <= 0 || p.SpillDir() == "" || p.opts.LocalMiB == 0 || p.HeadParams() != nil {
+		return 0, false
+	}
+	if _, local := p.LocalRoundsSize(false); local {
+		return 0, false
+	}
+	size = budget.StreamedRounds(p.Rows, p.opts.K, p.Mixture)
+	s := p.sizes()
+	s.Local = size
+	mem := budget.Memory()
+	return size, mem > 0 && budget.Of(s).Peak <= mem/2
+}
+
 // HeadParams is the head of the job's rounds, nil for none.
 func (p *Job) HeadParams() *head.Params {
 	if p.Head == "" {

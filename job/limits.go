@@ -125,13 +125,21 @@ func checkK(ctx context.Context, p *Job) error {
 
 // Sizes are the plan's quantities for internal/budget.
 func (p *Job) Sizes() budget.Sizes {
+	s := p.sizes()
+	if size, local := p.LocalRoundsSize(p.HeadParams() != nil); local {
+		s.Local = size
+	} else if size, streamed := p.StreamedRoundsSize(); streamed {
+		s.Local = size
+	}
+	return s
+}
+
+// sizes is Sizes without the rounds in one stage (Sizes.Local 0).
+func (p *Job) sizes() budget.Sizes {
 	o := &p.opts
 	s := budget.Sizes{Rows: p.Rows, D: p.Read.D, C: p.C, C0: p.Mixture.C0, K: o.K, L: p.Mixture.L, N: p.Mixture.N}
 	s.IVF = p.Mode == options.NeighboursIVF
 	s.Spilled = s.IVF && p.SpillDir() != ""
-	if size, local := p.LocalRoundsSize(p.Head != ""); local {
-		s.Local = size
-	}
 	if p.Crowd != nil {
 		for _, u := range p.Crowd.Units {
 			s.Annotations += max(u.Rows, 0)

@@ -366,7 +366,7 @@ var Flags = []Flag{
 			}
 			return nil
 		}},
-	{Name: "local-rounds-mib", Group: GroupNeighbours, Usage: "ivf with spill files (the embedded runner): run all rounds in one stage, every block in memory, when they take at most this many MiB (estimated); beyond it, or at 0, a join per round through the spill files (the same results)",
+	{Name: "local-rounds-mib", Group: GroupNeighbours, Usage: "ivf with spill files (the embedded runner): run all rounds in one stage, every block in memory, when they take at most this many MiB (estimated); beyond it, the same stage with only the items' states in memory and every block read from the spill files each round, where the run's estimate then fits in half of this machine's memory; beyond that, or at 0, a join per round through the spill files (the same results)",
 		bind: func(o *Options) flag.Value { return (*intValue)(&o.LocalMiB) },
 		check: func(o *Options) error {
 			if o.LocalMiB < 0 {

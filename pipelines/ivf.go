@@ -48,12 +48,16 @@ func buildIVF(s beam.Scope, plan *job.Job, d job.Dirs, units, rows beam.PCollect
 	if hp != nil && !local {
 		panic("pipelines: the linear head in ivf mode without the local rounds (job resolves --head so only there)")
 	}
-	if local {
+	streamedSize, streamed := plan.StreamedRoundsSize()
+	switch {
+	case local:
 		progress.Notef("ivf: all %d rounds in one stage, every block in memory (about %d MiB)", plan.Rounds(), max(size>>20, 1))
+	case streamed:
+		progress.Notef("ivf: all %d rounds in one stage, the items' states in memory (about %d MiB), every block read from the spill files each round", plan.Rounds(), max(streamedSize>>20, 1))
 	}
 	items = ivfstages.JoinRounds(s, blocks, ivfstages.JoinRoundsParams{
 		Rounds: plan.Rounds(), Workers: plan.Workers, Waves: ivfstages.RoundWaves(plan.Rows, plan.K(), plan.Mixture, wb),
-		Spill: ivfstages.Spill{Dir: d.Spill}, Mixture: plan.Mixture, Local: local, Head: hp, Keep: d.KeepFit,
+		Spill: ivfstages.Spill{Dir: d.Spill}, Mixture: plan.Mixture, Local: local || streamed, Streamed: streamed, Head: hp, Keep: d.KeepFit,
 		Given: plan.Given == engine.GivenBayes, Device: plan.Kernels(), Rows: plan.Rows,
 	})
 	return items, pooled

@@ -175,8 +175,10 @@ func TestNeighbourModes(t *testing.T) {
 
 // TestIVFSpill: ivf on the embedded runner with its blocks and states
 // spilled to files (what relabel run does there), its rounds all in one
-// stage (small data) or, with --local-rounds-mib 0, joined round by round
-// through the spill files, writes the same bytes as with everything in
+// stage (small data), in one stage with only the states in memory (with
+// --local-rounds-mib 1, below the blocks' size) or, with
+// --local-rounds-mib 0, joined round by round through the spill files,
+// writes the same bytes as with everything in
 // Prism's shuffle, in waves (-1 would be no waves: the spilled run has
 // none), and removes its spill directory, on success and when the run
 // fails.
@@ -189,9 +191,11 @@ func TestIVFSpill(t *testing.T) {
 	// it); here the rounds' transports are compared like with like.
 	base.Head = options.Some(options.HeadOff)
 	// run runs base into out, spilled to spillDir ("": in Prism's shuffle)
-	// with --local-rounds-mib local (< 0: its default), and reports whether
-	// the rounds ran in one stage (the run's note says so).
-	run := func(spillDir, out string, local int) (*resultio.Summary, bool) {
+	// with --local-rounds-mib local (< 0: its default), and reports how
+	// the rounds ran, as the run's note says: "memory" (in one stage,
+	// every block in memory), "streamed" (in one stage, the states in
+	// memory) or "join" (no note: a join per round).
+	run := func(spillDir, out string, local int) (*resultio.Summary, string) {
 		t.Helper()
 		cfg := base
 		cfg.Output = out
@@ -204,11 +208,17 @@ func TestIVFSpill(t *testing.T) {
 			cfg.LocalMiB = local
 		}
 		var mu sync.Mutex
-		oneStage := false
+		how := "join"
 		defer progress.Install(func(e progress.Event) {
 			mu.Lock()
 			defer mu.Unlock()
-			oneStage = oneStage || e.Kind == progress.Note && strings.Contains(e.Text, "rounds in one stage")
+			switch {
+			case e.Kind != progress.Note || !strings.Contains(e.Text, "rounds in one stage"):
+			case strings.Contains(e.Text, "every block in memory"):
+				how = "memory"
+			case strings.Contains(e.Text, "states in memory"):
+				how = "streamed"
+			}
 		})()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
@@ -218,30 +228,37 @@ func TestIVFSpill(t *testing.T) {
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		return sum, oneStage
+		return sum, how
 	}
-	shuffled, spilled, joined := t.TempDir(), t.TempDir(), t.TempDir()
+	shuffled, spilled, streamed, joined := t.TempDir(), t.TempDir(), t.TempDir(), t.TempDir()
 	spillDir := filepath.Join(t.TempDir(), "spill", "here") // made by Run
-	if _, local := run("", shuffled, -1); local {
-		t.Error("shuffled run: rounds in one stage, want a join per round")
+	if _, how := run("", shuffled, -1); how != "join" {
+		t.Errorf("shuffled run: rounds %s, want a join per round", how)
 	}
-	sum, local := run(spillDir, spilled, -1)
-	if !local {
-		t.Error("spilled run of 1797 rows: a join per round, want all rounds in one stage")
+	sum, how := run(spillDir, spilled, -1)
+	if how != "memory" {
+		t.Errorf("spilled run of 1797 rows: rounds %s, want all in one stage, every block in memory", how)
 	}
 	// Spilled, the probe reads the shards a second time; rows are counted once.
 	if sum.Rows != 1797 || sum.Metrics["rows_read"] != 1797 || sum.Metrics["item_rounds"] != 3*1797 {
 		t.Errorf("spilled run: %d rows, %d counted read, %d item-rounds, want 1797, 1797, 3 x 1797", sum.Rows, sum.Metrics["rows_read"], sum.Metrics["item_rounds"])
 	}
-	if _, local := run(spillDir, joined, 0); local {
-		t.Error("--local-rounds-mib 0: rounds in one stage, want a join per round")
+	if sum, how := run(spillDir, streamed, 1); how != "streamed" || sum.Metrics["item_rounds"] != 3*1797 {
+		t.Errorf("--local-rounds-mib 1: rounds %s, %d item-rounds, want in one stage with the states in memory, 3 x 1797", how, sum.Metrics["item_rounds"])
+	}
+	if _, how := run(spillDir, joined, 0); how != "join" {
+		t.Errorf("--local-rounds-mib 0: rounds %s, want a join per round", how)
 	}
 	for _, name := range []string{"noisy-idn-0.4-part-0000.arrow", "noisy-idn-0.4-part-0001.arrow"} {
 		a, errA := os.ReadFile(filepath.Join(shuffled, name))
 		b, errB := os.ReadFile(filepath.Join(spilled, name))
 		c, errC := os.ReadFile(filepath.Join(joined, name))
-		if errA != nil || errB != nil || errC != nil {
-			t.Fatalf("%s: %v, %v, %v", name, errA, errB, errC)
+		d, errD := os.ReadFile(filepath.Join(streamed, name))
+		if errA != nil || errB != nil || errC != nil || errD != nil {
+			t.Fatalf("%s: %v, %v, %v, %v", name, errA, errB, errC, errD)
+		}
+		if !bytes.Equal(a, d) {
+			t.Errorf("%s: spilled run (rounds in one stage, streamed) wrote different bytes from the shuffled one", name)
 		}
 		if !bytes.Equal(a, b) {
 			t.Errorf("%s: spilled run (rounds in one stage) wrote different bytes from the shuffled one", name)

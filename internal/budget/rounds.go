@@ -18,6 +18,15 @@ func LocalRounds(rows int64, k int, p mixture.Params, headD int) int64 {
 	return max(rows, 1) * perRow
 }
 
+// StreamedRounds estimates the memory ivf mode's streamed rounds
+// (pipelines/ivfstages' localRoundsFn.streamed) hold for rows items with k
+// neighbours: one round's states (the next round's go to spill files), each
+// item's external neighbours' places (8 bytes a neighbour) and, while they
+// are located once, their keys and blocks (16 more).
+func StreamedRounds(rows int64, k int, p mixture.Params) int64 {
+	return max(rows, 1) * (16 + 24*int64(k) + MaxPackedState(p))
+}
+
 // localHeadRowBytes is what the linear head adds to LocalRounds per
 // row of dimension d: the block's copy of its features (4 d), the head's
 // z-scored matrix with the intercept (8 (d+1)), its per-class buffers

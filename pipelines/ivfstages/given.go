@@ -285,32 +285,53 @@ func noteGiven(fit *mixture.GivenFit) {
 	progress.Notef("given-label model: neighbours' temperature %g, evidence power %g, transition fitted over %d labelled items", fit.T, fit.Power, fit.Items)
 }
 
-// givenLocal replaces the final states cur of the blocks bs (sorted by
-// key; external neighbour e of block x at ext[x][e]) by their posteriors
-// under the given-label model fitted over all of them, and returns the
-// fit. The blocks run on workers goroutines, one block each at a time, as
-// the local rounds run them.
-func givenLocal(bs []Block, ext [][]extLoc, cur []mixture.States, c, c0 int, seed uint64, capN, workers int) (*mixture.GivenFit, error) {
-	gb := make([]engine.GivenBatch, len(bs))
-	keys := make([]int64, len(bs))
-	for x := range bs {
-		keys[x] = bs[x].Key
-		gb[x] = bs[x].givenBatch(&cur[x], func(e int) (*mixture.States, int) {
+// givenLocal replaces the final states cur of n blocks (sorted by key;
+// block x as load(x) gives it; external neighbour e of block x at
+// ext[x][e]) by their posteriors under the given-label model fitted over
+// all of them, and returns the fit. The blocks run on workers goroutines,
+// one block each at a time, as the local rounds run them; load is called
+// once per block in each of the fit's three passes (the streamed rounds
+// read the block from its spill file each time).
+func givenLocal(n int, load func(x int) (*Block, error), ext [][]extLoc, cur []mixture.States, c, c0 int, seed uint64, capN, workers int) (*mixture.GivenFit, error) {
+	batch := func(x int) (engine.GivenBatch, *Block, error) {
+		b, err := load(x)
+		if err != nil {
+			return engine.GivenBatch{}, nil, err
+		}
+		return b.givenBatch(&cur[x], func(e int) (*mixture.States, int) {
 			l := ext[x][e]
 			return &cur[l.block], int(l.item)
-		})
+		}), b, nil
 	}
+	keys := make([]int64, n)
 	nt := len(mixture.GivenTemperatures)
-	scores := make([]float64, len(bs)*nt)
-	pool.EachIndex(len(bs), workers, func(x int) {
-		copy(scores[x*nt:], blockScores(gb[x], 1))
+	scores := make([]float64, n*nt)
+	err := pool.EachIndexErr(n, workers, func(x int) error {
+		gb, b, err := batch(x)
+		if err != nil {
+			return err
+		}
+		keys[x] = b.Key
+		copy(scores[x*nt:], blockScores(gb, 1))
+		return nil
 	})
+	if err != nil {
+		return nil, err
+	}
 	t := mixture.GivenTemperature(sumScores(keys, scores))
-	samples := make([]GivenSample, len(bs))
+	samples := make([]GivenSample, n)
 	g := givenGatherFn{Seed: seed, Cap: capN}
-	pool.EachIndex(len(bs), workers, func(x int) {
-		samples[x] = blockSample(gb[x], t, seed, g.cap(), math.MaxUint64)
+	err = pool.EachIndexErr(n, workers, func(x int) error {
+		gb, _, err := batch(x)
+		if err != nil {
+			return err
+		}
+		samples[x] = blockSample(gb, t, seed, g.cap(), math.MaxUint64)
+		return nil
 	})
+	if err != nil {
+		return nil, err
+	}
 	acc := g.CreateAccumulator()
 	for x := range samples {
 		acc = g.AddInput(acc, samples[x])
@@ -321,10 +342,18 @@ func givenLocal(bs []Block, ext [][]extLoc, cur []mixture.States, c, c0 int, see
 		return nil, err
 	}
 	noteGiven(fit)
-	post := make([]mixture.States, len(bs))
-	pool.EachIndex(len(bs), workers, func(x int) {
-		post[x] = engine.GivenStates(gb[x], fit, c0, 1)
+	post := make([]mixture.States, n)
+	err = pool.EachIndexErr(n, workers, func(x int) error {
+		gb, _, err := batch(x)
+		if err != nil {
+			return err
+		}
+		post[x] = engine.GivenStates(gb, fit, c0, 1)
+		return nil
 	})
+	if err != nil {
+		return nil, err
+	}
 	copy(cur, post)
 	return fit, nil
 }

@@ -112,7 +112,7 @@ func TestGivenLocal(t *testing.T) {
 	}
 	for _, workers := range []int{1, 3} {
 		bs, ext, cur := sortedBlocks(t, blocks, states)
-		fit, err := givenLocal(bs, ext, cur, mp.C, mp.C0, mp.Seed, 0, workers)
+		fit, err := givenLocal(len(bs), blockAt(bs), ext, cur, mp.C, mp.C0, mp.Seed, 0, workers)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -137,12 +137,24 @@ func TestGivenLocal(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(7, 8))
 	rng.Shuffle(len(in), func(i, j int) { in[i], in[j] = in[j], in[i] })
-	// Block by block (the CPU), and every block as one batch (a device's
-	// Rounder, here one that counts).
-	for _, rounder := range []engine.Rounder{nil, &roundstest.Counter{}} {
+	// Block by block (the CPU), every block as one batch (a device's
+	// Rounder, here one that counts), and streamed from spill files.
+	for _, c := range []struct {
+		rounder  engine.Rounder
+		streamed bool
+	}{{nil, false}, {&roundstest.Counter{}, false}, {nil, true}} {
 		byBatch := map[string][]BatchItems{}
-		fn := &localRoundsFn{RoundConf: RoundConf{Rounds: f.rounds, Mixture: mp, Workers: 3, Given: true}, rounder: rounder}
-		if err := fn.ProcessElement(context.Background(), 0, iterOf(slices.Clone(in)),
+		fn := &localRoundsFn{RoundConf: RoundConf{Rounds: f.rounds, Mixture: mp, Workers: 3, Given: true}, rounder: c.rounder}
+		blocks := slices.Clone(in)
+		if c.streamed {
+			fn.Streamed, fn.Spill = true, Spill{Dir: t.TempDir()}
+			for x := range blocks {
+				if err := fn.Spill.put(genSearched, &blocks[x], nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if err := fn.ProcessElement(context.Background(), 0, iterOf(blocks),
 			func(bk string, rs BatchItems) { byBatch[bk] = append(byBatch[bk], rs) }); err != nil {
 			t.Fatal(err)
 		}

@@ -301,6 +301,8 @@ type RoundConf struct {
 	Keep string
 	// Given: JoinRoundsParams.Given, for the local rounds.
 	Given bool
+	// Streamed: JoinRoundsParams.Streamed, for the local rounds.
+	Streamed bool
 	// Device: JoinRoundsParams.Device, resolved in Setup.
 	Device string
 }
@@ -464,6 +466,13 @@ type JoinRoundsParams struct {
 	// when the blocks fit (budget.LocalRounds, LocalRoundsBytes). The results
 	// are the same. Optional, default false.
 	Local bool
+	// Streamed, with Local and Spill on, keeps only the items' states in
+	// the one stage's memory and reads every block from its spill file
+	// each round (localRoundsFn.streamed): for the embedded runner, when
+	// every block does not fit but the states do
+	// (budget.StreamedRounds). The results are the same. Not with Head.
+	// Optional, default false.
+	Streamed bool
 	// Head, when set, fits the linear head (transforms/head) every round,
 	// as engine.Run and the exact path's rounds do (localRoundsFn says
 	// how): only with Local, over blocks searched with Params.Features (a
@@ -511,6 +520,9 @@ func (p JoinRoundsParams) Validate() error {
 	if err := p.Mixture.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("ivfstages: JoinRounds: %w", err))
 	}
+	if p.Streamed && (!p.Local || !p.Spill.On() || p.Head != nil) {
+		errs = append(errs, fmt.Errorf("ivfstages: JoinRounds: the streamed rounds need the local rounds (Local) with spill files (Spill) and no linear head (Head)"))
+	}
 	if p.Head != nil {
 		if !p.Local && p.Rounds > 0 {
 			errs = append(errs, fmt.Errorf("ivfstages: JoinRounds: the linear head runs in the local rounds only (Local)"))
@@ -552,7 +564,7 @@ func JoinRounds(s beam.Scope, blocks beam.PCollection, jp JoinRoundsParams) beam
 		return rebatch(s, beam.ParDo(s, &unblockFn{}, blocks), sp)
 	}
 	if jp.Local && rounds > 0 {
-		return localRounds(s, blocks, RoundConf{Rounds: rounds, Mixture: p, Workers: workers, Spill: sp, Head: jp.Head, Keep: jp.Keep, Given: jp.Given, Device: jp.Device})
+		return localRounds(s, blocks, RoundConf{Rounds: rounds, Mixture: p, Workers: workers, Spill: sp, Head: jp.Head, Keep: jp.Keep, Given: jp.Given, Streamed: jp.Streamed, Device: jp.Device})
 	}
 	own, asks := beam.ParDo2(s, &requestFn{}, blocks)
 	// Every stage that makes states keys them for the next round and splits

@@ -81,6 +81,9 @@ func (f *localRoundsFn) Setup() error {
 }
 
 func (f *localRoundsFn) ProcessElement(ctx context.Context, _ int64, iter func(*Block) bool, emit func(string, BatchItems)) error {
+	if f.Streamed {
+		return f.streamed(ctx, iter, emit)
+	}
 	// The group waited for the whole search, the last reader of its input.
 	if err := f.Spill.drop(genSearchIn); err != nil {
 		return err
@@ -216,7 +219,7 @@ func (f *localRoundsFn) ProcessElement(ctx context.Context, _ int64, iter func(*
 		all = mixture.States{}
 	}
 	if f.Given {
-		fit, err := givenLocal(bs, ext, cur, f.Mixture.C, f.Mixture.C0, f.Mixture.Seed, 0, f.Workers)
+		fit, err := givenLocal(len(bs), blockAt(bs), ext, cur, f.Mixture.C, f.Mixture.C0, f.Mixture.Seed, 0, f.Workers)
 		if err != nil {
 			return err
 		}
@@ -509,6 +512,11 @@ func unspillAll[T any, P interface {
 		return nil, err
 	}
 	return out, nil
+}
+
+// blockAt loads block x of bs (givenLocal's load), in memory.
+func blockAt(bs []Block) func(x int) (*Block, error) {
+	return func(x int) (*Block, error) { return &bs[x], nil }
 }
 
 // extLoc is where an external neighbour's state is: item item of block

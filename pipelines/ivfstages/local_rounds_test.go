@@ -24,12 +24,14 @@ import (
 // call over every block, with the same states.
 func TestLocalRounds(t *testing.T) {
 	for _, c := range []struct {
-		name  string
-		spill bool
-		tol   float64
-		whole bool
-	}{{"inline", false, 0, false}, {"spilled", true, 0, false}, {"skipping", false, 0.2, false}, {"skipping spilled", true, 0.2, false},
-		{"whole rounds", false, 0, true}, {"whole rounds skipping spilled", true, 0.2, true}} {
+		name     string
+		spill    bool
+		tol      float64
+		whole    bool
+		streamed bool
+	}{{"inline", false, 0, false, false}, {"spilled", true, 0, false, false}, {"skipping", false, 0.2, false, false}, {"skipping spilled", true, 0.2, false, false},
+		{"whole rounds", false, 0, true, false}, {"whole rounds skipping spilled", true, 0.2, true, false},
+		{"streamed", true, 0, false, true}, {"streamed skipping", true, 0.2, false, true}} {
 		t.Run(c.name, func(t *testing.T) {
 			f := newFixture(t, 500, 64)
 			f.nb.Mixture.ActiveTol = c.tol
@@ -57,7 +59,7 @@ func TestLocalRounds(t *testing.T) {
 			rng := rand.New(rand.NewPCG(5, 6))
 			rng.Shuffle(len(in), func(i, j int) { in[i], in[j] = in[j], in[i] })
 			byBatch := map[string][]BatchItems{}
-			fn := &localRoundsFn{RoundConf: RoundConf{Rounds: f.rounds, Mixture: f.nb.Mixture, Workers: 3, Spill: sp}}
+			fn := &localRoundsFn{RoundConf: RoundConf{Rounds: f.rounds, Mixture: f.nb.Mixture, Workers: 3, Spill: sp, Streamed: c.streamed}}
 			counter := &roundstest.Counter{}
 			if c.whole {
 				fn.rounder = counter
@@ -70,7 +72,11 @@ func TestLocalRounds(t *testing.T) {
 				t.Errorf("the Rounder ran %d calls of %d items, want %d of %d", counter.Calls(), counter.Items(), f.rounds, n)
 			}
 			if sp.On() {
-				for _, g := range []int{genSearchIn, genSearched} {
+				gens := []int{genSearchIn, genSearched}
+				for r := 1; r < f.rounds; r++ { // the streamed rounds' states
+					gens = append(gens, genRouted+r)
+				}
+				for _, g := range gens {
 					if _, err := os.Stat(sp.genDir(g)); !os.IsNotExist(err) {
 						t.Errorf("generation %d still there (%v)", g, err)
 					}
