@@ -67,7 +67,7 @@ func (p *Job) StreamedRoundsSize() (size int64, streamed bool) {
 	}
 	size = budget.StreamedRounds(p.Rows, p.opts.K, p.Mixture)
 	s := p.sizes()
-	s.Local = size
+	s.Local, s.Streamed = size, true
 	mem := budget.Memory()
 	return size, mem > 0 && budget.Of(s).Peak <= mem/2
 }

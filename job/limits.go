@@ -129,7 +129,7 @@ func (p *Job) Sizes() budget.Sizes {
 	if size, local := p.LocalRoundsSize(p.HeadParams() != nil); local {
 		s.Local = size
 	} else if size, streamed := p.StreamedRoundsSize(); streamed {
-		s.Local = size
+		s.Local, s.Streamed = size, true
 	}
 	return s
 }

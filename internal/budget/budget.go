@@ -35,6 +35,10 @@ type Sizes struct {
 	// blocks' estimated size, LocalRounds; 0 where they join one round at a
 	// time, one block at a time.
 	Local int64
+	// Streamed says Local is the streamed rounds' estimate
+	// (StreamedRounds: one round's states, the blocks read from the spill
+	// files each round), not every block's.
+	Streamed bool
 }
 
 // Term is one part of an estimate: the flag a user would change to shrink
@@ -150,7 +154,11 @@ func Of(s Sizes) Estimate {
 		for _, t := range e.Terms {
 			perRow += float64(t.Bytes)
 		}
-		add("local-rounds-mib", fmt.Sprintf("every block of %d rows in memory for the rounds in one stage", s.Rows), float64(s.Local)*localFactor-perRow)
+		what := fmt.Sprintf("every block of %d rows in memory for the rounds in one stage", s.Rows)
+		if s.Streamed {
+			what = fmt.Sprintf("the states of %d rows in memory for the rounds in one stage", s.Rows)
+		}
+		add("local-rounds-mib", what, float64(s.Local)*localFactor-perRow)
 	}
 	add("n", fmt.Sprintf("L=%d x N=%d trials per item, %d items at once", s.L, s.N, workers), float64(s.L)*float64(s.N)*perSample*workers)
 	c := float64(s.C)

@@ -151,3 +151,19 @@ func TestOfIVFTerms(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamedRounds: the streamed rounds hold one round's states and the
+// external neighbours' places, less than every block and two rounds'
+// states, linear in the rows; the estimate's term says which it counts.
+func TestStreamedRounds(t *testing.T) {
+	p := mixture.DefaultParams(20)
+	const rows = 1_000_000
+	st, lo := StreamedRounds(rows, 10, p), LocalRounds(rows, 10, p, 0)
+	if st >= lo || StreamedRounds(2*rows, 10, p) != 2*st {
+		t.Errorf("streamed %s against every block's %s (2x the rows: %s)", Bytes(st), Bytes(lo), Bytes(StreamedRounds(2*rows, 10, p)))
+	}
+	s := Sizes{Rows: rows, D: 64, C: 20, C0: p.C0, K: 10, L: p.L, N: p.N, IVF: true, Spilled: true, Local: 10 * st, Streamed: true}
+	if got := Of(s).Largest().What; !strings.Contains(got, "states of 1000000 rows") {
+		t.Errorf("streamed rounds' term: %q, want the rows' states named", got)
+	}
+}
