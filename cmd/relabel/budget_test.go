@@ -107,7 +107,13 @@ func scaleShards(rows int64) int64 { return max(8, rows/250_000) }
 // (15 minutes per million rows on 2 cores under load): run it alone,
 //
 //	go test ./cmd/relabel -run '^$' -bench ScaleRun -benchtime 1x -timeout 4h -args -scale.rows 1000000,2000000
+//
+// With several sizes it also reports each one's wall time against the
+// first size's, per row ("wall/linear": 1 is linear, issue 49's bar for
+// 10M against 1M is 1.1).
 func BenchmarkScaleRun(b *testing.B) {
+	var rows0 int64
+	var wall0 time.Duration
 	for _, s := range strings.Split(*scaleRows, ",") {
 		n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
 		if err != nil || n <= 0 {
@@ -156,6 +162,11 @@ func BenchmarkScaleRun(b *testing.B) {
 					b.ReportMetric(float64(est.Peak)/float64(peak), "estimate/peak")
 					b.ReportMetric(float64(n)/wall.Seconds(), "rows/s")
 					b.ReportMetric(acc, "cleaned-acc")
+					if rows0 == 0 {
+						rows0, wall0 = n, wall
+					} else if run == 0 {
+						b.ReportMetric((wall.Seconds()/wall0.Seconds())/(float64(n)/float64(rows0)), "wall/linear")
+					}
 					b.Logf("rows %d (%s mode): wall %.1f s, %.1f CPU-s, peak RSS %s, estimate %s (%.2fx), cleaned accuracy %.4f; load average %s before, %s after",
 						n, plan.Mode, wall.Seconds(), cpu.Seconds(), budget.Bytes(peak), budget.Bytes(est.Peak), float64(est.Peak)/float64(peak), acc, load0, loadAverage())
 				}
