@@ -3,13 +3,17 @@ package ivfstages
 import (
 	"cmp"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"reflect"
 	"runtime"
 	"slices"
 	"sort"
+
+	"golang.org/x/exp/mmap"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 
@@ -117,6 +121,22 @@ func (f *emitFn) ProcessElement(pr Probed, m ivf.Model, dup string, _ func(*int6
 // parts are the parts of pr for the blocks of wave f.Wave, by block key
 // ascending (spilled where f.Spill is on).
 func (f *emitFn) parts(pr Probed, m ivf.Model, dup string) ([]int64, []Part, error) {
+	keys, out, err := f.build(pr, m, dup, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	if f.Spill.On() {
+		if err := f.Spill.putParts(pr.Rows.Shard, pr.Rows.Offset, f.Wave, out); err != nil {
+			return nil, nil, err
+		}
+	}
+	return keys, out, nil
+}
+
+// build makes the parts of pr for the blocks of wave f.Wave, by block key
+// ascending; byRow gives each stored item's row in the batch (Part.At)
+// instead of a copy of its features (Part.X).
+func (f *emitFn) build(pr Probed, m ivf.Model, dup string, byRow bool) ([]int64, []Part, error) {
 	if dup != "" {
 		return nil, nil, errors.New(dupMessage(dup))
 	}
@@ -154,7 +174,11 @@ func (f *emitFn) parts(pr Probed, m ivf.Model, dup string) ([]int64, []Part, err
 				pt.LabelOff = append(pt.LabelOff, int32(len(pt.Labels)))
 				pt.Keys = append(pt.Keys, key)
 				pt.Home = append(pt.Home, homeKey)
-				pt.X = append(pt.X, row...)
+				if byRow {
+					pt.At = append(pt.At, int32(i))
+				} else {
+					pt.X = append(pt.X, row...)
+				}
 			}
 		}
 	}
@@ -162,11 +186,6 @@ func (f *emitFn) parts(pr Probed, m ivf.Model, dup string) ([]int64, []Part, err
 	out := make([]Part, len(keys))
 	for i, k := range keys {
 		out[i] = *parts[k]
-	}
-	if f.Spill.On() {
-		if err := f.Spill.putParts(r.Shard, r.Offset, f.Wave, out); err != nil {
-			return nil, nil, err
-		}
 	}
 	return keys, out, nil
 }
@@ -508,14 +527,19 @@ type PartRefs struct {
 	Path     string
 	Blocks   []int64
 	Off, Len []int64
+	// FeatOff is where the batch's features (standardised, row by row,
+	// float32 little-endian) start in Path: the parts give their stored
+	// items' rows (Part.At).
+	FeatOff int64
 }
 
 // encodePartRefs writes the blocks and offsets as varint deltas: the
 // parts follow each other in the file in block order, so most take two
 // or three bytes.
 func encodePartRefs(r PartRefs) []byte {
-	w := wire.Writer{B: make([]byte, 0, len(r.Path)+8+6*len(r.Blocks))}
+	w := wire.Writer{B: make([]byte, 0, len(r.Path)+16+6*len(r.Blocks))}
 	w.String(r.Path)
+	w.Varint(r.FeatOff)
 	w.Uvarint(uint64(len(r.Blocks)))
 	var prevKey, end int64
 	for i, bk := range r.Blocks {
@@ -529,7 +553,7 @@ func encodePartRefs(r PartRefs) []byte {
 
 func decodePartRefs(b []byte) (PartRefs, error) {
 	rd := wire.Reader{B: b}
-	r := PartRefs{Path: rd.String()}
+	r := PartRefs{Path: rd.String(), FeatOff: rd.Varint()}
 	n := rd.Uvarint()
 	if n > uint64(len(b)) {
 		return r, fmt.Errorf("ivfstages: decoding part references: %d blocks in %d bytes", n, len(b))
@@ -560,14 +584,18 @@ func (f *emitRefsFn) ProcessElement(pr Probed, m ivf.Model, dup string, _ func(*
 	if !f.Spill.On() {
 		return errors.New("ivfstages: emitRefsFn without a spill directory")
 	}
-	keys, out, err := (&emitFn{Wave: f.Wave, Waves: f.Waves, Spill: f.Spill}).parts(pr, m, dup)
+	keys, out, err := (&emitFn{Wave: f.Wave, Waves: f.Waves}).build(pr, m, dup, true)
+	if err != nil {
+		return err
+	}
+	feat, err := f.Spill.putPartsByRow(pr.Rows.Shard, pr.Rows.Offset, f.Wave, pr.Rows.Features, out)
 	if err != nil {
 		return err
 	}
 	for lo := 0; lo < len(keys); {
 		g := searchGroup(keys[lo], f.Group)
 		hi := lo
-		var r PartRefs
+		r := PartRefs{FeatOff: feat}
 		for ; hi < len(keys) && searchGroup(keys[hi], f.Group) == g; hi++ {
 			ref := out[hi].Spilled
 			if r.Path == "" {
@@ -593,6 +621,11 @@ type searchRefsFn struct {
 	Features bool
 
 	fn *searchFn
+	// maps are the batches' spill files, memory-mapped for their features
+	// (PartRefs.FeatOff) until the bundle ends: each batch's rows are read
+	// by the blocks of NProbe partitions, a few hundred scattered rows per
+	// group of partitions, so a read per row cost a system call each.
+	maps map[string]*mmap.ReaderAt
 }
 
 func (f *searchRefsFn) Setup() error {
@@ -606,6 +639,9 @@ func (f *searchRefsFn) ProcessElement(ctx context.Context, group int64, iter fun
 	for iter(&r) {
 		reg, err := readRegion(r)
 		if err != nil {
+			return err
+		}
+		if reg.feat, err = f.mapped(r.Path); err != nil {
 			return err
 		}
 		for i, bk := range r.Blocks {
@@ -643,6 +679,8 @@ type region struct {
 	// buf holds the file's bytes from refs' first part's offset (lo).
 	buf []byte
 	lo  int64
+	// feat is the file, mapped, for the stored items' features (Part.At).
+	feat *mmap.ReaderAt
 }
 
 // readRegion reads the bytes of r's parts (from the first's offset to the
@@ -674,14 +712,75 @@ func (a spilledPart) decode() (Part, error) {
 	r := &a.reg.refs
 	off := r.Off[a.i] - a.reg.lo
 	p, err := decodePart(a.reg.buf[off : off+r.Len[a.i]])
+	if err == nil {
+		err = a.features(&p)
+	}
 	if err != nil {
 		return p, fmt.Errorf("ivfstages: spill: part: %s at %d: %w", r.Path, r.Off[a.i], err)
 	}
 	return p, nil
 }
 
+// features fills p.X with its stored items' features, read by row
+// (p.At) from the batch's features in the mapped file.
+func (a spilledPart) features(p *Part) error {
+	if len(p.At) != len(p.Keys) || p.D < 1 {
+		return fmt.Errorf("%d stored items with %d rows, dimension %d", len(p.Keys), len(p.At), p.D)
+	}
+	d, m := p.D, a.reg.feat
+	p.X = make([]float32, len(p.At)*d)
+	row := make([]byte, 4*d)
+	for i, at := range p.At {
+		off := a.reg.refs.FeatOff + int64(at)*int64(4*d)
+		if at < 0 || off+int64(len(row)) > int64(m.Len()) {
+			return fmt.Errorf("stored item %d: row %d beyond the batch's features", p.Keys[i], at)
+		}
+		if _, err := m.ReadAt(row, off); err != nil {
+			return err
+		}
+		x := p.X[i*d : (i+1)*d]
+		for j := range x {
+			x[j] = math.Float32frombits(binary.LittleEndian.Uint32(row[4*j:]))
+		}
+	}
+	p.At = nil
+	return nil
+}
+
 func (f *searchRefsFn) FinishBundle(ctx context.Context, emit func(Block), done func(int64)) error {
-	return f.fn.FinishBundle(ctx, emit, done)
+	err := f.fn.FinishBundle(ctx, emit, done)
+	return errors.Join(err, f.unmap())
+}
+
+// Teardown unmaps what a failed bundle left mapped.
+func (f *searchRefsFn) Teardown() error { return f.unmap() }
+
+// mapped is path memory-mapped (until the bundle ends).
+func (f *searchRefsFn) mapped(path string) (*mmap.ReaderAt, error) {
+	if m := f.maps[path]; m != nil {
+		return m, nil
+	}
+	m, err := mmap.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("ivfstages: spill: %w (was the spill directory removed while the job ran?)", err)
+	}
+	if f.maps == nil {
+		f.maps = map[string]*mmap.ReaderAt{}
+	}
+	f.maps[path] = m
+	return m, nil
+}
+
+// unmap closes every mapping: the search's spill generation is removed
+// once the search is done, and a mapped file's disk space stays taken
+// until it is unmapped.
+func (f *searchRefsFn) unmap() error {
+	var errs []error
+	for path, m := range f.maps {
+		errs = append(errs, m.Close())
+		delete(f.maps, path)
+	}
+	return errors.Join(errs...)
 }
 
 func init() {

@@ -27,6 +27,10 @@ type Part struct {
 	Keys []int64
 	Home []int64
 	X    []float32
+	// At, in a part of the spilled search (emitRefsFn), replaces X: the
+	// stored items' rows in their input batch, whose features the batch's
+	// spill file holds once (PartRefs.Feat), not once per block.
+	At []int32
 	// Searched items, all from one input batch: their index in Keys, their
 	// row within the batch and ids.
 	Q      []int32
@@ -54,6 +58,7 @@ func encodePart(p Part) []byte {
 	wire.Slice(&w, p.Keys)
 	wire.Slice(&w, p.Home)
 	wire.Slice(&w, p.X)
+	wire.Slice(&w, p.At)
 	wire.Slice(&w, p.Q)
 	w.String(p.Shard)
 	w.Varint(p.Offset)
@@ -74,6 +79,7 @@ func decodePart(b []byte) (Part, error) {
 	p.Keys = wire.ReadSlice[int64](&r)
 	p.Home = wire.ReadSlice[int64](&r)
 	p.X = wire.ReadSlice[float32](&r)
+	p.At = wire.ReadSlice[int32](&r)
 	p.Q = wire.ReadSlice[int32](&r)
 	p.Shard = r.String()
 	p.Offset = r.Varint()
