@@ -612,20 +612,14 @@ func (f *emitRefsFn) ProcessElement(pr Probed, m ivf.Model, dup string, _ func(*
 }
 
 // searchRefsFn is searchFn for a group of blocks (emitRefsFn's): it reads
-// each block's parts from the batches' files and searches the blocks in
-// key order, one block's parts in memory at a time (beside those of the
-// searches in flight).
+// the group's parts from the batches' files, one file at a time, and
+// searches the blocks in key order.
 type searchRefsFn struct {
 	P        engine.NeighbourParams
 	Spill    Spill
 	Features bool
 
 	fn *searchFn
-	// maps are the batches' spill files, memory-mapped for their features
-	// (PartRefs.FeatOff) until the bundle ends: each batch's rows are read
-	// by the blocks of NProbe partitions, a few hundred scattered rows per
-	// group of partitions, so a read per row cost a system call each.
-	maps map[string]*mmap.ReaderAt
 }
 
 func (f *searchRefsFn) Setup() error {
@@ -634,31 +628,21 @@ func (f *searchRefsFn) Setup() error {
 }
 
 func (f *searchRefsFn) ProcessElement(ctx context.Context, group int64, iter func(*PartRefs) bool, emit func(Block), done func(int64)) error {
-	byBlock := map[int64][]spilledPart{}
+	byBlock := map[int64][]Part{}
 	var r PartRefs
 	for iter(&r) {
-		reg, err := readRegion(r)
+		parts, err := readParts(r)
 		if err != nil {
 			return err
 		}
-		if reg.feat, err = f.mapped(r.Path); err != nil {
-			return err
-		}
 		for i, bk := range r.Blocks {
-			byBlock[bk] = append(byBlock[bk], spilledPart{reg, i})
+			byBlock[bk] = append(byBlock[bk], parts[i])
 		}
 		r = PartRefs{}
 	}
 	for _, bk := range slices.Sorted(maps.Keys(byBlock)) {
-		at := byBlock[bk]
+		parts := byBlock[bk]
 		delete(byBlock, bk)
-		parts := make([]Part, len(at))
-		for i, a := range at {
-			var err error
-			if parts[i], err = a.decode(); err != nil {
-				return err
-			}
-		}
 		if err := f.fn.start(bk, parts, emit, done); err != nil {
 			return err
 		}
@@ -666,29 +650,24 @@ func (f *searchRefsFn) ProcessElement(ctx context.Context, group int64, iter fun
 	return nil
 }
 
-// region is the bytes of one PartRefs' parts, read from its batch's file
-// at once: the parts of a group's blocks follow each other there.
-//
-// Why not one read per part: every block gets a part from nearly every
-// input batch, so at 10M rows (610 batches, 20,000 blocks) that was 12
-// million opens and reads of a couple of KB each, most of them missing the
-// page cache once the search's input outgrew it; per group of partitions
-// it is one read of about 100 KB per batch.
-type region struct {
-	refs PartRefs
-	// buf holds the file's bytes from refs' first part's offset (lo).
-	buf []byte
-	lo  int64
-	// feat is the file, mapped, for the stored items' features (Part.At).
-	feat *mmap.ReaderAt
+func (f *searchRefsFn) FinishBundle(ctx context.Context, emit func(Block), done func(int64)) error {
+	return f.fn.FinishBundle(ctx, emit, done)
 }
 
-// readRegion reads the bytes of r's parts (from the first's offset to the
-// end of the last).
-func readRegion(r PartRefs) (*region, error) {
-	reg := &region{refs: r}
+// readParts reads the parts r locates, with their stored items' features
+// (Part.X) read by row (Part.At) from the batch's features.
+//
+// The parts of a group's blocks follow each other in the batch's file, so
+// they are read at once: every block gets a part from nearly every input
+// batch, and a read per part was, at 10M rows (610 batches, 20,000
+// blocks), 12 million opens and reads of a couple of KB each. The rows a
+// group needs of a batch's features are a few hundred scattered over it,
+// so they are read through a memory map of the file (golang.org/x/exp/mmap;
+// a read per row cost a system call each), unmapped before the next file
+// so that the mapped pages the process holds stay one file's.
+func readParts(r PartRefs) ([]Part, error) {
 	if len(r.Blocks) == 0 {
-		return reg, nil
+		return nil, nil
 	}
 	lo, hi := r.Off[0], r.Off[0]+r.Len[0]
 	for i := range r.Blocks {
@@ -698,40 +677,37 @@ func readRegion(r PartRefs) (*region, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ivfstages: spill: parts: %w", err)
 	}
-	reg.buf, reg.lo = buf, lo
-	return reg, nil
-}
-
-// spilledPart is part i of a region.
-type spilledPart struct {
-	reg *region
-	i   int
-}
-
-func (a spilledPart) decode() (Part, error) {
-	r := &a.reg.refs
-	off := r.Off[a.i] - a.reg.lo
-	p, err := decodePart(a.reg.buf[off : off+r.Len[a.i]])
-	if err == nil {
-		err = a.features(&p)
-	}
+	m, err := mmap.Open(r.Path)
 	if err != nil {
-		return p, fmt.Errorf("ivfstages: spill: part: %s at %d: %w", r.Path, r.Off[a.i], err)
+		return nil, fmt.Errorf("ivfstages: spill: %w (was the spill directory removed while the job ran?)", err)
 	}
-	return p, nil
+	defer m.Close()
+	parts := make([]Part, len(r.Blocks))
+	for i := range r.Blocks {
+		off := r.Off[i] - lo
+		p, err := decodePart(buf[off : off+r.Len[i]])
+		if err == nil {
+			err = features(&p, m, r.FeatOff)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("ivfstages: spill: part: %s at %d: %w", r.Path, r.Off[i], err)
+		}
+		parts[i] = p
+	}
+	return parts, nil
 }
 
-// features fills p.X with its stored items' features, read by row
-// (p.At) from the batch's features in the mapped file.
-func (a spilledPart) features(p *Part) error {
+// features fills p.X with its stored items' features, read by row (p.At)
+// from the batch's features at featOff in m.
+func features(p *Part, m *mmap.ReaderAt, featOff int64) error {
 	if len(p.At) != len(p.Keys) || p.D < 1 {
 		return fmt.Errorf("%d stored items with %d rows, dimension %d", len(p.Keys), len(p.At), p.D)
 	}
-	d, m := p.D, a.reg.feat
+	d := p.D
 	p.X = make([]float32, len(p.At)*d)
 	row := make([]byte, 4*d)
 	for i, at := range p.At {
-		off := a.reg.refs.FeatOff + int64(at)*int64(4*d)
+		off := featOff + int64(at)*int64(4*d)
 		if at < 0 || off+int64(len(row)) > int64(m.Len()) {
 			return fmt.Errorf("stored item %d: row %d beyond the batch's features", p.Keys[i], at)
 		}
@@ -745,42 +721,6 @@ func (a spilledPart) features(p *Part) error {
 	}
 	p.At = nil
 	return nil
-}
-
-func (f *searchRefsFn) FinishBundle(ctx context.Context, emit func(Block), done func(int64)) error {
-	err := f.fn.FinishBundle(ctx, emit, done)
-	return errors.Join(err, f.unmap())
-}
-
-// Teardown unmaps what a failed bundle left mapped.
-func (f *searchRefsFn) Teardown() error { return f.unmap() }
-
-// mapped is path memory-mapped (until the bundle ends).
-func (f *searchRefsFn) mapped(path string) (*mmap.ReaderAt, error) {
-	if m := f.maps[path]; m != nil {
-		return m, nil
-	}
-	m, err := mmap.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("ivfstages: spill: %w (was the spill directory removed while the job ran?)", err)
-	}
-	if f.maps == nil {
-		f.maps = map[string]*mmap.ReaderAt{}
-	}
-	f.maps[path] = m
-	return m, nil
-}
-
-// unmap closes every mapping: the search's spill generation is removed
-// once the search is done, and a mapped file's disk space stays taken
-// until it is unmapped.
-func (f *searchRefsFn) unmap() error {
-	var errs []error
-	for path, m := range f.maps {
-		errs = append(errs, m.Close())
-		delete(f.maps, path)
-	}
-	return errors.Join(errs...)
 }
 
 func init() {

@@ -4,8 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/fnv"
-	"math"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 
