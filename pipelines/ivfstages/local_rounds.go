@@ -234,25 +234,43 @@ func (f *localRoundsFn) ProcessElement(ctx context.Context, _ int64, iter func(*
 			return fmt.Errorf("ivfstages: %w", err)
 		}
 	}
-	// The blocks are packed (and spilled) on all cores, then emitted in
-	// block order, as one goroutine did them: packing and writing a
-	// million rows' posteriors took 7 s on one core of two.
+	return f.unblockAll(len(bs), func(x int) (Block, error) {
+		b := bs[x]
+		bs[x] = Block{}
+		return b, nil
+	}, cur, nil, emit)
+}
+
+// unblockAll sends the items of n blocks (block x as at(x) gives it, with
+// its final states cur[x]) back towards their input batches: packed (and
+// spilled) on all cores, then, once before (if set) has run, emitted in
+// block order, as one goroutine did them: packing and writing a million
+// rows' posteriors took 7 s on one core of two.
+func (f *localRoundsFn) unblockAll(n int, at func(x int) (Block, error), cur []mixture.States, before func() error, emit func(string, BatchItems)) error {
 	out := unblockFn{Spill: f.Spill, Gen: genRouted + f.Rounds}
 	type unblocked struct {
 		batches []string
 		items   []BatchItems
 	}
-	res := make([]unblocked, len(bs))
-	err = pool.EachIndexErr(len(bs), f.Workers, func(x int) error {
-		bs[x].State = cur[x]
+	res := make([]unblocked, n)
+	err := pool.EachIndexErr(n, f.Workers, func(x int) error {
+		b, err := at(x)
+		if err != nil {
+			return err
+		}
+		b.State = cur[x]
 		r := &res[x]
-		var err error
-		r.batches, r.items, err = out.unblock(bs[x])
-		bs[x], cur[x] = Block{}, mixture.States{}
+		r.batches, r.items, err = out.unblock(b)
+		cur[x] = mixture.States{}
 		return err
 	})
 	if err != nil {
 		return err
+	}
+	if before != nil {
+		if err := before(); err != nil {
+			return err
+		}
 	}
 	for x := range res {
 		for i := range res[x].items {

@@ -153,37 +153,9 @@ func (f *localRoundsFn) streamed(ctx context.Context, iter func(*Block) bool, em
 			}
 		}
 	}
-	out := unblockFn{Spill: f.Spill, Gen: genRouted + f.Rounds}
-	type unblocked struct {
-		batches []string
-		items   []BatchItems
-	}
-	res := make([]unblocked, n)
-	err = pool.EachIndexErr(n, f.Workers, func(x int) error {
-		b, err := f.load(refs[x])
-		if err != nil {
-			return err
-		}
-		b.State = cur[x]
-		r := &res[x]
-		r.batches, r.items, err = out.unblock(b)
-		cur[x] = mixture.States{}
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	// Nothing reads the search's blocks again.
-	if err := f.Spill.drop(genSearched); err != nil {
-		return err
-	}
-	for x := range res {
-		for i := range res[x].items {
-			emit(res[x].batches[i], res[x].items[i])
-		}
-		res[x] = unblocked{}
-	}
-	return nil
+	// Nothing reads the search's blocks once they are sent on.
+	return f.unblockAll(n, func(x int) (Block, error) { return f.load(refs[x]) }, cur,
+		func() error { return f.Spill.drop(genSearched) }, emit)
 }
 
 // load reads block ref (a reference into the spill) without the
