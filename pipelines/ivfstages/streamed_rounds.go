@@ -34,7 +34,7 @@ import (
 // moves) and writes and reads one copy of the states, and neighbours'
 // states are read in memory. The items' rounds are engine.RunRound's on
 // the same states and neighbours, so the results are the local rounds' bit
-// for bit (TestStreamedRounds). The linear head is not fitted here (it
+// for bit (TestLocalRounds' streamed cases). The linear head is not fitted here (it
 // needs every item's features at once): JoinRoundsParams refuses it.
 func (f *localRoundsFn) streamed(ctx context.Context, iter func(*Block) bool, emit func(string, BatchItems)) error {
 	// The group waited for the whole search, the last reader of its input.
