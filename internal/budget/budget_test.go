@@ -99,21 +99,27 @@ func TestMemory(t *testing.T) {
 // --classes 20; cmd/relabel's BenchmarkScaleRun, docs/PERFORMANCE.md), the
 // estimate is within 2x of the measured peak RSS: a million rows with the
 // rounds in one stage (their blocks counted once, Local), two million with
-// a join per round.
+// a join per round, ten million with the streamed rounds (their states
+// counted once).
 func TestOfMeasuredIVF(t *testing.T) {
 	p := mixture.DefaultParams(20)
 	for _, tc := range []struct {
 		name     string
 		rows     int64
 		local    bool
+		streamed bool
 		measured int64 // ru_maxrss, bytes
 	}{
-		{"1M rows, the rounds in one stage", 1_000_000, true, 2_169_300 << 10},
-		{"2M rows, a join per round", 2_000_000, false, 1_660_276 << 10},
+		{"1M rows, the rounds in one stage", 1_000_000, true, false, 2_169_300 << 10},
+		{"2M rows, a join per round", 2_000_000, false, false, 1_660_276 << 10},
+		{"10M rows, the streamed rounds", 10_000_000, false, true, 11_658_580 << 10},
 	} {
 		s := Sizes{Rows: tc.rows, D: 64, C: 20, C0: p.C0, K: 10, L: p.L, N: p.N, IVF: true, Spilled: true}
 		if tc.local {
 			s.Local = LocalRounds(tc.rows, s.K, p, 0)
+		}
+		if tc.streamed {
+			s.Local, s.Streamed = StreamedRounds(tc.rows, s.K, p), true
 		}
 		e := Of(s)
 		r := float64(e.Peak) / float64(tc.measured)
