@@ -21,7 +21,6 @@ import (
 
 	"github.com/relabel/relabel/gpu"
 	"github.com/relabel/relabel/io/keptio"
-	"github.com/relabel/relabel/io/spillio"
 	"github.com/relabel/relabel/pipelines/stages"
 	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/schemas/wire"
@@ -126,7 +125,7 @@ func (f *emitFn) parts(pr Probed, m ivf.Model, dup string) ([]int64, []Part, err
 		return nil, nil, err
 	}
 	if f.Spill.On() {
-		if err := f.Spill.putParts(pr.Rows.Shard, pr.Rows.Offset, f.Wave, out); err != nil {
+		if _, err := f.Spill.putParts(pr.Rows.Shard, pr.Rows.Offset, f.Wave, nil, out); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -588,7 +587,7 @@ func (f *emitRefsFn) ProcessElement(pr Probed, m ivf.Model, dup string, _ func(*
 	if err != nil {
 		return err
 	}
-	feat, err := f.Spill.putPartsByRow(pr.Rows.Shard, pr.Rows.Offset, f.Wave, pr.Rows.Features, out)
+	feat, err := f.Spill.putParts(pr.Rows.Shard, pr.Rows.Offset, f.Wave, pr.Rows.Features, out)
 	if err != nil {
 		return err
 	}
@@ -657,14 +656,14 @@ func (f *searchRefsFn) FinishBundle(ctx context.Context, emit func(Block), done 
 // readParts reads the parts r locates, with their stored items' features
 // (Part.X) read by row (Part.At) from the batch's features.
 //
-// The parts of a group's blocks follow each other in the batch's file, so
-// they are read at once: every block gets a part from nearly every input
+// The file is read through a memory map (golang.org/x/exp/mmap), unmapped
+// before the next file so that the mapped pages the process holds stay
+// one file's: the rows a group needs of a batch's features are a few
+// hundred scattered over it, and a read per row cost a system call each.
+// The parts of a group's blocks follow each other in the file and are
+// copied out at once: every block gets a part from nearly every input
 // batch, and a read per part was, at 10M rows (610 batches, 20,000
-// blocks), 12 million opens and reads of a couple of KB each. The rows a
-// group needs of a batch's features are a few hundred scattered over it,
-// so they are read through a memory map of the file (golang.org/x/exp/mmap;
-// a read per row cost a system call each), unmapped before the next file
-// so that the mapped pages the process holds stay one file's.
+// blocks), 12 million opens and reads of a couple of KB each.
 func readParts(r PartRefs) ([]Part, error) {
 	if len(r.Blocks) == 0 {
 		return nil, nil
@@ -673,15 +672,15 @@ func readParts(r PartRefs) ([]Part, error) {
 	for i := range r.Blocks {
 		lo, hi = min(lo, r.Off[i]), max(hi, r.Off[i]+r.Len[i])
 	}
-	buf, err := spillio.Read(spillRef{Path: r.Path, Off: lo, Len: hi - lo})
-	if err != nil {
-		return nil, fmt.Errorf("ivfstages: spill: parts: %w", err)
-	}
 	m, err := mmap.Open(r.Path)
 	if err != nil {
 		return nil, fmt.Errorf("ivfstages: spill: %w (was the spill directory removed while the job ran?)", err)
 	}
 	defer m.Close()
+	buf := make([]byte, hi-lo)
+	if _, err := m.ReadAt(buf, lo); err != nil {
+		return nil, fmt.Errorf("ivfstages: spill: parts: reading %d bytes at %d of %s: %w", hi-lo, lo, r.Path, err)
+	}
 	parts := make([]Part, len(r.Blocks))
 	for i := range r.Blocks {
 		off := r.Off[i] - lo

@@ -108,40 +108,26 @@ func (s Spill) put(gen int, b *Block, msgs []JoinMsg) error {
 	return nil
 }
 
-// putParts writes the parts one input batch (shard, offset) sends to blocks
-// (wave w) into one file, named by the batch, and replaces them by
-// references.
-func (s Spill) putParts(shard string, offset int64, w int, parts []Part) error {
-	encs := make([][]byte, len(parts))
-	for i := range parts {
-		encs[i] = encodePart(parts[i])
-	}
-	refs, err := s.write(genSearchIn, batchName('s', shard, offset)+fmt.Sprintf("-w%d", w), encs...)
-	if err != nil {
-		return err
-	}
-	for i := range parts {
-		parts[i] = Part{Spilled: refs[i]}
-	}
-	return nil
-}
-
-// putPartsByRow writes the parts one input batch (shard, offset) sends to
-// blocks (wave w), whose stored items are given by row (Part.At), into
-// one file after the batch's features x (float32 little-endian, row by
-// row), replaces them by references and returns where the features start.
+// putParts writes the parts one input batch (shard, offset) sends to
+// blocks (wave w) into one file, named by the batch, and replaces them by
+// references. With the batch's features x (non-nil), the file starts with
+// them (float32 little-endian, row by row) and the parts give their stored
+// items by row (Part.At); the returned offset is where the features start.
 //
-// Why once: every item is stored in the blocks of NProbe partitions, which
-// the search reaches at different times, so a copy of its features per
-// block made the search's spill NProbe times the input (22 GB at 10M rows
-// and d 64), more than the page cache holds: written to disk and read
-// back, it took four times a linear share of the million-row run's search.
-func (s Spill) putPartsByRow(shard string, offset int64, w int, x []float32, parts []Part) (int64, error) {
-	feat := make([]byte, 4*len(x))
-	for i, v := range x {
-		binary.LittleEndian.PutUint32(feat[4*i:], math.Float32bits(v))
+// Why the features once: every item is stored in the blocks of NProbe
+// partitions, which the search reaches at different times, so a copy of
+// its features per block made the search's spill NProbe times the input
+// (22 GB at 10M rows and d 64), more than the page cache holds.
+func (s Spill) putParts(shard string, offset int64, w int, x []float32, parts []Part) (int64, error) {
+	var encs [][]byte
+	if x != nil {
+		feat := make([]byte, 4*len(x))
+		for i, v := range x {
+			binary.LittleEndian.PutUint32(feat[4*i:], math.Float32bits(v))
+		}
+		encs = append(encs, feat)
 	}
-	encs := append(make([][]byte, 0, 1+len(parts)), feat)
+	first := len(encs)
 	for i := range parts {
 		encs = append(encs, encodePart(parts[i]))
 	}
@@ -150,7 +136,10 @@ func (s Spill) putPartsByRow(shard string, offset int64, w int, x []float32, par
 		return 0, err
 	}
 	for i := range parts {
-		parts[i] = Part{Spilled: refs[1+i]}
+		parts[i] = Part{Spilled: refs[first+i]}
+	}
+	if x == nil {
+		return 0, nil
 	}
 	return refs[0].Off, nil
 }

@@ -29,7 +29,7 @@ type Part struct {
 	X    []float32
 	// At, in a part of the spilled search (emitRefsFn), replaces X: the
 	// stored items' rows in their input batch, whose features the batch's
-	// spill file holds once (PartRefs.Feat), not once per block.
+	// spill file holds once (PartRefs.FeatOff), not once per block.
 	At []int32
 	// Searched items, all from one input batch: their index in Keys, their
 	// row within the batch and ids.
