@@ -83,3 +83,42 @@ func TestWriteNeverRecreatesDir(t *testing.T) {
 		t.Errorf("the removed directory is back (%v)", err)
 	}
 }
+
+// TestAppender: what an Appender stores comes back by reference, several
+// elements (an empty one included) to a file; appending to the same name
+// again starts the file afresh; Drop removes it with its generation.
+func TestAppender(t *testing.T) {
+	d := Dir(t.TempDir())
+	for range 2 {
+		a, err := d.Append(3, "w0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		encs := [][]byte{[]byte("one"), {}, []byte("three and more")}
+		var refs []Ref
+		for _, e := range encs {
+			r, err := a.Put(e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			refs = append(refs, r)
+		}
+		if err := a.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if refs[0].Off != 0 || refs[2].Off != 3 {
+			t.Errorf("references %+v: the file was not started afresh or elements overlap", refs)
+		}
+		for i, r := range refs {
+			if got, err := Read(r); err != nil || !bytes.Equal(got, encs[i]) {
+				t.Errorf("element %d: %q (err %v), want %q", i, got, err, encs[i])
+			}
+		}
+	}
+	if err := d.Drop(3); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(d.Gen(3)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("generation 3 after Drop: %v", err)
+	}
+}

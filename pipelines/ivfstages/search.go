@@ -134,59 +134,125 @@ func (f *emitFn) parts(pr Probed, m ivf.Model, dup string) ([]int64, []Part, err
 
 // build makes the parts of pr for the blocks of wave f.Wave, by block key
 // ascending; byRow gives each stored item's row in the batch (Part.At)
-// instead of a copy of its features (Part.X).
+// instead of a copy of its features (Part.X). Within a part the items are
+// in row order.
+//
+// The parts' slices are windows of one array per field, filled after a
+// count per block: at 20,000 partitions a batch of 16,384 rows makes
+// about as many parts of a few items each, and a map of parts grown item by
+// item allocated several slices per part, a cost per batch that grows with
+// the partitions, so the run's with the square of its rows.
 func (f *emitFn) build(pr Probed, m ivf.Model, dup string, byRow bool) ([]int64, []Part, error) {
 	if dup != "" {
 		return nil, nil, errors.New(dupMessage(dup))
 	}
 	r := &pr.Rows
 	n, d, np := r.Len(), r.D, pr.NProbe
-	parts := map[int64]*Part{}
-	part := func(key int64) *Part {
-		p := parts[key]
-		if p == nil {
-			p = &Part{D: d, Shard: r.Shard, Offset: r.Offset, IDKind: r.IDKind, Multi: r.Multi, LabelOff: []int32{0}}
-			parts[key] = p
-		}
-		return p
+	// base[p] numbers partition p's blocks densely, in block key order.
+	base := make([]int32, m.P()+1)
+	for p, b := range m.Blocks {
+		base[p+1] = base[p] + b
 	}
-	for i := 0; i < n; i++ {
-		key := r.IDs[i]
-		probes := pr.Probe[i*np : (i+1)*np]
-		homeKey := BlockKey(probes[0], pr.Block[i])
-		row := r.Features[i*d : (i+1)*d]
-		for _, p := range probes {
-			if int(p)%f.Waves != f.Wave {
+	dest := func(yield func(i int, p, b int32)) {
+		for i := 0; i < n; i++ {
+			for _, p := range pr.Probe[i*np : (i+1)*np] {
+				if int(p)%f.Waves != f.Wave {
+					continue
+				}
+				for b := int32(0); b < m.Blocks[p]; b++ {
+					yield(i, p, b)
+				}
+			}
+		}
+	}
+	// Items, labels and searched items per block.
+	count := make([]int32, base[m.P()])
+	labels := make([]int32, base[m.P()])
+	searched := make([]int32, base[m.P()])
+	total, totalLabels, totalSearched := 0, 0, 0
+	dest(func(i int, p, b int32) {
+		x := base[p] + b
+		nl := r.LabelOff[i+1] - r.LabelOff[i]
+		count[x]++
+		labels[x] += nl
+		total++
+		totalLabels += int(nl)
+		if b == pr.Block[i] && p == pr.Probe[i*np] {
+			searched[x]++
+			totalSearched++
+		}
+	})
+	var keys []int64
+	var parts []Part
+	// Block x's part is parts[slot[x]].
+	slot := make([]int32, len(count))
+	keysA, homeA := make([]int64, total), make([]int64, total)
+	var atA []int32
+	var xA []float32
+	if byRow {
+		atA = make([]int32, total)
+	} else {
+		xA = make([]float32, total*d)
+	}
+	labelsA := make([]int32, totalLabels)
+	offA := make([]int32, total+len(count))
+	qA, rowA := make([]int32, totalSearched), make([]int32, totalSearched)
+	var strA []string
+	if r.IDKind == schemas.IDString {
+		strA = make([]string, totalSearched)
+	}
+	var at, lat, sat, oat int32
+	for p := 0; p < m.P(); p++ {
+		for b := int32(0); b < m.Blocks[p]; b++ {
+			x := base[p] + b
+			if count[x] == 0 {
 				continue
 			}
-			for b := int32(0); b < m.Blocks[p]; b++ {
-				bk := BlockKey(p, b)
-				pt := part(bk)
-				if bk == homeKey {
-					pt.Q = append(pt.Q, int32(len(pt.Keys)))
-					pt.Row = append(pt.Row, int32(i))
-					if r.IDKind == schemas.IDString {
-						pt.StrIDs = append(pt.StrIDs, r.StrIDs[i])
-					}
-				}
-				pt.Labels = append(pt.Labels, r.Labels[r.LabelOff[i]:r.LabelOff[i+1]]...)
-				pt.LabelOff = append(pt.LabelOff, int32(len(pt.Labels)))
-				pt.Keys = append(pt.Keys, key)
-				pt.Home = append(pt.Home, homeKey)
-				if byRow {
-					pt.At = append(pt.At, int32(i))
-				} else {
-					pt.X = append(pt.X, row...)
+			slot[x] = int32(len(parts))
+			c, l, q := count[x], labels[x], searched[x]
+			pt := Part{D: d, Shard: r.Shard, Offset: r.Offset, IDKind: r.IDKind, Multi: r.Multi,
+				Keys: keysA[at : at : at+c], Home: homeA[at : at : at+c],
+				LabelOff: offA[oat : oat+1 : oat+1+c]}
+			if l > 0 {
+				// Unlabelled items only: nil, as appending nothing leaves it.
+				pt.Labels = labelsA[lat : lat : lat+l]
+			}
+			if byRow {
+				pt.At = atA[at : at : at+c]
+			} else {
+				pt.X = xA[int(at)*d : int(at)*d : int(at+c)*d]
+			}
+			if q > 0 {
+				pt.Q, pt.Row = qA[sat:sat:sat+q], rowA[sat:sat:sat+q]
+				if strA != nil {
+					pt.StrIDs = strA[sat : sat : sat+q]
 				}
 			}
+			keys = append(keys, BlockKey(int32(p), b))
+			parts = append(parts, pt)
+			at, lat, sat, oat = at+c, lat+l, sat+q, oat+1+c
 		}
 	}
-	keys := slices.Sorted(maps.Keys(parts))
-	out := make([]Part, len(keys))
-	for i, k := range keys {
-		out[i] = *parts[k]
-	}
-	return keys, out, nil
+	dest(func(i int, p, b int32) {
+		pt := &parts[slot[base[p]+b]]
+		if b == pr.Block[i] && p == pr.Probe[i*np] {
+			pt.Q = append(pt.Q, int32(len(pt.Keys)))
+			pt.Row = append(pt.Row, int32(i))
+			if strA != nil {
+				pt.StrIDs = append(pt.StrIDs, r.StrIDs[i])
+			}
+		}
+		pt.Labels = append(pt.Labels, r.Labels[r.LabelOff[i]:r.LabelOff[i+1]]...)
+		pt.LabelOff = append(pt.LabelOff, int32(len(pt.Labels)))
+		pt.Keys = append(pt.Keys, r.IDs[i])
+		pt.Home = append(pt.Home, BlockKey(pr.Probe[i*np], pr.Block[i]))
+		if byRow {
+			pt.At = append(pt.At, int32(i))
+		} else {
+			pt.X = append(pt.X, r.Features[i*d:(i+1)*d]...)
+		}
+	})
+	return keys, parts, nil
 }
 
 // modelTokenFn is the first wave's order token: the model is ready.

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"sync"
 	"sync/atomic"
 
 	"github.com/relabel/relabel/internal/budget"
 	"github.com/relabel/relabel/internal/pool"
 	"github.com/relabel/relabel/internal/progress"
+	"github.com/relabel/relabel/io/spillio"
 	"github.com/relabel/relabel/pipelines/stages"
 	"github.com/relabel/relabel/schemas/wire"
 	"github.com/relabel/relabel/transforms/engine"
@@ -94,7 +96,11 @@ func (f *localRoundsFn) streamed(ctx context.Context, iter func(*Block) bool, em
 		gen := genRouted + 1 + r
 		next := make([]spillRef, n)
 		var ran atomic.Int64
-		err := pool.EachIndexErr(n, f.Workers, func(x int) error {
+		// Each goroutine appends its blocks' next states to a file of its
+		// own (spillio.Appender).
+		var mu sync.Mutex
+		var files []*spillio.Appender
+		err := pool.EachIndexWith(n, f.Workers, func(ws *streamedWork, x int) error {
 			b, err := f.load(refs[x])
 			if err != nil {
 				return err
@@ -104,15 +110,31 @@ func (f *localRoundsFn) streamed(ctx context.Context, iter func(*Block) bool, em
 				return fmt.Errorf("ivfstages: streamed rounds: block %d round %d (%d items): %w", b.Key, r, b.Len(), err)
 			}
 			ran.Add(int64(nr))
-			var w wire.Writer
-			putStatesPacked(&w, &st)
-			rs, err := f.Spill.write(gen, "s"+strconv.FormatInt(b.Key, 16), w.B)
-			if err != nil {
-				return err
+			if ws.out == nil {
+				mu.Lock()
+				ws.out, err = f.Spill.files().Append(gen, "s"+strconv.Itoa(len(files)))
+				if err == nil {
+					files = append(files, ws.out)
+				}
+				mu.Unlock()
+				if err != nil {
+					return fmt.Errorf("ivfstages: spill: %w", err)
+				}
 			}
-			next[x] = rs[0]
+			w := wire.Writer{B: ws.buf[:0]}
+			putStatesPacked(&w, &st)
+			ws.buf = w.B
+			next[x], err = ws.out.Put(w.B)
+			if err != nil {
+				return fmt.Errorf("ivfstages: spill: %w", err)
+			}
 			return nil
 		})
+		for _, a := range files {
+			if cerr := a.Close(); err == nil && cerr != nil {
+				err = fmt.Errorf("ivfstages: spill: %w", cerr)
+			}
+		}
 		if err != nil {
 			return err
 		}
@@ -156,6 +178,13 @@ func (f *localRoundsFn) streamed(ctx context.Context, iter func(*Block) bool, em
 	// Nothing reads the search's blocks once they are sent on.
 	return f.unblockAll(n, func(x int) (Block, error) { return f.load(refs[x]) }, cur,
 		func() error { return f.Spill.drop(genSearched) }, emit)
+}
+
+// streamedWork is a goroutine's file and encoding buffer for one round's
+// next states.
+type streamedWork struct {
+	out *spillio.Appender
+	buf []byte
 }
 
 // load reads block ref (a reference into the spill) without the
