@@ -696,6 +696,22 @@ func TestCoders(t *testing.T) {
 		if err != nil || !reflect.DeepEqual(got, b) {
 			t.Fatalf("Block %d: err %v, differs %v", k, err, !reflect.DeepEqual(got, b))
 		}
+		// What a round reads, with every field it passes over filled.
+		b.Shards, b.StrIDs = []string{"s1", "shard two"}, []string{"a", "", "ccc"}
+		b.X, b.D = []float32{1, 2, 3, 4}, 2
+		b.ExtLabels, b.ExtLabelOff = []int32{4, 5}, []int32{0, 2}
+		b.DestKey, b.DestOff, b.DestItem = []int64{9}, []int32{0, 1}, []int32{3}
+		b.Init = b.State
+		enc := encodeBlock(b)
+		got, err = decodeBlockRounds(enc)
+		want := Block{Key: b.Key, Keys: b.Keys, IDKind: b.IDKind, Labels: b.Labels, LabelOff: b.LabelOff, Multi: b.Multi,
+			K: b.K, Nbr: b.Nbr, Weight: b.Weight, D: b.D, Init: b.Init}
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("Block %d for a round: err %v, differs %v", k, err, !reflect.DeepEqual(got, want))
+		}
+		if _, err := decodeBlockRounds(enc[:len(enc)/2]); err == nil {
+			t.Errorf("Block %d for a round: half its bytes decoded without an error", k)
+		}
 	}
 	var st mixture.States
 	st.Reset()

@@ -101,7 +101,7 @@ func (f *localRoundsFn) streamed(ctx context.Context, iter func(*Block) bool, em
 		var mu sync.Mutex
 		var files []*spillio.Appender
 		err := pool.EachIndexWith(n, f.Workers, func(ws *streamedWork, x int) error {
-			b, err := f.load(refs[x])
+			b, err := load(refs[x].Spilled, decodeBlockRounds, fmt.Sprintf("block %d", refs[x].Key))
 			if err != nil {
 				return err
 			}

@@ -221,6 +221,45 @@ func decodeBlock(p []byte) (Block, error) {
 	return b, r.Err()
 }
 
+// decodeBlockRounds decodes of encodeBlock's bytes only what a round
+// reads (Block.batch: the key, the items' keys and labels, the neighbours,
+// their weights and the initial states) and passes over the rest, which
+// the streamed rounds read again every round and never use (the items'
+// origins, external neighbours' keys and labels, features, the search's
+// states). It follows encodeBlock field by field.
+func decodeBlockRounds(p []byte) (Block, error) {
+	r := wire.Reader{B: p}
+	var b Block
+	b.Key = r.Varint()
+	b.Keys = wire.ReadSlice[int64](&r)
+	r.SkipStrings()           // Shards
+	wire.SkipSlice[int32](&r) // Src
+	wire.SkipSlice[int64](&r) // Offset
+	wire.SkipSlice[int32](&r) // Row
+	b.IDKind = schemas.IDKind(r.Byte())
+	r.SkipStrings() // StrIDs
+	b.Labels = wire.ReadSlice[int32](&r)
+	b.LabelOff = wire.ReadSlice[int32](&r)
+	b.Multi = r.Bool()
+	b.K = int(r.Uvarint())
+	b.Nbr = wire.ReadSlice[int32](&r)
+	b.Weight = wire.ReadSlice[float64](&r)
+	wire.SkipSlice[int64](&r) // ExtKeys
+	wire.SkipSlice[int64](&r) // ExtHome
+	wire.SkipSlice[int32](&r) // ExtLabels
+	wire.SkipSlice[int32](&r) // ExtLabelOff
+	wire.SkipSlice[int64](&r) // DestKey
+	wire.SkipSlice[int32](&r) // DestOff
+	wire.SkipSlice[int32](&r) // DestItem
+	b.D = int(r.Uvarint())
+	wire.SkipSlice[float32](&r) // X
+	var err error
+	if b.Init, err = getStatesPacked(&r); err != nil {
+		return b, err
+	}
+	return b, r.Failed() // the search's states and the reference follow
+}
+
 // JoinMsg is what one block sends another: before the rounds, the keys of
 // the neighbours it needs (States empty); each round, those items' states.
 type JoinMsg struct {

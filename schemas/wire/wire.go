@@ -114,6 +114,10 @@ func (r *Reader) fail(err error) {
 	r.B = nil
 }
 
+// Failed returns the first error, and unlike Err none for the bytes not
+// read yet: for a reader that stops before the end of an encoding.
+func (r *Reader) Failed() error { return r.err }
+
 // Err returns the first error, or an error for trailing bytes.
 func (r *Reader) Err() error {
 	if r.err == nil && len(r.B) != 0 {
@@ -229,6 +233,26 @@ func ReadSlice[T Word](r *Reader) []T {
 		return nil
 	}
 	return s
+}
+
+// SkipSlice passes over a slice written by Slice without decoding it: for
+// a reader that needs only some of an encoding's fields.
+func SkipSlice[T Word](r *Reader) {
+	var zero T
+	size := uint64(unsafe.Sizeof(zero))
+	if n := r.length(size); n > 0 {
+		r.bytes(uint64(n) * size)
+	}
+}
+
+// SkipStrings passes over a string slice written by Strings.
+func (r *Reader) SkipStrings() {
+	n := r.length(1)
+	var total uint64
+	for i := 0; i < n && r.err == nil; i++ {
+		total += r.Uvarint()
+	}
+	r.bytes(total)
 }
 
 // Bools reads a bool slice.

@@ -79,3 +79,43 @@ func TestTruncated(t *testing.T) {
 		t.Error("trailing byte: no error")
 	}
 }
+
+// TestSkip: SkipSlice and SkipStrings pass over exactly what Slice and
+// Strings wrote (nil, empty and full), so the field after them reads
+// right, and a truncated encoding is an error.
+func TestSkip(t *testing.T) {
+	var w Writer
+	Slice(&w, []int64{1, 2, 3})
+	Slice(&w, []int32(nil))
+	Slice(&w, []float64{})
+	w.Strings([]string{"a", "", "ccc"})
+	w.Strings(nil)
+	w.Varint(-77)
+	r := Reader{B: w.B}
+	SkipSlice[int64](&r)
+	SkipSlice[int32](&r)
+	SkipSlice[float64](&r)
+	r.SkipStrings()
+	r.SkipStrings()
+	if r.Failed() != nil {
+		t.Errorf("skipping: %v", r.Failed())
+	}
+	if got := r.Varint(); got != -77 || r.Err() != nil {
+		t.Errorf("after skipping: %d (err %v), want -77", got, r.Err())
+	}
+	if r := (Reader{B: []byte{1, 2}}); r.Failed() != nil || r.Err() == nil {
+		t.Errorf("unread bytes: Failed %v (want none), Err %v (want one)", r.Failed(), r.Err())
+	}
+	for n := 0; n < len(w.B)-1; n++ {
+		r := Reader{B: w.B[:n]}
+		SkipSlice[int64](&r)
+		SkipSlice[int32](&r)
+		SkipSlice[float64](&r)
+		r.SkipStrings()
+		r.SkipStrings()
+		r.Varint()
+		if r.Err() == nil {
+			t.Errorf("truncated to %d bytes: no error", n)
+		}
+	}
+}
