@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
@@ -306,12 +307,14 @@ func givenLocal(n int, load func(x int) (*Block, error), ext [][]extLoc, cur []m
 	keys := make([]int64, n)
 	nt := len(mixture.GivenTemperatures)
 	scores := make([]float64, n*nt)
+	var rows atomic.Int64
 	err := pool.EachIndexErr(n, workers, func(x int) error {
 		gb, b, err := batch(x)
 		if err != nil {
 			return err
 		}
 		keys[x] = b.Key
+		rows.Add(int64(gb.N))
 		copy(scores[x*nt:], blockScores(gb, 1))
 		return nil
 	})
@@ -321,12 +324,16 @@ func givenLocal(n int, load func(x int) (*Block, error), ext [][]extLoc, cur []m
 	t := mixture.GivenTemperature(sumScores(keys, scores))
 	samples := make([]GivenSample, n)
 	g := givenGatherFn{Seed: seed, Cap: capN}
+	// Only items below the threshold are offered, as the joined rounds'
+	// blocks offer them: every item's evidence was the 10M-row run's
+	// largest memory, for a sample of the cap's first.
+	below := sampleThreshold(rows.Load(), g.cap())
 	err = pool.EachIndexErr(n, workers, func(x int) error {
 		gb, _, err := batch(x)
 		if err != nil {
 			return err
 		}
-		samples[x] = blockSample(gb, t, seed, g.cap(), math.MaxUint64)
+		samples[x] = blockSample(gb, t, seed, g.cap(), below)
 		return nil
 	})
 	if err != nil {
@@ -337,7 +344,11 @@ func givenLocal(n int, load func(x int) (*Block, error), ext [][]extLoc, cur []m
 		acc = g.AddInput(acc, samples[x])
 		samples[x] = GivenSample{}
 	}
-	fit, err := fitGiven(g.ExtractOutput(acc), c)
+	sample := g.ExtractOutput(acc)
+	if err := checkSample("given-label", len(sample.Keys), rows.Load(), g.cap()); err != nil {
+		return nil, err
+	}
+	fit, err := fitGiven(sample, c)
 	if err != nil {
 		return nil, err
 	}

@@ -131,6 +131,34 @@ func TestGivenLocal(t *testing.T) {
 	}
 	t.Logf("fixture: T %g, %d of %d items' top class changed by the model", wantFit.T, changed, len(want))
 
+	// With a cap below half the items, the blocks offer only those below
+	// the sampling threshold: the fit is the one over every item's offer.
+	const capN = 60
+	bs, ext, cur := sortedBlocks(t, blocks, states)
+	g := givenGatherFn{Seed: mp.Seed, Cap: capN}
+	acc := g.CreateAccumulator()
+	for x := range bs {
+		gb := bs[x].givenBatch(&cur[x], func(e int) (*mixture.States, int) {
+			l := ext[x][e]
+			return &cur[l.block], int(l.item)
+		})
+		acc = g.AddInput(acc, blockSample(gb, wantFit.T, mp.Seed, capN, math.MaxUint64))
+	}
+	all, err := fitGiven(g.ExtractOutput(acc), mp.C)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sampleThreshold(int64(len(want)), capN) == math.MaxUint64 {
+		t.Fatal("fixture: no sampling threshold at this cap; the case tests nothing")
+	}
+	small, err := givenLocal(len(bs), blockAt(bs), ext, cur, mp.C, mp.C0, mp.Seed, capN, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if small.T != all.T || !slices.Equal(small.A, all.A) || small.Items != all.Items || small.Items != capN {
+		t.Errorf("cap %d: the fit over the items offered below the threshold (T %g, %d items) differs from the one over every item's offer (T %g, %d items)", capN, small.T, small.Items, all.T, all.Items)
+	}
+
 	var in []Block
 	for _, key := range slices.Sorted(maps.Keys(blocks)) {
 		in = append(in, blocks[key])
