@@ -183,6 +183,9 @@ func (f *localRoundsFn) ProcessElement(ctx context.Context, _ int64, iter func(*
 		// within a block of a few hundred items, RunRound's chunks of 64
 		// would leave cores idle at every block's end.
 		err := pool.EachIndexErr(len(bs), f.Workers, func(x int) error {
+			if err := ctx.Err(); err != nil {
+				return err // a stopped run: the rest of the blocks return here
+			}
 			var n int
 			b := bs[x].batch(&cur[x], func(e int) (*mixture.States, int) {
 				l := ext[x][e]

@@ -215,3 +215,35 @@ func TestRoundsSetup(t *testing.T) {
 		t.Errorf("--device tpu: Setup: %v, want an error naming it", err)
 	}
 }
+
+// TestLocalRoundsStop: a stopped run's rounds (its context cancelled) end
+// at the next block with the context's error and send nothing on, in
+// memory and streamed from the spill files, instead of running every
+// round first.
+func TestLocalRoundsStop(t *testing.T) {
+	f := newFixture(t, 500, 64)
+	blocks := f.search(t, f.parts(t, 2), nil)
+	for _, streamed := range []bool{false, true} {
+		var sp Spill
+		if streamed {
+			sp.Dir = t.TempDir()
+		}
+		var in []Block
+		for _, b := range blocks {
+			if sp.On() {
+				if err := sp.put(genSearched, &b, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			in = append(in, b)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		fn := &localRoundsFn{RoundConf: RoundConf{Rounds: f.rounds, Mixture: f.nb.Mixture, Workers: 2, Spill: sp, Streamed: streamed}}
+		sent := 0
+		err := fn.ProcessElement(ctx, 0, iterOf(in), func(string, BatchItems) { sent++ })
+		if !errors.Is(err, context.Canceled) || sent != 0 {
+			t.Errorf("streamed %v: a stopped run's rounds: error %v and %d sent, want %v and none", streamed, err, sent, context.Canceled)
+		}
+	}
+}

@@ -138,10 +138,9 @@ func (f *emitFn) parts(pr Probed, m ivf.Model, dup string) ([]int64, []Part, err
 // in row order.
 //
 // The parts' slices are windows of one array per field, filled after a
-// count per block: at 20,000 partitions a batch of 16,384 rows makes
-// about as many parts of a few items each, and a map of parts grown item by
-// item allocated several slices per part, a cost per batch that grows with
-// the partitions, so the run's with the square of its rows.
+// count per block, not slices grown item by item in a map of parts: at
+// 20,000 partitions a batch of 16,384 rows makes about as many parts of a
+// few items each, and growing each part's fields cost allocations per part.
 func (f *emitFn) build(pr Probed, m ivf.Model, dup string, byRow bool) ([]int64, []Part, error) {
 	if dup != "" {
 		return nil, nil, errors.New(dupMessage(dup))

@@ -101,6 +101,9 @@ func (f *localRoundsFn) streamed(ctx context.Context, iter func(*Block) bool, em
 		var mu sync.Mutex
 		var files []*spillio.Appender
 		err := pool.EachIndexWith(n, f.Workers, func(ws *streamedWork, x int) error {
+			if err := ctx.Err(); err != nil {
+				return err // a stopped run: the rest of the blocks return here
+			}
 			b, err := load(refs[x].Spilled, decodeBlockRounds, fmt.Sprintf("block %d", refs[x].Key))
 			if err != nil {
 				return err
