@@ -101,7 +101,6 @@ func (f *fixture) parts(t *testing.T, waves int) map[int64][]Part {
 	t.Helper()
 	out := map[int64][]Part{}
 	pf := &probeFn{NProbe: 3, Standardise: true}
-	sp := Spill{Dir: t.TempDir()}
 	for _, r := range f.batches {
 		var pr Probed
 		if err := pf.ProcessElement(context.Background(), r, f.stats, f.model, func(p Probed) { pr = p }); err != nil {
@@ -112,30 +111,13 @@ func (f *fixture) parts(t *testing.T, waves int) map[int64][]Part {
 		}
 		for w := 0; w < waves; w++ {
 			ef := &emitFn{Wave: w, Waves: waves}
-			var inline, spilled []Part
 			if err := ef.ProcessElement(pr, f.model, "", iterOf([]int64{1}), func(k int64, p Part) {
 				if int(k>>24)%waves != w {
 					t.Fatalf("wave %d of %d emitted to partition %d", w, waves, k>>24)
 				}
 				out[k] = append(out[k], p)
-				inline = append(inline, p)
 			}); err != nil {
 				t.Fatal(err)
-			}
-			sef := &emitFn{Wave: w, Waves: waves, Spill: sp}
-			if err := sef.ProcessElement(pr, f.model, "", iterOf([]int64{1}), func(_ int64, p Part) {
-				if p.Keys != nil || len(encodePart(p)) > 256 {
-					t.Fatalf("batch %s@%d: part not spilled (%d bytes encoded)", r.Shard, r.Offset, len(encodePart(p)))
-				}
-				if err := p.unspill(); err != nil {
-					t.Fatal(err)
-				}
-				spilled = append(spilled, p)
-			}); err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(inline, spilled) {
-				t.Fatalf("batch %s@%d wave %d: the spilled batch emits other parts", r.Shard, r.Offset, w)
 			}
 		}
 	}

@@ -139,7 +139,7 @@ func Neighbours(s beam.Scope, rows beam.PCollection, p Params) beam.PCollection 
 			refs := beam.ParDo(ws, &emitRefsFn{Wave: w, Waves: waves, Spill: p.Spill}, probed, sides...)
 			blocks, token = beam.ParDo2(ws, &searchRefsFn{P: p.Search, Spill: p.Spill, Features: p.Features}, beam.GroupByKey(ws, refs))
 		} else {
-			parts := beam.ParDo(ws, &emitFn{Wave: w, Waves: waves, Spill: p.Spill}, probed, sides...)
+			parts := beam.ParDo(ws, &emitFn{Wave: w, Waves: waves}, probed, sides...)
 			blocks, token = beam.ParDo2(ws, &searchFn{P: p.Search, Spill: p.Spill, Features: p.Features}, beam.GroupByKey(ws, parts))
 		}
 		all = append(all, blocks)

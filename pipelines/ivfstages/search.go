@@ -99,15 +99,15 @@ func (f *probeFn) ProcessElement(ctx context.Context, r schemas.Rows, st stages.
 // blocks (or the model, for the first), only orders the waves: Prism holds
 // one wave's copies at a time. dup (the first duplicate id, "" if none) fails
 // the run here, before any search: this stage waits on side inputs anyway, and
-// the search stage must not (see searchFn).
+// the search stage must not (see searchFn). With a spill directory the
+// parts go to files instead and the shuffle carries references
+// (emitRefsFn).
 type emitFn struct {
 	Wave, Waves int
-	// Spill: see Spill; the parts go to one file per batch.
-	Spill Spill
 }
 
 func (f *emitFn) ProcessElement(pr Probed, m ivf.Model, dup string, _ func(*int64) bool, emit func(int64, Part)) error {
-	keys, out, err := f.parts(pr, m, dup)
+	keys, out, err := f.build(pr, m, dup, false)
 	if err != nil {
 		return err
 	}
@@ -115,21 +115,6 @@ func (f *emitFn) ProcessElement(pr Probed, m ivf.Model, dup string, _ func(*int6
 		emit(k, out[i])
 	}
 	return nil
-}
-
-// parts are the parts of pr for the blocks of wave f.Wave, by block key
-// ascending (spilled where f.Spill is on).
-func (f *emitFn) parts(pr Probed, m ivf.Model, dup string) ([]int64, []Part, error) {
-	keys, out, err := f.build(pr, m, dup, false)
-	if err != nil {
-		return nil, nil, err
-	}
-	if f.Spill.On() {
-		if _, err := f.Spill.putParts(pr.Rows.Shard, pr.Rows.Offset, f.Wave, nil, out); err != nil {
-			return nil, nil, err
-		}
-	}
-	return keys, out, nil
 }
 
 // build makes the parts of pr for the blocks of wave f.Wave, by block key
@@ -344,9 +329,6 @@ func (f *searchFn) ProcessElement(ctx context.Context, key int64, iter func(*Par
 	var parts []Part
 	var p Part
 	for iter(&p) {
-		if err := p.unspill(); err != nil {
-			return err
-		}
 		parts = append(parts, p)
 		p = Part{}
 	}

@@ -109,25 +109,21 @@ func (s Spill) put(gen int, b *Block, msgs []JoinMsg) error {
 }
 
 // putParts writes the parts one input batch (shard, offset) sends to
-// blocks (wave w) into one file, named by the batch, and replaces them by
-// references. With the batch's features x (non-nil), the file starts with
-// them (float32 little-endian, row by row) and the parts give their stored
-// items by row (Part.At); the returned offset is where the features start.
+// blocks (wave w) into one file, named by the batch, after the batch's
+// features x (float32 little-endian, row by row), and replaces them by
+// references; the parts give their stored items by row (Part.At). It
+// returns the offset where the features start.
 //
 // Why the features once: every item is stored in the blocks of NProbe
 // partitions, which the search reaches at different times, so a copy of
 // its features per block made the search's spill NProbe times the input
 // (22 GB at 10M rows and d 64), more than the page cache holds.
 func (s Spill) putParts(shard string, offset int64, w int, x []float32, parts []Part) (int64, error) {
-	var encs [][]byte
-	if x != nil {
-		feat := make([]byte, 4*len(x))
-		for i, v := range x {
-			binary.LittleEndian.PutUint32(feat[4*i:], math.Float32bits(v))
-		}
-		encs = append(encs, feat)
+	feat := make([]byte, 4*len(x))
+	for i, v := range x {
+		binary.LittleEndian.PutUint32(feat[4*i:], math.Float32bits(v))
 	}
-	first := len(encs)
+	encs := [][]byte{feat}
 	for i := range parts {
 		encs = append(encs, encodePart(parts[i]))
 	}
@@ -136,10 +132,7 @@ func (s Spill) putParts(shard string, offset int64, w int, x []float32, parts []
 		return 0, err
 	}
 	for i := range parts {
-		parts[i] = Part{Spilled: refs[first+i]}
-	}
-	if x == nil {
-		return 0, nil
+		parts[i] = Part{Spilled: refs[1+i]}
 	}
 	return refs[0].Off, nil
 }
@@ -260,12 +253,4 @@ func (m *JoinMsg) unspill() error {
 	}
 	*m = nm
 	return nil
-}
-
-// unspill replaces a spilled part by its contents; an inline one stays.
-func (p *Part) unspill() (err error) {
-	if p.Spilled.Path != "" {
-		*p, err = load(p.Spilled, decodePart, "part")
-	}
-	return err
 }

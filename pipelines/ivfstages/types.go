@@ -47,8 +47,8 @@ type Part struct {
 	Labels   []int32
 	LabelOff []int32
 	Multi    bool
-	// Spilled, when set, says the part is in a spill file (Spill): the
-	// other fields are empty until unspill.
+	// Spilled, when set, says the part is in a spill file (putParts): the
+	// other fields are empty until readParts reads it.
 	Spilled spillRef
 }
 
