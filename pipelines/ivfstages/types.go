@@ -1,7 +1,6 @@
 package ivfstages
 
 import (
-	"errors"
 	"fmt"
 	"reflect"
 
@@ -185,79 +184,72 @@ func encodeBlock(b Block) []byte {
 	return w.B
 }
 
-func decodeBlock(p []byte) (Block, error) {
-	r := wire.Reader{B: p}
-	var b Block
-	b.Key = r.Varint()
-	b.Keys = wire.ReadSlice[int64](&r)
-	b.Shards = r.Strings()
-	b.Src = wire.ReadSlice[int32](&r)
-	b.Offset = wire.ReadSlice[int64](&r)
-	b.Row = wire.ReadSlice[int32](&r)
-	b.IDKind = schemas.IDKind(r.Byte())
-	b.StrIDs = r.Strings()
-	b.Labels = wire.ReadSlice[int32](&r)
-	b.LabelOff = wire.ReadSlice[int32](&r)
-	b.Multi = r.Bool()
-	b.K = int(r.Uvarint())
-	b.Nbr = wire.ReadSlice[int32](&r)
-	b.Weight = wire.ReadSlice[float64](&r)
-	b.ExtKeys = wire.ReadSlice[int64](&r)
-	b.ExtHome = wire.ReadSlice[int64](&r)
-	b.ExtLabels = wire.ReadSlice[int32](&r)
-	b.ExtLabelOff = wire.ReadSlice[int32](&r)
-	b.DestKey = wire.ReadSlice[int64](&r)
-	b.DestOff = wire.ReadSlice[int32](&r)
-	b.DestItem = wire.ReadSlice[int32](&r)
-	b.D = int(r.Uvarint())
-	b.X = wire.ReadSlice[float32](&r)
-	var err1, err2 error
-	b.Init, err1 = getStatesPacked(&r)
-	b.State, err2 = getStatesPacked(&r)
-	if err := errors.Join(err1, err2); err != nil {
-		return b, err
-	}
-	b.Spilled = spillio.GetRef(&r)
-	return b, r.Err()
-}
+func decodeBlock(p []byte) (Block, error) { return decodeBlockFor(p, false) }
 
 // decodeBlockRounds decodes of encodeBlock's bytes only what a round
 // reads (Block.batch: the key, the items' keys and labels, the neighbours,
 // their weights and the initial states) and passes over the rest, which
 // the streamed rounds read again every round and never use (the items'
 // origins, external neighbours' keys and labels, features, the search's
-// states). It follows encodeBlock field by field.
-func decodeBlockRounds(p []byte) (Block, error) {
+// states).
+func decodeBlockRounds(p []byte) (Block, error) { return decodeBlockFor(p, true) }
+
+// decodeBlockFor is decodeBlock, or decodeBlockRounds where rounds is set.
+func decodeBlockFor(p []byte, rounds bool) (Block, error) {
 	r := wire.Reader{B: p}
+	strs := func(dst *[]string) {
+		if rounds {
+			r.SkipStrings()
+		} else {
+			*dst = r.Strings()
+		}
+	}
 	var b Block
 	b.Key = r.Varint()
 	b.Keys = wire.ReadSlice[int64](&r)
-	r.SkipStrings()           // Shards
-	wire.SkipSlice[int32](&r) // Src
-	wire.SkipSlice[int64](&r) // Offset
-	wire.SkipSlice[int32](&r) // Row
+	strs(&b.Shards)
+	readUnless(rounds, &r, &b.Src)
+	readUnless(rounds, &r, &b.Offset)
+	readUnless(rounds, &r, &b.Row)
 	b.IDKind = schemas.IDKind(r.Byte())
-	r.SkipStrings() // StrIDs
+	strs(&b.StrIDs)
 	b.Labels = wire.ReadSlice[int32](&r)
 	b.LabelOff = wire.ReadSlice[int32](&r)
 	b.Multi = r.Bool()
 	b.K = int(r.Uvarint())
 	b.Nbr = wire.ReadSlice[int32](&r)
 	b.Weight = wire.ReadSlice[float64](&r)
-	wire.SkipSlice[int64](&r) // ExtKeys
-	wire.SkipSlice[int64](&r) // ExtHome
-	wire.SkipSlice[int32](&r) // ExtLabels
-	wire.SkipSlice[int32](&r) // ExtLabelOff
-	wire.SkipSlice[int64](&r) // DestKey
-	wire.SkipSlice[int32](&r) // DestOff
-	wire.SkipSlice[int32](&r) // DestItem
+	readUnless(rounds, &r, &b.ExtKeys)
+	readUnless(rounds, &r, &b.ExtHome)
+	readUnless(rounds, &r, &b.ExtLabels)
+	readUnless(rounds, &r, &b.ExtLabelOff)
+	readUnless(rounds, &r, &b.DestKey)
+	readUnless(rounds, &r, &b.DestOff)
+	readUnless(rounds, &r, &b.DestItem)
 	b.D = int(r.Uvarint())
-	wire.SkipSlice[float32](&r) // X
+	readUnless(rounds, &r, &b.X)
 	var err error
 	if b.Init, err = getStatesPacked(&r); err != nil {
 		return b, err
 	}
-	return b, r.Failed() // the search's states and the reference follow
+	if rounds {
+		return b, r.Failed() // the search's states and the reference follow
+	}
+	if b.State, err = getStatesPacked(&r); err != nil {
+		return b, err
+	}
+	b.Spilled = spillio.GetRef(&r)
+	return b, r.Err()
+}
+
+// readUnless reads a slice field into dst, or passes over it where skip is
+// set.
+func readUnless[T wire.Word](skip bool, r *wire.Reader, dst *[]T) {
+	if skip {
+		wire.SkipSlice[T](r)
+	} else {
+		*dst = wire.ReadSlice[T](r)
+	}
 }
 
 // JoinMsg is what one block sends another: before the rounds, the keys of
