@@ -74,9 +74,9 @@ func (d Dir) Write(gen int, name string, encs ...[]byte) ([]Ref, error) {
 
 // Appender stores encodings one after another in one file of a
 // generation, for a loop that stores an element per block: a file per
-// element (Write) cost a file's creation and removal each, about a
+// element (Write) costs a file's creation and removal each, about a
 // millisecond apiece with tens of thousands of files in a generation's
-// directory, most of what a streamed round spent writing. The file is not
+// directory. The file is not
 // renamed into place: a generation is read only after its writers have
 // finished, and a retried bundle truncates the file it appends to. One
 // goroutine at a time.

@@ -325,8 +325,9 @@ func givenLocal(n int, load func(x int) (*Block, error), ext [][]extLoc, cur []m
 	samples := make([]GivenSample, n)
 	g := givenGatherFn{Seed: seed, Cap: capN}
 	// Only items below the threshold are offered, as the joined rounds'
-	// blocks offer them: every item's evidence was the 10M-row run's
-	// largest memory, for a sample of the cap's first.
+	// blocks offer them: offering every item held every item's evidence
+	// for a sample of the cap's first, at millions of rows the run's
+	// largest memory.
 	below := sampleThreshold(rows.Load(), g.cap())
 	err = pool.EachIndexErr(n, workers, func(x int) error {
 		gb, _, err := batch(x)
