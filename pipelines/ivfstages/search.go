@@ -137,14 +137,17 @@ func (f *emitFn) build(pr Probed, m ivf.Model, dup string, byRow bool) ([]int64,
 	for p, b := range m.Blocks {
 		base[p+1] = base[p] + b
 	}
-	dest := func(yield func(i int, p, b int32)) {
+	// dest calls each for every (row, partition, block) of this wave, and
+	// says whether the block is the row's home (where it is searched).
+	dest := func(each func(i int, p, b int32, home bool)) {
 		for i := 0; i < n; i++ {
-			for _, p := range pr.Probe[i*np : (i+1)*np] {
+			probes := pr.Probe[i*np : (i+1)*np]
+			for _, p := range probes {
 				if int(p)%f.Waves != f.Wave {
 					continue
 				}
 				for b := int32(0); b < m.Blocks[p]; b++ {
-					yield(i, p, b)
+					each(i, p, b, p == probes[0] && b == pr.Block[i])
 				}
 			}
 		}
@@ -154,14 +157,14 @@ func (f *emitFn) build(pr Probed, m ivf.Model, dup string, byRow bool) ([]int64,
 	labels := make([]int32, base[m.P()])
 	searched := make([]int32, base[m.P()])
 	total, totalLabels, totalSearched := 0, 0, 0
-	dest(func(i int, p, b int32) {
+	dest(func(i int, p, b int32, home bool) {
 		x := base[p] + b
 		nl := r.LabelOff[i+1] - r.LabelOff[i]
 		count[x]++
 		labels[x] += nl
 		total++
 		totalLabels += int(nl)
-		if b == pr.Block[i] && p == pr.Probe[i*np] {
+		if home {
 			searched[x]++
 			totalSearched++
 		}
@@ -217,9 +220,9 @@ func (f *emitFn) build(pr Probed, m ivf.Model, dup string, byRow bool) ([]int64,
 			at, lat, sat, oat = at+c, lat+l, sat+q, oat+1+c
 		}
 	}
-	dest(func(i int, p, b int32) {
+	dest(func(i int, p, b int32, home bool) {
 		pt := &parts[slot[base[p]+b]]
-		if b == pr.Block[i] && p == pr.Probe[i*np] {
+		if home {
 			pt.Q = append(pt.Q, int32(len(pt.Keys)))
 			pt.Row = append(pt.Row, int32(i))
 			if strA != nil {
