@@ -48,6 +48,25 @@ func (p *Job) LocalRoundsSize(withHead bool) (size int64, local bool) {
 	return size, size <= p.LocalRoundsBytes()
 }
 
+// LocalExactSize is budget.LocalExact of the job's input, and whether
+// the exact and sample modes' stages run in one (stages.Local): on the
+// embedded runner (spill files: --spill-dir set, not none), without
+// annotators (their rows join the items between the stages), where
+// --local-rounds-mib is not 0 and the estimate fits within it. Elsewhere
+// the stages run one after another, with the same output; a distributed
+// runner spreads the search over its workers there.
+func (p *Job) LocalExactSize() (size int64, local bool) {
+	if p.Mode == options.NeighboursIVF || p.Crowd != nil || p.SpillDir() == "" || p.opts.LocalMiB == 0 {
+		return 0, false
+	}
+	d := 0
+	if p.HeadParams() != nil {
+		d = max(p.Read.D, 1)
+	}
+	size = budget.LocalExact(p.Rows, p.Read.D, p.opts.K, p.Mixture, d)
+	return size, size <= p.LocalRoundsBytes()
+}
+
 // StreamedRoundsSize is budget.StreamedRounds of the job's ivf items, and
 // whether its rounds run in one stage with only the items' states in
 // memory, every block read from its spill file each round

@@ -366,11 +366,11 @@ var Flags = []Flag{
 			}
 			return nil
 		}},
-	{Name: "local-rounds-mib", Group: GroupNeighbours, Usage: "ivf with spill files (the embedded runner): run all rounds in one stage, every block in memory, when they take at most this many MiB (estimated); beyond it, the same stage with only the items' states in memory and every block read from the spill files each round, where the run's estimate then fits in half of this machine's memory; beyond that, or at 0, a join per round through the spill files (the same results)",
+	{Name: "local-rounds-mib", Group: GroupNeighbours, Usage: "on the embedded runner (spill files): the exact and sample modes run every stage from the statistics to the given-label model in one, and ivf runs all rounds in one stage, every block in memory, when they take at most this many MiB (estimated); beyond it, ivf's rounds run in the same stage with only the items' states in memory and every block read from the spill files each round, where the run's estimate then fits in half of this machine's memory; beyond that, or at 0, a stage per step (exact, sample) and a join per round through the spill files (ivf), with the same results",
 		bind: func(o *Options) flag.Value { return (*intValue)(&o.LocalMiB) },
 		check: func(o *Options) error {
 			if o.LocalMiB < 0 {
-				return fmt.Errorf("%d: want >= 0 (0: a join per round)", o.LocalMiB)
+				return fmt.Errorf("%d: want >= 0 (0: a stage per step, a join per round)", o.LocalMiB)
 			}
 			return nil
 		}},

@@ -20,23 +20,30 @@ func Build(s beam.Scope, plan *job.Job, d job.Dirs) {
 	units := beam.CreateList(s, plan.Units)
 	rows := stages.Read(s, units, plan.Read)
 	var items, pooled beam.PCollection
-	if plan.Mode == job.ModeIVF {
+	var given *stages.GivenParams
+	if plan.Given == engine.GivenBayes {
+		given = &stages.GivenParams{C: plan.C, C0: plan.Mixture.C0, Seed: plan.Seed(), Workers: plan.Workers, Keep: d.KeepFit}
+	}
+	rp := stages.RoundsParams{Rounds: plan.Rounds(), Workers: plan.Workers, Mixture: plan.Mixture, Device: plan.Kernels(), Head: plan.HeadParams(), Keep: d.KeepFit}
+	sp := stages.StatsParams{Candidates: plan.Candidates, Seed: plan.Seed(), IDColumn: plan.IDColumn}
+	if _, local := plan.LocalExactSize(); plan.Mode == job.ModeIVF {
 		items, pooled = buildIVF(s, plan, d, units, rows)
+	} else if local {
+		items, pooled = stages.Local(s, rows, stages.LocalParams{Stats: sp, Neighbours: plan.NeighbourParams(), Rounds: rp, Given: given})
 	} else {
-		stats := stages.ComputeStats(s, rows, stages.StatsParams{Candidates: plan.Candidates, Seed: plan.Seed(), IDColumn: plan.IDColumn})
+		stats := stages.ComputeStats(s, rows, sp)
 		items = stages.Neighbours(s, rows, stats, plan.NeighbourParams())
 		if plan.Crowd != nil {
 			items = buildCrowdFeatures(s, plan, d, units, items)
 		} else {
 			// Rounds starts the items from the pooled fit first where
 			// plan.Mixture.PooledIters says so (stages.PooledStart).
-			rp := stages.RoundsParams{Rounds: plan.Rounds(), Workers: plan.Workers, Mixture: plan.Mixture, Device: plan.Kernels(), Head: plan.HeadParams(), Keep: d.KeepFit}
 			if rp.Head != nil {
 				rp.Features = stages.CandidateFeatures(s, rows, stats)
 			}
 			items, pooled = stages.RoundsPooled(s, items, rp)
-			if plan.Given == engine.GivenBayes {
-				items = stages.Given(s, items, stages.GivenParams{C: plan.C, C0: plan.Mixture.C0, Seed: plan.Seed(), Workers: plan.Workers, Keep: d.KeepFit})
+			if given != nil {
+				items = stages.Given(s, items, *given)
 			}
 		}
 	}

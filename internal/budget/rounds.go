@@ -18,6 +18,15 @@ func LocalRounds(rows int64, k int, p mixture.Params, headD int) int64 {
 	return max(rows, 1) * perRow
 }
 
+// LocalExact estimates the memory the exact and sample modes' stages run
+// in one (pipelines/stages' localFn) hold for rows items of dimension d
+// with k neighbours: LocalRounds' items and states (with the head's
+// features where headD > 0), and the input's features twice, as read and
+// standardised for the search.
+func LocalExact(rows int64, d, k int, p mixture.Params, headD int) int64 {
+	return LocalRounds(rows, k, p, headD) + max(rows, 1)*8*int64(d)
+}
+
 // StreamedRounds estimates the memory ivf mode's streamed rounds
 // (pipelines/ivfstages' localRoundsFn.streamed) hold for rows items with k
 // neighbours: one round's states (the next round's go to spill files), each
