@@ -216,6 +216,10 @@ progress:
 			}
 		case <-dataReady:
 			dataFinished = true
+			// relabel: dataReady stays closed; selecting on it again
+			// spun this loop on a core until the bundle finished (a
+			// bundle with no outputs, or whose outputs ended first).
+			dataReady = nil
 			if dataFinished && bundleFinished {
 				break progress // exit progress loop on close.
 			}
