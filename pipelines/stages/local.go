@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"sync"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
+	"github.com/relabel/relabel/internal/pool"
 	"github.com/relabel/relabel/schemas"
 	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/head"
@@ -97,19 +99,9 @@ func (f *localFn) ProcessElement(ctx context.Context, _ int, rowsIter func(*sche
 		feats = &c
 	}
 
-	nf := &neighboursFn{P: f.Neighbours}
-	if err := nf.Setup(); err != nil {
+	items, err := f.neighbours(ctx, rows, &st, &cands)
+	if err != nil {
 		return err
-	}
-	defer nf.Teardown()
-	items := make([]Items, 0, len(rows))
-	for i := range rows {
-		if err := nf.ProcessElement(ctx, rows[i], st, cands, func(it Items) { items = append(items, it) }); err != nil {
-			return err
-		}
-		// The batch's features are in the candidates (and the head's
-		// copy) now; the items keep its ids and labels.
-		rows[i].Features = nil
 	}
 	cands = Candidates{}
 
@@ -163,6 +155,42 @@ func (f *localFn) ProcessElement(ctx context.Context, _ int, rowsIter func(*sche
 		emit(it)
 	}
 	return nil
+}
+
+// neighbours is Neighbours' last step for every batch: the batches on
+// the cores, as the stage's bundles run, each goroutine with its own
+// neighboursFn (its index, result and weight buffers). Each batch's items
+// are its call's, wherever it ran.
+func (f *localFn) neighbours(ctx context.Context, rows []schemas.Rows, st *Stats, cands *Candidates) ([]Items, error) {
+	items := make([]Items, len(rows))
+	var mu sync.Mutex
+	var made []*neighboursFn
+	defer func() {
+		for _, nf := range made {
+			nf.Teardown()
+		}
+	}()
+	type worker struct{ nf *neighboursFn }
+	err := pool.EachIndexWith(len(rows), f.Workers, func(w *worker, i int) error {
+		if w.nf == nil {
+			nf := &neighboursFn{P: f.Neighbours}
+			mu.Lock()
+			made = append(made, nf)
+			mu.Unlock()
+			if err := nf.Setup(); err != nil {
+				return err
+			}
+			w.nf = nf
+		}
+		if err := w.nf.ProcessElement(ctx, rows[i], *st, *cands, func(it Items) { items[i] = it }); err != nil {
+			return err
+		}
+		// The batch's features are in the candidates (and the head's
+		// copy) now; its items keep its ids and labels.
+		rows[i].Features = nil
+		return nil
+	})
+	return items, err
 }
 
 // localCandidates is the candidate set Neighbours (standardise set) or
