@@ -26,6 +26,14 @@ type Params struct {
 	// weights), WarmIters those of every later fit, which starts from the
 	// fold's last weights. >= 1. Required.
 	Iters, WarmIters int
+	// Tol stops a fit at the first iteration that lowers its loss by less
+	// than Tol of it (0: every iteration Iters and WarmIters allow). Once
+	// the posteriors settle, a warm fit starts at its optimum for practical
+	// purposes: on a 9,300 x 256 set a later round's five iterations moved
+	// the loss by 0.03%, an average of 4e-4 nats an item, far under what
+	// changes the head's probabilities by the rounds' EM tolerance; they
+	// were most of the head's cost. In [0, 1). Optional, default 0.
+	Tol float64
 	// Weight is the head component's weight relative to the item's
 	// neighbours' total weight: its share of the neighbours' mass is
 	// Weight / (1 + Weight). 0 fits it every round (Stack): the share a that
@@ -47,6 +55,9 @@ func (p Params) Validate() error {
 	}
 	if p.Iters < 1 || p.WarmIters < 1 {
 		errs = append(errs, fmt.Errorf("head: iterations %d, %d, want >= 1", p.Iters, p.WarmIters))
+	}
+	if !(p.Tol >= 0 && p.Tol < 1) {
+		errs = append(errs, fmt.Errorf("head: tolerance = %g, want in [0, 1)", p.Tol))
 	}
 	if !(p.Weight >= 0) {
 		errs = append(errs, fmt.Errorf("head: weight = %g, want >= 0", p.Weight))
@@ -170,7 +181,7 @@ func (h *Head) fold(f int, dst []float64, t *mat.Dense) error {
 		iters = h.p.Iters
 	}
 	if len(parts) > 0 {
-		w, err := fit(parts, h.w[f], h.d, c, h.p.Lambda, iters)
+		w, err := fit(parts, h.w[f], h.d, c, h.p.Lambda, iters, h.p.Tol)
 		if err != nil {
 			return fmt.Errorf("head: fold %d: %w", f, err)
 		}
@@ -195,8 +206,9 @@ type part struct{ x, t *mat.Dense }
 //
 //	F(W) = sum_i [ s_i logsumexp(x_i W) - t_i . (x_i W) ] + lambda/2 |W without intercepts|^2
 //
-// (s_i = sum of t_i) from w0 with at most iters L-BFGS iterations.
-func fit(parts []part, w0 []float64, d, c int, lambda float64, iters int) ([]float64, error) {
+// (s_i = sum of t_i) from w0 with at most iters L-BFGS iterations, stopping at the first that
+// lowers it by less than tol of it (Params.Tol).
+func fit(parts []part, w0 []float64, d, c int, lambda float64, iters int, tol float64) ([]float64, error) {
 	d1 := d + 1
 	zs := make([][]float64, len(parts))
 	for k, p := range parts {
@@ -260,8 +272,12 @@ func fit(parts []part, w0 []float64, d, c int, lambda float64, iters int) ([]flo
 			}
 		},
 	}
+	var conv optimize.Converger = optimize.NeverTerminate{}
+	if tol > 0 {
+		conv = &optimize.FunctionConverge{Relative: tol, Iterations: 1}
+	}
 	res, err := optimize.Minimize(prob, append([]float64(nil), w0...),
-		&optimize.Settings{MajorIterations: iters, GradientThreshold: 1e-6, Converger: optimize.NeverTerminate{}},
+		&optimize.Settings{MajorIterations: iters, GradientThreshold: 1e-6, Converger: conv},
 		&optimize.LBFGS{})
 	if res == nil {
 		return nil, err

@@ -14,6 +14,20 @@ import (
 // residuals: every loss and every gradient computes x W afresh. The oracle
 // of TestFitReusesResiduals.
 func fitTwoPass(parts []part, w0 []float64, d, c int, lambda float64, iters int) []float64 {
+	fg := penalisedLoss(parts, d, c, lambda)
+	prob := optimize.Problem{
+		Func: func(w []float64) float64 { return fg(nil, w) },
+		Grad: func(grad, w []float64) { fg(grad, w) },
+	}
+	res, _ := optimize.Minimize(prob, append([]float64(nil), w0...),
+		&optimize.Settings{MajorIterations: iters, GradientThreshold: 1e-6, Converger: optimize.NeverTerminate{}},
+		&optimize.LBFGS{})
+	return res.X
+}
+
+// penalisedLoss is fit's objective at w, computed afresh (the loss and,
+// with grad not nil, its gradient into grad).
+func penalisedLoss(parts []part, d, c int, lambda float64) func(grad, w []float64) float64 {
 	d1 := d + 1
 	zs := make([][]float64, len(parts))
 	for k, p := range parts {
@@ -58,14 +72,7 @@ func fitTwoPass(parts []part, w0 []float64, d, c int, lambda float64, iters int)
 		}
 		return loss
 	}
-	prob := optimize.Problem{
-		Func: func(w []float64) float64 { return fg(nil, w) },
-		Grad: func(grad, w []float64) { fg(grad, w) },
-	}
-	res, _ := optimize.Minimize(prob, append([]float64(nil), w0...),
-		&optimize.Settings{MajorIterations: iters, GradientThreshold: 1e-6, Converger: optimize.NeverTerminate{}},
-		&optimize.LBFGS{})
-	return res.X
+	return fg
 }
 
 // TestFitReusesResiduals: the fit whose gradient starts from the residuals
@@ -122,7 +129,7 @@ func TestFitReusesResiduals(t *testing.T) {
 	}
 	for _, tc := range cases {
 		want := fitTwoPass(tc.parts, tc.w0, d, c, tc.lambda, tc.iters)
-		got, err := fit(tc.parts, tc.w0, d, c, tc.lambda, tc.iters)
+		got, err := fit(tc.parts, tc.w0, d, c, tc.lambda, tc.iters, 0)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
@@ -132,5 +139,77 @@ func TestFitReusesResiduals(t *testing.T) {
 		if slices.Equal(got, tc.w0) {
 			t.Errorf("%s: the fit did not move from its start", tc.name)
 		}
+	}
+}
+
+// TestFitTol: a fit with a tolerance stops at the first iteration that
+// lowers the loss by less than that share of it, giving bit for bit the
+// weights of a fit without one bounded to that many iterations; a warm fit
+// from the weights it stopped at settles sooner.
+func TestFitTol(t *testing.T) {
+	const n, d, c, lambda, iters, tol = 700, 21, 4, 1.0, 60, 3e-3
+	x, _, _, given := linearSet(n, d, c, 9)
+	xm := mat.NewDense(n, d+1, nil)
+	tm := mat.NewDense(n, c, nil)
+	for i := range n {
+		row := xm.RawRowView(i)
+		for j := range d {
+			row[j] = float64(x[i*d+j])
+		}
+		row[d] = 1
+		tm.Set(i, int(given[i]), 1)
+	}
+	parts := []part{{xm, tm}}
+	loss := penalisedLoss(parts, d, c, lambda)
+	// settles is where a fit from w0 stops: the first iteration whose loss
+	// is less than tol of it under the one before (gonum's FunctionConverge
+	// with Iterations 1, relative to the larger of the two); 0 if none
+	// within iters. gonum counts the start as iteration 1: a fit bounded
+	// to one iteration returns w0.
+	settles := func(w0 []float64) int {
+		prev := loss(nil, w0)
+		for m := 2; m <= iters; m++ {
+			w, err := fit(parts, w0, d, c, lambda, m, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l := loss(nil, w)
+			if !(l < prev && prev-l > tol*math.Max(math.Abs(l), math.Abs(prev))) {
+				return m
+			}
+			prev = l
+		}
+		return 0
+	}
+	same := func(a, b []float64) bool {
+		return slices.EqualFunc(a, b, func(x, y float64) bool { return math.Float64bits(x) == math.Float64bits(y) })
+	}
+	w0 := make([]float64, (d+1)*c)
+	stop := settles(w0)
+	if stop < 3 {
+		t.Fatalf("the loss settles at iteration %d of %d: the set does not test the tolerance", stop, iters)
+	}
+	want, _ := fit(parts, w0, d, c, lambda, stop, 0)
+	got, err := fit(parts, w0, d, c, lambda, iters, tol)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !same(got, want) {
+		t.Errorf("with tolerance %g the fit gave other weights than %d iterations without", tol, stop)
+	}
+	// A warm fit from those weights settles sooner, and stops there too.
+	warm := settles(got)
+	if warm < 2 || warm >= stop {
+		t.Fatalf("from its own weights the fit settles at iteration %d, from zero at %d", warm, stop)
+	}
+	again, err := fit(parts, got, d, c, lambda, iters, tol)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want, _ := fit(parts, got, d, c, lambda, warm, 0); !same(again, want) {
+		t.Errorf("the warm fit gave other weights than %d iterations without a tolerance", warm)
+	}
+	if err := (Params{Folds: 2, Iters: 1, WarmIters: 1, Tol: 1}).Validate(); err == nil {
+		t.Errorf("a tolerance of 1 passed validation")
 	}
 }
