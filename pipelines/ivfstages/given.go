@@ -260,7 +260,7 @@ func (f givenGatherFn) ExtractOutput(a GivenSample) GivenSample {
 // fitGiven fits the transition over a gathered sample (ExtractOutput's:
 // in key order), its labelled items only, as engine.FitGivenBatch does
 // over engine.GivenSample's.
-func fitGiven(s GivenSample, c int) (*mixture.GivenFit, error) {
+func fitGiven(s GivenSample, c, workers int) (*mixture.GivenFit, error) {
 	var ev []mixture.Evidence
 	var given []int32
 	for i, g := range s.Given {
@@ -271,7 +271,7 @@ func fitGiven(s GivenSample, c int) (*mixture.GivenFit, error) {
 		ev = append(ev, mixture.Evidence{Class: s.Class[lo:hi], P: s.P[lo:hi]})
 		given = append(given, g)
 	}
-	fit, err := mixture.FitGiven(ev, given, c, s.T)
+	fit, err := mixture.FitGiven(ev, given, c, s.T, workers)
 	if err != nil {
 		return nil, fmt.Errorf("ivfstages: given-label model: %w", err)
 	}
@@ -349,7 +349,7 @@ func givenLocal(n int, load func(x int) (*Block, error), ext [][]extLoc, cur []m
 	if err := checkSample("given-label", len(sample.Keys), rows.Load(), g.cap()); err != nil {
 		return nil, err
 	}
-	fit, err := fitGiven(sample, c)
+	fit, err := fitGiven(sample, c, workers)
 	if err != nil {
 		return nil, err
 	}
@@ -686,13 +686,15 @@ type givenFitFn struct {
 	// it got the cap's items.
 	Rows int64
 	Cap  int
+	// Workers bounds the fit's goroutines (0: GOMAXPROCS).
+	Workers int
 }
 
 func (f *givenFitFn) ProcessElement(ctx context.Context, s GivenSample, emit func(GivenModel)) error {
 	if err := checkSample("given-label", len(s.Keys), f.Rows, givenGatherFn{Cap: f.Cap}.cap()); err != nil {
 		return err
 	}
-	fit, err := fitGiven(s, f.C)
+	fit, err := fitGiven(s, f.C, f.Workers)
 	if err != nil {
 		return err
 	}
@@ -779,7 +781,7 @@ func givenModel(s beam.Scope, gbs, scores beam.PCollection, st givenStage) beam.
 	t := toBlocks(s.Scope("temperature"), beam.Combine(s, &givenScoreFn{}, scores))
 	sample := beam.ParDo(s, &givenSampleFn{Seed: st.seed, Cap: st.cap, Spill: st.sp, Gen: st.gen, Rows: st.rows}, beam.CoGroupByKey(s, gbs, t))
 	gathered := beam.Combine(s, &givenGatherFn{Seed: st.seed, Cap: st.cap}, sample)
-	fit := toBlocks(s.Scope("fit"), beam.ParDo(s, &givenFitFn{C: st.c, Keep: st.keep, Rows: st.rows, Cap: st.cap}, gathered))
+	fit := toBlocks(s.Scope("fit"), beam.ParDo(s, &givenFitFn{C: st.c, Keep: st.keep, Rows: st.rows, Cap: st.cap, Workers: st.workers}, gathered))
 	out := unblockFn{Spill: st.sp, Gen: st.gen + 2}
 	return beam.ParDo(s, &givenPostFn{C0: st.c0, Workers: st.workers, Out: out}, beam.CoGroupByKey(s, gbs, fit))
 }

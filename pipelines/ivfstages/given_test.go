@@ -144,7 +144,7 @@ func TestGivenLocal(t *testing.T) {
 		})
 		acc = g.AddInput(acc, blockSample(gb, wantFit.T, mp.Seed, capN, math.MaxUint64))
 	}
-	all, err := fitGiven(g.ExtractOutput(acc), mp.C)
+	all, err := fitGiven(g.ExtractOutput(acc), mp.C, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,7 +294,7 @@ func TestGivenGather(t *testing.T) {
 		t.Errorf("the full sample: %v", err)
 	}
 	// The fit reads the labelled ones only, in key order.
-	fit, err := fitGiven(want, f.nb.Mixture.C)
+	fit, err := fitGiven(want, f.nb.Mixture.C, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -217,7 +217,7 @@ func FitGivenSample(s GivenBatch, own []int32, c, workers int) (*mixture.GivenFi
 	givenScores(tn, own, workers, score)
 	t := mixture.GivenTemperature(score)
 	ev, given := givenEvidence(&s, tn, slices.Index(mixture.GivenTemperatures, t), workers)
-	return mixture.FitGiven(ev, given, c, t)
+	return mixture.FitGiven(ev, given, c, t, workers)
 }
 
 // FitGivenBatch fits the given-label model over b (FitGivenSample) on the

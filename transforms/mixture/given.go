@@ -2,6 +2,7 @@ package mixture
 
 import (
 	"fmt"
+	"github.com/relabel/relabel/internal/pool"
 	"math"
 	"slices"
 )
@@ -168,15 +169,25 @@ type GivenFit struct {
 // (ev[i]) and given labels (given[i]; negative: unlabelled, skipped): at
 // each of GivenPowers, A by FitGivenPrior without a prior; the fit of the
 // largest likelihood of the given labels is returned (the smallest power
-// of equal ones).
-func FitGiven(ev []Evidence, given []int32, c int, t float64) (*GivenFit, error) {
+// of equal ones). The powers' fits are independent and run on workers
+// goroutines (0: GOMAXPROCS), each its own sums in item order: the same
+// bits whatever the workers.
+func FitGiven(ev []Evidence, given []int32, c int, t float64, workers int) (*GivenFit, error) {
 	if err := checkGiven(ev, given, c, nil); err != nil {
 		return nil, err
 	}
+	var shared givenScratch
+	shared.supports(c, ev, given)
+	fits := make([]*GivenFit, len(GivenPowers))
+	pool.EachIndexWith(len(GivenPowers), workers, func(gs *givenScratch, x int) error {
+		if gs.off == nil {
+			gs.sup, gs.off = shared.sup, shared.off
+		}
+		fits[x] = fitGiven(ev, given, c, t, GivenPowers[x], nil, gs)
+		return nil
+	})
 	var best *GivenFit
-	var gs givenScratch
-	for _, p := range GivenPowers {
-		f := fitGiven(ev, given, c, t, p, nil, &gs)
+	for _, f := range fits {
 		if best == nil || f.LogLik > best.LogLik {
 			best = f
 		}

@@ -3,6 +3,7 @@ package mixture
 import (
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"runtime"
 	"slices"
 	"testing"
@@ -41,7 +42,7 @@ func TestFitGivenRecovers(t *testing.T) {
 			}
 		}
 	}
-	f, err := FitGiven(ev, given, c, 0.5)
+	f, err := FitGiven(ev, given, c, 0.5, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +123,7 @@ func TestGivenTemperature(t *testing.T) {
 	if got := GivenTemperature(score); got != GivenTemperatures[3] {
 		t.Errorf("temperature %v, want %v", got, GivenTemperatures[3])
 	}
-	if _, err := FitGiven(nil, []int32{1}, 3, 1); err == nil {
+	if _, err := FitGiven(nil, []int32{1}, 3, 1, 0); err == nil {
 		t.Error("FitGiven with mismatched lengths: no error")
 	}
 }
@@ -199,7 +200,7 @@ func TestFitGivenPower(t *testing.T) {
 			}
 		}
 	}
-	f, err := FitGiven(ev, given, c, 1)
+	f, err := FitGiven(ev, given, c, 1, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,9 +218,21 @@ func TestFitGivenPower(t *testing.T) {
 			given[i] = (truth[i] + 1 + int32(rng.IntN(c-1))) % c
 		}
 	}
-	f, err = FitGiven(ev, given, c, 1)
+	f, err = FitGiven(ev, given, c, 1, 0)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The powers' fits run on the workers: the same fit, bit for bit, on
+	// one goroutine and on more than there are powers, as by
+	// FitGivenPrior at the chosen power.
+	for _, w := range []int{1, 3, len(GivenPowers) + 2} {
+		g, err := FitGiven(ev, given, c, 1, w)
+		if err != nil || !reflect.DeepEqual(g, f) {
+			t.Errorf("%d workers: %+v (%v), want the fit on GOMAXPROCS %+v", w, g, err, f)
+		}
+	}
+	if g, err := FitGivenPrior(ev, given, c, 1, f.Power, nil); err != nil || !reflect.DeepEqual(g, f) {
+		t.Errorf("FitGivenPrior at power %v: %+v (%v), want %+v", f.Power, g, err, f)
 	}
 	if f.Power < 3 {
 		t.Errorf("understated evidence: power %v, want >= 3", f.Power)
@@ -304,7 +317,7 @@ func TestFitGivenSharesSupports(t *testing.T) {
 		}
 	})
 	all := allocated(func() {
-		if _, err := FitGiven(ev, given, c, 1); err != nil {
+		if _, err := FitGiven(ev, given, c, 1, 0); err != nil {
 			t.Fatal(err)
 		}
 	})
