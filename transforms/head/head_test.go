@@ -255,6 +255,55 @@ func TestStack(t *testing.T) {
 	if a := Stack(make([]float64, 4), good, bad, 2); a != 0 {
 		t.Errorf("no targets: share %g, want 0", a)
 	}
+	// Random predictions, soft targets (some rows empty, some
+	// probabilities 0): no share on a fine grid gives a higher likelihood,
+	// and the slope at the share is flat (an interior maximum).
+	const n, c = 300, 5
+	r := rand.New(rand.NewPCG(3, 8))
+	for trial := range 20 {
+		tg, hd, vt := make([]float64, n*c), make([]float64, n*c), make([]float64, n*c)
+		for i := range n * c {
+			if r.Float64() < 0.5 {
+				tg[i] = r.Float64()
+			}
+			hd[i], vt[i] = r.Float64(), r.Float64()
+			if r.Float64() < 0.05 {
+				hd[i] = 0
+			}
+		}
+		// Tilt the head's sharpness by trial, so that shares spread over
+		// (0, 1) and reach its ends.
+		for i := range hd {
+			hd[i] = math.Pow(hd[i], 0.2+0.2*float64(trial))
+		}
+		like := func(a float64) float64 {
+			l := 0.0
+			for i, x := range tg {
+				if x != 0 {
+					l += x * math.Log(a*hd[i]+(1-a)*vt[i])
+				}
+			}
+			return l
+		}
+		a := Stack(tg, hd, vt, c)
+		best := like(a)
+		for g := 0; g <= 10000; g++ {
+			if l := like(float64(g) / 10000); l > best+1e-9*math.Abs(best) {
+				t.Fatalf("trial %d: share %g has likelihood %v, share %g %v", trial, a, best, float64(g)/10000, l)
+			}
+		}
+		if a > 0 && a < 1 {
+			d := 0.0
+			for i, x := range tg {
+				if x != 0 {
+					d += x * (hd[i] - vt[i]) / (a*hd[i] + (1-a)*vt[i])
+				}
+			}
+			if math.Abs(d) > 1e-6 {
+				t.Errorf("trial %d: slope %g at share %g, want 0", trial, d, a)
+			}
+		}
+	}
 }
 
 // TestOff: where the neighbours are strong (a perfect vote) and the features

@@ -25,6 +25,20 @@ func fitTwoPass(parts []part, w0 []float64, d, c int, lambda float64, iters int)
 	return res.X
 }
 
+// withIntercept is x (n x d, row-major) as fit's design matrix: float64,
+// with a last column of ones.
+func withIntercept(x []float32, n, d int) *mat.Dense {
+	xm := mat.NewDense(n, d+1, nil)
+	for i := range n {
+		row := xm.RawRowView(i)
+		for j := range d {
+			row[j] = float64(x[i*d+j])
+		}
+		row[d] = 1
+	}
+	return xm
+}
+
 // penalisedLoss is fit's objective at w, computed afresh (the loss and,
 // with grad not nil, its gradient into grad).
 func penalisedLoss(parts []part, d, c int, lambda float64) func(grad, w []float64) float64 {
@@ -83,14 +97,9 @@ func TestFitReusesResiduals(t *testing.T) {
 	const n, d, c = 900, 33, 5
 	x, _, _, given := linearSet(n, d, c, 3)
 	r := rand.New(rand.NewPCG(4, 5))
-	xm := mat.NewDense(n, d+1, nil)
+	xm := withIntercept(x, n, d)
 	tm := mat.NewDense(n, c, nil)
 	for i := range n {
-		row := xm.RawRowView(i)
-		for j := range d {
-			row[j] = float64(x[i*d+j])
-		}
-		row[d] = 1
 		if i%17 == 0 {
 			continue // nothing to learn from
 		}
@@ -149,14 +158,9 @@ func TestFitReusesResiduals(t *testing.T) {
 func TestFitTol(t *testing.T) {
 	const n, d, c, lambda, iters, tol = 700, 21, 4, 1.0, 60, 3e-3
 	x, _, _, given := linearSet(n, d, c, 9)
-	xm := mat.NewDense(n, d+1, nil)
+	xm := withIntercept(x, n, d)
 	tm := mat.NewDense(n, c, nil)
 	for i := range n {
-		row := xm.RawRowView(i)
-		for j := range d {
-			row[j] = float64(x[i*d+j])
-		}
-		row[d] = 1
 		tm.Set(i, int(given[i]), 1)
 	}
 	parts := []part{{xm, tm}}
