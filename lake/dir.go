@@ -48,15 +48,21 @@ import (
 
 // coverage fingerprints the plan's input files, before they are read: a
 // file rewritten while the run reads it is then seen as changed by the next
-// run, never as covered.
+// run, never as covered. The files are hashed on every core: a scheduled
+// run's input is often hundreds of small files.
 func coverage(ctx context.Context, plan *job.Job) ([]resultio.ManifestFile, error) {
 	m := make([]resultio.ManifestFile, len(plan.Shards))
-	for i, s := range plan.Shards {
+	err := pool.EachIndexErr(len(plan.Shards), 0, func(i int) error {
+		s := plan.Shards[i]
 		fp, err := blobio.FingerprintOf(ctx, s.Path)
 		if err != nil {
-			return nil, fmt.Errorf("relabel: --incremental: %w", err)
+			return fmt.Errorf("relabel: --incremental: %w", err)
 		}
 		m[i] = resultio.ManifestFile{Path: s.Path, Fingerprint: fp, Output: resultio.OutputName(s.Path, plan.Format()), Rows: max(s.Rows, 0)}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return m, nil
 }
@@ -299,32 +305,44 @@ func updateDir(ctx context.Context, sess *job.Session, cal resultio.Calibration,
 	meta := schemas.Metadata(job.Version, plan.Seed(), sum.Options, plan.ClassNames)
 	carryFit(prev.Options, sum.Options)
 	so := resultio.ShardOptions{Format: plan.Format(), Meta: meta, LabelKind: plan.LabelKind, ClassNames: plan.ClassNames, IDKind: plan.IDKind}
-	var files []string
-	for _, f := range planDirFiles(plan.Shards, d, postOf, u, plan.Format()) {
+	// Each planned file is written on its own (a report, or a shard
+	// from its rows): on every core, since a small update rewrites the
+	// output of every input file holding a re-scored row.
+	planned := planDirFiles(plan.Shards, d, postOf, u, plan.Format())
+	wrote := make([]bool, len(planned))
+	if err := pool.EachIndexErr(len(planned), 0, func(i int) error {
+		f := planned[i]
 		if f.reportOnly {
 			rep, ok := prevReport[f.name]
 			if !ok {
-				return nil, fmt.Errorf("relabel: %s: summary.json has no report of shard %s", out, f.name)
+				return fmt.Errorf("relabel: %s: summary.json has no report of shard %s", out, f.name)
 			}
 			// summary.json keeps no per-shard transition sums: they are
 			// summed again from the stored posteriors.
 			rep.Trans = storedTrans(f.stored, f.rows, d, plan.C)
 			rep.Temperature = cal.Temperature
 			b, _ := json.Marshal(rep)
-			if err := blobio.WriteFile(ctx, fsys, blobio.Join(tmp, f.name+resultio.ReportSuffix), b); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		if f.stored != nil {
-			lake.RewrittenFiles++
+			return blobio.WriteFile(ctx, fsys, blobio.Join(tmp, f.name+resultio.ReportSuffix), b)
 		}
 		c := cleanedOf(d, f.rows, u, cal)
 		c.Shard = f.input
 		rep := resultio.Report(f.input, f.name, []*schemas.Cleaned{c}, plan.C)
 		rep.Temperature = cal.Temperature
 		if err := resultio.WriteShard(ctx, tmp, f.name, []*schemas.Cleaned{c}, rep, so); err != nil {
-			return nil, err
+			return err
+		}
+		wrote[i] = true
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	var files []string
+	for i, f := range planned {
+		if !wrote[i] {
+			continue
+		}
+		if f.stored != nil {
+			lake.RewrittenFiles++
 		}
 		files = append(files, f.name)
 	}
