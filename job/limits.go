@@ -126,6 +126,7 @@ func checkK(ctx context.Context, p *Job) error {
 // Sizes are the plan's quantities for internal/budget.
 func (p *Job) Sizes() budget.Sizes {
 	s := p.sizes()
+	_, s.LocalExact = p.LocalExactSize()
 	if size, local := p.LocalRoundsSize(p.HeadParams() != nil); local {
 		s.Local = size
 	} else if size, streamed := p.StreamedRoundsSize(); streamed {

@@ -2,6 +2,7 @@ package pipelines
 
 import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/relabel/relabel/internal/progress"
 	"github.com/relabel/relabel/job"
 	"github.com/relabel/relabel/pipelines/stages"
 	"github.com/relabel/relabel/transforms/engine"
@@ -26,9 +27,10 @@ func Build(s beam.Scope, plan *job.Job, d job.Dirs) {
 	}
 	rp := stages.RoundsParams{Rounds: plan.Rounds(), Workers: plan.Workers, Mixture: plan.Mixture, Device: plan.Kernels(), Head: plan.HeadParams(), Keep: d.KeepFit}
 	sp := stages.StatsParams{Candidates: plan.Candidates, Seed: plan.Seed(), IDColumn: plan.IDColumn}
-	if _, local := plan.LocalExactSize(); plan.Mode == job.ModeIVF {
+	if size, local := plan.LocalExactSize(); plan.Mode == job.ModeIVF {
 		items, pooled = buildIVF(s, plan, d, units, rows)
 	} else if local {
+		progress.Notef("%s: every stage in one, every batch in memory (about %d MiB)", plan.Mode, max(size>>20, 1))
 		items, pooled = stages.Local(s, rows, stages.LocalParams{Stats: sp, Neighbours: plan.NeighbourParams(), Rounds: rp, Given: given})
 	} else {
 		stats := stages.ComputeStats(s, rows, sp)

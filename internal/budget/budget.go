@@ -35,6 +35,11 @@ type Sizes struct {
 	// blocks' estimated size, LocalRounds; 0 where they join one round at a
 	// time, one block at a time.
 	Local int64
+	// LocalExact says the exact or sample mode's stages run in one
+	// (pipelines/stages' Local: the embedded runner within
+	// --local-rounds-mib), every batch in memory on one worker, none of it
+	// held encoded by the runner between stages.
+	LocalExact bool
 	// Streamed says Local is the streamed rounds' estimate
 	// (StreamedRounds: one round's states, the blocks read from the spill
 	// files each round), not every block's.
@@ -105,6 +110,16 @@ const (
 	// 1.7-1.9 GiB through the rounds at 1M rows for an estimate of 797
 	// MiB). They count only where they exceed the rows' other terms.
 	localFactor = 2
+	// The base and the same coefficients where the exact and sample modes
+	// run in one stage (Sizes.LocalExact), fitted to relabel run's peak
+	// resident memory at cmd/relabel's five exact fittedSizes (2026-11-29,
+	// 2 cores, idle; 114, 114, 244, 686 and 216 MiB, each within 1% of the
+	// fit; the held-out 5,000 x 96 K 15 at 0.94): no encoded copy of the
+	// stages' data in the runner, so a fraction of perItem, but a feature
+	// value held several times over (as read, standardised for the
+	// search, and with the head as float64 in its design matrix).
+	localExactBase                                         = 100 << 20
+	localExactFeature, localExactItem, localExactNeighbour = 75, 1600, 115
 	// perState is one entry of one item's c0-long state (pi, rho rows)
 	// beyond the default c0's, held in the round's input and output.
 	perState = 48
@@ -139,7 +154,11 @@ func Of(s Sizes) Estimate {
 	}
 	rows := float64(s.Rows)
 	feat, item, nb := float64(perFeature), float64(perItem), float64(perNeighbour)
+	base := float64(Base)
 	switch {
+	case s.LocalExact && !s.IVF:
+		feat, item, nb = localExactFeature, localExactItem, localExactNeighbour
+		base = localExactBase
 	case s.IVF && s.Spilled:
 		feat, item, nb = spillFeature, spillItem, spillNeighbour
 	case s.IVF:
@@ -167,7 +186,7 @@ func Of(s Sizes) Estimate {
 		add("classes", fmt.Sprintf("%d x %d transition matrix", s.C, s.C), c*c*perClass2)
 	}
 	add("annotations", fmt.Sprintf("%d annotations", s.Annotations), float64(s.Annotations)*perAnnotation)
-	peak := float64(Base)
+	peak := base
 	for _, t := range e.Terms {
 		peak += float64(t.Bytes)
 	}

@@ -130,6 +130,35 @@ func TestOfMeasuredIVF(t *testing.T) {
 	}
 }
 
+// TestOfMeasuredLocalExact: where the exact mode runs in one stage
+// (LocalExact), the estimate is within 2x of relabel run's peak RSS at the
+// sizes measured (synth --classes 10, the defaults but --k; cmd/relabel's
+// fittedSizes and its held-out sizes, 2026-11-29), and below the staged
+// plan's, whose runner holds every stage's data encoded.
+func TestOfMeasuredLocalExact(t *testing.T) {
+	p := mixture.DefaultParams(10)
+	for _, tc := range []struct {
+		rows     int64
+		d, k     int
+		measured int64 // ru_maxrss, bytes
+	}{
+		{1797, 64, 10, 117192 << 10}, {3000, 32, 10, 116952 << 10}, {20000, 64, 10, 249920 << 10},
+		{2000, 4096, 10, 702896 << 10}, {10000, 64, 50, 220740 << 10},
+		{5000, 96, 15, 164668 << 10}, {1000, 2048, 5, 266 << 20}, {12000, 512, 20, 503 << 20}, {30000, 24, 30, 305 << 20},
+	} {
+		s := Sizes{Rows: tc.rows, D: tc.d, C: 10, C0: p.C0, K: tc.k, L: p.L, N: p.N, LocalExact: true}
+		e := Of(s)
+		r := float64(e.Peak) / float64(tc.measured)
+		if r < 0.5 || r > 2 {
+			t.Errorf("%d x %d, K %d: estimate %s, measured %s: ratio %.2f, want within 2x", tc.rows, tc.d, tc.k, Bytes(e.Peak), Bytes(tc.measured), r)
+		}
+		s.LocalExact = false
+		if staged := Of(s); staged.Peak <= e.Peak {
+			t.Errorf("%d x %d, K %d: staged estimate %s, one stage's %s: want the staged larger", tc.rows, tc.d, tc.k, Bytes(staged.Peak), Bytes(e.Peak))
+		}
+	}
+}
+
 // TestOfIVFTerms: the one-stage rounds' blocks count only where they
 // exceed the rows' other terms (the writer's peak comes after the rounds),
 // and spill files hold less in memory than shuffles kept in it.
