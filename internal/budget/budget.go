@@ -112,9 +112,9 @@ const (
 	localFactor = 2
 	// The base and the same coefficients where the exact and sample modes
 	// run in one stage (Sizes.LocalExact), fitted to relabel run's peak
-	// resident memory at cmd/relabel's five exact fittedSizes (2026-11-29,
-	// 2 cores, idle; 114, 114, 244, 686 and 216 MiB, each within 1% of the
-	// fit; the held-out 5,000 x 96 K 15 at 0.94): no encoded copy of the
+	// resident memory at cmd/relabel's five exact fittedSizes (2 cores,
+	// idle; 114, 114, 244, 686 and 216 MiB, each within 1% of the fit; the
+	// held-out 5,000 x 96 K 15 at 0.94): no encoded copy of the
 	// stages' data in the runner, so a fraction of perItem, but a feature
 	// value held several times over (as read, standardised for the
 	// search, and with the head as float64 in its design matrix).
