@@ -182,7 +182,7 @@ func TestGivenLocal(t *testing.T) {
 				}
 			}
 		}
-		if err := fn.ProcessElement(context.Background(), 0, iterOf(blocks),
+		if err := fn.ProcessElement(context.Background(), 0, stages.IterOf(blocks),
 			func(bk string, rs BatchItems) { byBatch[bk] = append(byBatch[bk], rs) }); err != nil {
 			t.Fatal(err)
 		}

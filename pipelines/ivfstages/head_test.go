@@ -126,14 +126,14 @@ func TestLocalRoundsHead(t *testing.T) {
 		rng.Shuffle(len(in), func(i, j int) { in[i], in[j] = in[j], in[i] })
 		byBatch := map[string][]BatchItems{}
 		fn := &localRoundsFn{RoundConf: RoundConf{Rounds: f.rounds, Mixture: f.nb.Mixture, Workers: workers, Head: hp}, rounder: rounder}
-		if err := fn.ProcessElement(context.Background(), 0, iterOf(in),
+		if err := fn.ProcessElement(context.Background(), 0, stages.IterOf(in),
 			func(bk string, rs BatchItems) { byBatch[bk] = append(byBatch[bk], rs) }); err != nil {
 			t.Fatal(err)
 		}
 		got := map[int64]mixture.State{}
 		for _, in := range f.batches {
 			var it stages.Items
-			if err := (rebatchFn{}).ProcessElement("", iterOf(byBatch[batchKey(in.Shard, in.Offset)]), func(x stages.Items) { it = x }); err != nil {
+			if err := (rebatchFn{}).ProcessElement("", stages.IterOf(byBatch[batchKey(in.Shard, in.Offset)]), func(x stages.Items) { it = x }); err != nil {
 				t.Fatal(err)
 			}
 			for i, key := range it.IDs {

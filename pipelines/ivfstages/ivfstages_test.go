@@ -111,7 +111,7 @@ func (f *fixture) parts(t *testing.T, waves int) map[int64][]Part {
 		}
 		for w := 0; w < waves; w++ {
 			ef := &emitFn{Wave: w, Waves: waves}
-			if err := ef.ProcessElement(pr, f.model, "", iterOf([]int64{1}), func(k int64, p Part) {
+			if err := ef.ProcessElement(pr, f.model, "", stages.IterOf([]int64{1}), func(k int64, p Part) {
 				if int(k>>24)%waves != w {
 					t.Fatalf("wave %d of %d emitted to partition %d", w, waves, k>>24)
 				}
@@ -137,7 +137,7 @@ func (f *fixture) search(t *testing.T, parts map[int64][]Part, shuffle *rand.Ran
 		if shuffle != nil {
 			shuffle.Shuffle(len(ps), func(i, j int) { ps[i], ps[j] = ps[j], ps[i] })
 		}
-		if err := s.ProcessElement(context.Background(), k, iterOf(ps), func(b Block) { out[b.Key] = b }, func(int64) {}); err != nil {
+		if err := s.ProcessElement(context.Background(), k, stages.IterOf(ps), func(b Block) { out[b.Key] = b }, func(int64) {}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -165,7 +165,7 @@ func TestSearchRefs(t *testing.T) {
 			t.Fatal(err)
 		}
 		ef := &emitRefsFn{Waves: 1, Spill: sp, Group: 2}
-		if err := ef.ProcessElement(pr, f.model, "", iterOf([]int64{1}), func(g int64, refs PartRefs) {
+		if err := ef.ProcessElement(pr, f.model, "", stages.IterOf([]int64{1}), func(g int64, refs PartRefs) {
 			enc := encodePartRefs(refs)
 			if got, err := decodePartRefs(enc); err != nil || !reflect.DeepEqual(got, refs) {
 				t.Fatalf("PartRefs coder: err %v", err)
@@ -198,7 +198,7 @@ func TestSearchRefs(t *testing.T) {
 	for _, g := range slices.Sorted(maps.Keys(groups)) {
 		refs := groups[g]
 		rng.Shuffle(len(refs), func(i, j int) { refs[i], refs[j] = refs[j], refs[i] })
-		if err := s.ProcessElement(context.Background(), g, iterOf(refs), emit, func(int64) {}); err != nil {
+		if err := s.ProcessElement(context.Background(), g, stages.IterOf(refs), emit, func(int64) {}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -218,7 +218,7 @@ func TestSearchRefs(t *testing.T) {
 	bad := slices.Clone(groups[g])
 	bad[0].Len = slices.Clone(bad[0].Len)
 	bad[0].Len[0]--
-	err := s.ProcessElement(context.Background(), g, iterOf(bad), emit, func(int64) {})
+	err := s.ProcessElement(context.Background(), g, stages.IterOf(bad), emit, func(int64) {})
 	if err == nil || !strings.Contains(err.Error(), bad[0].Path) {
 		t.Errorf("a truncated part: err %v, want one naming %s", err, bad[0].Path)
 	}
@@ -306,7 +306,7 @@ func testJoinRounds(t *testing.T, sp Spill, tol float64, counted bool) {
 		for _, o := range own {
 			ms := byKey[o.k]
 			rng.Shuffle(len(ms), func(i, j int) { ms[i], ms[j] = ms[j], ms[i] })
-			if err := fn(o.k, iterOf([]Block{o.v}), iterOf(ms)); err != nil {
+			if err := fn(o.k, stages.IterOf([]Block{o.v}), stages.IterOf(ms)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -393,7 +393,7 @@ func testJoinRounds(t *testing.T, sp Spill, tol float64, counted bool) {
 					ms = append(ms, m.v)
 				}
 			}
-			err := fail.ProcessElement(context.Background(), in[0].k, iterOf([]Block{in[0].v}), iterOf(ms), emitOwn, emitMsg, countDone)
+			err := fail.ProcessElement(context.Background(), in[0].k, stages.IterOf([]Block{in[0].v}), stages.IterOf(ms), emitOwn, emitMsg, countDone)
 			if !errors.Is(err, lost) || !strings.Contains(err.Error(), fmt.Sprintf("block %d round 0", blockOf(in[0].k))) {
 				t.Fatalf("a failing Rounder: error %v, want the block, the round and %v", err, lost)
 			}
@@ -494,7 +494,7 @@ func checkBatches(t *testing.T, f *fixture, byBatch map[string][]BatchItems, sta
 		}
 		sp := Spill{Dir: t.TempDir()}
 		rng.Shuffle(len(rs), func(i, j int) { rs[i], rs[j] = rs[j], rs[i] })
-		if err := (&rebatchSpillFn{Spill: sp}).ProcessElement(key, iterOf(rs), func(s stages.SpilledItems) {
+		if err := (&rebatchSpillFn{Spill: sp}).ProcessElement(key, stages.IterOf(rs), func(s stages.SpilledItems) {
 			it, err := s.Load()
 			if err != nil {
 				t.Fatal(err)
@@ -518,7 +518,7 @@ func checkBatches(t *testing.T, f *fixture, byBatch map[string][]BatchItems, sta
 		if !ok {
 			rs := byBatch[batchKey(in.Shard, in.Offset)]
 			rng.Shuffle(len(rs), func(i, j int) { rs[i], rs[j] = rs[j], rs[i] })
-			if err := (rebatchFn{}).ProcessElement("", iterOf(rs), func(it stages.Items) { got = it }); err != nil {
+			if err := (rebatchFn{}).ProcessElement("", stages.IterOf(rs), func(it stages.Items) { got = it }); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -649,7 +649,7 @@ func TestDupCheck(t *testing.T) {
 			got := ""
 			cf := &dupCheckFn{IDColumn: "id"}
 			for k, fs := range groups {
-				cf.ProcessElement(k, iterOf(fs), func(s string) { got = firstDupFn{}.MergeAccumulators(got, s) })
+				cf.ProcessElement(k, stages.IterOf(fs), func(s string) { got = firstDupFn{}.MergeAccumulators(got, s) })
 			}
 			got = dupMessage(got)
 			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
@@ -780,7 +780,7 @@ func TestSearchTile(t *testing.T) {
 	multi := 0
 	got := map[int64]Block{}
 	for k, ps := range parts {
-		if err := small.ProcessElement(context.Background(), k, iterOf(slices.Clone(ps)), func(b Block) { got[b.Key] = b }, func(int64) {}); err != nil {
+		if err := small.ProcessElement(context.Background(), k, stages.IterOf(slices.Clone(ps)), func(b Block) { got[b.Key] = b }, func(int64) {}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -827,7 +827,7 @@ func TestSearchInFlight(t *testing.T) {
 		}
 		done := func(n int64) { counts = append(counts, n) }
 		for _, k := range keys {
-			if err := s.ProcessElement(context.Background(), k, iterOf(slices.Clone(parts[k])), emit, done); err != nil {
+			if err := s.ProcessElement(context.Background(), k, stages.IterOf(slices.Clone(parts[k])), emit, done); err != nil {
 				t.Fatal(err)
 			}
 		}

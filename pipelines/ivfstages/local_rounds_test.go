@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/relabel/relabel/pipelines/stages"
 	"github.com/relabel/relabel/transforms/engine"
 	"github.com/relabel/relabel/transforms/engine/roundstest"
 )
@@ -64,7 +65,7 @@ func TestLocalRounds(t *testing.T) {
 			if c.whole {
 				fn.rounder = counter
 			}
-			if err := fn.ProcessElement(context.Background(), 0, iterOf(in),
+			if err := fn.ProcessElement(context.Background(), 0, stages.IterOf(in),
 				func(bk string, rs BatchItems) { byBatch[bk] = append(byBatch[bk], rs) }); err != nil {
 				t.Fatal(err)
 			}
@@ -106,11 +107,11 @@ func TestLocalRoundsErrors(t *testing.T) {
 	slices.SortFunc(in, func(x, y Block) int { return int(x.Key - y.Key) })
 	run := func(bs []Block) error {
 		fn := &localRoundsFn{RoundConf: RoundConf{Rounds: 1, Mixture: f.nb.Mixture}}
-		return fn.ProcessElement(context.Background(), 0, iterOf(bs), func(string, BatchItems) {})
+		return fn.ProcessElement(context.Background(), 0, stages.IterOf(bs), func(string, BatchItems) {})
 	}
 	gone := errors.New("device lost")
 	fn := &localRoundsFn{RoundConf: RoundConf{Rounds: 1, Mixture: f.nb.Mixture}, rounder: &roundstest.Counter{Err: gone}}
-	if err := fn.ProcessElement(context.Background(), 0, iterOf(in), func(string, BatchItems) {}); !errors.Is(err, gone) || !strings.Contains(err.Error(), "round 0") {
+	if err := fn.ProcessElement(context.Background(), 0, stages.IterOf(in), func(string, BatchItems) {}); !errors.Is(err, gone) || !strings.Contains(err.Error(), "round 0") {
 		t.Errorf("a failing Rounder: error %v, want the round and %v", err, gone)
 	}
 	if err := run(append(slices.Clone(in), in[0])); err == nil || !strings.Contains(err.Error(), "two blocks under one key") {
@@ -151,7 +152,7 @@ func TestLocalRoundsErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	fn = &localRoundsFn{RoundConf: RoundConf{Rounds: 1, Mixture: f.nb.Mixture, Workers: 3, Spill: sp}}
-	err := fn.ProcessElement(context.Background(), 0, iterOf(spilled), func(string, BatchItems) {})
+	err := fn.ProcessElement(context.Background(), 0, stages.IterOf(spilled), func(string, BatchItems) {})
 	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("block %d", lost.Key)) {
 		t.Errorf("block %d's spill file gone: error %v, want one naming the block", lost.Key, err)
 	}
@@ -241,7 +242,7 @@ func TestLocalRoundsStop(t *testing.T) {
 		cancel()
 		fn := &localRoundsFn{RoundConf: RoundConf{Rounds: f.rounds, Mixture: f.nb.Mixture, Workers: 2, Spill: sp, Streamed: streamed}}
 		sent := 0
-		err := fn.ProcessElement(ctx, 0, iterOf(in), func(string, BatchItems) { sent++ })
+		err := fn.ProcessElement(ctx, 0, stages.IterOf(in), func(string, BatchItems) { sent++ })
 		if !errors.Is(err, context.Canceled) || sent != 0 {
 			t.Errorf("streamed %v: a stopped run's rounds: error %v and %d sent, want %v and none", streamed, err, sent, context.Canceled)
 		}

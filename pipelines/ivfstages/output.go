@@ -144,7 +144,7 @@ func (f *rebatchSpillFn) ProcessElement(key string, iter func(*BatchItems) bool,
 	}
 	var err error
 	for _, k := range slices.Sorted(maps.Keys(byBatch)) {
-		rerr := rebatchItems(iterOf(byBatch[k]), func(it stages.Items) {
+		rerr := rebatchItems(stages.IterOf(byBatch[k]), func(it stages.Items) {
 			var refs []spillRef
 			refs, err = f.Spill.write(genWrite, batchName('w', it.Shard, it.Offset), stages.EncodeItems(it))
 			if err == nil {
@@ -157,19 +157,6 @@ func (f *rebatchSpillFn) ProcessElement(key string, iter func(*BatchItems) bool,
 		delete(byBatch, k)
 	}
 	return nil
-}
-
-// iterOf iterates over vs.
-func iterOf[T any](vs []T) func(*T) bool {
-	i := 0
-	return func(v *T) bool {
-		if i == len(vs) {
-			return false
-		}
-		*v = vs[i]
-		i++
-		return true
-	}
 }
 
 func rebatchItems(iter func(*BatchItems) bool, emit func(stages.Items)) error {

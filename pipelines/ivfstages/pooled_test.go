@@ -212,7 +212,7 @@ func TestPooledStart(t *testing.T) {
 			t.Fatal(err)
 		}
 		var got Block
-		if err := sf.ProcessElement(k, iterOf([]Block{b}), iterOf([]stages.PooledModel{pm}), func(x Block) { got = x }); err != nil {
+		if err := sf.ProcessElement(k, stages.IterOf([]Block{b}), stages.IterOf([]stages.PooledModel{pm}), func(x Block) { got = x }); err != nil {
 			t.Fatal(err)
 		}
 		if got.Spilled.Path == "" {
@@ -231,7 +231,7 @@ func TestPooledStart(t *testing.T) {
 	shut.Open = false
 	for _, k := range keys[:2] {
 		var got Block
-		if err := sf.ProcessElement(k, iterOf([]Block{blocks[k]}), iterOf([]stages.PooledModel{shut}), func(x Block) { got = x }); err != nil {
+		if err := sf.ProcessElement(k, stages.IterOf([]Block{blocks[k]}), stages.IterOf([]stages.PooledModel{shut}), func(x Block) { got = x }); err != nil {
 			t.Fatal(err)
 		}
 		if !reflect.DeepEqual(got, blocks[k]) {

@@ -3,7 +3,6 @@ package stages
 import (
 	"context"
 	"errors"
-	"fmt"
 	"reflect"
 	"sync"
 
@@ -31,16 +30,7 @@ type LocalParams struct {
 
 // Validate checks every part of p, as the stages it stands for do.
 func (p LocalParams) Validate() error {
-	errs := []error{p.Stats.Validate(), p.Neighbours.Validate()}
-	if p.Rounds.Head != nil {
-		errs = append(errs, p.Rounds.Head.Validate())
-	}
-	if p.Rounds.Rounds < 0 || p.Rounds.Workers < 0 {
-		errs = append(errs, fmt.Errorf("stages: Local: %d rounds on %d workers", p.Rounds.Rounds, p.Rounds.Workers))
-	}
-	if err := p.Rounds.Mixture.Validate(); err != nil {
-		errs = append(errs, err)
-	}
+	errs := []error{p.Stats.Validate(), p.Neighbours.Validate(), p.Rounds.validateRounds()}
 	if p.Given != nil {
 		errs = append(errs, p.Given.Validate())
 	}
@@ -103,7 +93,7 @@ func (f *localFn) ProcessElement(ctx context.Context, _ int, rowsIter func(*sche
 	if err != nil {
 		return err
 	}
-	cands = Candidates{}
+	cands = Candidates{} // the search's copy: nothing after it reads one
 
 	mp := f.Mixture
 	if mp.PooledIters > 0 {
@@ -124,7 +114,7 @@ func (f *localFn) ProcessElement(ctx context.Context, _ int, rowsIter func(*sche
 		emitPooled(pm)
 		var started []Items
 		start := &pooledStartFn{Mixture: mp}
-		if err := start.ProcessElement(0, iterOf(items), iterOf([]PooledModel{pm}), func(it Items) { started = append(started, it) }); err != nil {
+		if err := start.ProcessElement(0, IterOf(items), IterOf([]PooledModel{pm}), func(it Items) { started = append(started, it) }); err != nil {
 			return err
 		}
 		items = started
@@ -144,12 +134,16 @@ func (f *localFn) ProcessElement(ctx context.Context, _ int, rowsIter func(*sche
 		}
 		items = next
 	}
-	feats = nil
+	if feats != nil {
+		// The head's copy of the features: the given-label model reads
+		// none.
+		*feats = Candidates{}
+	}
 
 	if f.HasGiven {
 		gf := &givenFn{C: f.Given.C, C0: f.Given.C0, Seed: f.Given.Seed, Workers: f.Given.Workers, Keep: f.Given.Keep}
 		cs := candidateStates(items)
-		return gf.ProcessElement(ctx, 0, iterOf(items), iterOf([]CandStates{cs}), emit)
+		return gf.ProcessElement(ctx, 0, IterOf(items), IterOf([]CandStates{cs}), emit)
 	}
 	for _, it := range items {
 		emit(it)
@@ -206,8 +200,9 @@ func localCandidates(rows []schemas.Rows, st *Stats, standardise bool) Candidate
 	return cf.ExtractOutput(acc)
 }
 
-// iterOf is a Beam iterator over xs, as a grouped stage reads its values.
-func iterOf[T any](xs []T) func(*T) bool {
+// IterOf is a Beam iterator over xs, as a grouped stage reads its values:
+// for calling a stage's function on values held in memory.
+func IterOf[T any](xs []T) func(*T) bool {
 	i := 0
 	return func(v *T) bool {
 		if i >= len(xs) {

@@ -109,6 +109,16 @@ type RoundsParams struct {
 
 // Validate checks p, in the stage's terms.
 func (p RoundsParams) Validate() error {
+	err := p.validateRounds()
+	if p.Head != nil && !p.Features.IsValid() {
+		err = errors.Join(err, errors.New("stages: Rounds: a Head without the candidates' Features"))
+	}
+	return err
+}
+
+// validateRounds is Validate without the Features a Head needs: Local
+// takes the head's features from the rows it holds.
+func (p RoundsParams) validateRounds() error {
 	var errs []error
 	if p.Rounds < 0 {
 		errs = append(errs, fmt.Errorf("stages: Rounds: Rounds = %d, want >= 0", p.Rounds))
@@ -122,9 +132,6 @@ func (p RoundsParams) Validate() error {
 	if p.Head != nil {
 		if err := p.Head.Validate(); err != nil {
 			errs = append(errs, fmt.Errorf("stages: Rounds: %w", err))
-		}
-		if !p.Features.IsValid() {
-			errs = append(errs, errors.New("stages: Rounds: a Head without the candidates' Features"))
 		}
 	}
 	return errors.Join(errs...)

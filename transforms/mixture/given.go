@@ -2,9 +2,10 @@ package mixture
 
 import (
 	"fmt"
-	"github.com/relabel/relabel/internal/pool"
 	"math"
 	"slices"
+
+	"github.com/relabel/relabel/internal/pool"
 )
 
 // The given-label model reads an item's given label as what it is: one noisy
