@@ -160,3 +160,5 @@ require (
 	modernc.org/memory v1.11.0 // indirect
 	modernc.org/sqlite v1.57.0 // indirect
 )
+
+replace github.com/apache/iceberg-go v0.7.0 => ./third_party/iceberg-go
