@@ -199,6 +199,14 @@ func (s *Session) Summarise(ctx context.Context, tmp string) (*resultio.Summary,
 	return s.Job.Summarise(ctx, s.FS, tmp)
 }
 
+// SummariseReports is Summarise with the shard reports given, by output
+// name, instead of read from tmp: a run that made them in this process
+// (the directory lake's incremental commit) need not write and read back a
+// file for each.
+func (s *Session) SummariseReports(ctx context.Context, tmp string, reports map[string]resultio.ShardReport) (*resultio.Summary, error) {
+	return s.Job.summarise(ctx, s.FS, tmp, reports)
+}
+
 // Publish writes sum as tmp's summary.json and commits files (names in tmp)
 // and it into the output (io/resultio's protocol).
 func (s *Session) Publish(ctx context.Context, tmp string, files []string, sum *resultio.Summary) error {
@@ -220,6 +228,12 @@ func (s *Session) Previous(ctx context.Context) (*resultio.Summary, bool, error)
 // annotators file's) into the run's summary, without the pipeline's
 // counters or timings.
 func (p *Job) Summarise(ctx context.Context, fs blobio.FS, tmp string) (*resultio.Summary, error) {
+	return p.summarise(ctx, fs, tmp, nil)
+}
+
+// summarise is Summarise taking the reports in reports from there and the
+// others from tmp.
+func (p *Job) summarise(ctx context.Context, fs blobio.FS, tmp string, reports map[string]resultio.ShardReport) (*resultio.Summary, error) {
 	cfg := p.opts
 	input := cfg.Input
 	if input == "" {
@@ -236,8 +250,12 @@ func (p *Job) Summarise(ctx context.Context, fs blobio.FS, tmp string) (*resulti
 	var trans []float64
 	names, inputs := p.ShardFiles()
 	for k, name := range names {
-		var rep resultio.ShardReport
-		if err := readJSON(ctx, fs, blobio.Join(tmp, name+resultio.ReportSuffix), &rep); err != nil {
+		rep, given := reports[name]
+		var err error
+		if !given {
+			err = readJSON(ctx, fs, blobio.Join(tmp, name+resultio.ReportSuffix), &rep)
+		}
+		if err != nil {
 			if p.Crowd != nil && p.Crowd.LabelOnly {
 				continue // an empty bucket writes no shard
 			}

@@ -2,7 +2,6 @@ package lake
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -310,6 +309,9 @@ func updateDir(ctx context.Context, sess *job.Session, cal resultio.Calibration,
 	// output of every input file holding a re-scored row.
 	planned := planDirFiles(plan.Shards, d, postOf, u, plan.Format())
 	wrote := make([]bool, len(planned))
+	// The reports stay in memory for the summary: a small update's commit
+	// would otherwise create, read back and remove a file for each.
+	reports := make([]resultio.ShardReport, len(planned))
 	if err := pool.EachIndexErr(len(planned), 0, func(i int) error {
 		f := planned[i]
 		if f.reportOnly {
@@ -321,23 +323,26 @@ func updateDir(ctx context.Context, sess *job.Session, cal resultio.Calibration,
 			// summed again from the stored posteriors.
 			rep.Trans = storedTrans(f.stored, f.rows, d, plan.C)
 			rep.Temperature = cal.Temperature
-			b, _ := json.Marshal(rep)
-			return blobio.WriteFile(ctx, fsys, blobio.Join(tmp, f.name+resultio.ReportSuffix), b)
+			reports[i] = rep
+			return nil
 		}
 		c := cleanedOf(d, f.rows, u, cal)
 		c.Shard = f.input
 		rep := resultio.Report(f.input, f.name, []*schemas.Cleaned{c}, plan.C)
 		rep.Temperature = cal.Temperature
-		if err := resultio.WriteShard(ctx, tmp, f.name, []*schemas.Cleaned{c}, rep, so); err != nil {
+		if err := resultio.WriteShard(ctx, tmp, f.name, []*schemas.Cleaned{c}, nil, so); err != nil {
 			return err
 		}
+		reports[i] = rep
 		wrote[i] = true
 		return nil
 	}); err != nil {
 		return nil, err
 	}
 	var files []string
+	byName := make(map[string]resultio.ShardReport, len(planned))
 	for i, f := range planned {
+		byName[f.name] = reports[i]
 		if !wrote[i] {
 			continue
 		}
@@ -346,7 +351,7 @@ func updateDir(ctx context.Context, sess *job.Session, cal resultio.Calibration,
 		}
 		files = append(files, f.name)
 	}
-	full, err := sess.Summarise(ctx, tmp)
+	full, err := sess.SummariseReports(ctx, tmp, byName)
 	if err != nil {
 		return nil, err
 	}

@@ -88,9 +88,9 @@ func standardised(d *incData, on bool) ([]float32, []float64, []float64) {
 	if !on {
 		return d.feats, nil, nil
 	}
-	feats := append([]float32(nil), d.feats...)
-	mean, std := engine.Moments(feats, d.n, d.d)
-	engine.Standardise(feats, d.d, mean, std)
+	mean, std := engine.Moments(d.feats, d.n, d.d)
+	feats := make([]float32, len(d.feats))
+	engine.StandardiseInto(feats, d.feats, d.d, mean, std)
 	return feats, mean, std
 }
 

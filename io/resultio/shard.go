@@ -37,6 +37,8 @@ type ShardOptions struct {
 // WriteShard writes batches as the output shard name in dir (local or any
 // blobio path) and report, as JSON, beside it (name + ReportSuffix): what
 // relabel run's writer stage leaves for the commit to rename into place.
+// A nil report writes the shard alone (a caller that summarises its reports
+// in memory).
 func WriteShard(ctx context.Context, dir, name string, batches []*schemas.Cleaned, report any, o ShardOptions) error {
 	fsys, err := blobio.For(dir)
 	if err != nil {
@@ -44,6 +46,9 @@ func WriteShard(ctx context.Context, dir, name string, batches []*schemas.Cleane
 	}
 	if err := shardio.WriteShard(ctx, fsys, blobio.Join(dir, name), o.Format, batches, o.Meta, o.LabelKind, o.ClassNames, o.IDKind, o.Mem); err != nil {
 		return err
+	}
+	if report == nil {
+		return nil
 	}
 	b, err := json.Marshal(report)
 	if err != nil {

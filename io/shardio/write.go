@@ -9,6 +9,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -241,6 +242,11 @@ func WriteRecords(ctx context.Context, fs blobio.FS, path string, format Format,
 	})
 }
 
+// writeBufs holds the files' write buffers: an incremental run rewrites many
+// small shards, and a fresh megabyte for each (allocated and cleared) cost it
+// more than their bytes.
+var writeBufs = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 1<<20) }}
+
 // writeFile creates path, opens a record writer of format on it and hands it
 // to write; the file is complete when writeFile returns nil. When anything
 // fails the file is removed, leaving nothing half-written behind, and the
@@ -257,7 +263,12 @@ func writeFile(ctx context.Context, fs blobio.FS, path string, format Format, sc
 			_ = fs.Remove(context.WithoutCancel(ctx), path)
 		}
 	}()
-	bw := bufio.NewWriterSize(wc, 1<<20)
+	bw := writeBufs.Get().(*bufio.Writer)
+	bw.Reset(wc)
+	defer func() {
+		bw.Reset(nil)
+		writeBufs.Put(bw)
+	}()
 	sink, err := newSink(bw, format, sc, mem)
 	if err != nil {
 		return fmt.Errorf("shardio: writing %s: %w", path, err)

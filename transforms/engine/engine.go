@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"sort"
+	"sync"
 
 	"github.com/relabel/relabel/transforms/knn"
 	"github.com/relabel/relabel/transforms/llc"
@@ -449,34 +451,67 @@ func (s *RoundScratch) Neighbour(w float64) *mixture.State {
 func Moments(x []float32, n, d int) (mean, std []float64) {
 	mean = make([]float64, d)
 	std = make([]float64, d)
-	for i := 0; i < n; i++ {
-		for j, v := range x[i*d : (i+1)*d] {
-			mean[j] += float64(v)
+	// Each column's sums run over the rows in order whichever worker owns
+	// it, so the moments are the same bits on any core count.
+	eachSpan(d, n*d, func(lo, hi int) {
+		m, s := mean[lo:hi], std[lo:hi]
+		for i := 0; i < n; i++ {
+			for j, v := range x[i*d+lo : i*d+hi] {
+				m[j] += float64(v)
+			}
 		}
-	}
-	for j := range mean {
-		mean[j] /= float64(n)
-	}
-	for i := 0; i < n; i++ {
-		for j, v := range x[i*d : (i+1)*d] {
-			dv := float64(v) - mean[j]
-			std[j] += dv * dv
+		for j := range m {
+			m[j] /= float64(n)
 		}
-	}
-	for j := range std {
-		std[j] = math.Sqrt(std[j] / float64(n))
-		if std[j] == 0 {
-			std[j] = 1
+		for i := 0; i < n; i++ {
+			for j, v := range x[i*d+lo : i*d+hi] {
+				dv := float64(v) - m[j]
+				s[j] += dv * dv
+			}
 		}
-	}
+		for j := range s {
+			s[j] = math.Sqrt(s[j] / float64(n))
+			if s[j] == 0 {
+				s[j] = 1
+			}
+		}
+	})
 	return mean, std
 }
 
 // Standardise z-scores x in place.
 func Standardise(x []float32, d int, mean, std []float64) {
-	for i := 0; i < len(x); i += d {
-		for j := range d {
-			x[i+j] = float32((float64(x[i+j]) - mean[j]) / std[j])
+	StandardiseInto(x, x, d, mean, std)
+}
+
+// StandardiseInto writes src z-scored into dst (the same length; dst may be
+// src): on every core, rows apart, the same bits as one core's.
+func StandardiseInto(dst, src []float32, d int, mean, std []float64) {
+	n := len(src) / d
+	eachSpan(n, len(src), func(lo, hi int) {
+		for i := lo * d; i < hi*d; i += d {
+			for j := range d {
+				dst[i+j] = float32((float64(src[i+j]) - mean[j]) / std[j])
+			}
 		}
+	})
+}
+
+// eachSpan splits [0, n) into one span per core and runs f on each, where
+// the work (about cost elements) is large enough to pay for the goroutines.
+func eachSpan(n, cost int, f func(lo, hi int)) {
+	w := min(runtime.GOMAXPROCS(0), n)
+	if cost < 1<<16 || w <= 1 {
+		f(0, n)
+		return
 	}
+	var wg sync.WaitGroup
+	for k := range w {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f(k*n/w, (k+1)*n/w)
+		}()
+	}
+	wg.Wait()
 }
