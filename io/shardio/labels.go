@@ -167,7 +167,7 @@ func scanLabels(ctx context.Context, shards []Shard, opts *ReadOptions, wantStri
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			c, err := readColumns(ctx, u, opts, func(in schemas.Input) []int { return []int{in.Label} })
+			c, err := readColumns(ctx, u, opts, func(in schemas.Input) []int { return []int{in.Label} }, -1)
 			if err != nil {
 				return err
 			}

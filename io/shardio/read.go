@@ -37,7 +37,7 @@ func ReadUnit(ctx context.Context, u Unit, opts ReadOptions) (r *schemas.Rows, e
 }
 
 func readUnit(ctx context.Context, u Unit, opts ReadOptions) (*schemas.Rows, error) {
-	c, err := readColumns(ctx, u, &opts, func(in schemas.Input) []int { return []int{in.ID, in.Features, in.Label} })
+	c, err := readColumns(ctx, u, &opts, func(in schemas.Input) []int { return []int{in.ID, in.Features, in.Label} }, 1)
 	if err != nil {
 		return nil, err
 	}
@@ -61,7 +61,12 @@ func readUnit(ctx context.Context, u Unit, opts ReadOptions) (*schemas.Rows, err
 	if d == 0 {
 		d = u.D
 	}
-	if err := readFeatures(r, u, c.in, c.chunks[1], n, d); err != nil {
+	if c.flat != nil && c.flat[1] != nil {
+		err = flatFeatures(r, u, c.in, c.flat[1], c.rowLen[1], n, d)
+	} else {
+		err = readFeatures(r, u, c.in, c.chunks[1], n, d)
+	}
+	if err != nil {
 		return nil, err
 	}
 	if err := checkMagnitude(r, u, c.in.FeaturesName, opts.MaxAbsFeature); err != nil {
@@ -73,10 +78,14 @@ func readUnit(ctx context.Context, u Unit, opts ReadOptions) (*schemas.Rows, err
 	return r, nil
 }
 
-// columns holds some columns of one unit, each as its chunks.
+// columns holds some columns of one unit, each as its chunks, or, for a
+// Parquet list of float32 read straight from its column chunk, as its
+// values (flat; the chunks nil) with rowLen values a row.
 type columns struct {
 	in      schemas.Input
 	chunks  [][]arrow.Array
+	flat    [][]float32
+	rowLen  []int
 	release func()
 }
 
@@ -91,7 +100,9 @@ func (c *columns) rows() int64 {
 // readColumns reads the fields that pick chooses of unit u (after checking
 // the schema against the item columns' contract), and only those where the
 // format allows (Parquet).
-func readColumns(ctx context.Context, u Unit, opts *ReadOptions, pick func(schemas.Input) []int) (c *columns, err error) {
+// flat is the position in pick's fields of a list of float32 to read as
+// flat values where it can be (-1: none).
+func readColumns(ctx context.Context, u Unit, opts *ReadOptions, pick func(schemas.Input) []int, flat int) (c *columns, err error) {
 	defer corrupt(u.Path, &err)
 	var in schemas.Input
 	resolve := func(sc *arrow.Schema) ([]int, error) {
@@ -105,7 +116,7 @@ func readColumns(ctx context.Context, u Unit, opts *ReadOptions, pick func(schem
 		}
 		return pick(in), nil
 	}
-	c, err = readPicked(ctx, u, opts.mem(), resolve)
+	c, err = readPicked(ctx, u, opts.mem(), resolve, flat)
 	if err != nil {
 		return nil, err
 	}
@@ -120,14 +131,14 @@ func readColumns(ctx context.Context, u Unit, opts *ReadOptions, pick func(schem
 // chunks. io/annotio reads annotation shards with it.
 func ReadColumns(ctx context.Context, u Unit, mem memory.Allocator, pick func(*arrow.Schema) ([]int, error)) (cols [][]arrow.Array, release func(), err error) {
 	defer corrupt(u.Path, &err)
-	c, err := readPicked(ctx, u, mem, pick)
+	c, err := readPicked(ctx, u, mem, pick, -1)
 	if err != nil {
 		return nil, nil, err
 	}
 	return c.chunks, c.release, nil
 }
 
-func readPicked(ctx context.Context, u Unit, mem memory.Allocator, resolve func(*arrow.Schema) ([]int, error)) (*columns, error) {
+func readPicked(ctx context.Context, u Unit, mem memory.Allocator, resolve func(*arrow.Schema) ([]int, error), flat int) (*columns, error) {
 	fs, err := blobio.For(u.Path)
 	if err != nil {
 		return nil, fmt.Errorf("shardio: %w", err)
@@ -174,12 +185,30 @@ func readPicked(ctx context.Context, u Unit, mem memory.Allocator, resolve func(
 		if err := checkPageCRCs(pr, u.Index, leaves, f); err != nil {
 			return nil, fileError(u.Path, err, "corrupt Parquet (%s)", where)
 		}
+		c.flat, c.rowLen = make([][]float32, len(fields)), make([]int, len(fields))
+		if flat >= 0 {
+			vals, rowLen, err := readFlatFloat32(pr, u.Index, &fr.Manifest.Fields[fields[flat]])
+			if err != nil {
+				return nil, fileError(u.Path, err, "reading %s", where)
+			}
+			c.flat[flat], c.rowLen[flat] = vals, rowLen
+		}
+		leaves = leaves[:0]
+		for k, fi := range fields {
+			if c.flat[k] == nil {
+				leaves = appendLeaves(leaves, &fr.Manifest.Fields[fi])
+			}
+		}
 		tbl, err := fr.ReadRowGroups(ctx, leaves, []int{u.Index})
 		if err != nil {
 			return nil, fileError(u.Path, err, "reading %s", where)
 		}
 		c.release = tbl.Release
-		for _, fi := range fields {
+		for k, fi := range fields {
+			if c.flat[k] != nil {
+				c.chunks = append(c.chunks, nil)
+				continue
+			}
 			idx := tbl.Schema().FieldIndices(sc.Field(fi).Name)
 			if len(idx) != 1 {
 				tbl.Release()
@@ -546,4 +575,106 @@ func sortedKeys(set map[string]struct{}) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// readFlatFloat32 reads column field of row group rg, where it is a list
+// (list, large_list or fixed_size_list) of float32 with no null and no
+// empty list in it, straight from its column chunk: its values in order and
+// the length of every row. Anything else (another type, a null list or
+// value, an empty or ragged row) returns nil values, for the caller to read
+// the column through pqarrow, whose arrays say where and what it is.
+//
+// pqarrow's list reader was most of reading an embedding shard: it grows
+// its level and value buffers by doubling, converts every dictionary value
+// through its validity checks and builds the Arrow list arrays, which the
+// reader then copies into one slice. The column chunk reader (the same
+// decoders, dictionary pages included) fills that slice directly.
+func readFlatFloat32(pr *file.Reader, rg int, field *pqarrow.SchemaField) ([]float32, int, error) {
+	switch field.Field.Type.ID() {
+	case arrow.LIST, arrow.LARGE_LIST, arrow.FIXED_SIZE_LIST:
+	default:
+		return nil, 0, nil
+	}
+	if len(field.Children) != 1 || len(field.Children[0].Children) != 0 || field.Children[0].Field.Type.ID() != arrow.FLOAT32 {
+		return nil, 0, nil
+	}
+	leaf := field.Children[0].ColIndex
+	md, err := pr.MetaData().RowGroup(rg).ColumnChunk(leaf)
+	if err != nil {
+		return nil, 0, err
+	}
+	col, err := pr.RowGroup(rg).Column(leaf)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer col.Close()
+	cr, ok := col.(*file.Float32ColumnChunkReader)
+	if !ok || col.Descriptor().MaxRepetitionLevel() != 1 {
+		return nil, 0, nil
+	}
+	total := md.NumValues() // levels: one a value, null or empty list
+	if total <= 0 || total > pr.MetaData().RowGroup(rg).NumRows()*maxFlatRowLen {
+		return nil, 0, nil
+	}
+	vals := make([]float32, total)
+	def := make([]int16, total)
+	rep := make([]int16, total)
+	var levels, values int64
+	for levels < total {
+		n, v, err := cr.ReadBatch(total-levels, vals[values:], def[levels:], rep[levels:])
+		if err != nil {
+			return nil, 0, err
+		}
+		if n == 0 {
+			break
+		}
+		levels += n
+		values += int64(v)
+	}
+	// Every level a value: no null list, empty list or null value.
+	if levels != total || values != total || rep[0] != 0 {
+		return nil, 0, nil
+	}
+	rowLen, start := 0, 0
+	for i := 1; i <= len(rep); i++ {
+		if i == len(rep) || rep[i] == 0 {
+			if rowLen == 0 {
+				rowLen = i
+			}
+			if i-start != rowLen {
+				return nil, 0, nil
+			}
+			start = i
+		}
+	}
+	return vals, rowLen, nil
+}
+
+// maxFlatRowLen bounds the values a row readFlatFloat32 reads (a footer's
+// count beyond it is left to pqarrow's checks).
+const maxFlatRowLen = 1 << 24
+
+// flatFeatures is readFeatures for a column readFlatFloat32 read: n rows of
+// rowLen values each, the same checks and errors.
+func flatFeatures(r *schemas.Rows, u Unit, in schemas.Input, vals []float32, rowLen int, n int64, d int) error {
+	col := in.FeaturesName
+	if int64(len(vals)) != n*int64(rowLen) {
+		return fileError(u.Path, nil, "column %q holds %d values, not %d rows of %d", col, len(vals), n, rowLen)
+	}
+	if d == 0 {
+		d = rowLen
+	}
+	if rowLen != d {
+		return rowError(u.Path, u.Offset, col, "%d values, want dimension %d", rowLen, d)
+	}
+	if bad := firstNonFinite(vals); bad >= 0 {
+		v := vals[bad]
+		what := "NaN"
+		if !math.IsNaN(float64(v)) {
+			what = fmt.Sprint(v) // +Inf or -Inf
+		}
+		return rowError(u.Path, u.Offset+bad/int64(d), col, "%s at dimension %d", what, bad%int64(d))
+	}
+	r.Features, r.D = vals, d
+	return nil
 }

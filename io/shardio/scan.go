@@ -377,11 +377,14 @@ func fileLayout(ctx context.Context, fs blobio.FS, path string, mem memory.Alloc
 // non-null row.
 func firstDim(ctx context.Context, s Shard, opts *ReadOptions) (int, error) {
 	u := s.Units[0]
-	c, err := readColumns(ctx, u, opts, func(in schemas.Input) []int { return []int{in.Features} })
+	c, err := readColumns(ctx, u, opts, func(in schemas.Input) []int { return []int{in.Features} }, 0)
 	if err != nil {
 		return 0, err
 	}
 	defer c.release()
+	if c.flat != nil && c.flat[0] != nil {
+		return c.rowLen[0], nil
+	}
 	for _, chunk := range c.chunks[0] {
 		l := chunk.(array.ListLike)
 		for i := 0; i < l.Len(); i++ {
