@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -29,14 +32,16 @@ func synthRows(g *synth.Generator, lo, hi int64) (*schemas.Rows, []int32) {
 	return r, truth
 }
 
-// cost is one run's wall and CPU seconds (the process's, user and system:
-// the embedded runner's workers are this process's goroutines).
+// cost is one run's wall and CPU seconds (the process's and its waited-for
+// children's, user and system: the embedded runner's workers are this
+// process's goroutines, RELABEL_LAKE_BIN's runs its children).
 type cost struct{ wall, cpu float64 }
 
 func cpuSeconds() float64 {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+	var self, children syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &self)
+	syscall.Getrusage(syscall.RUSAGE_CHILDREN, &children) // RELABEL_LAKE_BIN's runs
+	return time.Duration(self.Utime.Nano() + self.Stime.Nano() + children.Utime.Nano() + children.Stime.Nano()).Seconds()
 }
 
 // timed runs f and returns its cost.
@@ -63,8 +68,10 @@ func timed(b *testing.B, f func() *resultio.Summary) (*resultio.Summary, cost) {
 // accuracy of the incremental output against the full run's, over all rows,
 // the old and the new ones. RELABEL_LAKE_SEEDS runs it for --seed 1..N
 // (default 1) and logs the mean difference; RELABEL_LAKE_KINDS
-// ("directory", "table"; default both) picks the lakes. The figures of
-// docs/PERFORMANCE.md's lake section.
+// ("directory", "table"; default both) picks the lakes. With
+// RELABEL_LAKE_BIN (a relabel binary) each run is a process of that binary,
+// as a scheduled run is, its start included, instead of a call in this
+// process. The figures of docs/PERFORMANCE.md's lake section.
 func BenchmarkLakeDefaults(b *testing.B) {
 	n := int64(envInt(b, "RELABEL_LAKE_ROWS", 9300))
 	d := envInt(b, "RELABEL_LAKE_D", 256)
@@ -93,7 +100,11 @@ func BenchmarkLakeDefaults(b *testing.B) {
 		return float64(ok) / float64(hi-lo)
 	}
 	ctx := context.Background()
+	bin := os.Getenv("RELABEL_LAKE_BIN")
 	run := func(cfg options.Options) *resultio.Summary {
+		if bin != "" {
+			return runBinary(b, bin, cfg)
+		}
 		sum, err := runLake(ctx, cfg, embedded)
 		if err != nil {
 			b.Fatal(err)
@@ -175,6 +186,39 @@ func BenchmarkLakeDefaults(b *testing.B) {
 		}
 	}
 	b.Log("after: " + loadAverage())
+}
+
+// runBinary runs cfg (a lake run of the benchmark's: its input and output,
+// --incremental and --seed; every other option the default) as the relabel
+// binary bin, a process of its own, as a scheduled run would: its start is
+// part of the cost. The summary holds what the run prints of its lake: rows
+// new and re-scored (the head's and the pooled start's records stay nil).
+func runBinary(b *testing.B, bin string, cfg options.Options) *resultio.Summary {
+	b.Helper()
+	args := []string{"run", "--report=false", "--seed", strconv.FormatUint(cfg.Seed, 10)}
+	if l := cfg.Lake; l.OutputTable != "" {
+		args = append(args, "--catalog", l.Catalog, "--input-table", l.InputTable, "--output-table", l.OutputTable)
+	} else {
+		args = append(args, "--input", cfg.Input, "--output", cfg.Output)
+	}
+	if cfg.Lake.Incremental {
+		args = append(args, "--incremental")
+	}
+	out, err := exec.Command(bin, args...).CombinedOutput()
+	if err != nil {
+		b.Fatalf("%s %s: %v\n%s", bin, strings.Join(args, " "), err, out)
+	}
+	sum := &resultio.Summary{Lake: &resultio.LakeSummary{}}
+	// A directory lake's line, then a table's.
+	m := regexp.MustCompile(`\((\d+) rows\)[^;]*; (\d+) old rows re-scored`).FindSubmatch(out)
+	if m == nil {
+		m = regexp.MustCompile(`: (\d+) new rows in \d+ new files, (\d+) old rows re-scored`).FindSubmatch(out)
+	}
+	if m != nil {
+		sum.Lake.NewRows, _ = strconv.ParseInt(string(m[1]), 10, 64)
+		sum.Lake.Rescored, _ = strconv.ParseInt(string(m[2]), 10, 64)
+	}
+	return sum
 }
 
 // loadAverage is /proc/loadavg, for the figures' context.
