@@ -24,6 +24,9 @@ type Index struct {
 	s       knn.Searcher
 	metric  knn.Metric
 	workers int
+	// sq is every row's squared norm where the partitions are searched in
+	// place (knn.CPU.IndexRows, L2), nil where they are copied.
+	sq []float32
 }
 
 // NewIndex is the search of x's rows (keys their ids) in partitioning pt
@@ -42,7 +45,15 @@ func NewIndex(x knn.Matrix, keys []int64, pt *Partitioning, parts int, s knn.Sea
 			stored[q] = append(stored[q], int32(i))
 		}
 	}
-	return &Index{x: x, keys: keys, pt: pt, stored: stored, s: s, metric: metric, workers: workers}
+	v := &Index{x: x, keys: keys, pt: pt, stored: stored, s: s, metric: metric, workers: workers}
+	if _, cpu := s.(knn.CPU); cpu && metric == knn.L2 {
+		// A partition's search is a few queries against its stored rows:
+		// copying those rows and summing their norms again for each search
+		// was most of it. A row the norms refuse leaves the copies, whose
+		// index names it.
+		v.sq, _ = knn.RowNorms(x)
+	}
+	return v
 }
 
 // Search writes into dst the k nearest neighbours of each of x's rows
@@ -80,7 +91,9 @@ func (v *Index) Search(dst *knn.Result, rows []int, k int) error {
 		st := v.stored[q]
 		w.cm, w.cids = w.cm[:0], w.cids[:0]
 		for _, i := range st {
-			w.cm = append(w.cm, v.x.Row(int(i))...)
+			if v.sq == nil {
+				w.cm = append(w.cm, v.x.Row(int(i))...)
+			}
 			w.cids = append(w.cids, v.keys[i])
 		}
 		w.qm, w.qids = w.qm[:0], w.qids[:0]
@@ -88,7 +101,13 @@ func (v *Index) Search(dst *knn.Result, rows []int, k int) error {
 			w.qm = append(w.qm, v.x.Row(rows[a])...)
 			w.qids = append(w.qids, v.keys[rows[a]])
 		}
-		idx, err := v.groupSearcher(len(w.qids)).Index(knn.Matrix{Rows: len(w.cids), Cols: d, Data: w.cm}, w.cids, v.metric)
+		var idx knn.Index
+		var err error
+		if gs := v.groupSearcher(len(w.qids)); v.sq != nil {
+			idx, err = gs.(knn.CPU).IndexRows(v.x, st, v.sq, w.cids)
+		} else {
+			idx, err = gs.Index(knn.Matrix{Rows: len(w.cids), Cols: d, Data: w.cm}, w.cids, v.metric)
+		}
 		if err == nil {
 			err = idx.Search(&w.res, knn.Matrix{Rows: len(w.qids), Cols: d, Data: w.qm}, w.qids, k)
 			idx.Close()

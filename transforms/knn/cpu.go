@@ -68,29 +68,9 @@ func (s CPU) Index(c Matrix, ids []int64, m Metric) (Index, error) {
 	if m != L2 && m != Cosine {
 		return nil, fmt.Errorf("knn: CPU.Index: unknown metric %v", m)
 	}
-	if s.Workers < 0 || s.QueryBlock < 0 || s.CandidateBlock < 0 {
-		return nil, fmt.Errorf("knn: CPU.Index: negative option in %+v", s)
-	}
-	if s.Workers == 0 {
-		s.Workers = runtime.GOMAXPROCS(0)
-	}
-	if s.QueryBlock == 0 {
-		s.QueryBlock = DefaultQueryBlock
-	}
-	if s.CandidateBlock == 0 {
-		s.CandidateBlock = DefaultCandidateBlock
-	}
-	kern := tileKernel()
-	if s.kernel != "" {
-		kern = nil
-		for _, k := range kernels() {
-			if k.name == s.kernel {
-				kern = k
-			}
-		}
-		if kern == nil && s.kernel != "gonum" {
-			return nil, fmt.Errorf("knn: CPU.Index: no kernel %q on this CPU", s.kernel)
-		}
+	s, kern, err := s.resolve()
+	if err != nil {
+		return nil, err
 	}
 	x := &cpuIndex{
 		kern:   kern,
@@ -127,6 +107,84 @@ func (s CPU) Index(c Matrix, ids []int64, m Metric) (Index, error) {
 	return x, nil
 }
 
+// resolve fills s's defaults and finds its tile kernel (nil: blas32).
+func (s CPU) resolve() (CPU, *kernel, error) {
+	if s.Workers < 0 || s.QueryBlock < 0 || s.CandidateBlock < 0 {
+		return s, nil, fmt.Errorf("knn: CPU.Index: negative option in %+v", s)
+	}
+	if s.Workers == 0 {
+		s.Workers = runtime.GOMAXPROCS(0)
+	}
+	if s.QueryBlock == 0 {
+		s.QueryBlock = DefaultQueryBlock
+	}
+	if s.CandidateBlock == 0 {
+		s.CandidateBlock = DefaultCandidateBlock
+	}
+	kern := tileKernel()
+	if s.kernel != "" {
+		kern = nil
+		for _, k := range kernels() {
+			if k.name == s.kernel {
+				kern = k
+			}
+		}
+		if kern == nil && s.kernel != "gonum" {
+			return s, nil, fmt.Errorf("knn: CPU.Index: no kernel %q on this CPU", s.kernel)
+		}
+	}
+	return s, kern, nil
+}
+
+// RowNorms returns every row's squared norm as Index keeps it for L2
+// (float32(SqNorm(row))), for IndexRows; ok is false where a row is not
+// finite or too large for L2's distances (Index names it).
+func RowNorms(x Matrix) (sq []float32, ok bool) {
+	sq = make([]float32, x.Rows)
+	for i := range sq {
+		s := SqNorm(x.Row(i))
+		if !(s <= maxSqNorm) {
+			return nil, false
+		}
+		sq[i] = float32(s)
+	}
+	return sq, true
+}
+
+// IndexRows is Index (L2) over the rows of x that rows names, in that order,
+// one id each, with sqNorm the RowNorms of x: the candidates are read where
+// they are and their norms not summed again. A search over a few hundred
+// rows of a large matrix for a few queries (an ivf partition's stored rows)
+// is otherwise mostly their copy and their norms. Searches give the bits
+// Index gives over a copy of those rows (with blas32, whose sums depend on
+// where a block starts in memory, where the copy's blocks start at 64-byte
+// multiples, as at the default block sizes).
+func (s CPU) IndexRows(x Matrix, rows []int32, sqNorm []float32, ids []int64) (Index, error) {
+	if x.Rows < 0 || x.Cols <= 0 || len(x.Data) < x.Rows*x.Cols || len(sqNorm) != x.Rows {
+		return nil, fmt.Errorf("knn: CPU.IndexRows: matrix %dx%d with %d values and %d norms", x.Rows, x.Cols, len(x.Data), len(sqNorm))
+	}
+	if len(ids) != len(rows) {
+		return nil, fmt.Errorf("knn: CPU.IndexRows: %d ids for %d rows", len(ids), len(rows))
+	}
+	s, kern, err := s.resolve()
+	if err != nil {
+		return nil, err
+	}
+	x2 := &cpuIndex{kern: kern, opt: s, metric: L2, n: len(rows), d: x.Cols, ids: ids,
+		src: x.Data, rows: rows, bias: make([]float32, len(rows))}
+	for i, r := range rows {
+		if r < 0 || int(r) >= x.Rows {
+			return nil, fmt.Errorf("knn: CPU.IndexRows: row %d outside the matrix of %d rows", r, x.Rows)
+		}
+		if v := sqNorm[r]; !(float64(v) <= maxSqNorm) {
+			return nil, fmt.Errorf("knn: CPU.IndexRows: candidate row %d: %w", i, CheckRow(x.Row(int(r)), maxSqNorm))
+		}
+		x2.bias[i] = sqNorm[r]
+	}
+	x2.pool.New = func() any { return x2.newWorkspace() }
+	return x2, nil
+}
+
 // cpuIndex is the Index of CPU. It is safe for concurrent Searches: each
 // Search draws its workspaces from pool.
 type cpuIndex struct {
@@ -138,6 +196,10 @@ type cpuIndex struct {
 	n, d   int
 	ids    []int64
 	data   []float32 // S x d, normalised for Cosine
+	// src and rows are IndexRows' candidates: row i is src's row rows[i]
+	// (data nil).
+	src  []float32
+	rows []int32
 	// bias is the per-candidate term of the distance: ||p||^2 for L2, 0 for
 	// Cosine (where the per-query term is the 1 of 1 - cos).
 	bias []float32
@@ -156,6 +218,8 @@ type workspace struct {
 	apack []float32
 	bpack []float32
 	edge  []float32
+	// gather holds a candidate block of IndexRows for blas32.
+	gather []float32
 }
 
 func (x *cpuIndex) newWorkspace() any {
@@ -173,6 +237,8 @@ func (x *cpuIndex) newWorkspace() any {
 		w.apack = make([]float32, packedLen(qb, x.d, kn.mr))
 		w.bpack = make([]float32, packedLen(cb, x.d, kn.nr))
 		w.edge = make([]float32, kn.mr*kn.nr)
+	} else if x.rows != nil {
+		w.gather = make([]float32, cb*x.d)
 	}
 	return w
 }
@@ -291,13 +357,26 @@ func (x *cpuIndex) searchBlock(w *workspace, dst *Result, q Matrix, qIDs []int64
 	}
 	for c0 := 0; c0 < x.n; c0 += x.opt.CandidateBlock {
 		cols := min(x.opt.CandidateBlock, x.n-c0)
-		pdata := x.data[c0*d : (c0+cols)*d]
+		var pdata []float32
+		if x.rows == nil {
+			pdata = x.data[c0*d : (c0+cols)*d]
+		}
 		t := blas32.General{Rows: rows, Cols: cols, Stride: cols, Data: w.tile[:rows*cols]}
 		// tile = alpha * Q P^T: -2 q.p for L2, -cos for Cosine.
 		if kn != nil {
-			pack(w.bpack, pdata, cols, d, kn.nr, 1)
+			if x.rows != nil {
+				packRows(w.bpack, x.src, x.rows[c0:c0+cols], d, kn.nr)
+			} else {
+				pack(w.bpack, pdata, cols, d, kn.nr, 1)
+			}
 			kn.gemm(rows, cols, d, w.apack, w.bpack, t.Data, cols, w.edge)
 		} else {
+			if x.rows != nil {
+				pdata = w.gather[:cols*d]
+				for i, r := range x.rows[c0 : c0+cols] {
+					copy(pdata[i*d:(i+1)*d], x.src[int(r)*d:(int(r)+1)*d])
+				}
+			}
 			p := blas32.General{Rows: cols, Cols: d, Stride: d, Data: pdata}
 			blas32.Gemm(blas.NoTrans, blas.Trans, alpha, a, p, 0, t)
 		}

@@ -64,6 +64,28 @@ func pack(dst, a []float32, m, k, r int, alpha float32) {
 	}
 }
 
+// packRows is pack (alpha 1) of the matrix whose row i is src's row rows[i]
+// (row stride k): the same panels as packing a copy of those rows.
+func packRows(dst, src []float32, rows []int32, k, r int) {
+	m := len(rows)
+	dst = dst[:packedLen(m, k, r)]
+	for i0 := 0; i0 < m; i0 += r {
+		panel := dst[i0*k : i0*k+r*k]
+		n := min(r, m-i0)
+		for i := range n {
+			row := src[int(rows[i0+i])*k : (int(rows[i0+i])+1)*k]
+			for p, v := range row {
+				panel[p*r+i] = v
+			}
+		}
+		for i := n; i < r; i++ {
+			for p := range k {
+				panel[p*r+i] = 0
+			}
+		}
+	}
+}
+
 // gemm sets c[i*ldc+j] = sum over p < k of A[i,p]*B[j,p] for i < m, j < n,
 // from ap and bp packed by pack with kn.mr and kn.nr. edge is scratch of
 // mr*nr floats for the partial tiles at the bottom and right edges.
