@@ -115,6 +115,10 @@ type FullRun struct {
 	// Overwrite replaces the output's files as --overwrite does (a lake
 	// that relabels every row again replaces its own output).
 	Overwrite bool
+	// KeepIVF, when not nil, keeps an ivf run's partitioning (the one its
+	// stages fitted and probed every row in) as keptio.DirIVFFileName,
+	// committed with the shards, and is told that name.
+	KeepIVF func(name string)
 }
 
 // Full runs the job's pipeline (exec) into a temporary directory of the
@@ -142,6 +146,12 @@ func (s *Session) Full(ctx context.Context, exec Execute, fr FullRun) (*resultio
 			return nil, fmt.Errorf("relabel: creating %s: %w", d.KeepFit, err)
 		}
 	}
+	if fr.KeepIVF != nil && j.Mode == ModeIVF {
+		d.KeepIVF = keptIVFDir(tmp)
+		if err := s.FS.MkdirAll(ctx, d.KeepIVF); err != nil {
+			return nil, fmt.Errorf("relabel: creating %s: %w", d.KeepIVF, err)
+		}
+	}
 	tPlan := time.Since(s.Start)
 	sum, tRun, err := exec(ctx, j, d)
 	if err != nil {
@@ -156,6 +166,18 @@ func (s *Session) Full(ctx context.Context, exec Execute, fr FullRun) (*resultio
 			return nil, err
 		}
 		keptio.RemoveFitDir(ctx, d.KeepFit)
+	}
+	if d.KeepIVF != "" {
+		st, err := keptio.ReadIVFDir(ctx, d.KeepIVF)
+		if err != nil {
+			return nil, fmt.Errorf("relabel: --incremental: %w", err)
+		}
+		if _, err := keptio.WriteIVFAs(ctx, s.FS, tmp, keptio.DirIVFFileName, st); err != nil {
+			return nil, err
+		}
+		keptio.RemoveIVFDir(ctx, d.KeepIVF)
+		kept = append(kept, keptio.DirIVFFileName)
+		fr.KeepIVF(keptio.DirIVFFileName)
 	}
 	sum.Timings = map[string]float64{
 		"plan":     tPlan.Seconds(),
@@ -172,6 +194,10 @@ func (s *Session) Full(ctx context.Context, exec Execute, fr FullRun) (*resultio
 // keptFitDir is where a full run's rounds keep their fits in its
 // temporary directory tmp.
 func keptFitDir(tmp string) string { return blobio.Join(tmp, "fit-kept") }
+
+// keptIVFDir is where a full run's ivf stages keep their partitioning in
+// its temporary directory tmp.
+func keptIVFDir(tmp string) string { return blobio.Join(tmp, "ivf-kept") }
 
 // Temp makes the run's temporary directory inside the output. The hook
 // removes it and what the run wrote there: on every way out, a second
@@ -190,7 +216,8 @@ func (s *Session) Temp(ctx context.Context) (string, *atexit.Hook, error) {
 // until its commit.
 func RemoveTemp(ctx context.Context, fs blobio.FS, tmp string, j *Job) {
 	keptio.RemoveFitDir(ctx, keptFitDir(tmp))
-	resultio.RemoveTemp(ctx, fs, tmp, append(j.OutputNames(), keptio.FitFileName))
+	keptio.RemoveIVFDir(ctx, keptIVFDir(tmp))
+	resultio.RemoveTemp(ctx, fs, tmp, append(j.OutputNames(), keptio.FitFileName, keptio.DirIVFFileName))
 }
 
 // Summarise sums the shard reports written into tmp (Job.Summarise), for a

@@ -124,6 +124,9 @@ func RunDir(ctx context.Context, cfg job.Config, exec job.Execute) (*resultio.Su
 			}
 			return names, err
 		},
+		// The ivf partitioning, for the incremental runs after this one
+		// to probe their new rows in (state.go).
+		KeepIVF: func(name string) { lk.IVF = name },
 		// Relabelling every row again (gone: the manifest said what to
 		// redo) replaces the output's own files, as an incremental run
 		// does.
@@ -221,7 +224,18 @@ func runDirIncremental(ctx context.Context, s *job.Session) (sum *resultio.Summa
 	if fit != nil {
 		lake.Fit = prev.Lake.Fit
 	}
-	sum, err = updateDir(ctx, s, cal, fit, prev, base, lake, newPath)
+	// So does the kept partitioning: each run probes the rows it does not
+	// hold (extend), the same probes whichever run makes them.
+	var kept *keptio.IVF
+	if prev.Lake.IVF != "" {
+		if kept, err = keptio.ReadIVF(ctx, blobio.Join(out, prev.Lake.IVF)); err != nil {
+			progress.Notef("--incremental: the partitioning the last full run kept is not read (%v): partitioning again", err)
+			kept = nil
+		} else {
+			lake.IVF = prev.Lake.IVF
+		}
+	}
+	sum, err = updateDir(ctx, s, cal, fit, kept, prev, base, lake, newPath)
 	return sum, true, nil, err
 }
 
@@ -240,7 +254,7 @@ func lists(sum *resultio.Summary, name string) bool {
 // shards that change, the other shards' reports and summary.json into a
 // temporary directory, and commits them as a plain run does (io/resultio's
 // protocol).
-func updateDir(ctx context.Context, sess *job.Session, cal resultio.Calibration, fit *keptio.Fit, prev *resultio.Summary, sum *resultio.Summary, lake *resultio.LakeSummary, newPath map[string]bool) (*resultio.Summary, error) {
+func updateDir(ctx context.Context, sess *job.Session, cal resultio.Calibration, fit *keptio.Fit, kept *keptio.IVF, prev *resultio.Summary, sum *resultio.Summary, lake *resultio.LakeSummary, newPath map[string]bool) (*resultio.Summary, error) {
 	plan, fsys, t0 := sess.Job, sess.FS, sess.Start
 	out := plan.Output()
 	tmp, rmTmp, err := sess.Temp(ctx)
@@ -290,7 +304,7 @@ func updateDir(ctx context.Context, sess *job.Session, cal resultio.Calibration,
 	for i, path := range old {
 		postOf[path] = posts[i]
 	}
-	u, err := storedUpdate(d, posts, nil, fit, plan, cal, plan.Input(), t0, lake)
+	u, err := storedUpdate(d, posts, kept, fit, plan, cal, plan.Input(), t0, lake)
 	if err != nil {
 		return nil, err
 	}

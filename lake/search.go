@@ -140,7 +140,7 @@ func newIncIndex(d *incData, plan *job.Job, kept *keptio.IVF, keyRow map[int64]i
 		} else if pt, state, err = keptPartitioning(kept, d, keyRow, s); err != nil {
 			return nil, cm, nil, err
 		} else if pt == nil {
-			progress.Notef("--incremental: the kept ivf partitioning does not hold every old row: partitioning all %d rows again", d.n)
+			progress.Notef("--incremental: the kept ivf partitioning holds rows the input no longer holds, or holds as new: partitioning all %d rows again", d.n)
 		} else {
 			feats, _, _ := standardised(d, np.Standardise)
 			cm = knn.Matrix{Rows: d.n, Cols: d.d, Data: feats}

@@ -26,13 +26,17 @@ import (
 // and keeps model and probes for the run after it. The partitioning is
 // refitted (as without a state) when there is no usable state: an output
 // table written before states were kept, a state of another format version,
-// another seed, metric, --partitions or --nprobe, a state that does not
-// cover every old row, or a table grown past twice the rows the model was
+// another seed, metric, --partitions or --nprobe, a state holding a row the
+// input no longer holds (or holds as new), or a table grown past twice the rows the model was
 // fitted on (its partitions, sized for that many rows, would be twice as
 // large and the searches twice as slow), or a kept file gone or unreadable
 // (Iceberg's metadata does not reference it, so a table maintenance job
 // that removes orphan files removes it). A full run without --incremental
-// keeps none; directory lakes keep none (they refit every run).
+// keeps none. A directory lake's full run keeps its partitioning beside the
+// output (keptio.DirIVFFileName, named in summary.json) and its incremental
+// runs read it without writing another: each probes the rows the state does
+// not hold, those appended since the full run, at a cost of rows x
+// partitions x d, small beside the searches.
 
 // usable says why a kept state cannot serve a run of plan over n rows, or
 // "" when it can.
@@ -94,11 +98,13 @@ func standardised(d *incData, on bool) ([]float32, []float64, []float64) {
 	return feats, mean, std
 }
 
-// extend makes the partitioning of d's rows from the kept state s: the old
-// rows' probes from s, the rows s does not hold (the new ones) probed
-// against s's model, in s's standardisation. It returns the partitioning
-// and the state for the next run (s plus the new rows), or ok false when s
-// does not hold every old row.
+// extend makes the partitioning of d's rows from the kept state s: the
+// probes of the rows s holds from s, the rows it does not hold (the new
+// ones; in a directory lake, whose state stays its full run's, also those
+// appended since) probed against s's model, in s's standardisation: the
+// probes any run would make of them. It returns the partitioning and the
+// state for the next run (s plus the rows probed), or ok false when s holds
+// a row the input no longer holds, or holds as new.
 func extend(s *keptio.IVF, d *incData, keyRow map[int64]int, sr knn.Searcher) (pt *ivf.Partitioning, next *keptio.IVF, ok bool, err error) {
 	np := s.NProbe
 	pt = &ivf.Partitioning{NProbe: np, Probe: make([]int32, d.n*np)}
@@ -116,9 +122,6 @@ func extend(s *keptio.IVF, d *incData, keyRow map[int64]int, sr knn.Searcher) (p
 	var rest []int
 	for i := range have {
 		if !have[i] {
-			if !d.isNew[i] {
-				return nil, nil, false, nil
-			}
 			rest = append(rest, i)
 		}
 	}
@@ -144,7 +147,7 @@ func extend(s *keptio.IVF, d *incData, keyRow map[int64]int, sr knn.Searcher) (p
 }
 
 // keptPartitioning is extend with its error wrapped; pt is nil when
-// the state does not hold every old row.
+// the state holds rows the input no longer holds, or holds as new.
 func keptPartitioning(kept *keptio.IVF, d *incData, keyRow map[int64]int, s knn.Searcher) (*ivf.Partitioning, *keptio.IVF, error) {
 	pt, next, ok, err := extend(kept, d, keyRow, s)
 	if err != nil {

@@ -163,9 +163,18 @@ func ReadIVF(ctx context.Context, path string) (*IVF, error) {
 // IVFFileName is the ivf file's name in a table run's directory.
 const IVFFileName = "ivf.state"
 
+// DirIVFFileName is the ivf file's name in an output directory, committed
+// with the shards beside FitFileName.
+const DirIVFFileName = "relabel-ivf.state"
+
 // WriteIVF writes s as dir's ivf file and returns its path.
 func WriteIVF(ctx context.Context, fs blobio.FS, dir string, s *IVF) (string, error) {
-	p := blobio.Join(dir, IVFFileName)
+	return WriteIVFAs(ctx, fs, dir, IVFFileName, s)
+}
+
+// WriteIVFAs writes s as the file name in dir and returns its path.
+func WriteIVFAs(ctx context.Context, fs blobio.FS, dir, name string, s *IVF) (string, error) {
+	p := blobio.Join(dir, name)
 	if err := blobio.WriteFile(ctx, fs, p, s.Encode()); err != nil {
 		return "", fmt.Errorf("relabel: keeping the ivf partitioning: %w", err)
 	}

@@ -184,6 +184,10 @@ type LakeSummary struct {
 	// KeptFit: this incremental run gave them to the rows it relabelled.
 	Fit     string `json:"fit,omitempty"`
 	KeptFit bool   `json:"kept_fit,omitempty"`
+	// IVF is the file in an output directory that keeps its full run's
+	// ivf partitioning for the incremental runs ("" where none was kept;
+	// a table names its own in its snapshot).
+	IVF string `json:"ivf,omitempty"`
 	// RemovedFiles/AddedFiles: output data files the commit replaced/added
 	// (in a directory: the output shards removed because their input files
 	// are gone / the shards written).
