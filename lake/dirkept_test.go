@@ -30,14 +30,7 @@ func TestLakeDirKeptPartitioning(t *testing.T) {
 	o.Neighbours, o.Rounds, o.L = options.NeighboursIVF, 3, 50
 	o.GivenLabel = options.Some(engine.GivenVote)
 	o.Lake.Incremental = true
-	run := func() *resultio.Summary {
-		t.Helper()
-		sum, err := runLake(ctx, o, embedded)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return sum
-	}
+	run := func() *resultio.Summary { t.Helper(); return mustRunLake(t, ctx, o) }
 	fits := lake.LauncherFits()
 	first := run()
 	if first.Lake.IVF != keptio.DirIVFFileName {

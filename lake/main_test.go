@@ -44,6 +44,16 @@ func runLake(ctx context.Context, cfg options.Options, exec pipelines.Executor) 
 	return pipelines.Run(ctx, job.NewConfig(cfg), exec)
 }
 
+// mustRunLake is runLake on the embedded runner, failing t on an error.
+func mustRunLake(t testing.TB, ctx context.Context, cfg options.Options) *resultio.Summary {
+	t.Helper()
+	sum, err := runLake(ctx, cfg, embedded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sum
+}
+
 // digitsTruth is the digits slice's true labels, entry k the label of id k.
 func digitsTruth(t testing.TB) []int32 {
 	truth, err := resultio.ReadI32(context.Background(), "../testdata/digits/truth.i32")

@@ -341,14 +341,7 @@ func TestLakeKeptPartitioning(t *testing.T) {
 		}
 		return tbl.CurrentSnapshot().Summary.Properties[icebergio.SummaryState]
 	}
-	run := func(o options.Options) *resultio.Summary {
-		t.Helper()
-		sum, err := runLake(ctx, o, embedded)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return sum
-	}
+	run := func(o options.Options) *resultio.Summary { t.Helper(); return mustRunLake(t, ctx, o) }
 	fits := lake.LauncherFits()
 	run(config("ns.kept", true))
 	run(config("ns.old", false))
