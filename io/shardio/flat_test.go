@@ -125,6 +125,50 @@ func TestFlatFeatures(t *testing.T) {
 		"fixed_size_list": arrow.FixedSizeListOf(d, arrow.PrimitiveTypes.Float32),
 	}
 	opts := ReadOptions{Classes: 3}
+	defer func(b int64) { flatBatch = b }(flatBatch)
+	for _, batch := range []int64{flatBatch, 7} { // 7: buffers grown batch by batch
+		flatBatch = batch
+		checkFlat(t, rows, types, opts)
+	}
+
+	// Shapes the straight read leaves to pqarrow, with the error each gives
+	// (row 9: the second row of the second row group).
+	bad := func(name string, ft arrow.DataType, edit func(rows [][]float32, nulls map[[2]int]bool) [][]float32, want string) {
+		t.Run(name, func(t *testing.T) {
+			rs := make([][]float32, n)
+			for i := range rows {
+				rs[i] = append([]float32(nil), rows[i]...)
+			}
+			nulls := map[[2]int]bool{}
+			rs = edit(rs, nulls)
+			path := filepath.Join(t.TempDir(), "bad.parquet")
+			writeFeatureParquet(t, path, ft, rs, nulls, true)
+			shards, err := Scan(ctx, path, ReadOptions{D: d})
+			if err != nil {
+				t.Fatal(err)
+			}
+			u := shards[0].Units[1]
+			if flatTaken(t, u, opts) {
+				t.Errorf("read straight from the column chunk")
+			}
+			_, err = ReadUnit(ctx, u, ReadOptions{Classes: 3, D: d})
+			if want := fmt.Sprintf(`shardio: %s row 8 column "features": %s`, path, want); err == nil || err.Error() != want {
+				t.Errorf("error %v, want %s", err, want)
+			}
+		})
+	}
+	list := arrow.ListOf(arrow.PrimitiveTypes.Float32)
+	bad("null row", list, func(rs [][]float32, _ map[[2]int]bool) [][]float32 { rs[8] = nil; return rs }, "null feature row")
+	bad("empty row", list, func(rs [][]float32, _ map[[2]int]bool) [][]float32 { rs[8] = []float32{}; return rs }, "0 values, want dimension 5")
+	bad("ragged row", list, func(rs [][]float32, _ map[[2]int]bool) [][]float32 { rs[8] = rs[8][:3]; return rs }, "3 values, want dimension 5")
+	bad("null value", list, func(rs [][]float32, nulls map[[2]int]bool) [][]float32 { nulls[[2]int{8, 2}] = true; return rs }, "null at dimension 2")
+}
+
+// checkFlat is TestFlatFeatures' check of every list type and encoding.
+func checkFlat(t *testing.T, rows [][]float32, types map[string]arrow.DataType, opts ReadOptions) {
+	t.Helper()
+	ctx := context.Background()
+	const d = 5
 	for name, ft := range types {
 		for _, dict := range []bool{true, false} {
 			path := filepath.Join(t.TempDir(), fmt.Sprintf("%s-%v.parquet", name, dict))
@@ -165,35 +209,4 @@ func TestFlatFeatures(t *testing.T) {
 		}
 	}
 
-	// Shapes the straight read leaves to pqarrow, with the error each gives
-	// (row 9: the second row of the second row group).
-	bad := func(name string, ft arrow.DataType, edit func(rows [][]float32, nulls map[[2]int]bool) [][]float32, want string) {
-		t.Run(name, func(t *testing.T) {
-			rs := make([][]float32, n)
-			for i := range rows {
-				rs[i] = append([]float32(nil), rows[i]...)
-			}
-			nulls := map[[2]int]bool{}
-			rs = edit(rs, nulls)
-			path := filepath.Join(t.TempDir(), "bad.parquet")
-			writeFeatureParquet(t, path, ft, rs, nulls, true)
-			shards, err := Scan(ctx, path, ReadOptions{D: d})
-			if err != nil {
-				t.Fatal(err)
-			}
-			u := shards[0].Units[1]
-			if flatTaken(t, u, opts) {
-				t.Errorf("read straight from the column chunk")
-			}
-			_, err = ReadUnit(ctx, u, ReadOptions{Classes: 3, D: d})
-			if want := fmt.Sprintf(`shardio: %s row 8 column "features": %s`, path, want); err == nil || err.Error() != want {
-				t.Errorf("error %v, want %s", err, want)
-			}
-		})
-	}
-	list := arrow.ListOf(arrow.PrimitiveTypes.Float32)
-	bad("null row", list, func(rs [][]float32, _ map[[2]int]bool) [][]float32 { rs[8] = nil; return rs }, "null feature row")
-	bad("empty row", list, func(rs [][]float32, _ map[[2]int]bool) [][]float32 { rs[8] = []float32{}; return rs }, "0 values, want dimension 5")
-	bad("ragged row", list, func(rs [][]float32, _ map[[2]int]bool) [][]float32 { rs[8] = rs[8][:3]; return rs }, "3 values, want dimension 5")
-	bad("null value", list, func(rs [][]float32, nulls map[[2]int]bool) [][]float32 { nulls[[2]int{8, 2}] = true; return rs }, "null at dimension 2")
 }

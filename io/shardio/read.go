@@ -613,15 +613,23 @@ func readFlatFloat32(pr *file.Reader, rg int, field *pqarrow.SchemaField) ([]flo
 		return nil, 0, nil
 	}
 	total := md.NumValues() // levels: one a value, null or empty list
-	if total <= 0 || total > pr.MetaData().RowGroup(rg).NumRows()*maxFlatRowLen {
+	if total <= 0 {
 		return nil, 0, nil
 	}
-	vals := make([]float32, total)
-	def := make([]int16, total)
-	rep := make([]int16, total)
+	// The buffers grow with what the pages decode, not with the footer's
+	// count, which a damaged file could make as large as it likes.
+	size := min(total, flatBatch)
+	vals, def, rep := make([]float32, size), make([]int16, size), make([]int16, size)
 	var levels, values int64
 	for levels < total {
-		n, v, err := cr.ReadBatch(total-levels, vals[values:], def[levels:], rep[levels:])
+		batch := min(total-levels, flatBatch)
+		if need := levels + batch; need > int64(len(def)) {
+			grow := max(need, 2*int64(len(def)))
+			vals = append(vals, make([]float32, grow-int64(len(vals)))...)
+			def = append(def, make([]int16, grow-int64(len(def)))...)
+			rep = append(rep, make([]int16, grow-int64(len(rep)))...)
+		}
+		n, v, err := cr.ReadBatch(batch, vals[values:], def[levels:], rep[levels:])
 		if err != nil {
 			return nil, 0, err
 		}
@@ -631,6 +639,7 @@ func readFlatFloat32(pr *file.Reader, rg int, field *pqarrow.SchemaField) ([]flo
 		levels += n
 		values += int64(v)
 	}
+	vals, def, rep = vals[:values], def[:levels], rep[:levels]
 	// Every level a value: no null list, empty list or null value.
 	if levels != total || values != total || rep[0] != 0 {
 		return nil, 0, nil
@@ -650,9 +659,9 @@ func readFlatFloat32(pr *file.Reader, rg int, field *pqarrow.SchemaField) ([]flo
 	return vals, rowLen, nil
 }
 
-// maxFlatRowLen bounds the values a row readFlatFloat32 reads (a footer's
-// count beyond it is left to pqarrow's checks).
-const maxFlatRowLen = 1 << 24
+// flatBatch is the levels readFlatFloat32 decodes at a time (a variable
+// for the test of its growing buffers).
+var flatBatch int64 = 1 << 20
 
 // flatFeatures is readFeatures for a column readFlatFloat32 read: n rows of
 // rowLen values each, the same checks and errors.
