@@ -250,10 +250,11 @@ func lists(sum *resultio.Summary, name string) bool {
 }
 
 // updateDir is runDirIncremental once something changed: it reads every
-// input row, relabels the new ones (updateIncremental), writes the output
-// shards that change, the other shards' reports and summary.json into a
-// temporary directory, and commits them as a plain run does (io/resultio's
-// protocol).
+// input row, relabels the new ones (updateIncremental) in the partitioning
+// the full run kept (kept; nil: exact mode, or partitioned again), writes
+// the output shards that change and summary.json (summed from every shard's
+// report, kept in memory) into a temporary directory, and commits them as a
+// plain run does (io/resultio's protocol).
 func updateDir(ctx context.Context, sess *job.Session, cal resultio.Calibration, fit *keptio.Fit, kept *keptio.IVF, prev *resultio.Summary, sum *resultio.Summary, lake *resultio.LakeSummary, newPath map[string]bool) (*resultio.Summary, error) {
 	plan, fsys, t0 := sess.Job, sess.FS, sess.Start
 	out := plan.Output()
