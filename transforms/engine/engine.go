@@ -6,8 +6,8 @@ import (
 	"math"
 	"runtime"
 	"sort"
-	"sync"
 
+	"github.com/relabel/relabel/internal/pool"
 	"github.com/relabel/relabel/transforms/knn"
 	"github.com/relabel/relabel/transforms/llc"
 	"github.com/relabel/relabel/transforms/mixture"
@@ -505,13 +505,5 @@ func eachSpan(n, cost int, f func(lo, hi int)) {
 		f(0, n)
 		return
 	}
-	var wg sync.WaitGroup
-	for k := range w {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			f(k*n/w, (k+1)*n/w)
-		}()
-	}
-	wg.Wait()
+	pool.EachIndex(w, w, func(k int) { f(k*n/w, (k+1)*n/w) })
 }
