@@ -45,40 +45,28 @@ func packedLen(n, k, r int) int { return (n + r - 1) / r * r * k }
 // that the micro-kernel reads r consecutive values per step of p. Rows past m
 // in the last panel are zero.
 func pack(dst, a []float32, m, k, r int, alpha float32) {
-	dst = dst[:packedLen(m, k, r)]
 	a = a[:m*k]
-	for i0 := 0; i0 < m; i0 += r {
-		panel := dst[i0*k : i0*k+r*k]
-		rows := min(r, m-i0)
-		for i := range rows {
-			src := a[(i0+i)*k : (i0+i+1)*k]
-			for p, v := range src {
-				panel[p*r+i] = alpha * v
-			}
-		}
-		for i := rows; i < r; i++ {
-			for p := range k {
-				panel[p*r+i] = 0
-			}
-		}
-	}
+	packWith(dst, m, k, r, alpha, func(i int) []float32 { return a[i*k : (i+1)*k] })
 }
 
 // packRows is pack (alpha 1) of the matrix whose row i is src's row rows[i]
 // (row stride k): the same panels as packing a copy of those rows.
 func packRows(dst, src []float32, rows []int32, k, r int) {
-	m := len(rows)
+	packWith(dst, len(rows), k, r, 1, func(i int) []float32 { return src[int(rows[i])*k : (int(rows[i])+1)*k] })
+}
+
+// packWith is pack of the m rows that row returns.
+func packWith(dst []float32, m, k, r int, alpha float32, row func(i int) []float32) {
 	dst = dst[:packedLen(m, k, r)]
 	for i0 := 0; i0 < m; i0 += r {
 		panel := dst[i0*k : i0*k+r*k]
-		n := min(r, m-i0)
-		for i := range n {
-			row := src[int(rows[i0+i])*k : (int(rows[i0+i])+1)*k]
-			for p, v := range row {
-				panel[p*r+i] = v
+		rows := min(r, m-i0)
+		for i := range rows {
+			for p, v := range row(i0 + i) {
+				panel[p*r+i] = alpha * v
 			}
 		}
-		for i := n; i < r; i++ {
+		for i := rows; i < r; i++ {
 			for p := range k {
 				panel[p*r+i] = 0
 			}
