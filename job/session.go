@@ -168,11 +168,7 @@ func (s *Session) Full(ctx context.Context, exec Execute, fr FullRun) (*resultio
 		keptio.RemoveFitDir(ctx, d.KeepFit)
 	}
 	if d.KeepIVF != "" {
-		st, err := keptio.ReadIVFDir(ctx, d.KeepIVF)
-		if err != nil {
-			return nil, fmt.Errorf("relabel: --incremental: %w", err)
-		}
-		if _, err := keptio.WriteIVFAs(ctx, s.FS, tmp, keptio.DirIVFFileName, st); err != nil {
+		if _, err := keptio.KeepIVFDir(ctx, s.FS, d.KeepIVF, tmp, keptio.DirIVFFileName); err != nil {
 			return nil, err
 		}
 		keptio.RemoveIVFDir(ctx, d.KeepIVF)

@@ -18,7 +18,7 @@ import (
 // Fitting it (k-means on a sample) and probing every row against its P =
 // N/500 centroids is O(N P d): at 1M rows the one part of an incremental run
 // that grows faster than the table. So a table run with --incremental keeps
-// the partitioning its pipeline fitted and used (keptIVF) in a file beside
+// the partitioning its pipeline fitted and used (keptio.KeepIVFDir) in a file beside
 // the output table's data files (io/keptio.IVF), named in its snapshot's
 // summary (icebergio.Run.State): the k-means model, the standardisation the
 // rows were probed in, and every row's probes by id.
@@ -70,7 +70,7 @@ var launcherFits atomic.Int64
 
 // newIVFState fits and assigns the partitioning of d's rows for plan:
 // what an incremental run without a usable state does. (A full table run
-// with --incremental keeps its pipeline's: keptIVF.)
+// with --incremental keeps its pipeline's: keptio.KeepIVFDir.)
 func newIVFState(d *incData, plan *job.Job, s knn.Searcher) (*keptio.IVF, *ivf.Partitioning, knn.Matrix, error) {
 	launcherFits.Add(1)
 	o := plan.NeighbourParams()

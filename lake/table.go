@@ -94,7 +94,7 @@ func fullTable(ctx context.Context, out *icebergio.Output, plan *job.Job, in *ic
 	}
 	// Under --incremental the pipeline's ivf stages keep the partitioning
 	// they fitted, and its rounds what they fitted, for the next runs
-	// (keptIVF, keepFit).
+	// (keptio.KeepIVFDir, keepFit).
 	dirs := job.Dirs{Tmp: tmp, Token: tok}
 	keep := incremental && plan.Mode == job.ModeIVF
 	if keep {
@@ -133,7 +133,12 @@ func fullTable(ctx context.Context, out *icebergio.Output, plan *job.Job, in *ic
 	var tState time.Duration
 	if keep {
 		t1 := time.Now()
-		st, err := keptIVF(ctx, fs, tmp, dirs.KeepIVF, plan)
+		// The partitioning the pipeline fitted and probed every row in
+		// (where its ivf stages wrote it down), kept in the run directory
+		// for the incremental runs after this one (state.go): fitting
+		// another in the launcher would read every row again and cost
+		// about 11 s at 1M rows.
+		st, err := keptio.KeepIVFDir(ctx, fs, dirs.KeepIVF, tmp, keptio.IVFFileName)
 		if err != nil {
 			return nil, err
 		}
@@ -171,20 +176,6 @@ func fullTable(ctx context.Context, out *icebergio.Output, plan *job.Job, in *ic
 		sum.Timings["state"] = tState.Seconds()
 	}
 	return sum, nil
-}
-
-// keptIVF keeps the ivf partitioning of a full table run under
-// --incremental in the run directory dir, for the incremental runs after it
-// (state.go), and returns the file's path. The partitioning is the one the
-// pipeline fitted and probed every row in (kept, where its ivf stages wrote
-// it down): fitting another in the launcher would read every row again and
-// cost about 11 s at 1M rows.
-func keptIVF(ctx context.Context, fs blobio.FS, dir, kept string, plan *job.Job) (string, error) {
-	k, err := keptio.ReadIVFDir(ctx, kept)
-	if err != nil {
-		return "", fmt.Errorf("relabel: --incremental: %w", err)
-	}
-	return keptio.WriteIVF(ctx, fs, dir, k)
 }
 
 // makeRunDir makes a run's own directory under the output table's data

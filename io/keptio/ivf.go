@@ -228,6 +228,17 @@ func WriteIVFBatch(ctx context.Context, dir, shard string, offset int64, keys []
 	return writeIVFPart(ctx, dir, ivfBatchName(shard, offset), b.Bytes())
 }
 
+// KeepIVFDir writes the partitioning gathered from the keep directory kept
+// (ReadIVFDir) as the file name in dir, for the incremental runs after a
+// full one, and returns its path.
+func KeepIVFDir(ctx context.Context, fs blobio.FS, kept, dir, name string) (string, error) {
+	s, err := ReadIVFDir(ctx, kept)
+	if err != nil {
+		return "", fmt.Errorf("relabel: --incremental: %w", err)
+	}
+	return WriteIVFAs(ctx, fs, dir, name, s)
+}
+
 // ReadIVFDir gathers the partitioning kept in the keep directory dir
 // (WriteIVFModel, WriteIVFBatch): the rows in the order of their batches'
 // file names, which does not depend on the runner. Every row the model was
