@@ -172,6 +172,9 @@ func (s CPU) IndexRows(x Matrix, rows []int32, sqNorm []float32, ids []int64) (I
 	}
 	x2 := &cpuIndex{kern: kern, opt: s, metric: L2, n: len(rows), d: x.Cols, ids: ids,
 		src: x.Data, rows: rows, bias: make([]float32, len(rows))}
+	if kern != nil {
+		x2.rk = rowsKernel()
+	}
 	for i, r := range rows {
 		if r < 0 || int(r) >= x.Rows {
 			return nil, fmt.Errorf("knn: CPU.IndexRows: row %d outside the matrix of %d rows", r, x.Rows)
@@ -200,6 +203,10 @@ type cpuIndex struct {
 	// (data nil).
 	src  []float32
 	rows []int32
+	// rk, where the CPU runs it, computes IndexRows' tiles from the rows in
+	// place (with the queries packed) instead of packing each candidate
+	// block: the same bits as kern.
+	rk *rowKernel
 	// bias is the per-candidate term of the distance: ||p||^2 for L2, 0 for
 	// Cosine (where the per-query term is the 1 of 1 - cos).
 	bias []float32
@@ -220,6 +227,9 @@ type workspace struct {
 	edge  []float32
 	// gather holds a candidate block of IndexRows for blas32.
 	gather []float32
+	// qpack and tileT are rk's packed query block and its tile, candidates
+	// by queries.
+	qpack, tileT []float32
 }
 
 func (x *cpuIndex) newWorkspace() any {
@@ -233,7 +243,10 @@ func (x *cpuIndex) newWorkspace() any {
 	if x.metric == Cosine {
 		w.qbuf = make([]float32, qb*x.d)
 	}
-	if kn := x.kern; kn != nil {
+	if rk := x.rk; rk != nil {
+		w.qpack = make([]float32, packedLen(qb, x.d, rk.nr))
+		w.tileT = make([]float32, roundUp(cb, rk.mr)*roundUp(qb, rk.nr))
+	} else if kn := x.kern; kn != nil {
 		w.apack = make([]float32, packedLen(qb, x.d, kn.mr))
 		w.bpack = make([]float32, packedLen(cb, x.d, kn.nr))
 		w.edge = make([]float32, kn.mr*kn.nr)
@@ -349,8 +362,12 @@ func (x *cpuIndex) searchBlock(w *workspace, dst *Result, q Matrix, qIDs []int64
 	clear(fill)
 
 	a := blas32.General{Rows: rows, Cols: d, Stride: d, Data: qdata}
-	kn := x.kern
-	if kn != nil {
+	kn, rk := x.kern, x.rk
+	qpad := 0
+	if rk != nil {
+		pack(w.qpack, qdata, rows, d, rk.nr, alpha)
+		qpad = roundUp(rows, rk.nr)
+	} else if kn != nil {
 		// The query block is packed once (times alpha, exact: a power of
 		// two) for all its candidate blocks.
 		pack(w.apack, qdata, rows, d, kn.mr, alpha)
@@ -363,7 +380,15 @@ func (x *cpuIndex) searchBlock(w *workspace, dst *Result, q Matrix, qIDs []int64
 		}
 		t := blas32.General{Rows: rows, Cols: cols, Stride: cols, Data: w.tile[:rows*cols]}
 		// tile = alpha * Q P^T: -2 q.p for L2, -cos for Cosine.
-		if kn != nil {
+		if rk != nil {
+			rk.gemm(cols, rows, d, x.src, x.rows[c0:c0+cols], w.qpack, w.tileT, qpad)
+			for i := range rows {
+				trow := t.Data[i*cols : (i+1)*cols]
+				for j := range trow {
+					trow[j] = w.tileT[j*qpad+i]
+				}
+			}
+		} else if kn != nil {
 			if x.rows != nil {
 				packRows(w.bpack, x.src, x.rows[c0:c0+cols], d, kn.nr)
 			} else {
@@ -460,3 +485,6 @@ func Normalise(dst, v []float32) bool {
 	}
 	return true
 }
+
+// roundUp is n rounded up to a multiple of r.
+func roundUp(n, r int) int { return (n + r - 1) / r * r }

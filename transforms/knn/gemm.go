@@ -113,3 +113,45 @@ func (kn *kernel) gemm(m, n, k int, ap, bp, c []float32, ldc int, edge []float32
 		}
 	}
 }
+
+// rowKernel is a micro-kernel whose A operand is mr rows read where they
+// are, each from its own offset of one slice, not a packed panel: fn
+// computes, for i < mr and j < nr,
+//
+//	c[i*ldc+j] = sum over p < kc of a[off[i]+p]*b[p*nr+j]
+//
+// as one fused multiply-add per p in increasing p: the chain every kernel
+// computes, so the same bits. It is for IndexRows' candidates searched by a
+// few queries (an ivf partition's stored rows): packing a candidate block
+// is one pass over its rows per search, as much work as the products of a
+// dozen queries, while here the few queries are packed instead.
+//
+// half is fn over the first nr/2 columns only (c's others untouched), for
+// a panel of nr/2 queries or fewer: a partition's few queries often fill
+// less than half of one.
+type rowKernel struct {
+	mr, nr   int
+	fn, half func(kc int, a []float32, off *[6]int, b, c []float32, ldc int)
+}
+
+// gemm sets c[j*ldc+i] = sum over p < k of src[rows[j]*k+p]*B[i,p] for
+// j < n (candidates, rows of src of k values) and i < m (queries, packed
+// in bp by pack with rk.nr), every tile whole: c holds n rounded up to mr
+// rows (the rows past n repeat row rows[n-1]) of ldc >= m rounded up to nr;
+// its columns past m are left unspecified.
+func (rk *rowKernel) gemm(n, m, k int, src []float32, rows []int32, bp, c []float32, ldc int) {
+	mr, nr := rk.mr, rk.nr
+	var off [6]int
+	for j0 := 0; j0 < n; j0 += mr {
+		for t := range mr {
+			off[t] = int(rows[min(j0+t, n-1)]) * k
+		}
+		for i0 := 0; i0 < m; i0 += nr {
+			fn := rk.fn
+			if m-i0 <= nr/2 {
+				fn = rk.half
+			}
+			fn(k, src, &off, bp[i0*k:(i0+nr)*k], c[j0*ldc+i0:(j0+mr-1)*ldc+i0+nr], ldc)
+		}
+	}
+}

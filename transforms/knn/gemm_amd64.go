@@ -14,6 +14,12 @@ func sgemmAVX512(kc int, a, b, c []float32, ldc int, load bool)
 //go:noescape
 func sgemmAVX2(kc int, a, b, c []float32, ldc int, load bool)
 
+//go:noescape
+func sgemmAVX2Rows(kc int, a []float32, off *[6]int, b, c []float32, ldc int)
+
+//go:noescape
+func sgemmAVX2Rows8(kc int, a []float32, off *[6]int, b, c []float32, ldc int)
+
 var (
 	avx512Kernel = &kernel{name: "AVX-512 12x32", mr: 12, nr: 32, fn: sgemmAVX512}
 	avx2Kernel   = &kernel{name: "AVX2+FMA 6x16", mr: 6, nr: 16, fn: sgemmAVX2}
@@ -31,4 +37,13 @@ func kernels() []*kernel {
 		ks = append(ks, avx2Kernel)
 	}
 	return ks
+}
+
+// rowsKernel is the kernel that reads A's rows in place (rowKernel), where
+// this CPU runs it.
+func rowsKernel() *rowKernel {
+	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
+		return &rowKernel{mr: 6, nr: 16, fn: sgemmAVX2Rows, half: sgemmAVX2Rows8}
+	}
+	return nil
 }

@@ -247,3 +247,145 @@ store2:
 	VMOVUPS Y15, 32(DI)
 	VZEROUPPER
 	RET
+
+// func sgemmAVX2Rows(kc int, a []float32, off *[6]int, b, c []float32, ldc int)
+//
+// sgemmAVX2's 6 x 16 tile with its six rows of A read in place: tile row i
+// is a's values from element off[i] on, broadcast one by one, instead of a
+// packed panel (an ivf partition's stored rows searched by a few queries,
+// where packing them cost more than the products). b is a packed panel of 16
+// columns, as sgemmAVX2's. The accumulators start at zero: each value is the
+// same FMA chain, in the same order, as every other kernel's.
+TEXT ·sgemmAVX2Rows(SB), NOSPLIT, $0-96
+	MOVQ kc+0(FP), CX
+	MOVQ a_base+8(FP), AX
+	MOVQ off+32(FP), SI
+	MOVQ b_base+40(FP), BX
+	MOVQ c_base+64(FP), DI
+	MOVQ ldc+88(FP), DX
+	SHLQ $2, DX
+	MOVQ 0(SI), R8
+	MOVQ 8(SI), R9
+	MOVQ 16(SI), R10
+	MOVQ 24(SI), R11
+	MOVQ 32(SI), R12
+	MOVQ 40(SI), R13
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	VXORPS Y12, Y12, Y12
+	VXORPS Y13, Y13, Y13
+	VXORPS Y14, Y14, Y14
+	VXORPS Y15, Y15, Y15
+	TESTQ CX, CX
+	JZ   storeRows
+loopRows:
+	VMOVUPS (BX), Y0
+	VMOVUPS 32(BX), Y1
+	VBROADCASTSS (AX)(R8*4), Y2
+	VFMADD231PS Y0, Y2, Y4
+	VFMADD231PS Y1, Y2, Y5
+	VBROADCASTSS (AX)(R9*4), Y3
+	VFMADD231PS Y0, Y3, Y6
+	VFMADD231PS Y1, Y3, Y7
+	VBROADCASTSS (AX)(R10*4), Y2
+	VFMADD231PS Y0, Y2, Y8
+	VFMADD231PS Y1, Y2, Y9
+	VBROADCASTSS (AX)(R11*4), Y3
+	VFMADD231PS Y0, Y3, Y10
+	VFMADD231PS Y1, Y3, Y11
+	VBROADCASTSS (AX)(R12*4), Y2
+	VFMADD231PS Y0, Y2, Y12
+	VFMADD231PS Y1, Y2, Y13
+	VBROADCASTSS (AX)(R13*4), Y3
+	VFMADD231PS Y0, Y3, Y14
+	VFMADD231PS Y1, Y3, Y15
+	ADDQ $4, AX
+	ADDQ $64, BX
+	DECQ CX
+	JNZ  loopRows
+storeRows:
+	VMOVUPS Y4, (DI)
+	VMOVUPS Y5, 32(DI)
+	ADDQ DX, DI
+	VMOVUPS Y6, (DI)
+	VMOVUPS Y7, 32(DI)
+	ADDQ DX, DI
+	VMOVUPS Y8, (DI)
+	VMOVUPS Y9, 32(DI)
+	ADDQ DX, DI
+	VMOVUPS Y10, (DI)
+	VMOVUPS Y11, 32(DI)
+	ADDQ DX, DI
+	VMOVUPS Y12, (DI)
+	VMOVUPS Y13, 32(DI)
+	ADDQ DX, DI
+	VMOVUPS Y14, (DI)
+	VMOVUPS Y15, 32(DI)
+	VZEROUPPER
+	RET
+
+// func sgemmAVX2Rows8(kc int, a []float32, off *[6]int, b, c []float32, ldc int)
+//
+// sgemmAVX2Rows for a panel whose last 8 columns are padding (8 queries or
+// fewer): the first 8 columns of the same 16-column panel, 6 x 8, half the
+// products.
+TEXT ·sgemmAVX2Rows8(SB), NOSPLIT, $0-96
+	MOVQ kc+0(FP), CX
+	MOVQ a_base+8(FP), AX
+	MOVQ off+32(FP), SI
+	MOVQ b_base+40(FP), BX
+	MOVQ c_base+64(FP), DI
+	MOVQ ldc+88(FP), DX
+	SHLQ $2, DX
+	MOVQ 0(SI), R8
+	MOVQ 8(SI), R9
+	MOVQ 16(SI), R10
+	MOVQ 24(SI), R11
+	MOVQ 32(SI), R12
+	MOVQ 40(SI), R13
+	VXORPS Y4, Y4, Y4
+	VXORPS Y6, Y6, Y6
+	VXORPS Y8, Y8, Y8
+	VXORPS Y10, Y10, Y10
+	VXORPS Y12, Y12, Y12
+	VXORPS Y14, Y14, Y14
+	TESTQ CX, CX
+	JZ   storeRows8
+loopRows8:
+	VMOVUPS (BX), Y0
+	VBROADCASTSS (AX)(R8*4), Y2
+	VFMADD231PS Y0, Y2, Y4
+	VBROADCASTSS (AX)(R9*4), Y3
+	VFMADD231PS Y0, Y3, Y6
+	VBROADCASTSS (AX)(R10*4), Y2
+	VFMADD231PS Y0, Y2, Y8
+	VBROADCASTSS (AX)(R11*4), Y3
+	VFMADD231PS Y0, Y3, Y10
+	VBROADCASTSS (AX)(R12*4), Y2
+	VFMADD231PS Y0, Y2, Y12
+	VBROADCASTSS (AX)(R13*4), Y3
+	VFMADD231PS Y0, Y3, Y14
+	ADDQ $4, AX
+	ADDQ $64, BX
+	DECQ CX
+	JNZ  loopRows8
+storeRows8:
+	VMOVUPS Y4, (DI)
+	ADDQ DX, DI
+	VMOVUPS Y6, (DI)
+	ADDQ DX, DI
+	VMOVUPS Y8, (DI)
+	ADDQ DX, DI
+	VMOVUPS Y10, (DI)
+	ADDQ DX, DI
+	VMOVUPS Y12, (DI)
+	ADDQ DX, DI
+	VMOVUPS Y14, (DI)
+	VZEROUPPER
+	RET

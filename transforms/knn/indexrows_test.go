@@ -14,8 +14,16 @@ import (
 // self-exclusion by id included; a row it cannot search is refused, as
 // Index refuses it.
 func TestIndexRows(t *testing.T) {
-	const n, d, k = 700, 37, 7
-	r := rand.New(rand.NewPCG(5, 6))
+	// d 300: more than one pass of the packed kernels' depth (256), which
+	// the in-place kernel computes in one.
+	for _, d := range []int{37, 300} {
+		indexRows(t, d)
+	}
+}
+
+func indexRows(t *testing.T, d int) {
+	const n, k = 700, 7
+	r := rand.New(rand.NewPCG(5, uint64(d)))
 	x := knn.Matrix{Rows: n, Cols: d, Data: make([]float32, n*d)}
 	for i := range x.Data {
 		x.Data[i] = float32(r.NormFloat64())
@@ -47,7 +55,7 @@ func TestIndexRows(t *testing.T) {
 		// blas32's sums depend on where a block starts in memory: the
 		// candidate blocks here start at 64-byte multiples of the copy, as
 		// they do at the default block size.
-		for _, s := range []knn.CPU{{}, {Workers: 3, QueryBlock: 16, CandidateBlock: 64}} {
+		for _, s := range []knn.CPU{{}, {Workers: 3, QueryBlock: 16, CandidateBlock: 64}, {Workers: 1, QueryBlock: 40, CandidateBlock: 100}} {
 			s := knn.WithKernel(s, name)
 			want, err := s.Index(cm, ids, knn.L2)
 			if err != nil {
@@ -72,6 +80,9 @@ func TestIndexRows(t *testing.T) {
 				}
 			}
 		}
+	}
+	if d != 37 {
+		return
 	}
 	x.Data[5*d+2] = float32(math.NaN())
 	if _, ok := knn.RowNorms(x); ok {
