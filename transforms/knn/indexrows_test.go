@@ -15,14 +15,15 @@ import (
 // Index refuses it.
 func TestIndexRows(t *testing.T) {
 	// d 300: more than one pass of the packed kernels' depth (256), which
-	// the in-place kernel computes in one.
-	for _, d := range []int{37, 300} {
-		indexRows(t, d)
+	// the in-place kernel computes in one; 4 and 9 rows: fewer candidates
+	// than one of its tiles' 6 rows, and than k; one query and a few.
+	for _, c := range []struct{ n, d, qn int }{{700, 37, 45}, {700, 300, 45}, {4, 1, 1}, {9, 5, 7}} {
+		indexRows(t, c.n, c.d, c.qn)
 	}
 }
 
-func indexRows(t *testing.T, d int) {
-	const n, k = 700, 7
+func indexRows(t *testing.T, n, d, qn int) {
+	const k = 7
 	r := rand.New(rand.NewPCG(5, uint64(d)))
 	x := knn.Matrix{Rows: n, Cols: d, Data: make([]float32, n*d)}
 	for i := range x.Data {
@@ -43,7 +44,6 @@ func indexRows(t *testing.T, d int) {
 		ids[i] = int64(row)
 		cm.Data = append(cm.Data, x.Row(int(row))...)
 	}
-	qn := 45
 	q := knn.Matrix{Rows: qn, Cols: d}
 	qids := make([]int64, qn)
 	for i := range qn {
@@ -81,7 +81,7 @@ func indexRows(t *testing.T, d int) {
 			}
 		}
 	}
-	if d != 37 {
+	if n != 700 || d != 37 {
 		return
 	}
 	x.Data[5*d+2] = float32(math.NaN())
@@ -92,7 +92,7 @@ func indexRows(t *testing.T, d int) {
 	if _, err := (knn.CPU{}).IndexRows(x, []int32{1, 5}, sq, []int64{1, 5}); err == nil || !strings.Contains(err.Error(), "candidate row 1") {
 		t.Errorf("a NaN row: error %v", err)
 	}
-	if _, err := (knn.CPU{}).IndexRows(x, []int32{1, n}, sq, []int64{1, 2}); err == nil {
+	if _, err := (knn.CPU{}).IndexRows(x, []int32{1, int32(n)}, sq, []int64{1, 2}); err == nil {
 		t.Error("a row outside the matrix: no error")
 	}
 }
