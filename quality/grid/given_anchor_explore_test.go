@@ -124,15 +124,7 @@ func TestHarmAnchor(t *testing.T) {
 		t.Skip("-harm")
 	}
 	rules := []rule{
-		{"engine", func(r *harmRun) ([]int32, []float32) {
-			b := harmBatch(r)
-			f, err := engine.FitGivenBatch(b, r.C, 1, 2)
-			if err != nil {
-				panic(err)
-			}
-			lastT = f.Power
-			return harmTops(engine.GivenStates(b, f, 5, 2))
-		}},
+		{"engine", engineRule(func(f *mixture.GivenFit) { lastT = f.Power })},
 		{"a02", anchorRule(0.02, false)}, {"a10", anchorRule(0.1, false)}, {"a30", anchorRule(0.3, false)},
 		{"a10p", anchorRule(0.1, true)}, {"a30p", anchorRule(0.3, true)},
 	}

@@ -475,15 +475,7 @@ func TestHarm(t *testing.T) {
 		{"fix2", fixBayes(30, 2, []float64{0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.7, 1}, nbEvidence)},
 		{"fix20", fixBayes(30, 20, []float64{0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.7, 1}, nbEvidence)},
 		{"pow1", powBayes(1)}, {"pow2", powBayes(2)}, {"pow3", powBayes(3)}, {"pow5", powBayes(5)}, {"pow10", powBayes(10)},
-		{"engine", func(r *harmRun) ([]int32, []float32) {
-			b := harmBatch(r)
-			f, err := engine.FitGivenBatch(b, r.C, 1, 2)
-			if err != nil {
-				panic(err)
-			}
-			lastT = f.T
-			return harmTops(engine.GivenStates(b, f, 5, 2))
-		}},
+		{"engine", engineRule(func(f *mixture.GivenFit) { lastT = f.T })},
 	}
 	_ = os.Getenv
 	for _, set := range strings.Split(*harmSets, ",") {
@@ -521,6 +513,20 @@ func powBayes(p float64) func(r *harmRun) ([]int32, []float32) {
 		if err != nil {
 			panic(err)
 		}
+		return harmTops(engine.GivenStates(b, f, 5, 2))
+	}
+}
+
+// engineRule is the default given-label model (engine.FitGivenBatch, then
+// its posteriors), note told of each fit.
+func engineRule(note func(f *mixture.GivenFit)) func(r *harmRun) ([]int32, []float32) {
+	return func(r *harmRun) ([]int32, []float32) {
+		b := harmBatch(r)
+		f, err := engine.FitGivenBatch(b, r.C, 1, 2)
+		if err != nil {
+			panic(err)
+		}
+		note(f)
 		return harmTops(engine.GivenStates(b, f, 5, 2))
 	}
 }

@@ -90,15 +90,7 @@ func TestHarmNM(t *testing.T) {
 	temps := append([]float64(nil), mixture.GivenTemperatures...)
 	temps = append(temps, 1.5, 2, 3)
 	rules := []rule{
-		{"engine", func(r *harmRun) ([]int32, []float32) {
-			b := harmBatch(r)
-			f, err := engine.FitGivenBatch(b, r.C, 1, 2)
-			if err != nil {
-				panic(err)
-			}
-			lastNM = fmt.Sprintf("T=%.2f p=%g", f.T, f.Power)
-			return harmTops(engine.GivenStates(b, f, 5, 2))
-		}},
+		{"engine", engineRule(func(f *mixture.GivenFit) { lastNM = fmt.Sprintf("T=%.2f p=%g", f.T, f.Power) })},
 		{"nmT", nmBayes(temps, false, true)},
 		{"nmTP", nmBayes(temps, true, true)},
 		{"nmTPo", nmBayes(temps, true, false)},

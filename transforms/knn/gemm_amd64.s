@@ -2,6 +2,30 @@
 
 #include "textflag.h"
 
+// The AVX2 6 x 16 tile's accumulators Y4-Y15 (row i in Y(4+2i), Y(5+2i)):
+// cleared, and stored to c at DI, rows DX bytes apart.
+#define ZERO_6x16 \
+	VXORPS Y4, Y4, Y4; VXORPS Y5, Y5, Y5; VXORPS Y6, Y6, Y6; VXORPS Y7, Y7, Y7; \
+	VXORPS Y8, Y8, Y8; VXORPS Y9, Y9, Y9; VXORPS Y10, Y10, Y10; VXORPS Y11, Y11, Y11; \
+	VXORPS Y12, Y12, Y12; VXORPS Y13, Y13, Y13; VXORPS Y14, Y14, Y14; VXORPS Y15, Y15, Y15
+
+#define STORE_6x16 \
+	VMOVUPS Y4, (DI); VMOVUPS Y5, 32(DI); ADDQ DX, DI; \
+	VMOVUPS Y6, (DI); VMOVUPS Y7, 32(DI); ADDQ DX, DI; \
+	VMOVUPS Y8, (DI); VMOVUPS Y9, 32(DI); ADDQ DX, DI; \
+	VMOVUPS Y10, (DI); VMOVUPS Y11, 32(DI); ADDQ DX, DI; \
+	VMOVUPS Y12, (DI); VMOVUPS Y13, 32(DI); ADDQ DX, DI; \
+	VMOVUPS Y14, (DI); VMOVUPS Y15, 32(DI)
+
+// The arguments of the kernels that read A's rows in place (sgemmAVX2Rows):
+// kc in CX, a in AX, b in BX, c in DI, ldc in bytes in DX and the six rows'
+// offsets (elements of a) in R8-R13.
+#define ROWS_ARGS \
+	MOVQ kc+0(FP), CX; MOVQ a_base+8(FP), AX; MOVQ off+32(FP), SI; \
+	MOVQ b_base+40(FP), BX; MOVQ c_base+64(FP), DI; MOVQ ldc+88(FP), DX; SHLQ $2, DX; \
+	MOVQ 0(SI), R8; MOVQ 8(SI), R9; MOVQ 16(SI), R10; \
+	MOVQ 24(SI), R11; MOVQ 32(SI), R12; MOVQ 40(SI), R13
+
 // func sgemmAVX512(kc int, a, b, c []float32, ldc int, load bool)
 //
 // 12 x 32 tile: 24 accumulators Z8-Z31 (row i in Z(8+2i), Z(9+2i)); per
@@ -168,18 +192,7 @@ TEXT ·sgemmAVX2(SB), NOSPLIT, $0-89
 	MOVBLZX load+88(FP), R8
 	TESTQ R8, R8
 	JNZ  init2
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
-	VXORPS Y8, Y8, Y8
-	VXORPS Y9, Y9, Y9
-	VXORPS Y10, Y10, Y10
-	VXORPS Y11, Y11, Y11
-	VXORPS Y12, Y12, Y12
-	VXORPS Y13, Y13, Y13
-	VXORPS Y14, Y14, Y14
-	VXORPS Y15, Y15, Y15
+	ZERO_6x16
 	JMP  loop2check
 init2:
 	VMOVUPS (SI), Y4
@@ -228,23 +241,7 @@ loop2:
 	DECQ CX
 	JNZ  loop2
 store2:
-	VMOVUPS Y4, (DI)
-	VMOVUPS Y5, 32(DI)
-	ADDQ DX, DI
-	VMOVUPS Y6, (DI)
-	VMOVUPS Y7, 32(DI)
-	ADDQ DX, DI
-	VMOVUPS Y8, (DI)
-	VMOVUPS Y9, 32(DI)
-	ADDQ DX, DI
-	VMOVUPS Y10, (DI)
-	VMOVUPS Y11, 32(DI)
-	ADDQ DX, DI
-	VMOVUPS Y12, (DI)
-	VMOVUPS Y13, 32(DI)
-	ADDQ DX, DI
-	VMOVUPS Y14, (DI)
-	VMOVUPS Y15, 32(DI)
+	STORE_6x16
 	VZEROUPPER
 	RET
 
@@ -257,31 +254,8 @@ store2:
 // columns, as sgemmAVX2's. The accumulators start at zero: each value is the
 // same FMA chain, in the same order, as every other kernel's.
 TEXT ·sgemmAVX2Rows(SB), NOSPLIT, $0-96
-	MOVQ kc+0(FP), CX
-	MOVQ a_base+8(FP), AX
-	MOVQ off+32(FP), SI
-	MOVQ b_base+40(FP), BX
-	MOVQ c_base+64(FP), DI
-	MOVQ ldc+88(FP), DX
-	SHLQ $2, DX
-	MOVQ 0(SI), R8
-	MOVQ 8(SI), R9
-	MOVQ 16(SI), R10
-	MOVQ 24(SI), R11
-	MOVQ 32(SI), R12
-	MOVQ 40(SI), R13
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
-	VXORPS Y8, Y8, Y8
-	VXORPS Y9, Y9, Y9
-	VXORPS Y10, Y10, Y10
-	VXORPS Y11, Y11, Y11
-	VXORPS Y12, Y12, Y12
-	VXORPS Y13, Y13, Y13
-	VXORPS Y14, Y14, Y14
-	VXORPS Y15, Y15, Y15
+	ROWS_ARGS
+	ZERO_6x16
 	TESTQ CX, CX
 	JZ   storeRows
 loopRows:
@@ -310,23 +284,7 @@ loopRows:
 	DECQ CX
 	JNZ  loopRows
 storeRows:
-	VMOVUPS Y4, (DI)
-	VMOVUPS Y5, 32(DI)
-	ADDQ DX, DI
-	VMOVUPS Y6, (DI)
-	VMOVUPS Y7, 32(DI)
-	ADDQ DX, DI
-	VMOVUPS Y8, (DI)
-	VMOVUPS Y9, 32(DI)
-	ADDQ DX, DI
-	VMOVUPS Y10, (DI)
-	VMOVUPS Y11, 32(DI)
-	ADDQ DX, DI
-	VMOVUPS Y12, (DI)
-	VMOVUPS Y13, 32(DI)
-	ADDQ DX, DI
-	VMOVUPS Y14, (DI)
-	VMOVUPS Y15, 32(DI)
+	STORE_6x16
 	VZEROUPPER
 	RET
 
@@ -336,19 +294,7 @@ storeRows:
 // fewer): the first 8 columns of the same 16-column panel, 6 x 8, half the
 // products.
 TEXT ·sgemmAVX2Rows8(SB), NOSPLIT, $0-96
-	MOVQ kc+0(FP), CX
-	MOVQ a_base+8(FP), AX
-	MOVQ off+32(FP), SI
-	MOVQ b_base+40(FP), BX
-	MOVQ c_base+64(FP), DI
-	MOVQ ldc+88(FP), DX
-	SHLQ $2, DX
-	MOVQ 0(SI), R8
-	MOVQ 8(SI), R9
-	MOVQ 16(SI), R10
-	MOVQ 24(SI), R11
-	MOVQ 32(SI), R12
-	MOVQ 40(SI), R13
+	ROWS_ARGS
 	VXORPS Y4, Y4, Y4
 	VXORPS Y6, Y6, Y6
 	VXORPS Y8, Y8, Y8
