@@ -16,6 +16,7 @@ import (
 	"github.com/relabel/relabel/io/resultio"
 	"github.com/relabel/relabel/options"
 	"github.com/relabel/relabel/schemas"
+	"github.com/relabel/relabel/transforms/noise"
 	"github.com/relabel/relabel/transforms/synth"
 )
 
@@ -67,7 +68,9 @@ func timed(b *testing.B, f func() *resultio.Summary) (*resultio.Summary, cost) {
 // wall and CPU seconds, what the append relabelled, and the cleaned
 // accuracy of the incremental output against the full run's, over all rows,
 // the old and the new ones. RELABEL_LAKE_SEEDS runs it for --seed 1..N
-// (default 1) and logs the mean difference; RELABEL_LAKE_KINDS
+// (default 1) and logs the mean difference; RELABEL_LAKE_NOISE=pair flips
+// 40% of the labels to the next class instead of uniformly (the pooled
+// start's gate opens; the directory lake's log says so); RELABEL_LAKE_KINDS
 // ("directory", "table"; default both) picks the lakes. With
 // RELABEL_LAKE_BIN (a relabel binary) each run is a process of that binary,
 // as a scheduled run is, its start included, instead of a call in this
@@ -76,7 +79,12 @@ func BenchmarkLakeDefaults(b *testing.B) {
 	n := int64(envInt(b, "RELABEL_LAKE_ROWS", 9300))
 	d := envInt(b, "RELABEL_LAKE_D", 256)
 	add := n / 100
-	sp := synth.DefaultParams(n+add, d, 10, 0.4, 1)
+	pair := os.Getenv("RELABEL_LAKE_NOISE") == "pair"
+	rate := 0.4
+	if pair {
+		rate = 0 // flipped below
+	}
+	sp := synth.DefaultParams(n+add, d, 10, rate, 1)
 	sp.Separation, sp.Jitter = 0.15, 1.5
 	g, err := synth.New(sp)
 	if err != nil {
@@ -85,6 +93,17 @@ func BenchmarkLakeDefaults(b *testing.B) {
 	base, truthBase := synthRows(g, 0, n)
 	extra, truthExtra := synthRows(g, n, n+add)
 	truth := append(truthBase, truthExtra...)
+	if pair {
+		// Class c flipped to c + 1 for 40% of the rows: the class-level
+		// structure that opens the pooled start's gate.
+		for _, r := range []*schemas.Rows{base, extra} {
+			flipped, err := noise.PairFlipLabels(noise.Dataset{IDs: r.IDs, Truth: r.Labels, C: 10}, 0.4, 1)
+			if err != nil {
+				b.Fatal(err)
+			}
+			copy(r.Labels, flipped)
+		}
+	}
 	// acc is the cleaned accuracy of got over the ids in [lo, hi).
 	acc := func(got map[int64]int32, lo, hi int64) float64 {
 		ok := 0
@@ -130,6 +149,9 @@ func BenchmarkLakeDefaults(b *testing.B) {
 		cfg.Lake.Incremental = true
 		r.first, r.full = timed(b, func() *resultio.Summary { return run(cfg) })
 		r.before = cleanByID(b, out)
+		if sum, err := resultio.ReadSummary(context.Background(), out); err == nil && sum.Pooled != nil {
+			b.Logf("directory lake, seed %d: the pooled start's gate %s (structure %.3f)", seed, map[bool]string{true: "open", false: "shut"}[sum.Pooled.Open], sum.Pooled.Structure)
+		}
 		_, r.rerun = timed(b, func() *resultio.Summary { return run(cfg) })
 		writeDay(b, filepath.Join(in, "part-1.parquet"), extra)
 		r.sum, r.inc = timed(b, func() *resultio.Summary { return run(cfg) })
