@@ -371,9 +371,56 @@ func appendLeaves(dst []int, f *pqarrow.SchemaField) []int {
 	return dst
 }
 
+// A unit's row count is what its header says (an Arrow record batch's
+// length), and a corrupt header can say billions over a few bytes of
+// buffers: a 4 KB fuzzed Arrow stream sized 11 GB of features before its
+// first row was read. So the readers size what they allocate by the
+// buffers the chunks hold, which the file's size bounds, not by the count.
+
+// presentBytes is the bytes of the chunks' buffers, children included: an
+// upper bound on the rows they can hold (every id and label takes a byte
+// or more, a dictionary-encoded one its index).
+func presentBytes(chunks []arrow.Array) int64 {
+	var n int64
+	var walk func(d arrow.ArrayData)
+	walk = func(d arrow.ArrayData) {
+		for _, b := range d.Buffers() {
+			if b != nil {
+				n += int64(b.Len())
+			}
+		}
+		for _, c := range d.Children() {
+			walk(c)
+		}
+	}
+	for _, c := range chunks {
+		walk(c.Data())
+	}
+	return n
+}
+
+// presentValues is the float values the list chunks' value buffers hold.
+func presentValues(chunks []arrow.Array) int {
+	n := 0
+	for _, c := range chunks {
+		l, ok := c.(array.ListLike)
+		if !ok {
+			continue
+		}
+		d := l.ListValues().Data()
+		if bufs := d.Buffers(); len(bufs) > 1 && bufs[1] != nil {
+			if w := d.DataType().(arrow.FixedWidthDataType).BitWidth() / 8; w > 0 {
+				n += bufs[1].Len() / w
+			}
+		}
+	}
+	return n
+}
+
 // readIDs fills r.IDs (and r.StrIDs), rejecting nulls and ids repeated
 // within the unit.
 func readIDs(r *schemas.Rows, u Unit, in schemas.Input, chunks []arrow.Array, n int64) error {
+	n = min(n, presentBytes(chunks))
 	r.IDs = make([]int64, 0, n)
 	row := u.Offset
 	switch in.IDKind {
@@ -442,7 +489,7 @@ func readFeatures(r *schemas.Rows, u Unit, in schemas.Input, chunks []arrow.Arra
 				return rowError(u.Path, row, col, "%d values, want dimension %d", end-start, d)
 			}
 			if r.Features == nil {
-				r.Features = make([]float32, 0, int(n)*d)
+				r.Features = make([]float32, 0, min(int(n)*d, presentValues(chunks)))
 			}
 			if child.NullN() > 0 {
 				for j := start; j < end; j++ {
@@ -513,6 +560,7 @@ func firstNonFinite(v []float32) int64 {
 
 // readLabels fills r.Labels and r.LabelOff.
 func readLabels(r *schemas.Rows, u Unit, in schemas.Input, chunks []arrow.Array, n int64, m *ClassMap) error {
+	n = min(n, presentBytes(chunks))
 	r.LabelOff = make([]int32, 1, n+1)
 	r.Labels = make([]int32, 0, n)
 	row := u.Offset
