@@ -373,7 +373,7 @@ func appendLeaves(dst []int, f *pqarrow.SchemaField) []int {
 
 // A unit's row count is what its header says (an Arrow record batch's
 // length), and a corrupt header can say billions over a few bytes of
-// buffers: a 4 KB fuzzed Arrow stream sized 11 GB of features before its
+// buffers: a 1 KB fuzzed Arrow stream sized 11 GB of features before its
 // first row was read. So the readers size what they allocate by the
 // buffers the chunks hold, which the file's size bounds, not by the count.
 

@@ -11,7 +11,7 @@ import (
 )
 
 // A corrupt Arrow stream whose record batch claims far more rows than its
-// 4 KB of buffers hold (found by FuzzArrowStream) is read, or refused,
+// 1 KB of buffers hold (found by FuzzArrowStream) is read, or refused,
 // allocating about what the file holds: the readers once sized the unit's
 // features by the claimed count, 11 GB for this file.
 func TestCorruptRowCountAllocates(t *testing.T) {
