@@ -38,7 +38,7 @@ const kcBlock = 256
 
 // packedLen is the length of a packed operand of n rows of depth k in
 // panels of r rows (the last one zero-padded).
-func packedLen(n, k, r int) int { return (n + r - 1) / r * r * k }
+func packedLen(n, k, r int) int { return roundUp(n, r) * k }
 
 // pack copies the m x k row-major matrix a (row stride k), times alpha, into
 // dst as panels of r rows: row i, column p lands at (i/r)*r*k + p*r + i%r, so
