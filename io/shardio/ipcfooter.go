@@ -1,10 +1,13 @@
 package shardio
 
 import (
+	"encoding/base64"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/apache/arrow-go/v18/parquet/metadata"
 )
 
 // ipcBatchRows returns the number of rows of every record batch of an Arrow
@@ -419,4 +422,52 @@ func footerSchema(footer []byte) error {
 		return err
 	}
 	return checkSchema(fb{b: footer, pos: s})
+}
+
+// storedArrowSchema checks the Arrow schema a Parquet writer may keep in its
+// footer's key-value metadata ("ARROW:schema": base64 of an IPC stream whose
+// first message is the schema), which pqarrow decodes through arrow-go's IPC
+// reader whenever it opens the file: unchecked, a few crafted bytes there
+// ask for gigabytes as an Arrow stream's schema can (checkSchema). It is
+// decoded as pqarrow decodes it (getOriginSchema: padded base64 where the
+// length allows, else unpadded); a value pqarrow cannot decode either is
+// left for pqarrow to refuse.
+func storedArrowSchema(kv metadata.KeyValueMetadata) error {
+	v := kv.FindValue("ARROW:schema")
+	if v == nil {
+		return nil
+	}
+	var b []byte
+	var err error
+	if len(*v)%4 == 0 {
+		b, err = base64.StdEncoding.DecodeString(*v)
+	}
+	if len(b) == 0 || err != nil {
+		if b, err = base64.RawStdEncoding.DecodeString(*v); err != nil {
+			return nil
+		}
+	}
+	prefix := 4
+	if len(b) < 4 {
+		return fmt.Errorf("%w: a stored Arrow schema of %d bytes", errCorrupt, len(b))
+	}
+	metaLen := int64(binary.LittleEndian.Uint32(b))
+	if metaLen == 0xffffffff {
+		if len(b) < 8 {
+			return fmt.Errorf("%w: a stored Arrow schema of %d bytes", errCorrupt, len(b))
+		}
+		metaLen, prefix = int64(binary.LittleEndian.Uint32(b[4:])), 8
+	}
+	if metaLen == 0 || metaLen > int64(len(b)-prefix) {
+		return fmt.Errorf("%w: a stored Arrow schema's message of %d bytes in %d", errCorrupt, metaLen, len(b)-prefix)
+	}
+	meta := b[prefix : int64(prefix)+metaLen]
+	typ, _, _, err := messageInfo(meta)
+	if err != nil {
+		return err
+	}
+	if typ != headerSchema {
+		return fmt.Errorf("%w: the stored Arrow schema's message is not a schema", errCorrupt)
+	}
+	return schemaMessage(meta)
 }

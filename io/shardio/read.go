@@ -153,15 +153,11 @@ func readPicked(ctx context.Context, u Unit, mem memory.Allocator, resolve func(
 
 	switch u.Format {
 	case Parquet:
-		pr, err := file.NewParquetReader(blobio.Section(f), file.WithReadProps(readProps(mem, f.Size())))
+		pr, fr, err := openParquet(f, u.Path, mem, pqarrow.ArrowReadProperties{})
 		if err != nil {
-			return nil, fileError(u.Path, err, "corrupt or truncated Parquet")
+			return nil, err
 		}
 		defer pr.Close()
-		fr, err := pqarrow.NewFileReader(pr, pqarrow.ArrowReadProperties{}, mem)
-		if err != nil {
-			return nil, fileError(u.Path, err, "Parquet schema")
-		}
 		sc, err := fr.Schema()
 		if err != nil {
 			return nil, fileError(u.Path, err, "Parquet schema")
@@ -303,6 +299,26 @@ func (s *eofSpy) Read(p []byte) (int, error) {
 		s.eof = true
 	}
 	return n, err
+}
+
+// openParquet opens f's Parquet footer and the Arrow schema pqarrow makes
+// of it, every Parquet read's one way in: the footer is read with readProps'
+// bound, and the Arrow schema a writer stored in it is checked
+// (storedArrowSchema) before pqarrow decodes it. The caller closes pr.
+func openParquet(f blobio.File, path string, mem memory.Allocator, props pqarrow.ArrowReadProperties) (pr *file.Reader, fr *pqarrow.FileReader, err error) {
+	pr, err = file.NewParquetReader(blobio.Section(f), file.WithReadProps(readProps(mem, f.Size())))
+	if err != nil {
+		return nil, nil, fileError(path, err, "corrupt or truncated Parquet")
+	}
+	if err := storedArrowSchema(pr.MetaData().KeyValueMetadata()); err != nil {
+		pr.Close()
+		return nil, nil, fileError(path, err, "the Parquet footer's Arrow schema")
+	}
+	if fr, err = pqarrow.NewFileReader(pr, props, mem); err != nil {
+		pr.Close()
+		return nil, nil, fileError(path, err, "Parquet schema")
+	}
+	return pr, fr, nil
 }
 
 // readProps are the Parquet reader properties: no page may claim more

@@ -14,7 +14,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/relabel/relabel/io/blobio"
@@ -322,15 +321,11 @@ func fileLayout(ctx context.Context, fs blobio.FS, path string, mem memory.Alloc
 	}
 	switch format {
 	case Parquet:
-		pr, err := file.NewParquetReader(blobio.Section(f), file.WithReadProps(readProps(mem, f.Size())))
+		pr, fr, err := openParquet(f, path, mem, pqarrow.ArrowReadProperties{})
 		if err != nil {
-			return nil, 0, nil, fileError(path, err, "corrupt or truncated Parquet")
+			return nil, 0, nil, err
 		}
 		defer pr.Close()
-		fr, err := pqarrow.NewFileReader(pr, pqarrow.ArrowReadProperties{}, mem)
-		if err != nil {
-			return nil, 0, nil, fileError(path, err, "Parquet schema")
-		}
 		if sc, err = fr.Schema(); err != nil {
 			return nil, 0, nil, fileError(path, err, "Parquet schema")
 		}
@@ -426,13 +421,12 @@ func firstDimParquet(ctx context.Context, s Shard, opts *ReadOptions) (d int, er
 	}
 	defer f.Close()
 	mem := opts.mem()
-	pr, err := file.NewParquetReader(blobio.Section(f), file.WithReadProps(readProps(mem, f.Size())))
+	pr, fr, err := openParquet(f, u.Path, mem, pqarrow.ArrowReadProperties{BatchSize: firstDimBatch})
 	if err != nil {
 		return 0, nil
 	}
 	defer pr.Close()
-	fr, err := pqarrow.NewFileReader(pr, pqarrow.ArrowReadProperties{BatchSize: firstDimBatch}, mem)
-	if err != nil || u.Index >= pr.NumRowGroups() || checkChunks(pr, u.Index, f.Size()) != nil {
+	if u.Index >= pr.NumRowGroups() || checkChunks(pr, u.Index, f.Size()) != nil {
 		return 0, nil
 	}
 	fi := s.Input.Features

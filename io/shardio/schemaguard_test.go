@@ -1,12 +1,16 @@
 package shardio
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/binary"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/apache/arrow-go/v18/parquet/file"
 )
 
 // patchFieldsLength sets the Schema.fields vector length of the schema table
@@ -58,5 +62,61 @@ func TestSchemaGuard(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), "vector") {
 			t.Errorf("%s: %v; want an error naming the file and the oversized vector", p, err)
 		}
+	}
+}
+
+// TestStoredSchemaGuard: a Parquet file whose footer keeps an Arrow schema
+// ("ARROW:schema") claiming a huge field vector is refused with an error
+// naming the file, by Scan, ReadUnit's opener and the dimension probe alike,
+// before pqarrow's IPC decoding would size a slice by it.
+func TestStoredSchemaGuard(t *testing.T) {
+	src := "testdata/str-multi.parquet"
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, err := file.OpenParquetFile(src, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := pr.MetaData().KeyValueMetadata().FindValue("ARROW:schema")
+	pr.Close()
+	if v == nil {
+		t.Fatal("testdata has no stored Arrow schema")
+	}
+	at := bytes.Index(b, []byte(*v))
+	enc := base64.StdEncoding
+	if len(*v)%4 != 0 {
+		enc = base64.RawStdEncoding
+	}
+	stored, err := enc.DecodeString(*v)
+	if at < 0 || err != nil {
+		t.Fatalf("stored schema at %d: %v", at, err)
+	}
+	if err := storedArrowSchema(pr.MetaData().KeyValueMetadata()); err != nil {
+		t.Fatalf("the intact stored schema is refused: %v", err)
+	}
+	metaLen := int(binary.LittleEndian.Uint32(stored[4:]))
+	msg := stored[8 : 8+metaLen]
+	rt, _ := root(msg)
+	hdr, _ := rt.field(2)
+	s, _ := rt.indirect(hdr)
+	patchFieldsLength(t, fb{b: msg, pos: s}, 1<<31-1)
+	patched := enc.EncodeToString(stored)
+	if len(patched) != len(*v) {
+		t.Fatalf("re-encoded schema of %d bytes, want %d", len(patched), len(*v))
+	}
+	copy(b[at:], patched)
+	p := filepath.Join(t.TempDir(), "huge.parquet")
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Scan(context.Background(), p, ReadOptions{})
+	if err == nil || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), "vector") {
+		t.Errorf("Scan: %v; want an error naming the file and the oversized vector", err)
+	}
+	_, err = ReadUnit(context.Background(), Unit{Path: p, Format: Parquet}, ReadOptions{})
+	if err == nil || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), "vector") {
+		t.Errorf("ReadUnit: %v; want an error naming the file and the oversized vector", err)
 	}
 }
