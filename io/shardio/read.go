@@ -86,7 +86,16 @@ type columns struct {
 	chunks  [][]arrow.Array
 	flat    [][]float32
 	rowLen  []int
+	names   []string // the picked fields' names, for errors
 	release func()
+}
+
+func fieldNames(sc *arrow.Schema, fields []int) []string {
+	names := make([]string, len(fields))
+	for k, fi := range fields {
+		names[k] = sc.Field(fi).Name
+	}
+	return names
 }
 
 func (c *columns) rows() int64 {
@@ -166,6 +175,7 @@ func readPicked(ctx context.Context, u Unit, mem memory.Allocator, resolve func(
 		if err != nil {
 			return nil, err
 		}
+		c.names = fieldNames(sc, fields)
 		if u.Index >= pr.NumRowGroups() {
 			return nil, fileError(u.Path, nil, "no row group %d (the file changed since Scan?)", u.Index)
 		}
@@ -223,6 +233,7 @@ func readPicked(ctx context.Context, u Unit, mem memory.Allocator, resolve func(
 		if err != nil {
 			return nil, err
 		}
+		c.names = fieldNames(r.Schema(), fields)
 		rec, err := r.RecordBatchAt(u.Index)
 		if err != nil {
 			return nil, fileError(u.Path, err, "reading %s", where)
@@ -245,6 +256,7 @@ func readPicked(ctx context.Context, u Unit, mem memory.Allocator, resolve func(
 		if err != nil {
 			return nil, err
 		}
+		c.names = fieldNames(r.Schema(), fields)
 		var recs []arrow.RecordBatch
 		c.release = func() {
 			for _, rec := range recs {
@@ -279,7 +291,45 @@ func readPicked(ctx context.Context, u Unit, mem memory.Allocator, resolve func(
 	default:
 		return nil, fileError(u.Path, nil, "unit of unknown format %v", u.Format)
 	}
+	if err := c.check(); err != nil {
+		c.release()
+		return nil, fileError(u.Path, err, "corrupt %s", where)
+	}
 	return c, nil
+}
+
+// check validates every chunk read against its buffers (arrow-go's
+// array.Validate: each buffer holds what the length needs, a list's first and
+// last offsets lie within its values; not ValidateFull, whose UTF-8 check
+// would quote a string's raw bytes where relabel names the row instead) and
+// that every column
+// has as many rows as the first: a decoder builds each array from the
+// lengths a file states, and an Arrow record batch may give its columns
+// lengths that disagree with one another or with the bytes behind them
+// (arrow-go's record checks only that no column is shorter than the batch).
+// A Parquet list read straight from its column chunk (flat) has no chunks
+// and is checked as it is read.
+func (c *columns) check() error {
+	rows, first := int64(-1), 0
+	for k, chunks := range c.chunks {
+		if chunks == nil {
+			continue
+		}
+		n := int64(0)
+		for _, a := range chunks {
+			if err := array.Validate(a); err != nil {
+				return fmt.Errorf("column %q: %w", c.names[k], err)
+			}
+			n += int64(a.Len())
+		}
+		if rows >= 0 && n != rows {
+			return fmt.Errorf("column %q has %d rows, column %q %d", c.names[k], n, c.names[first], rows)
+		}
+		if rows < 0 {
+			rows, first = n, k
+		}
+	}
+	return nil
 }
 
 // eofSpy records whether its reader came to the end of the file. arrow-go's
