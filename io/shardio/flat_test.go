@@ -125,11 +125,13 @@ func TestFlatFeatures(t *testing.T) {
 		"fixed_size_list": arrow.FixedSizeListOf(d, arrow.PrimitiveTypes.Float32),
 	}
 	opts := ReadOptions{Classes: 3}
-	defer func(b int64) { flatBatch = b }(flatBatch)
-	for _, batch := range []int64{flatBatch, 7} { // 7: buffers grown batch by batch
+	defer func(b, v int64) { flatBatch, flatBytesPerValue = b, v }(flatBatch, flatBytesPerValue)
+	for _, batch := range []int64{flatBatch, 7} { // 7: levels decoded 7 at a time
 		flatBatch = batch
 		checkFlat(t, rows, types, opts)
 	}
+	flatBytesPerValue = 1 << 40 // values sized for one batch, grown with every batch
+	checkFlat(t, rows, types, opts)
 
 	// Shapes the straight read leaves to pqarrow, with the error each gives
 	// (row 9: the second row of the second row group).

@@ -730,52 +730,66 @@ func readFlatFloat32(pr *file.Reader, rg int, field *pqarrow.SchemaField) ([]flo
 	if total <= 0 {
 		return nil, 0, nil
 	}
-	// The buffers grow with what the pages decode, not with the footer's
+	// The levels are decoded a batch at a time into buffers reused for
+	// every batch, each row's length checked as it ends; the values go
+	// straight into vals, sized first for a chunk of twice the values its
+	// compressed bytes hold as plain floats (checkChunks bounds those by the
+	// file) and grown with what the pages decode, not with the footer's
 	// count, which a damaged file could make as large as it likes.
-	size := min(total, flatBatch)
-	vals, def, rep := make([]float32, size), make([]int16, size), make([]int16, size)
+	batchLen := min(total, flatBatch)
+	def, rep := make([]int16, batchLen), make([]int16, batchLen)
+	vals := make([]float32, min(total, max(batchLen, md.TotalCompressedSize()/flatBytesPerValue)))
 	var levels, values int64
+	rowLen, cur := 0, 0 // the first row's values; the current row's so far
 	for levels < total {
-		batch := min(total-levels, flatBatch)
-		if need := levels + batch; need > int64(len(def)) {
-			grow := max(need, 2*int64(len(def)))
-			vals = append(vals, make([]float32, grow-int64(len(vals)))...)
-			def = append(def, make([]int16, grow-int64(len(def)))...)
-			rep = append(rep, make([]int16, grow-int64(len(rep)))...)
+		batch := min(total-levels, batchLen)
+		if need := values + batch; need > int64(len(vals)) {
+			vals = append(vals, make([]float32, max(need, 2*int64(len(vals)))-int64(len(vals)))...)
 		}
-		n, v, err := cr.ReadBatch(batch, vals[values:], def[levels:], rep[levels:])
+		n, v, err := cr.ReadBatch(batch, vals[values:values+batch], def, rep)
 		if err != nil {
 			return nil, 0, err
 		}
 		if n == 0 {
 			break
 		}
+		// Every level a value: no null list, empty list or null value.
+		if int64(v) != n {
+			return nil, 0, nil
+		}
+		for j, r := range rep[:n] {
+			switch first := levels == 0 && j == 0; {
+			case first && r != 0:
+				return nil, 0, nil // the first level continues no row
+			case first || r != 0:
+			case rowLen == 0: // a level starting a row ends the one before
+				rowLen, cur = cur, 0
+			case cur != rowLen:
+				return nil, 0, nil
+			default:
+				cur = 0
+			}
+			cur++
+		}
 		levels += n
 		values += int64(v)
 	}
-	vals, def, rep = vals[:values], def[:levels], rep[:levels]
-	// Every level a value: no null list, empty list or null value.
-	if levels != total || values != total || rep[0] != 0 {
+	if levels != total || (rowLen != 0 && cur != rowLen) {
 		return nil, 0, nil
 	}
-	rowLen, start := 0, 0
-	for i := 1; i <= len(rep); i++ {
-		if i == len(rep) || rep[i] == 0 {
-			if rowLen == 0 {
-				rowLen = i
-			}
-			if i-start != rowLen {
-				return nil, 0, nil
-			}
-			start = i
-		}
+	if rowLen == 0 {
+		rowLen = cur
 	}
-	return vals, rowLen, nil
+	return vals[:values], rowLen, nil
 }
 
 // flatBatch is the levels readFlatFloat32 decodes at a time (a variable
 // for the test of its growing buffers).
-var flatBatch int64 = 1 << 20
+var flatBatch int64 = 1 << 16
+
+// flatBytesPerValue: readFlatFloat32 first sizes its values for a chunk's
+// compressed bytes / flatBytesPerValue (a variable for the same test).
+var flatBytesPerValue int64 = 2
 
 // flatFeatures is readFeatures for a column readFlatFloat32 read: n rows of
 // rowLen values each, the same checks and errors.
