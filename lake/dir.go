@@ -271,19 +271,14 @@ func updateDir(ctx context.Context, sess *job.Session, cal resultio.Calibration,
 	}
 	progress.Report(progress.Event{Kind: progress.Planned, Rows: newRows, Shards: lake.NewFiles + lake.ChangedFiles, Rounds: plan.Rounds()})
 	progress.StageStarted("reading")
-	rows, err := shardio.ReadAll(ctx, plan.Shards, plan.Read)
-	if err != nil {
-		return nil, err
-	}
-	d := flatten(rows, func(p string) bool { return newPath[p] })
-	lake.ScannedFiles, lake.ScannedRows = len(plan.Shards), int64(d.n)
-	// The stored posteriors of the unchanged files' rows.
+	// The stored posteriors of the unchanged files' rows, read while the
+	// input is (a small update reads every input file and every output
+	// file), on every core: a scheduled run's input is often hundreds of
+	// small files.
 	outName := map[string]string{}
 	for _, f := range lake.Manifest {
 		outName[f.Path] = f.Output
 	}
-	// Read on every core: a scheduled run's input is often hundreds of
-	// small files, and a small update reads all their outputs.
 	var old []string
 	for _, s := range plan.Shards {
 		if !newPath[s.Path] {
@@ -291,16 +286,26 @@ func updateDir(ctx context.Context, sess *job.Session, cal resultio.Calibration,
 		}
 	}
 	posts := make([]*resultio.Posteriors, len(old))
-	if err := pool.EachIndexErr(len(old), 0, func(i int) error {
-		p, err := resultio.ReadPosteriors(ctx, blobio.Join(out, outName[old[i]]), plan.ClassNames, nil)
-		if err != nil {
-			return fmt.Errorf("relabel: --incremental: the stored posteriors of %s: %w", old[i], err)
-		}
-		posts[i] = p
-		return nil
-	}); err != nil {
+	postsDone := make(chan error, 1)
+	go func() {
+		postsDone <- pool.EachIndexErr(len(old), 0, func(i int) error {
+			p, err := resultio.ReadPosteriors(ctx, blobio.Join(out, outName[old[i]]), plan.ClassNames, nil)
+			if err != nil {
+				return fmt.Errorf("relabel: --incremental: the stored posteriors of %s: %w", old[i], err)
+			}
+			posts[i] = p
+			return nil
+		})
+	}()
+	rows, err := shardio.ReadAll(ctx, plan.Shards, plan.Read)
+	if perr := <-postsDone; err == nil {
+		err = perr
+	}
+	if err != nil {
 		return nil, err
 	}
+	d := flatten(rows, func(p string) bool { return newPath[p] })
+	lake.ScannedFiles, lake.ScannedRows = len(plan.Shards), int64(d.n)
 	postOf := map[string]*resultio.Posteriors{}
 	for i, path := range old {
 		postOf[path] = posts[i]
