@@ -462,12 +462,16 @@ func storedArrowSchema(kv metadata.KeyValueMetadata) error {
 		return fmt.Errorf("%w: a stored Arrow schema's message of %d bytes in %d", errCorrupt, metaLen, len(b)-prefix)
 	}
 	meta := b[prefix : int64(prefix)+metaLen]
-	typ, _, _, err := messageInfo(meta)
+	typ, _, body, err := messageInfo(meta)
 	if err != nil {
 		return err
 	}
 	if typ != headerSchema {
 		return fmt.Errorf("%w: the stored Arrow schema's message is not a schema", errCorrupt)
+	}
+	// arrow-go allocates the body the message states before reading it.
+	if body > int64(len(b)-prefix)-metaLen {
+		return fmt.Errorf("%w: the stored Arrow schema's message states a body of %d bytes, %d follow", errCorrupt, body, int64(len(b)-prefix)-metaLen)
 	}
 	return schemaMessage(meta)
 }
