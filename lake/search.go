@@ -47,6 +47,10 @@ type incIndex interface {
 	Close() error
 }
 
+// incQueryBlock is the query block of the incremental run's exact search
+// (knn.CPU.QueryBlock): the lists do not depend on it.
+const incQueryBlock = 64
+
 // exactIndex is the exact search over every row.
 type exactIndex struct {
 	idx  knn.Index
@@ -127,6 +131,14 @@ func newIncIndex(d *incData, plan *job.Job, kept *keptio.IVF, keyRow map[int64]i
 	if incrementalMode(plan, int64(d.n)) != job.ModeIVF {
 		feats, _, _ := standardised(d, np.Standardise)
 		cm = knn.Matrix{Rows: d.n, Cols: d.d, Data: feats}
+		if cpu, ok := s.(knn.CPU); ok && cpu.QueryBlock == 0 {
+			// A few hundred queries, not all N: blocks of incQueryBlock
+			// keep every core busy (the CPU index splits its work by query
+			// block; the default block, 512 rows, is one core's), and the
+			// candidates are packed once for all of them.
+			cpu.QueryBlock = incQueryBlock
+			s = cpu
+		}
 		idx, err := s.Index(cm, d.keys, np.Metric)
 		if err != nil {
 			return nil, cm, nil, fmt.Errorf("relabel: incremental: indexing %d rows: %w", d.n, err)

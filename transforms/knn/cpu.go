@@ -104,6 +104,9 @@ func (s CPU) Index(c Matrix, ids []int64, m Metric) (Index, error) {
 		}
 	}
 	x.pool.New = func() any { return x.newWorkspace() }
+	if kern != nil && c.Rows > 0 {
+		x.packOnce = sync.OnceFunc(x.packAll)
+	}
 	return x, nil
 }
 
@@ -211,6 +214,27 @@ type cpuIndex struct {
 	// Cosine (where the per-query term is the 1 of 1 - cos).
 	bias []float32
 	pool sync.Pool
+	// bpacked is every candidate block packed for kern, once (packAll), for
+	// an index searched with more than one query block in all: each block
+	// packed every candidate block again, N / QueryBlock copies of the
+	// candidates per search of N queries. nil until then.
+	bpacked  []float32
+	packOnce func() // packAll, once (sync.OnceFunc, made with the index)
+	searches atomic.Int64
+}
+
+// packAll packs every candidate block into bpacked, block b at
+// b * packedLen(CandidateBlock, d, nr), as searchBlock would pack it.
+func (x *cpuIndex) packAll() {
+	kn, cb := x.kern, x.opt.CandidateBlock
+	full := packedLen(cb, x.d, kn.nr)
+	last := x.n - (x.n-1)/cb*cb
+	buf := make([]float32, (x.n-1)/cb*full+packedLen(last, x.d, kn.nr))
+	for c0 := 0; c0 < x.n; c0 += cb {
+		cols := min(cb, x.n-c0)
+		pack(buf[c0/cb*full:], x.data[c0*x.d:(c0+cols)*x.d], cols, x.d, kn.nr, 1)
+	}
+	x.bpacked = buf
 }
 
 // workspace is one worker's scratch: the SGEMM tile, the query block's
@@ -283,6 +307,13 @@ func (x *cpuIndex) Search(dst *Result, q Matrix, qIDs []int64, k int) error {
 	}
 	blocks := (q.Rows + x.opt.QueryBlock - 1) / x.opt.QueryBlock
 	workers := min(x.opt.Workers, blocks)
+	var packed []float32
+	if x.packOnce != nil {
+		if n := x.searches.Add(1); blocks > 1 || n > 1 {
+			x.packOnce()
+			packed = x.bpacked
+		}
+	}
 
 	// bad is the lowest invalid query row seen by any worker, so the error
 	// reported does not depend on scheduling.
@@ -290,13 +321,14 @@ func (x *cpuIndex) Search(dst *Result, q Matrix, qIDs []int64, k int) error {
 	if workers <= 1 {
 		w := x.pool.Get().(*workspace)
 		for b := 0; b < blocks; b++ {
-			bad = min(bad, x.searchBlock(w, dst, q, qIDs, b))
+			bad = min(bad, x.searchBlock(w, dst, q, qIDs, b, packed))
 		}
 		x.pool.Put(w)
 	} else {
 		var next, shared atomic.Int64
 		shared.Store(math.MaxInt64)
 		var wg sync.WaitGroup
+		packed := packed // the goroutines' copy: the one above stays on the stack
 		for range workers {
 			wg.Add(1)
 			go func() {
@@ -308,7 +340,7 @@ func (x *cpuIndex) Search(dst *Result, q Matrix, qIDs []int64, k int) error {
 					if b >= blocks {
 						return
 					}
-					setMin(&shared, x.searchBlock(w, dst, q, qIDs, b))
+					setMin(&shared, x.searchBlock(w, dst, q, qIDs, b, packed))
 				}
 			}()
 		}
@@ -328,9 +360,10 @@ func (x *cpuIndex) Search(dst *Result, q Matrix, qIDs []int64, k int) error {
 // searchBlock writes the top-K lists of query block b into dst. Each query
 // row is handled by exactly one call, which scans the candidates in index
 // order; that is what makes the output independent of the worker count and
-// lets strict comparisons implement the lower-index tie-break. It returns the
-// lowest invalid query row of the block, or MaxInt64.
-func (x *cpuIndex) searchBlock(w *workspace, dst *Result, q Matrix, qIDs []int64, b int) (bad int64) {
+// lets strict comparisons implement the lower-index tie-break. packed is
+// bpacked where the search uses it (nil: each candidate block is packed
+// here). It returns the lowest invalid query row of the block, or MaxInt64.
+func (x *cpuIndex) searchBlock(w *workspace, dst *Result, q Matrix, qIDs []int64, b int, packed []float32) (bad int64) {
 	d, k := x.d, dst.K
 	r0 := b * x.opt.QueryBlock
 	rows := min(x.opt.QueryBlock, q.Rows-r0)
@@ -389,12 +422,17 @@ func (x *cpuIndex) searchBlock(w *workspace, dst *Result, q Matrix, qIDs []int64
 				}
 			}
 		} else if kn != nil {
-			if x.rows != nil {
-				packRows(w.bpack, x.src, x.rows[c0:c0+cols], d, kn.nr)
-			} else {
-				pack(w.bpack, pdata, cols, d, kn.nr, 1)
+			bp := w.bpack
+			switch {
+			case packed != nil:
+				off := c0 / x.opt.CandidateBlock * packedLen(x.opt.CandidateBlock, d, kn.nr)
+				bp = packed[off : off+packedLen(cols, d, kn.nr)]
+			case x.rows != nil:
+				packRows(bp, x.src, x.rows[c0:c0+cols], d, kn.nr)
+			default:
+				pack(bp, pdata, cols, d, kn.nr, 1)
 			}
-			kn.gemm(rows, cols, d, w.apack, w.bpack, t.Data, cols, w.edge)
+			kn.gemm(rows, cols, d, w.apack, bp, t.Data, cols, w.edge)
 		} else {
 			if x.rows != nil {
 				pdata = w.gather[:cols*d]
