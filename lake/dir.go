@@ -287,9 +287,11 @@ func updateDir(ctx context.Context, sess *job.Session, cal resultio.Calibration,
 	}
 	posts := make([]*resultio.Posteriors, len(old))
 	postsDone := make(chan error, 1)
+	postsCtx, stopPosts := context.WithCancel(ctx)
+	defer stopPosts()
 	go func() {
 		postsDone <- pool.EachIndexErr(len(old), 0, func(i int) error {
-			p, err := resultio.ReadPosteriors(ctx, blobio.Join(out, outName[old[i]]), plan.ClassNames, nil)
+			p, err := resultio.ReadPosteriors(postsCtx, blobio.Join(out, outName[old[i]]), plan.ClassNames, nil)
 			if err != nil {
 				return fmt.Errorf("relabel: --incremental: the stored posteriors of %s: %w", old[i], err)
 			}
@@ -298,6 +300,9 @@ func updateDir(ctx context.Context, sess *job.Session, cal resultio.Calibration,
 		})
 	}()
 	rows, err := shardio.ReadAll(ctx, plan.Shards, plan.Read)
+	if err != nil {
+		stopPosts() // the input's error is the one to report
+	}
 	if perr := <-postsDone; err == nil {
 		err = perr
 	}

@@ -299,16 +299,15 @@ func readPicked(ctx context.Context, u Unit, mem memory.Allocator, resolve func(
 }
 
 // check validates every chunk read against its buffers (arrow-go's
-// array.Validate: each buffer holds what the length needs, a list's first and
-// last offsets lie within its values; not ValidateFull, whose UTF-8 check
-// would quote a string's raw bytes where relabel names the row instead) and
-// that every column
-// has as many rows as the first: a decoder builds each array from the
-// lengths a file states, and an Arrow record batch may give its columns
-// lengths that disagree with one another or with the bytes behind them
-// (arrow-go's record checks only that no column is shorter than the batch).
-// A Parquet list read straight from its column chunk (flat) has no chunks
-// and is checked as it is read.
+// array.Validate: each buffer holds what the length needs, a list's first
+// and last offsets lie within its values; not ValidateFull, whose UTF-8
+// check would quote a string's raw bytes where relabel names the row
+// instead) and that every column has as many rows as the first: a decoder
+// builds each array from the lengths a file states, and an Arrow record
+// batch may give its columns lengths that disagree with one another or with
+// the bytes behind them (arrow-go's record checks only that no column is
+// shorter than the batch). A Parquet list read straight from its column
+// chunk (flat) has no chunks and is checked as it is read.
 func (c *columns) check() error {
 	rows, first := int64(-1), 0
 	for k, chunks := range c.chunks {
