@@ -24,6 +24,19 @@ func patchFieldsLength(t *testing.T, tb fb, n uint32) {
 	binary.LittleEndian.PutUint32(tb.b[vec[0]-4:], n)
 }
 
+// patchStreamSchema sets the Schema.fields vector length of the schema
+// message that starts the Arrow stream b (after its 8-byte prefix) to n, in
+// place.
+func patchStreamSchema(t *testing.T, b []byte, n uint32) {
+	t.Helper()
+	metaLen := int(binary.LittleEndian.Uint32(b[4:]))
+	msg := b[8 : 8+metaLen]
+	rt, _ := root(msg)
+	at, _ := rt.field(2)
+	s, _ := rt.indirect(at)
+	patchFieldsLength(t, fb{b: msg, pos: s}, n)
+}
+
 // TestSchemaGuard: an Arrow stream or file whose schema claims a huge field
 // vector is refused with an error naming the file, before arrow-go would
 // size a slice by it (2^31 fields: hundreds of GiB).
@@ -34,12 +47,7 @@ func TestSchemaGuard(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	metaLen := int(binary.LittleEndian.Uint32(b[4:]))
-	msg := b[8 : 8+metaLen]
-	rt, _ := root(msg)
-	at, _ := rt.field(2)
-	s, _ := rt.indirect(at)
-	patchFieldsLength(t, fb{b: msg, pos: s}, 1<<31-1)
+	patchStreamSchema(t, b, 1<<31-1)
 	stream := filepath.Join(dir, "huge.arrows")
 	os.WriteFile(stream, b, 0o644)
 
@@ -50,9 +58,9 @@ func TestSchemaGuard(t *testing.T) {
 	}
 	flen := int(binary.LittleEndian.Uint32(b[len(b)-10:]))
 	footer := b[len(b)-10-flen : len(b)-10]
-	rt, _ = root(footer)
-	at, _ = rt.field(1)
-	s, _ = rt.indirect(at)
+	rt, _ := root(footer)
+	at, _ := rt.field(1)
+	s, _ := rt.indirect(at)
 	patchFieldsLength(t, fb{b: footer, pos: s}, 1<<31-1)
 	file := filepath.Join(dir, "huge.arrow")
 	os.WriteFile(file, b, 0o644)
@@ -96,12 +104,7 @@ func TestStoredSchemaGuard(t *testing.T) {
 	if err := storedArrowSchema(pr.MetaData().KeyValueMetadata()); err != nil {
 		t.Fatalf("the intact stored schema is refused: %v", err)
 	}
-	metaLen := int(binary.LittleEndian.Uint32(stored[4:]))
-	msg := stored[8 : 8+metaLen]
-	rt, _ := root(msg)
-	hdr, _ := rt.field(2)
-	s, _ := rt.indirect(hdr)
-	patchFieldsLength(t, fb{b: msg, pos: s}, 1<<31-1)
+	patchStreamSchema(t, stored, 1<<31-1)
 	patched := enc.EncodeToString(stored)
 	if len(patched) != len(*v) {
 		t.Fatalf("re-encoded schema of %d bytes, want %d", len(patched), len(*v))
