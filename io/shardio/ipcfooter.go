@@ -55,6 +55,9 @@ func ipcBatchRows(r io.ReaderAt, size int64) ([]int64, error) {
 		if rows[i], err = messageRows(meta); err != nil {
 			return nil, fmt.Errorf("record batch %d: %w", i, err)
 		}
+		if err := checkDecompressed(r, meta, b.offset+int64(b.metaLen), size); err != nil {
+			return nil, fmt.Errorf("record batch %d: %w", i, err)
+		}
 	}
 	return rows, nil
 }
@@ -311,6 +314,9 @@ func streamBatchRows(r io.ReaderAt, size int64) ([]int64, error) {
 		if body > size-off-prefix-metaLen {
 			return nil, fmt.Errorf("message at byte %d: a body of %d bytes runs past the end of the file (truncated?)", off, body)
 		}
+		if err := checkDecompressed(r, meta, off+prefix+metaLen, size); err != nil {
+			return nil, fmt.Errorf("message at byte %d: %w", off, err)
+		}
 		if typ == headerRecordBatch {
 			rows = append(rows, n64)
 		}
@@ -474,4 +480,98 @@ func storedArrowSchema(kv metadata.KeyValueMetadata) error {
 		return fmt.Errorf("%w: the stored Arrow schema's message states a body of %d bytes, %d follow", errCorrupt, body, int64(len(b)-prefix)-metaLen)
 	}
 	return schemaMessage(meta)
+}
+
+// maxExpansion bounds what a compressed buffer of an Arrow IPC body may
+// declare as its uncompressed size (the int64 that starts it, which arrow-go
+// allocates before decompressing): at most maxExpansion times its compressed
+// bytes, and at least minExpansionCap. LZ4 and zstd reach ratios near this
+// only on runs of one byte; embeddings, ids and labels compress a few times
+// at most. Without it a 1 KB stream asked arrow-go for 16 GiB. (Arrow's
+// own readers trust the prefix; ClickHouse's checks it against the codec
+// frame's optional content size, which pyarrow's LZ4 frames omit.)
+const (
+	maxExpansion    = 1024
+	minExpansionCap = 1 << 20
+)
+
+// checkDecompressed checks the declared uncompressed size of every buffer of
+// a compressed record batch or dictionary batch (msg, with or without its
+// prefix; its body at bodyOff in a file of size bytes) against
+// maxExpansion, reading the 8 bytes that start each buffer. Uncompressed
+// batches, and other messages, pass.
+func checkDecompressed(r io.ReaderAt, msg []byte, bodyOff, size int64) error {
+	if len(msg) >= 8 && binary.LittleEndian.Uint32(msg) == 0xffffffff {
+		msg = msg[8:]
+	}
+	t, err := root(msg)
+	if err != nil {
+		return err
+	}
+	at, err := t.field(1) // header_type
+	if err != nil || at < 0 || at >= len(msg) {
+		return err
+	}
+	typ := msg[at]
+	if typ != headerRecordBatch && typ != headerDictionary {
+		return nil
+	}
+	if at, err = t.field(2); err != nil || at < 0 {
+		return errCorrupt
+	}
+	hdr, err := t.indirect(at)
+	if err != nil {
+		return err
+	}
+	rb := fb{b: msg, pos: hdr}
+	if typ == headerDictionary { // DictionaryBatch {id: 0, data: 1, isDelta: 2}
+		if at, err = rb.field(1); err != nil || at < 0 {
+			return err
+		}
+		if hdr, err = rb.indirect(at); err != nil {
+			return err
+		}
+		rb = fb{b: msg, pos: hdr}
+	}
+	// RecordBatch {length: 0, nodes: 1, buffers: 2, compression: 3}.
+	if at, err = rb.field(3); err != nil || at < 0 {
+		return err // not compressed
+	}
+	if at, err = rb.field(2); err != nil || at < 0 {
+		return err
+	}
+	vec, err := rb.indirect(at)
+	if err != nil {
+		return err
+	}
+	n, err := rb.u32(vec)
+	if err != nil {
+		return err
+	}
+	const bufferSize = 16 // Buffer {offset: long, length: long}
+	if int64(n) > int64(len(msg)-vec-4)/bufferSize {
+		return errCorrupt
+	}
+	var head [8]byte
+	for i := 0; i < int(n); i++ {
+		p := vec + 4 + i*bufferSize
+		bo, bl := int64(binary.LittleEndian.Uint64(msg[p:])), int64(binary.LittleEndian.Uint64(msg[p+8:]))
+		if bl == 0 {
+			continue
+		}
+		if bo < 0 || bl < 8 || bo > size-bodyOff || bl > size-bodyOff-bo {
+			return fmt.Errorf("compressed buffer %d at %d+%d outside the file", i, bo, bl)
+		}
+		if _, err := r.ReadAt(head[:], bodyOff+bo); err != nil {
+			return err
+		}
+		u := int64(binary.LittleEndian.Uint64(head[:]))
+		if u == -1 {
+			continue // stored uncompressed
+		}
+		if u < 0 || u > max(minExpansionCap, maxExpansion*(bl-8)) {
+			return fmt.Errorf("compressed buffer %d declares %d bytes uncompressed from %d compressed, more than %d times", i, u, bl-8, maxExpansion)
+		}
+	}
+	return nil
 }

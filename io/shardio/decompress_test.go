@@ -1,0 +1,113 @@
+package shardio
+
+import (
+	"context"
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// TestDecompressedSizeGuard: a compressed Arrow stream or file reads as its
+// uncompressed twin does, and one whose compressed buffer declares far more
+// uncompressed bytes than it could hold is refused naming the file and the
+// buffer, before arrow-go allocates what it declares.
+func TestDecompressedSizeGuard(t *testing.T) {
+	sc := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "features", Type: arrow.FixedSizeListOf(3, arrow.PrimitiveTypes.Float32)},
+		{Name: "label", Type: arrow.PrimitiveTypes.Int32},
+	}, nil)
+	rec := jsonRecord(t, sc, `[{"id": 0, "features": [1, 2, 3], "label": 0},
+		{"id": 1, "features": [4, 5, 6], "label": 1},
+		{"id": 2, "features": [7, 8, 9], "label": 0}]`)
+	dir := t.TempDir()
+	for _, stream := range []bool{true, false} {
+		for _, codec := range []ipc.Option{ipc.WithZstd(), ipc.WithLZ4()} {
+			p := filepath.Join(dir, "c.arrows")
+			if !stream {
+				p = filepath.Join(dir, "c.arrow")
+			}
+			f, err := os.Create(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var w interface {
+				Write(arrow.RecordBatch) error
+				Close() error
+			}
+			if stream {
+				w = ipc.NewWriter(f, ipc.WithSchema(sc), codec)
+			} else if w, err = ipc.NewFileWriter(f, ipc.WithSchema(sc), codec); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Write(rec); err != nil {
+				t.Fatal(err)
+			}
+			w.Close()
+			f.Close()
+			shards, err := Scan(context.Background(), p, ReadOptions{})
+			if err != nil {
+				t.Fatalf("%s: Scan: %v", p, err)
+			}
+			r, err := ReadUnit(context.Background(), shards[0].Units[0], ReadOptions{Classes: 2})
+			if err != nil || r.Len() != 3 || r.Features[5] != 6 {
+				t.Fatalf("%s: ReadUnit: %v, %+v", p, err, r)
+			}
+			// The first compressed buffer's declared size, 16 GiB.
+			b, _ := os.ReadFile(p)
+			at := firstCompressedBuffer(t, b, stream)
+			binary.LittleEndian.PutUint64(b[at:], 1<<34)
+			os.WriteFile(p, b, 0o644)
+			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			_, err = Scan(context.Background(), p, ReadOptions{Mem: mem})
+			if err == nil || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), "17179869184 bytes uncompressed") {
+				t.Errorf("%s: %v; want an error naming the file and the declared size", p, err)
+			}
+			if n := mem.CurrentAlloc(); n > 1<<20 {
+				t.Errorf("%s: %d bytes allocated", p, n)
+			}
+		}
+	}
+}
+
+// firstCompressedBuffer is the file offset of the first non-empty buffer of
+// the first record batch of the Arrow stream (or file) b.
+func firstCompressedBuffer(t *testing.T, b []byte, stream bool) int {
+	t.Helper()
+	off := 0
+	if !stream {
+		off = 8 // "ARROW1" and padding
+	}
+	for {
+		metaLen := int(binary.LittleEndian.Uint32(b[off+4:]))
+		msg := b[off+8 : off+8+metaLen]
+		typ, _, body, err := messageInfo(msg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if typ != headerRecordBatch {
+			off += 8 + metaLen + int(body)
+			continue
+		}
+		rt, _ := root(msg)
+		at, _ := rt.field(2)
+		hdr, _ := rt.indirect(at)
+		rb := fb{b: msg, pos: hdr}
+		at, _ = rb.field(2)
+		vec, _ := rb.indirect(at)
+		n, _ := rb.u32(vec)
+		for i := 0; i < int(n); i++ {
+			p := vec + 4 + 16*i
+			if l := binary.LittleEndian.Uint64(msg[p+8:]); l > 0 {
+				return off + 8 + metaLen + int(binary.LittleEndian.Uint64(msg[p:]))
+			}
+		}
+		t.Fatal("no non-empty buffer")
+	}
+}
