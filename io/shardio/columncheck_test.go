@@ -16,15 +16,8 @@ import (
 // batch) is refused naming the file and the columns, in both Arrow
 // formats, instead of reading more features than ids.
 func TestColumnsOfUnequalLength(t *testing.T) {
-	sc := arrow.NewSchema([]arrow.Field{
-		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
-		{Name: "features", Type: arrow.FixedSizeListOf(3, arrow.PrimitiveTypes.Float32)},
-		{Name: "label", Type: arrow.PrimitiveTypes.Int32},
-	}, nil)
-	full := jsonRecord(t, sc, `[{"id": 0, "features": [1, 2, 3], "label": 0},
-		{"id": 1, "features": [4, 5, 6], "label": 1},
-		{"id": 2, "features": [7, 8, 9], "label": 0},
-		{"id": 3, "features": [1, 1, 1], "label": 1}]`)
+	full := rowsRecord(t, 4)
+	sc := full.Schema()
 	ids := array.NewSlice(full.Column(0), 0, 1)
 	defer ids.Release()
 	labels := array.NewSlice(full.Column(2), 0, 1)
@@ -46,4 +39,18 @@ func TestColumnsOfUnequalLength(t *testing.T) {
 		}
 		mem.AssertSize(t, 0)
 	}
+}
+
+// rowsRecord is a record of n rows (n <= 4) of an int64 id, three float32
+// features and an int32 label in classes 0 and 1.
+func rowsRecord(t *testing.T, n int) arrow.RecordBatch {
+	t.Helper()
+	sc := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "features", Type: arrow.FixedSizeListOf(3, arrow.PrimitiveTypes.Float32)},
+		{Name: "label", Type: arrow.PrimitiveTypes.Int32},
+	}, nil)
+	rows := []string{`{"id": 0, "features": [1, 2, 3], "label": 0}`, `{"id": 1, "features": [4, 5, 6], "label": 1}`,
+		`{"id": 2, "features": [7, 8, 9], "label": 0}`, `{"id": 3, "features": [1, 1, 1], "label": 1}`}
+	return jsonRecord(t, sc, "["+strings.Join(rows[:n], ",")+"]")
 }

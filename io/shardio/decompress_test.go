@@ -18,14 +18,8 @@ import (
 // uncompressed bytes than it could hold is refused naming the file and the
 // buffer, before arrow-go allocates what it declares.
 func TestDecompressedSizeGuard(t *testing.T) {
-	sc := arrow.NewSchema([]arrow.Field{
-		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
-		{Name: "features", Type: arrow.FixedSizeListOf(3, arrow.PrimitiveTypes.Float32)},
-		{Name: "label", Type: arrow.PrimitiveTypes.Int32},
-	}, nil)
-	rec := jsonRecord(t, sc, `[{"id": 0, "features": [1, 2, 3], "label": 0},
-		{"id": 1, "features": [4, 5, 6], "label": 1},
-		{"id": 2, "features": [7, 8, 9], "label": 0}]`)
+	rec := rowsRecord(t, 3)
+	sc := rec.Schema()
 	dir := t.TempDir()
 	for _, stream := range []bool{true, false} {
 		for _, codec := range []ipc.Option{ipc.WithZstd(), ipc.WithLZ4()} {
