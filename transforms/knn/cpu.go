@@ -215,9 +215,10 @@ type cpuIndex struct {
 	bias []float32
 	pool sync.Pool
 	// bpacked is every candidate block packed for kern, once (packAll), for
-	// an index searched with more than one query block in all: each block
-	// packed every candidate block again, N / QueryBlock copies of the
-	// candidates per search of N queries. nil until then.
+	// an index searched a second time or with more than one query block:
+	// each query block packed every candidate block again, N / QueryBlock
+	// copies of the candidates per search of N queries. It costs a copy of
+	// the candidates for the index's life. nil until then.
 	bpacked  []float32
 	packOnce func() // packAll, once (sync.OnceFunc, made with the index)
 	searches atomic.Int64
