@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
@@ -21,6 +22,7 @@ func TestDecompressedSizeGuard(t *testing.T) {
 	rec := rowsRecord(t, 3)
 	sc := rec.Schema()
 	dir := t.TempDir()
+	constantColumns(t, dir)
 	for _, stream := range []bool{true, false} {
 		for _, codec := range []ipc.Option{ipc.WithZstd(), ipc.WithLZ4()} {
 			p := filepath.Join(dir, "c.arrows")
@@ -103,5 +105,46 @@ func firstCompressedBuffer(t *testing.T, b []byte, stream bool) int {
 			}
 		}
 		t.Fatal("no non-empty buffer")
+	}
+}
+
+// constantColumns: a shard of one class, its labels and features constant,
+// compresses near its codec's limit and reads whole, in both codecs and
+// formats.
+func constantColumns(t *testing.T, dir string) {
+	t.Helper()
+	const n = 300_000
+	sc := rowsRecord(t, 1).Schema()
+	b := array.NewRecordBuilder(memory.DefaultAllocator, sc)
+	defer b.Release()
+	for i := range n {
+		b.Field(0).(*array.Int64Builder).Append(int64(i))
+		fl := b.Field(1).(*array.FixedSizeListBuilder)
+		fl.Append(true)
+		fl.ValueBuilder().(*array.Float32Builder).AppendValues([]float32{0, 0, 0}, nil)
+		b.Field(2).(*array.Int32Builder).Append(1)
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	for _, codec := range []ipc.Option{ipc.WithZstd(), ipc.WithLZ4()} {
+		p := filepath.Join(dir, "constant.arrows")
+		f, err := os.Create(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := ipc.NewWriter(f, ipc.WithSchema(sc), codec)
+		if err := w.Write(rec); err != nil {
+			t.Fatal(err)
+		}
+		w.Close()
+		f.Close()
+		shards, err := Scan(context.Background(), p, ReadOptions{})
+		if err != nil {
+			t.Fatalf("constant columns: Scan: %v", err)
+		}
+		r, err := ReadUnit(context.Background(), shards[0].Units[0], ReadOptions{Classes: 2})
+		if err != nil || r.Len() != n || r.Labels[n-1] != 1 {
+			t.Fatalf("constant columns: ReadUnit: %v", err)
+		}
 	}
 }

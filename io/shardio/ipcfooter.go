@@ -482,18 +482,23 @@ func storedArrowSchema(kv metadata.KeyValueMetadata) error {
 	return schemaMessage(meta)
 }
 
-// maxExpansion bounds what a compressed buffer of an Arrow IPC body may
-// declare as its uncompressed size (the int64 that starts it, which arrow-go
-// allocates before decompressing): at most maxExpansion times its compressed
-// bytes, and at least minExpansionCap. LZ4 and zstd reach ratios near this
-// only on runs of one byte; embeddings, ids and labels compress a few times
-// at most. Without it a 1 KB stream asked arrow-go for 16 GiB. (Arrow's
-// own readers trust the prefix; ClickHouse's checks it against the codec
-// frame's optional content size, which pyarrow's LZ4 frames omit.)
-const (
-	maxExpansion    = 1024
-	minExpansionCap = 1 << 20
-)
+// maxExpansion is the most bytes one compressed byte of an Arrow IPC body
+// buffer can stand for, per codec (BodyCompression.codec: 0 LZ4 frame, 1
+// zstd): a buffer declares its uncompressed size in the int64 that starts
+// it, and arrow-go allocates that much before decompressing, so a 1 KB
+// stream could ask for 16 GiB. No valid buffer goes beyond its codec's
+// format limit: LZ4 encodes a run in at least one byte per 255, zstd's
+// densest block (one byte repeated, an RLE block) is 4 bytes for 128 KiB.
+// Those limits, not a guess at how well data compresses: a shard of one
+// class has a constant label column, which zstd does compress near its
+// limit. (Arrow's own readers trust the prefix; ClickHouse checks it
+// against the codec frame's optional content size, which pyarrow's LZ4
+// frames omit, and which a forger sets as easily.)
+var maxExpansion = [2]int64{256, 1 << 15}
+
+// minExpansionCap is what any compressed buffer may declare, whatever its
+// size: the frames' own headers.
+const minExpansionCap = 1 << 16
 
 // checkDecompressed checks the declared uncompressed size of every buffer of
 // a compressed record batch or dictionary batch (msg, with or without its
@@ -537,6 +542,20 @@ func checkDecompressed(r io.ReaderAt, msg []byte, bodyOff, size int64) error {
 	if at, err = rb.field(3); err != nil || at < 0 {
 		return err // not compressed
 	}
+	bc, err := rb.indirect(at)
+	if err != nil {
+		return err
+	}
+	codec := 0 // BodyCompression {codec: 0 (default LZ4_FRAME), method: 1}
+	if at, err = (fb{b: msg, pos: bc}).field(0); err != nil {
+		return err
+	}
+	if at >= 0 {
+		if at >= len(msg) || msg[at] > 1 {
+			return errCorrupt // arrow-go knows no other codec
+		}
+		codec = int(msg[at])
+	}
 	if at, err = rb.field(2); err != nil || at < 0 {
 		return err
 	}
@@ -569,8 +588,8 @@ func checkDecompressed(r io.ReaderAt, msg []byte, bodyOff, size int64) error {
 		if u == -1 {
 			continue // stored uncompressed
 		}
-		if u < 0 || u > max(minExpansionCap, maxExpansion*(bl-8)) {
-			return fmt.Errorf("compressed buffer %d declares %d bytes uncompressed from %d compressed, more than %d times", i, u, bl-8, maxExpansion)
+		if u < 0 || u > max(minExpansionCap, maxExpansion[codec]*(bl-8)) {
+			return fmt.Errorf("compressed buffer %d declares %d bytes uncompressed from %d compressed, more than its codec's %d times", i, u, bl-8, maxExpansion[codec])
 		}
 	}
 	return nil
