@@ -75,6 +75,13 @@ func TestDecompressedSizeGuard(t *testing.T) {
 // firstCompressedBuffer is the file offset of the first non-empty buffer of
 // the first record batch of the Arrow stream (or file) b.
 func firstCompressedBuffer(t *testing.T, b []byte, stream bool) int {
+	return firstBuffer(t, b, stream, headerRecordBatch)
+}
+
+// firstBuffer is the file offset of the first non-empty buffer of the first
+// message of type typ (a record batch or a dictionary batch's data) of the
+// Arrow stream (or file) b.
+func firstBuffer(t *testing.T, b []byte, stream bool, want byte) int {
 	t.Helper()
 	off := 0
 	if !stream {
@@ -87,7 +94,7 @@ func firstCompressedBuffer(t *testing.T, b []byte, stream bool) int {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if typ != headerRecordBatch {
+		if typ != want {
 			off += 8 + metaLen + int(body)
 			continue
 		}
@@ -95,6 +102,11 @@ func firstCompressedBuffer(t *testing.T, b []byte, stream bool) int {
 		at, _ := rt.field(2)
 		hdr, _ := rt.indirect(at)
 		rb := fb{b: msg, pos: hdr}
+		if typ == headerDictionary {
+			at, _ = rb.field(1)
+			hdr, _ = rb.indirect(at)
+			rb = fb{b: msg, pos: hdr}
+		}
 		at, _ = rb.field(2)
 		vec, _ := rb.indirect(at)
 		n, _ := rb.u32(vec)
@@ -145,6 +157,62 @@ func constantColumns(t *testing.T, dir string) {
 		r, err := ReadUnit(context.Background(), shards[0].Units[0], ReadOptions{Classes: 2})
 		if err != nil || r.Len() != n || r.Labels[n-1] != 1 {
 			t.Fatalf("constant columns: ReadUnit: %v", err)
+		}
+	}
+}
+
+// TestDecompressedDictionary: the bound holds for a compressed dictionary
+// batch too (a dictionary-encoded label column), in a stream and a file.
+func TestDecompressedDictionary(t *testing.T) {
+	dt := &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String}
+	sc := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "features", Type: arrow.FixedSizeListOf(3, arrow.PrimitiveTypes.Float32)},
+		{Name: "label", Type: dt},
+	}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, sc)
+	defer b.Release()
+	for i := range 4 {
+		b.Field(0).(*array.Int64Builder).Append(int64(i))
+		fl := b.Field(1).(*array.FixedSizeListBuilder)
+		fl.Append(true)
+		fl.ValueBuilder().(*array.Float32Builder).AppendValues([]float32{float32(i), 1, 2}, nil)
+		if err := b.Field(2).(*array.BinaryDictionaryBuilder).AppendString([]string{"cat", "dog"}[i%2]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	dir := t.TempDir()
+	for _, stream := range []bool{true, false} {
+		p := filepath.Join(dir, map[bool]string{true: "d.arrows", false: "d.arrow"}[stream])
+		f, err := os.Create(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var w interface {
+			Write(arrow.RecordBatch) error
+			Close() error
+		}
+		if stream {
+			w = ipc.NewWriter(f, ipc.WithSchema(sc), ipc.WithZstd())
+		} else if w, err = ipc.NewFileWriter(f, ipc.WithSchema(sc), ipc.WithZstd()); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Write(rec); err != nil {
+			t.Fatal(err)
+		}
+		w.Close()
+		f.Close()
+		if _, err := Scan(context.Background(), p, ReadOptions{}); err != nil {
+			t.Fatalf("%s: Scan: %v", p, err)
+		}
+		raw, _ := os.ReadFile(p)
+		binary.LittleEndian.PutUint64(raw[firstBuffer(t, raw, stream, headerDictionary):], 1<<34)
+		os.WriteFile(p, raw, 0o644)
+		_, err = Scan(context.Background(), p, ReadOptions{})
+		if err == nil || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), "17179869184 bytes uncompressed") {
+			t.Errorf("%s: %v; want an error naming the file and the declared size", p, err)
 		}
 	}
 }

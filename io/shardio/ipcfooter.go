@@ -39,7 +39,25 @@ func ipcBatchRows(r io.ReaderAt, size int64) ([]int64, error) {
 	if err := footerSchema(footer); err != nil {
 		return nil, fmt.Errorf("footer schema: %w", err)
 	}
-	blocks, err := footerBlocks(footer)
+	// The dictionary batches' compressed buffers are bounded as the record
+	// batches' are (checkDecompressed), before arrow-go reads them.
+	dicts, err := footerBlocks(footer, 2)
+	if err != nil {
+		return nil, fmt.Errorf("footer: %w", err)
+	}
+	for i, b := range dicts {
+		if b.offset < 8 || b.metaLen <= 8 || b.offset+int64(b.metaLen) > size {
+			return nil, fmt.Errorf("dictionary batch %d: block at %d+%d outside the file", i, b.offset, b.metaLen)
+		}
+		meta := make([]byte, b.metaLen)
+		if _, err := r.ReadAt(meta, b.offset); err != nil {
+			return nil, err
+		}
+		if err := checkDecompressed(r, meta, b.offset+int64(b.metaLen), size); err != nil {
+			return nil, fmt.Errorf("dictionary batch %d: %w", i, err)
+		}
+	}
+	blocks, err := footerBlocks(footer, 3)
 	if err != nil {
 		return nil, fmt.Errorf("footer: %w", err)
 	}
@@ -134,16 +152,17 @@ func (t fb) indirect(pos int) (int, error) {
 	return pos + int(off), err
 }
 
-// footerBlocks reads Footer.recordBatches (slot 3): a vector of Block structs
-// {offset: long, metaDataLength: int, (padding), bodyLength: long}.
-func footerBlocks(b []byte) ([]ipcBlock, error) {
+// footerBlocks reads Footer.recordBatches (slot 3) or Footer.dictionaries
+// (slot 2): a vector of Block structs {offset: long, metaDataLength: int,
+// (padding), bodyLength: long}.
+func footerBlocks(b []byte, slot int) ([]ipcBlock, error) {
 	t, err := root(b)
 	if err != nil {
 		return nil, err
 	}
-	at, err := t.field(3)
+	at, err := t.field(slot)
 	if err != nil || at < 0 {
-		return nil, err // no record batches
+		return nil, err // none
 	}
 	vec, err := t.indirect(at)
 	if err != nil {
