@@ -46,14 +46,7 @@ func ipcBatchRows(r io.ReaderAt, size int64) ([]int64, error) {
 		return nil, fmt.Errorf("footer: %w", err)
 	}
 	for i, b := range dicts {
-		if b.offset < 8 || b.metaLen <= 8 || b.offset+int64(b.metaLen) > size {
-			return nil, fmt.Errorf("dictionary batch %d: block at %d+%d outside the file", i, b.offset, b.metaLen)
-		}
-		meta := make([]byte, b.metaLen)
-		if _, err := r.ReadAt(meta, b.offset); err != nil {
-			return nil, err
-		}
-		if err := checkDecompressed(r, meta, b.offset+int64(b.metaLen), size); err != nil {
+		if _, err := blockMessage(r, b, size); err != nil {
 			return nil, fmt.Errorf("dictionary batch %d: %w", i, err)
 		}
 	}
@@ -63,17 +56,11 @@ func ipcBatchRows(r io.ReaderAt, size int64) ([]int64, error) {
 	}
 	rows := make([]int64, len(blocks))
 	for i, b := range blocks {
-		if b.offset < 8 || b.metaLen <= 8 || b.offset+int64(b.metaLen) > size {
-			return nil, fmt.Errorf("record batch %d: block at %d+%d outside the file", i, b.offset, b.metaLen)
+		msg, err := blockMessage(r, b, size)
+		if err == nil {
+			rows[i], err = messageRows(msg)
 		}
-		meta := make([]byte, b.metaLen)
-		if _, err := r.ReadAt(meta, b.offset); err != nil {
-			return nil, err
-		}
-		if rows[i], err = messageRows(meta); err != nil {
-			return nil, fmt.Errorf("record batch %d: %w", i, err)
-		}
-		if err := checkDecompressed(r, meta, b.offset+int64(b.metaLen), size); err != nil {
+		if err != nil {
 			return nil, fmt.Errorf("record batch %d: %w", i, err)
 		}
 	}
@@ -83,6 +70,46 @@ func ipcBatchRows(r io.ReaderAt, size int64) ([]int64, error) {
 type ipcBlock struct {
 	offset  int64
 	metaLen int32
+}
+
+// blockMessage reads the message of an Arrow file's block (its prefix
+// stripped) and checks the compressed buffers of its body
+// (checkDecompressed).
+func blockMessage(r io.ReaderAt, b ipcBlock, size int64) ([]byte, error) {
+	if b.offset < 8 || b.metaLen <= 8 || b.offset+int64(b.metaLen) > size {
+		return nil, fmt.Errorf("block at %d+%d outside the file", b.offset, b.metaLen)
+	}
+	meta := make([]byte, b.metaLen)
+	if _, err := r.ReadAt(meta, b.offset); err != nil {
+		return nil, err
+	}
+	metaLen, prefix, ok := messagePrefix(meta)
+	if !ok || metaLen > int64(len(meta))-prefix {
+		return nil, errCorrupt
+	}
+	msg := meta[prefix : prefix+metaLen]
+	if err := checkDecompressed(r, msg, b.offset+int64(b.metaLen), size); err != nil {
+		return nil, err
+	}
+	return msg, nil
+}
+
+// messagePrefix reads the prefix of an encapsulated IPC message: the
+// continuation marker and the int32 metadata length (8 bytes), or, before
+// Arrow 0.15, the length alone (4 bytes). ok is false where head is too
+// short to hold it.
+func messagePrefix(head []byte) (metaLen, prefix int64, ok bool) {
+	if len(head) < 4 {
+		return 0, 0, false
+	}
+	metaLen, prefix = int64(binary.LittleEndian.Uint32(head)), 4
+	if metaLen == 0xffffffff {
+		if len(head) < 8 {
+			return 0, 0, false
+		}
+		metaLen, prefix = int64(binary.LittleEndian.Uint32(head[4:])), 8
+	}
+	return metaLen, prefix, true
 }
 
 // fb is a flatbuffer table: bounds-checked field access, since the bytes come
@@ -187,18 +214,11 @@ func footerBlocks(b []byte, slot int) ([]ipcBlock, error) {
 	return blocks, nil
 }
 
-// messageRows reads RecordBatch.length from an encapsulated message: the
-// continuation marker, the int32 length, then Message {version, header_type,
-// header: RecordBatch {length: long, ...}, ...}.
-func messageRows(meta []byte) (int64, error) {
-	start := 4
-	if len(meta) >= 4 && binary.LittleEndian.Uint32(meta) == 0xffffffff {
-		start = 8
-	}
-	if len(meta) < start {
-		return 0, errCorrupt
-	}
-	typ, rows, _, err := messageInfo(meta[start:])
+// messageRows reads RecordBatch.length from a message without its prefix:
+// Message {version, header_type, header: RecordBatch {length: long, ...},
+// ...}.
+func messageRows(msg []byte) (int64, error) {
+	typ, rows, _, err := messageInfo(msg)
 	if err != nil {
 		return 0, err
 	}
@@ -289,16 +309,9 @@ func streamBatchRows(r io.ReaderAt, size int64) ([]int64, error) {
 			return nil, err
 		}
 		head := buf[:n]
-		prefix := int64(4)
-		if len(head) < 4 {
+		metaLen, prefix, ok := messagePrefix(head)
+		if !ok {
 			return nil, fmt.Errorf("ends inside a message prefix at byte %d (truncated?)", off)
-		}
-		metaLen := int64(binary.LittleEndian.Uint32(head))
-		if metaLen == 0xffffffff {
-			if len(head) < 8 {
-				return nil, fmt.Errorf("ends inside a message prefix at byte %d (truncated?)", off)
-			}
-			metaLen, prefix = int64(binary.LittleEndian.Uint32(head[4:])), 8
 		}
 		if metaLen == 0 {
 			if end := off + prefix; end != size {
@@ -472,21 +485,14 @@ func storedArrowSchema(kv metadata.KeyValueMetadata) error {
 			return nil
 		}
 	}
-	prefix := 4
-	if len(b) < 4 {
+	metaLen, prefix, ok := messagePrefix(b)
+	if !ok {
 		return fmt.Errorf("%w: a stored Arrow schema of %d bytes", errCorrupt, len(b))
 	}
-	metaLen := int64(binary.LittleEndian.Uint32(b))
-	if metaLen == 0xffffffff {
-		if len(b) < 8 {
-			return fmt.Errorf("%w: a stored Arrow schema of %d bytes", errCorrupt, len(b))
-		}
-		metaLen, prefix = int64(binary.LittleEndian.Uint32(b[4:])), 8
+	if metaLen == 0 || metaLen > int64(len(b))-prefix {
+		return fmt.Errorf("%w: a stored Arrow schema's message of %d bytes in %d", errCorrupt, metaLen, int64(len(b))-prefix)
 	}
-	if metaLen == 0 || metaLen > int64(len(b)-prefix) {
-		return fmt.Errorf("%w: a stored Arrow schema's message of %d bytes in %d", errCorrupt, metaLen, len(b)-prefix)
-	}
-	meta := b[prefix : int64(prefix)+metaLen]
+	meta := b[prefix : prefix+metaLen]
 	typ, _, body, err := messageInfo(meta)
 	if err != nil {
 		return err
@@ -495,8 +501,8 @@ func storedArrowSchema(kv metadata.KeyValueMetadata) error {
 		return fmt.Errorf("%w: the stored Arrow schema's message is not a schema", errCorrupt)
 	}
 	// arrow-go allocates the body the message states before reading it.
-	if body > int64(len(b)-prefix)-metaLen {
-		return fmt.Errorf("%w: the stored Arrow schema's message states a body of %d bytes, %d follow", errCorrupt, body, int64(len(b)-prefix)-metaLen)
+	if body > int64(len(b))-prefix-metaLen {
+		return fmt.Errorf("%w: the stored Arrow schema's message states a body of %d bytes, %d follow", errCorrupt, body, int64(len(b))-prefix-metaLen)
 	}
 	return schemaMessage(meta)
 }
@@ -520,14 +526,11 @@ var maxExpansion = [2]int64{256, 1 << 15}
 const minExpansionCap = 1 << 16
 
 // checkDecompressed checks the declared uncompressed size of every buffer of
-// a compressed record batch or dictionary batch (msg, with or without its
-// prefix; its body at bodyOff in a file of size bytes) against
-// maxExpansion, reading the 8 bytes that start each buffer. Uncompressed
-// batches, and other messages, pass.
+// a compressed record batch or dictionary batch (msg, without its prefix;
+// its body at bodyOff in a file of size bytes) against maxExpansion,
+// reading the 8 bytes that start each buffer. Uncompressed batches, and
+// other messages, pass.
 func checkDecompressed(r io.ReaderAt, msg []byte, bodyOff, size int64) error {
-	if len(msg) >= 8 && binary.LittleEndian.Uint32(msg) == 0xffffffff {
-		msg = msg[8:]
-	}
 	t, err := root(msg)
 	if err != nil {
 		return err
