@@ -20,7 +20,6 @@ import (
 // buffer, before arrow-go allocates what it declares.
 func TestDecompressedSizeGuard(t *testing.T) {
 	rec := rowsRecord(t, 3)
-	sc := rec.Schema()
 	dir := t.TempDir()
 	constantColumns(t, dir)
 	for _, stream := range []bool{true, false} {
@@ -29,24 +28,7 @@ func TestDecompressedSizeGuard(t *testing.T) {
 			if !stream {
 				p = filepath.Join(dir, "c.arrow")
 			}
-			f, err := os.Create(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var w interface {
-				Write(arrow.RecordBatch) error
-				Close() error
-			}
-			if stream {
-				w = ipc.NewWriter(f, ipc.WithSchema(sc), codec)
-			} else if w, err = ipc.NewFileWriter(f, ipc.WithSchema(sc), codec); err != nil {
-				t.Fatal(err)
-			}
-			if err := w.Write(rec); err != nil {
-				t.Fatal(err)
-			}
-			w.Close()
-			f.Close()
+			writeIPC(t, p, rec, stream, codec)
 			shards, err := Scan(context.Background(), p, ReadOptions{})
 			if err != nil {
 				t.Fatalf("%s: Scan: %v", p, err)
@@ -138,26 +120,46 @@ func constantColumns(t *testing.T, dir string) {
 	}
 	rec := b.NewRecordBatch()
 	defer rec.Release()
-	for _, codec := range []ipc.Option{ipc.WithZstd(), ipc.WithLZ4()} {
-		p := filepath.Join(dir, "constant.arrows")
-		f, err := os.Create(p)
-		if err != nil {
-			t.Fatal(err)
+	for _, stream := range []bool{true, false} {
+		for _, codec := range []ipc.Option{ipc.WithZstd(), ipc.WithLZ4()} {
+			p := filepath.Join(dir, map[bool]string{true: "constant.arrows", false: "constant.arrow"}[stream])
+			writeIPC(t, p, rec, stream, codec)
+			shards, err := Scan(context.Background(), p, ReadOptions{})
+			if err != nil {
+				t.Fatalf("constant columns: Scan: %v", err)
+			}
+			r, err := ReadUnit(context.Background(), shards[0].Units[0], ReadOptions{Classes: 2})
+			if err != nil || r.Len() != n || r.Labels[n-1] != 1 {
+				t.Fatalf("constant columns: ReadUnit: %v", err)
+			}
 		}
-		w := ipc.NewWriter(f, ipc.WithSchema(sc), codec)
-		if err := w.Write(rec); err != nil {
-			t.Fatal(err)
-		}
-		w.Close()
-		f.Close()
-		shards, err := Scan(context.Background(), p, ReadOptions{})
-		if err != nil {
-			t.Fatalf("constant columns: Scan: %v", err)
-		}
-		r, err := ReadUnit(context.Background(), shards[0].Units[0], ReadOptions{Classes: 2})
-		if err != nil || r.Len() != n || r.Labels[n-1] != 1 {
-			t.Fatalf("constant columns: ReadUnit: %v", err)
-		}
+	}
+}
+
+// writeIPC writes rec as an Arrow IPC stream (or file) at path, with opts
+// (a codec) after its schema.
+func writeIPC(t *testing.T, path string, rec arrow.RecordBatch, stream bool, opts ...ipc.Option) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	opts = append([]ipc.Option{ipc.WithSchema(rec.Schema())}, opts...)
+	var w interface {
+		Write(arrow.RecordBatch) error
+		Close() error
+	}
+	if stream {
+		w = ipc.NewWriter(f, opts...)
+	} else if w, err = ipc.NewFileWriter(f, opts...); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -186,31 +188,14 @@ func TestDecompressedDictionary(t *testing.T) {
 	dir := t.TempDir()
 	for _, stream := range []bool{true, false} {
 		p := filepath.Join(dir, map[bool]string{true: "d.arrows", false: "d.arrow"}[stream])
-		f, err := os.Create(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var w interface {
-			Write(arrow.RecordBatch) error
-			Close() error
-		}
-		if stream {
-			w = ipc.NewWriter(f, ipc.WithSchema(sc), ipc.WithZstd())
-		} else if w, err = ipc.NewFileWriter(f, ipc.WithSchema(sc), ipc.WithZstd()); err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Write(rec); err != nil {
-			t.Fatal(err)
-		}
-		w.Close()
-		f.Close()
+		writeIPC(t, p, rec, stream, ipc.WithZstd())
 		if _, err := Scan(context.Background(), p, ReadOptions{}); err != nil {
 			t.Fatalf("%s: Scan: %v", p, err)
 		}
 		raw, _ := os.ReadFile(p)
 		binary.LittleEndian.PutUint64(raw[firstBuffer(t, raw, stream, headerDictionary):], 1<<34)
 		os.WriteFile(p, raw, 0o644)
-		_, err = Scan(context.Background(), p, ReadOptions{})
+		_, err := Scan(context.Background(), p, ReadOptions{})
 		if err == nil || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), "17179869184 bytes uncompressed") {
 			t.Errorf("%s: %v; want an error naming the file and the declared size", p, err)
 		}
